@@ -1,0 +1,101 @@
+"""Commands that set up a store and capture turns: init, begin, end, pre-write, post-write."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from snapstore.store import exclude_from_git
+
+from .main import common_options, emit, options
+from .render import console
+
+
+def _abs(paths: tuple[str, ...]) -> list[str]:
+    """CLI paths are relative to the current folder, as in git."""
+    return [os.path.join(os.getcwd(), p) for p in paths]
+
+
+@click.command()
+@common_options
+def init() -> None:
+    """Create the store in the current folder (or --root); safe to run again."""
+    opts = options()
+    root = os.path.realpath(opts.root or os.getcwd())
+    store_dir = opts.store_dir(root) or root
+    created = not os.path.exists(os.path.join(store_dir, "db", "data.mdb"))
+    with opts.open_store(create=True) as store:
+        excluded = exclude_from_git(store.root, store.store_dir)
+        data = {"root": store.root, "store": store.store_dir, "created": created}
+    def human() -> None:
+        out = console(stderr=True)
+        out.print(f"{'Created' if created else 'Found'} the snapstore store in {data['store']}")
+        if excluded:
+            out.print("Added it to .git/info/exclude", style="dim")
+    emit(data, human)
+
+
+@click.command()
+@click.option("--prompt", "prompt", metavar="TEXT", help="The user's message.")
+@click.option("--prompt-file", type=click.File("r"), help="Read the user's message from a file.")
+@click.option("--message-id", metavar="ID", help="The agent's id for the message.")
+@common_options
+def begin(prompt: str | None, prompt_file: click.utils.LazyFile | None,
+          message_id: str | None) -> None:
+    """Open a turn for the user's message."""
+    if prompt is not None and prompt_file is not None:
+        raise click.UsageError("give --prompt or --prompt-file, not both")
+    text = prompt_file.read() if prompt_file is not None else prompt or ""
+    opts = options()
+    with opts.open_store() as store:
+        turn = store.begin_turn(opts.session, text, message_id)
+    emit({"session": opts.session, "turn": turn.id},
+         lambda: console(stderr=True).print(f"turn {turn.id} begun in session {opts.session}"))
+
+
+@click.command()
+@common_options
+def end() -> None:
+    """Close the open turn, recording what any captured file now holds."""
+    opts = options()
+    with opts.open_store() as store:
+        turn = store.end_turn(opts.session)
+        with store.db.read() as txn:
+            changes = len(store.changes(txn, turn.id))
+    emit({"session": opts.session, "turn": turn.id, "changes": changes},
+         lambda: console(stderr=True).print(f"turn {turn.id} ended with {changes} change(s)"))
+
+
+@click.command("pre-write")
+@click.option("--tool", default="", metavar="NAME", help="The agent tool about to write.")
+@click.argument("paths", nargs=-1, required=True)
+@common_options
+def pre_write(tool: str, paths: tuple[str, ...]) -> None:
+    """Capture the current bytes of PATHS before the agent writes them."""
+    opts = options()
+    with opts.open_store() as store:
+        result = store.pre_write(_abs(paths), tool, opts.session)
+    emit({"session": result.session, "turn": result.turn, "captured": result.paths},
+         lambda: console(stderr=True).print(
+             f"captured {len(result.paths)} path(s) in turn {result.turn}"))
+
+
+@click.command("post-write")
+@click.argument("paths", nargs=-1, required=True)
+@common_options
+def post_write(paths: tuple[str, ...]) -> None:
+    """Record what the agent wrote to PATHS."""
+    opts = options()
+    with opts.open_store() as store:
+        result = store.post_write(_abs(paths), opts.session)
+    def human() -> None:
+        out = console(stderr=True)
+        out.print(f"recorded {len(result.paths)} path(s) in turn {result.turn}")
+        for path, reason in result.skipped:
+            out.print(f"  skipped {path}: {reason}", style="yellow")
+    emit({"session": result.session, "turn": result.turn, "recorded": result.paths,
+          "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, human)
+
+
+COMMANDS = [init, begin, end, pre_write, post_write]

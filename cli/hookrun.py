@@ -1,0 +1,93 @@
+"""Running one agent hook event: the fast path, without Click or rich.
+
+Agents spawn this for every tool call, so it imports only what capture needs.
+A hook must never break the agent: snapstore's own failures print one line on
+stderr, go to ``<store>/hook.log``, and exit 0, unless ``SNAPSTORE_STRICT=1``,
+which makes them exit 2 (a blocking error for both agents).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from types import ModuleType
+
+from snapstore import SnapstoreError, Store, find_root
+from snapstore.adapters import IGNORE, START, apply, load_payload
+
+
+def _adapter(agent: str) -> ModuleType:
+    if agent == "claude-code":
+        from snapstore.adapters import claude_code
+        return claude_code
+    from snapstore.adapters import gemini_cli
+    return gemini_cli
+
+
+def _project_root(cwd: str) -> str:
+    """Where a hook creates a store when none exists: the git top level, else ``cwd``."""
+    path = cwd
+    while True:
+        if os.path.exists(os.path.join(path, ".git")):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return cwd
+        path = parent
+
+
+def _log(store_dir: str | None, agent: str, message: str) -> None:
+    if store_dir is None or not os.path.isdir(store_dir):
+        return
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
+    try:
+        with open(os.path.join(store_dir, "hook.log"), "a", encoding="utf-8") as handle:
+            handle.write(f"{stamp} {agent}: {message}\n")
+    except OSError:
+        pass
+
+
+def _open(cwd: str) -> Store:
+    explicit = os.environ.get("SNAPSTORE_DIR")
+    timeout = float(os.environ.get("SNAPSTORE_LOCK_TIMEOUT") or 10)
+    if explicit:
+        return Store.open(None, store_dir=explicit, lock_timeout=timeout)
+    root = find_root(cwd)
+    if root is None:
+        return Store.init(_project_root(cwd), lock_timeout=timeout)
+    return Store.open(root, lock_timeout=timeout)
+
+
+def run_hook(agent: str, args: list[str]) -> int:
+    """Handle one event from stdin; returns the exit code."""
+    adapter = _adapter(agent)
+    strict = os.environ.get("SNAPSTORE_STRICT") == "1"
+    store_dir = None
+    try:
+        if args:
+            raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
+        action = adapter.parse(load_payload(sys.stdin.buffer.read()))
+        if action.kind in (IGNORE, START):
+            sys.stdout.write(adapter.SILENT)
+            return 0
+        with _open(action.cwd) as store:
+            store_dir = store.store_dir
+            if store.pending_operations():
+                store.resume()
+            outcome = apply(store, action)
+        for warning in outcome.warnings:
+            print(f"snapstore: {warning}", file=sys.stderr)
+            _log(store_dir, agent, warning)
+        sys.stdout.write(adapter.SILENT)
+        return 0
+    except SnapstoreError as exc:
+        message = str(exc) + (f" ({exc.hint})" if exc.hint else "")
+    except Exception as exc:  # a hook must not break the agent
+        message = f"internal error: {exc!r}"
+    print(f"snapstore: {message}", file=sys.stderr)
+    _log(store_dir, agent, message)
+    if strict:
+        return 2
+    sys.stdout.write(adapter.SILENT)
+    return 0

@@ -1,0 +1,181 @@
+"""The Click application: global options, store discovery, errors and output.
+
+Conventions (CLI.md): ``--json`` prints exactly one JSON document on stdout;
+messages for people go to stderr; errors are one line, ``snapstore: <what
+went wrong>``, with the exit code the library error carries; tracebacks only
+with ``--debug``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, find_root
+from snapstore.store import STORE_DIRNAME
+
+
+@dataclass
+class Options:
+    """Global options, settable before the command or after it."""
+
+    root: str | None = None
+    json: bool = False
+    debug: bool = False
+    session: str = field(default_factory=lambda: os.environ.get("SNAPSTORE_SESSION")
+                         or DEFAULT_SESSION)
+    lock_timeout: float = 10.0
+
+    def store_dir(self, root: str | None) -> str | None:
+        explicit = os.environ.get("SNAPSTORE_DIR")
+        if explicit:
+            return os.path.abspath(explicit)
+        return None if root is None else os.path.join(root, STORE_DIRNAME)
+
+    def clock(self) -> Callable[[], float]:
+        """The clock; ``SNAPSTORE_NOW`` fixes it (hermetic tests, reproducible demos)."""
+        fixed = os.environ.get("SNAPSTORE_NOW")
+        if fixed:
+            value = float(fixed)
+            return lambda: value
+        return time.time
+
+    def find_root(self) -> str | None:
+        if self.root is not None:
+            return os.path.realpath(self.root)
+        if os.environ.get("SNAPSTORE_DIR"):
+            return None  # the store records its workspace
+        root = find_root(os.getcwd())
+        if root is None:
+            raise NotFound(f"no snapstore store in {os.getcwd()} or any folder above it",
+                           hint="run `snapstore init`")
+        return root
+
+    def open_store(self, create: bool = False) -> Store:
+        root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
+        return Store(root, store_dir=self.store_dir(root), create=create, clock=self.clock(),
+                     lock_timeout=self.lock_timeout)
+
+
+def options() -> Options:
+    return click.get_current_context().find_object(Options)
+
+
+def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
+    def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
+        if value not in (None, False):
+            setattr(ctx.ensure_object(Options), name, value)
+    return callback
+
+
+def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``--json`` and ``--session`` after the command name, as well as before it."""
+    fn = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set("json"),
+                      is_eager=True, help="Print one JSON document on stdout.")(fn)
+    return click.option("--session", "-s", metavar="S", expose_value=False,
+                        callback=_set("session"), is_eager=True,
+                        help="Agent session (default: $SNAPSTORE_SESSION or 'default').")(fn)
+
+
+class Failure(click.ClickException):
+    """A library error on its way out: one line on stderr, and its exit code."""
+
+    def __init__(self, message: str, exit_code: int, code: str = "error", as_json: bool = False):
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.code = code
+        self.as_json = as_json
+
+    def show(self, file: Any = None) -> None:
+        if self.as_json:
+            click.echo(json.dumps({"error": {"code": self.code, "message": self.message,
+                                             "exit_code": self.exit_code}}))
+        click.echo(f"snapstore: {self.message}", err=True)
+
+
+class SnapstoreGroup(click.Group):
+    """Turns library errors into one-line messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        opts = ctx.ensure_object(Options)
+        try:
+            return super().invoke(ctx)
+        except SnapstoreError as exc:
+            if opts.debug:
+                raise
+            message = exc.message + (f" ({exc.hint})" if exc.hint else "")
+            raise Failure(message, exc.exit_code, exc.code, opts.json) from exc
+        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if opts.debug:
+                raise
+            raise Failure(f"internal error: {exc!r} (run with --debug for the traceback)",
+                          1, "internal", opts.json) from exc
+
+
+def emit(data: Any, human: Callable[[], None]) -> None:
+    """Print ``data`` as JSON with ``--json``, else call ``human`` to render it."""
+    if options().json:
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        human()
+
+
+@click.group(cls=SnapstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--root", metavar="DIR", type=click.Path(file_okay=False),
+              help="The workspace (default: the nearest folder above holding .snapstore/).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--session", "-s", metavar="S", help="Agent session (default: $SNAPSTORE_SESSION "
+              "or 'default').")
+@click.option("--lock-timeout", type=float, metavar="SECONDS",
+              help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).")
+@click.option("--debug", is_flag=True, help="Show tracebacks.")
+@click.version_option(package_name="snapstore", prog_name="snapstore")
+@click.pass_context
+def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None,
+        lock_timeout: float | None, debug: bool) -> None:
+    """snapstore: the undo layer for AI coding agents.
+
+    Capture files before an agent writes them, then rewind any turn: exact
+    bytes where the agent's write is intact, a three-way merge that keeps your
+    own edits where it is not, and an undo for every rewind.
+    """
+    opts = ctx.ensure_object(Options)
+    opts.root = root
+    opts.json = opts.json or as_json
+    opts.debug = debug
+    if session:
+        opts.session = session
+    env_timeout = os.environ.get("SNAPSTORE_LOCK_TIMEOUT")
+    if lock_timeout is not None:
+        opts.lock_timeout = lock_timeout
+    elif env_timeout:
+        opts.lock_timeout = float(env_timeout)
+
+
+def _register() -> None:
+    from . import capture, history, hook, rewind, status
+    for module in (capture, history, hook, rewind, status):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+    from .demo import demo
+    cli.add_command(demo)
+
+
+_register()
+
+
+def run(args: list[str]) -> None:
+    try:
+        cli.main(args=args, prog_name="snapstore")
+    except KeyboardInterrupt:
+        click.echo("snapstore: interrupted", err=True)
+        sys.exit(130)

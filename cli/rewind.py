@@ -1,0 +1,108 @@
+"""Commands that take turns back: rewind and undo."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from snapstore import Store
+from snapstore.diffs import entry_diff
+from snapstore.rewind import MODES, POLICIES, RewindResult
+
+from .main import common_options, emit, options
+from .render import console, diff_text, result_summary
+
+
+def open_resuming() -> Store:
+    """Open the store, first finishing any rewind that a crash interrupted."""
+    store = options().open_store()
+    if store.pending_operations():
+        for result in store.resume():
+            console(stderr=True).print(
+                f"snapstore: finished interrupted operation {result.undo_id} "
+                f"({len(result.restored) + len(result.merged) + len(result.deleted)} file(s), "
+                f"{len(result.errors)} left alone)", style="yellow")
+    return store
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
+
+
+def _report(result: RewindResult, verb: str) -> None:
+    def human() -> None:
+        out = console()
+        if result.dry_run:
+            for plan in result.plans:
+                if plan.writes:
+                    out.print(diff_text(entry_diff(plan.path, plan.current_entry, plan.content)),
+                              end="")
+        result_summary(out, result, verb)
+    emit(result.to_json(), human)
+    if not result.ok:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("turn", required=False)
+@click.option("--mode", type=click.Choice(MODES), default="both", show_default=True,
+              help="Take back files and conversation, only code, or only the conversation.")
+@click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True,
+              help="skip: leave the file alone; markers: write conflict markers; "
+                   "theirs: force the version from before the turn.")
+@click.option("--path", "paths", multiple=True, metavar="P",
+              help="Take back only this file (repeatable); the head stays.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
+@click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
+@common_options
+def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...],
+           dry_run: bool, yes: bool, force: bool, resume: bool) -> None:
+    """Take back TURN and everything after it on the current branch.
+
+    TURN is a number from `snapstore log` (1 is the newest) or a turn id.
+    Without TURN, list the rewind points.
+    """
+    opts = options()
+    if resume:
+        with opts.open_store() as store:
+            results = store.resume()
+        emit([r.to_json() for r in results], lambda: [
+            result_summary(console(), r, "resumed") for r in results] or
+            console(stderr=True).print("no interrupted rewind to resume"))
+        return
+    wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    with open_resuming() as store:
+        if turn is None:
+            from .picker import choose
+            turn, mode = choose(store, opts.session, mode, _interactive())
+            if turn is None:
+                return
+            yes = yes or _interactive()  # the picker has confirmed already
+        if not (yes or dry_run) and _interactive():
+            preview = store.rewind(turn, opts.session, mode=mode, on_conflict=on_conflict,
+                                   paths=wanted, dry_run=True, force=force)
+            result_summary(console(), preview, "rewind")
+            click.confirm("Rewind?", abort=True)
+        result = store.rewind(turn, opts.session, mode=mode, on_conflict=on_conflict,
+                              paths=wanted, dry_run=dry_run, force=force)
+    _report(result, "rewound")
+
+
+@click.command()
+@click.argument("rewind_id", required=False)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common_options
+def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
+    """Take back the last rewind (or REWIND_ID): its files and its head move."""
+    opts = options()
+    with open_resuming() as store:
+        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+    _report(result, "undone")
+
+
+COMMANDS = [rewind, undo]

@@ -1,0 +1,44 @@
+"""The status command: what the store holds."""
+
+from __future__ import annotations
+
+import click
+
+from .main import common_options, emit, options
+from .render import console
+
+
+def _size(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+@click.command()
+@common_options
+def status() -> None:
+    """Show the store's size, dedup ratio, sessions, open turn and head."""
+    opts = options()
+    with opts.open_store() as store:
+        st = store.status(opts.session)
+    data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,
+            "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
+            "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
+            "dedup_ratio": round(st.dedup_ratio, 3), "disk_bytes": st.disk_bytes}
+
+    def human() -> None:
+        out = console()
+        out.print(f"workspace  {st.root}")
+        out.print(f"store      {st.store}  ({_size(st.disk_bytes)} on disk)")
+        out.print(f"blobs      {st.blobs}: {_size(st.stored_bytes)} stored for "
+                  f"{_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)")
+        out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
+        out.print(f"session    {opts.session}: head {st.head or '-'}, "
+                  f"open turn {st.open_turn or '-'}")
+    emit(data, human)
+
+
+COMMANDS = [status]

@@ -1,0 +1,124 @@
+"""Agent adapters: turn one hook event from an agent into capture calls.
+
+Each agent module parses its own payload shape into a :class:`HookAction`;
+:func:`apply` then runs that action against a store. Parsing is pure and
+strict (a payload that is not what the agent documents is ``BadInput``);
+applying never raises for a path the agent may legitimately touch outside the
+workspace, it reports it instead, because a hook must not break the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BadInput, SnapstoreError
+
+if TYPE_CHECKING:
+    from ..store import Store
+
+BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "ignore"
+#: Hook payloads are small JSON objects; anything bigger is refused unread.
+MAX_PAYLOAD = 8 * 1024 * 1024
+
+
+@dataclass
+class HookAction:
+    """What one hook event asks snapstore to do."""
+
+    kind: str
+    session: str = ""
+    cwd: str = ""
+    prompt: str = ""
+    message_id: str | None = None
+    tool: str = ""
+    paths: list[str] = field(default_factory=list)
+    event: str = ""
+
+
+@dataclass
+class HookOutcome:
+    """What applying an action did, for the hook's log."""
+
+    action: HookAction
+    turn: str | None = None
+    paths: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def load_payload(raw: bytes) -> dict[str, Any]:
+    """Decode a hook payload, refusing anything that is not one JSON object."""
+    if len(raw) > MAX_PAYLOAD:
+        raise BadInput(f"hook payload is too large ({len(raw)} bytes)")
+    try:
+        payload = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"hook payload is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise BadInput("hook payload is not a JSON object")
+    return payload
+
+
+def field_str(payload: dict[str, Any], name: str, required: bool = True) -> str:
+    value = payload.get(name)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value):
+        raise BadInput(f"hook payload has no valid {name!r}")
+    return value
+
+
+def base_action(payload: dict[str, Any], agent: str, kind: str) -> HookAction:
+    session = field_str(payload, "session_id")
+    cwd = field_str(payload, "cwd")
+    if not os.path.isabs(cwd):
+        raise BadInput(f"hook payload 'cwd' is not an absolute path: {cwd!r}")
+    return HookAction(kind, f"{agent}/{session}", cwd,
+                      event=field_str(payload, "hook_event_name"))
+
+
+def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+    """The file paths in ``tool_input``, resolved against the payload's ``cwd``."""
+    tool_input = payload.get("tool_input")
+    if not isinstance(tool_input, dict):
+        raise BadInput("hook payload has no 'tool_input' object")
+    for key in keys:
+        value = tool_input.get(key)
+        if isinstance(value, str) and value:
+            return [os.path.join(payload["cwd"], value)]
+    raise BadInput(f"tool_input has none of {', '.join(keys)}")
+
+
+def apply(store: Store, action: HookAction,
+          scan: Callable[[Store, str], None] | None = None) -> HookOutcome:
+    """Run one hook action. ``scan`` (scan mode) runs before a turn and after it."""
+    outcome = HookOutcome(action)
+    if action.kind == BEGIN:
+        from ..capture import finish_open_turn
+        with store.db.write_lock():
+            finish_open_turn(store, action.session)  # a turn whose Stop never came
+        if scan is not None:
+            scan(store, action.session)
+        outcome.turn = store.begin_turn(action.session, action.prompt, action.message_id).id
+    elif action.kind in (PRE, POST):
+        try:
+            if action.kind == PRE:
+                result = store.pre_write(action.paths, action.tool, action.session)
+            else:
+                result = store.post_write(action.paths, action.session)
+        except SnapstoreError as exc:
+            outcome.warnings.append(f"not captured: {exc}")
+            return outcome
+        outcome.turn, outcome.paths = result.turn, result.paths
+        outcome.warnings += [f"{path}: {reason}" for path, reason in result.skipped]
+    elif action.kind == END:
+        with store.db.read() as txn:
+            open_turn = store.open_turn(txn, action.session)
+        if open_turn is not None:
+            if scan is not None:
+                scan(store, action.session)
+            outcome.turn = store.end_turn(action.session).id
+    return outcome

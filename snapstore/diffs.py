@@ -1,0 +1,54 @@
+"""Git-style diffs between two states of a path, for ``diff`` and rewind previews."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .fsio import Entry
+from .history import file_stats, resolve_turn
+from .merge import is_binary, unified_diff
+from .records import LINK
+
+if TYPE_CHECKING:
+    from .store import Store
+
+
+def _git_mode(entry: Entry) -> str:
+    if entry.kind == LINK:
+        return "120000"
+    return "100755" if entry.mode & 0o111 else "100644"
+
+
+def entry_diff(path: str, old: Entry | None, new: Entry | None) -> list[str]:
+    """The lines of ``git diff`` for one path going from ``old`` to ``new``."""
+    lines = [f"diff --git a/{path} b/{path}"]
+    if old is None and new is not None:
+        lines.append(f"new file mode {_git_mode(new)}")
+    elif new is None and old is not None:
+        lines.append(f"deleted file mode {_git_mode(old)}")
+    elif old is not None and new is not None and _git_mode(old) != _git_mode(new):
+        lines += [f"old mode {_git_mode(old)}", f"new mode {_git_mode(new)}"]
+    old_data = old.data if old else b""
+    new_data = new.data if new else b""
+    old_name = f"a/{path}" if old is not None else "/dev/null"
+    new_name = f"b/{path}" if new is not None else "/dev/null"
+    if is_binary(old_data) or is_binary(new_data):
+        if old_data != new_data:
+            lines.append(f"Binary files {old_name} and {new_name} differ")
+        return lines
+    return lines + unified_diff(old_data, new_data, old_name, new_name)
+
+
+def turn_diff(store: Store, ref: str | int, session: str,
+              paths: list[str] | None = None) -> list[str]:
+    """The diff of everything one turn changed (or only ``paths``)."""
+    turn = resolve_turn(store, ref, session)
+    wanted = None if paths is None else {store.ws.relpath(p) for p in paths}
+    lines: list[str] = []
+    with store.db.read() as txn:
+        for stat in file_stats(store, txn, store.changes(txn, turn.id)):
+            if wanted is not None and stat.path not in wanted:
+                continue
+            lines += entry_diff(stat.path, store.version_bytes(txn, stat.before),
+                                store.version_bytes(txn, stat.after))
+    return lines

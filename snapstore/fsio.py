@@ -1,0 +1,258 @@
+"""Safe file I/O confined to the workspace root.
+
+Every path from a hook, the CLI or the API goes through :meth:`Workspace.relpath`
+first: it is normalised to a relative POSIX path under the root, symlinks in its
+parent folders are resolved (and refused when they lead out of the root), and
+the store's own folder is refused. The leaf is never followed: a symlink is
+itself a versioned object, its target string.
+
+Reads and writes then walk the canonical path from an open descriptor of the
+root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
+parent between the check and the use (TOCTOU) therefore makes the operation
+fail instead of escaping the root. Writes are atomic: a temp file in the same
+folder, fsync, rename over the destination (which replaces a symlink rather than
+following it), then fsync of the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from .errors import BadInput, StoreFull, UnsafePath
+from .records import FILE, LINK
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What a path holds: file bytes or a link target, with permission bits."""
+
+    kind: str
+    data: bytes
+    mode: int = 0o644
+    stat: os.stat_result | None = None
+
+
+class Workspace:
+    """The workspace root, with every read and write confined to it."""
+
+    def __init__(self, root: str | os.PathLike[str], store_dir: str | None = None):
+        self.root = os.path.realpath(root)
+        if not os.path.isdir(self.root):
+            raise BadInput(f"workspace root {root} is not a folder")
+        self._store_rel: str | None = None
+        if store_dir is not None:
+            store = os.path.realpath(store_dir)
+            if _is_within(store, self.root):
+                self._store_rel = os.path.relpath(store, self.root).replace(os.sep, "/")
+
+    # -- paths -----------------------------------------------------------------
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """Normalise ``path`` (absolute, or relative to the root) to a canonical relative path."""
+        text = os.fspath(path)
+        if "\0" in text:
+            raise UnsafePath("path contains a NUL byte")
+        if not text:
+            raise UnsafePath("empty path")
+        full = os.path.normpath(os.path.join(self.root, text))
+        if not _is_within(full, self.root):
+            # An absolute path may reach the root through an outside symlink.
+            real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+            if not _is_within(real, self.root):
+                raise UnsafePath(f"{text} is outside the workspace {self.root}")
+            full = real
+        parent = os.path.realpath(os.path.dirname(full))
+        if not (parent == self.root or _is_within(parent, self.root)):
+            raise UnsafePath(f"{text} passes through a symlink that leaves the workspace "
+                             f"(it leads to {parent})")
+        rel = os.path.relpath(os.path.join(parent, os.path.basename(full)), self.root)
+        rel = rel.replace(os.sep, "/")
+        if rel in (".", "") or rel.startswith("../"):
+            raise UnsafePath(f"{text} is not a file inside the workspace")
+        if self._store_rel and (rel == self._store_rel or rel.startswith(self._store_rel + "/")):
+            raise UnsafePath(f"{text} is inside the snapstore store, which is never snapshotted")
+        return rel
+
+    def abspath(self, rel: str) -> str:
+        return os.path.join(self.root, *rel.split("/"))
+
+    # -- descriptors -------------------------------------------------------------
+
+    @contextmanager
+    def _parent(self, rel: str, create: bool = False) -> Iterator[tuple[int | None, int]]:
+        """Open the parent folder of ``rel`` without following symlinks.
+
+        Yields ``(fd, created)``: ``fd`` is None when a folder is missing and
+        ``create`` is false; ``created`` counts the folders made.
+        """
+        parts = rel.split("/")[:-1]
+        fd = os.open(self.root, _DIR_FLAGS)
+        created = 0
+        try:
+            for i, part in enumerate(parts):
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        fd = -1
+                        break
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    created += 1
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        where = "/".join(parts[: i + 1])
+                        raise UnsafePath(f"{rel}: {where} is a symlink or not a folder; "
+                                         "refusing to follow it") from None
+                    raise
+                os.close(fd)
+                fd = nfd
+            yield (fd if fd >= 0 else None), created
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    # -- reading -----------------------------------------------------------------
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """The path's own stat (symlinks not followed), or None when absent."""
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return None
+            try:
+                return os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+
+    def read(self, rel: str) -> Entry | None:
+        """The current content of ``rel``, or None when it does not exist."""
+        name = _leaf(rel)
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return None
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+            if stat.S_ISLNK(st.st_mode):
+                return Entry(LINK, os.fsencode(os.readlink(name, dir_fd=fd)), 0o777, st)
+            if stat.S_ISDIR(st.st_mode):
+                raise BadInput(f"{rel} is a folder, not a file")
+            if not stat.S_ISREG(st.st_mode):
+                raise BadInput(f"{rel} is not a regular file")
+            try:
+                ffd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                              dir_fd=fd)
+            except OSError as exc:
+                raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+            with os.fdopen(ffd, "rb") as handle:
+                st = os.fstat(handle.fileno())
+                if not stat.S_ISREG(st.st_mode):
+                    raise UnsafePath(f"{rel} changed type while being read")
+                data = handle.read()
+            return Entry(FILE, data, stat.S_IMODE(st.st_mode), st)
+
+    def missing_parents(self, rel: str) -> int:
+        """How many of the parent folders of ``rel`` do not exist yet."""
+        parts = rel.split("/")[:-1]
+        for depth in range(len(parts), 0, -1):
+            if os.path.isdir(os.path.join(self.root, *parts[:depth])):
+                return len(parts) - depth
+        return len(parts)
+
+    # -- writing -----------------------------------------------------------------
+
+    def write(self, rel: str, entry: Entry | None) -> None:
+        """Atomically make ``rel`` hold ``entry``; None deletes it."""
+        name = _leaf(rel)
+        try:
+            if entry is None:
+                self._delete(rel, name)
+                return
+            with self._parent(rel, create=True) as (fd, _):
+                assert fd is not None
+                tmp = f".snapstore-{secrets.token_hex(6)}.tmp"
+                try:
+                    if entry.kind == LINK:
+                        os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)
+                    else:
+                        _write_file(fd, tmp, entry.data, entry.mode)
+                    os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                except BaseException:
+                    _unlink_quietly(tmp, fd)
+                    raise
+                os.fsync(fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise StoreFull(f"no space left on the device to write {rel}") from None
+            if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.ENAMETOOLONG, errno.EACCES):
+                raise BadInput(f"cannot write {rel}: {exc.strerror}") from None
+            raise
+
+    def _delete(self, rel: str, name: str) -> None:
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                raise BadInput(f"cannot delete {rel}: it is now a folder")
+            os.unlink(name, dir_fd=fd)
+            os.fsync(fd)
+
+    def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
+        """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
+        parts = rel.split("/")[:-1]
+        removed = []
+        for level in range(len(parts), max(len(parts) - depth, 0), -1):
+            folder = "/".join(parts[:level])
+            with self._parent(folder) as (fd, _):
+                if fd is None:
+                    continue
+                try:
+                    os.rmdir(parts[level - 1], dir_fd=fd)
+                except OSError:
+                    break
+                os.fsync(fd)
+            removed.append(folder)
+        return removed
+
+
+def _leaf(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _write_file(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fchmod(fd, mode)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=dir_fd)

@@ -1,0 +1,215 @@
+"""Reading history: the session's branch, rewind points, one turn's stats, status.
+
+Every figure here comes from the store, never from the disk: the lines added
+and removed by a turn are counted between the blobs it recorded.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import BadInput, NotFound
+from .merge import is_binary, line_stats
+from .records import AGENT, OPEN, Change, Turn, Version, loads
+
+if TYPE_CHECKING:
+    import lmdb
+
+    from .store import Store
+
+#: An argument of at most this many digits is a number from ``log``, not an id prefix.
+MAX_NUMBER_DIGITS = 6
+
+
+@dataclass
+class FileStat:
+    """One path changed by a turn: how, and by how many lines."""
+
+    path: str
+    status: str  # added | modified | deleted | mode | link
+    added: int
+    removed: int
+    tool: str
+    source: str
+    binary: bool = False
+    before: Version | None = None
+    after: Version | None = None
+
+
+@dataclass
+class RewindPoint:
+    """A turn one can rewind to, with the stats ``log`` shows."""
+
+    n: int | None  # its number on the current branch; None for a rewound turn
+    turn: Turn
+    files: list[FileStat] = field(default_factory=list)
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+
+@dataclass
+class TurnDetail:
+    """One turn and what it changed."""
+
+    turn: Turn
+    files: list[FileStat]
+
+
+@dataclass
+class StoreStatus:
+    """What a store holds, for ``snapstore status``."""
+
+    root: str
+    store: str
+    sessions: int
+    turns: int
+    open_turn: str | None
+    head: str | None
+    blobs: int
+    stored_bytes: int
+    logical_bytes: int
+    disk_bytes: int
+
+    @property
+    def dedup_ratio(self) -> float:
+        return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
+
+
+def branch(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
+    """The session's current branch, from the head back to its first turn."""
+    turns = []
+    turn_id = store.get_head(txn, session)
+    seen = set()
+    while turn_id is not None and turn_id not in seen:
+        seen.add(turn_id)
+        turn = store.get_turn(txn, turn_id)
+        turns.append(turn)
+        turn_id = turn.parent
+    return turns
+
+
+def session_turns(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
+    """Every agent turn of a session, newest first, rewound branches included."""
+    turns = [t for t in store.iter_turns(txn) if t.session == session and t.kind == AGENT]
+    return sorted(turns, key=lambda t: t.seq, reverse=True)
+
+
+def file_stats(store: Store, txn: lmdb.Transaction, changes: list[Change]) -> list[FileStat]:
+    """Per-path stats of a list of changes: first ``before`` against last ``after``."""
+    first: dict[str, Change] = {}
+    last: dict[str, Change] = {}
+    for change in changes:
+        first.setdefault(change.path, change)
+        last[change.path] = change
+    stats = []
+    for path, opening in first.items():
+        closing = last[path]
+        before = opening.before
+        after = closing.after if closing.done else before
+        stat = _stat(store, txn, path, before, after, closing)
+        if stat is not None:
+            stats.append(stat)
+    return stats
+
+
+def _stat(store: Store, txn: lmdb.Transaction, path: str, before: Version | None,
+          after: Version | None, change: Change) -> FileStat | None:
+    if before is None and after is None:
+        return None
+    status = "added" if before is None else "deleted" if after is None else "modified"
+    if before is not None and after is not None and before.digest == after.digest:
+        if before.mode == after.mode and before.kind == after.kind:
+            return None
+        status = "mode"
+    old = store.version_bytes(txn, before) if before and before.kind == "file" else None
+    new = store.version_bytes(txn, after) if after and after.kind == "file" else None
+    old_data = old.data if old else b""
+    new_data = new.data if new else b""
+    binary = is_binary(old_data) or is_binary(new_data)
+    added, removed = (0, 0) if binary else line_stats(old_data, new_data)
+    if "link" in (getattr(before, "kind", None), getattr(after, "kind", None)):
+        status = "link" if status == "modified" else status
+    return FileStat(path, status, added, removed, change.tool, change.source, binary,
+                    before, after)
+
+
+def turn_stats(store: Store, txn: lmdb.Transaction, turn: Turn) -> list[FileStat]:
+    return file_stats(store, txn, store.changes(txn, turn.id))
+
+
+def rewind_points(store: Store, session: str, all_branches: bool = False) -> list[RewindPoint]:
+    """Rewind points newest first; numbered 1..N along the current branch."""
+    with store.db.read() as txn:
+        store.require_session(txn, session)
+        on_branch = [t for t in branch(store, txn, session) if t.kind == AGENT]
+        numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
+        turns = session_turns(store, txn, session) if all_branches else on_branch
+        return [RewindPoint(numbers.get(t.id), t, turn_stats(store, txn, t)) for t in turns]
+
+
+def resolve_turn(store: Store, ref: str | int, session: str) -> Turn:
+    """A turn from a number on the current branch, or an id or unique id prefix."""
+    text = str(ref).strip()
+    if not text:
+        raise BadInput("empty turn reference")
+    with store.db.read() as txn:
+        store.require_session(txn, session)
+        if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
+            points = [t for t in branch(store, txn, session) if t.kind == AGENT]
+            n = int(text)
+            if not 1 <= n <= len(points):
+                raise NotFound(f"no rewind point {n} in session {session!r} "
+                               f"(it has {len(points)})", hint="see `snapstore log`")
+            return points[n - 1]
+        matches = [t for t in store.iter_turns(txn) if t.id.startswith(text)]
+        in_session = [t for t in matches if t.session == session]
+        matches = in_session or matches
+        if not matches:
+            raise NotFound(f"unknown turn {text!r}", hint="see `snapstore log --all`")
+        if len(matches) > 1:
+            raise BadInput(f"turn prefix {text!r} is ambiguous: "
+                           + ", ".join(sorted(t.id for t in matches)[:5]))
+        return matches[0]
+
+
+def show(store: Store, ref: str | int, session: str) -> TurnDetail:
+    turn = resolve_turn(store, ref, session)
+    with store.db.read() as txn:
+        return TurnDetail(turn, turn_stats(store, txn, turn))
+
+
+def status(store: Store, session: str) -> StoreStatus:
+    """Counts and sizes, read in one transaction."""
+    from .blobs import parse_header
+
+    with store.db.read() as txn:
+        dbs = store.db.dbs
+        sessions = txn.stat(dbs["sessions"])["entries"]
+        turns = sum(1 for t in store.iter_turns(txn) if t.kind == AGENT)
+        record = store.get_session(txn, session)
+        open_turn = record.open_turn if record else None
+        if open_turn and store.get_turn(txn, open_turn).state != OPEN:
+            open_turn = None
+        sizes = {}
+        stored = 0
+        for key, value in txn.cursor(db=dbs["blobs"]):
+            sizes[key] = parse_header(value, key).size
+            stored += len(value)
+        logical = 0
+        for _, raw in txn.cursor(db=dbs["changes"]):
+            change = loads(Change, raw)
+            for version in (change.before, change.after):
+                if version is not None:
+                    logical += sizes.get(bytes.fromhex(version.digest), 0)
+        head = store.get_head(txn, session)
+    disk = sum(entry.stat().st_size for entry in os.scandir(os.path.join(store.store_dir, "db")))
+    return StoreStatus(store.root, store.store_dir, sessions, turns, open_turn, head,
+                       len(sizes), stored, logical, disk)

@@ -1,0 +1,136 @@
+"""The records a store keeps, and their JSON encoding (docs/format.md).
+
+Records are plain dataclasses. They are stored as compact JSON objects whose
+keys are the field names; a version of a file is stored as the triple
+``[digest, mode, kind]``. Unknown keys are an error, so a record written by a
+newer schema is never half-read.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from .errors import StoreCorrupt
+
+FILE, LINK = "file", "link"
+OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
+AGENT, USER, REWIND = "agent", "user", "rewind"
+
+
+@dataclass(frozen=True)
+class Version:
+    """One state of a path: a blob digest (hex), its permission bits, and its kind."""
+
+    digest: str
+    mode: int = 0o644
+    kind: str = FILE
+
+    def same_content(self, other: Version | None) -> bool:
+        return other is not None and other.digest == self.digest and other.kind == self.kind
+
+
+def same(a: Version | None, b: Version | None) -> bool:
+    """Whether two states hold the same content (absence equals absence; modes aside)."""
+    return (a is None and b is None) or (a is not None and a.same_content(b))
+
+
+@dataclass
+class Change:
+    """One recorded write to one path within a turn."""
+
+    turn: str
+    seq: int
+    path: str
+    before: Version | None
+    after: Version | None = None
+    done: bool = False  # whether ``after`` has been recorded
+    tool: str = ""
+    source: str = "hook"
+    time: float = 0.0
+    mkdirs: int = 0  # parent folders that did not exist before this change
+
+
+@dataclass
+class RewindOp:
+    """What a rewind (or an undo) did, so that it can be finished, or taken back."""
+
+    session: str
+    target: str | None  # the first turn taken back; for an undo, the rewind undone
+    mode: str
+    status: str = "planned"  # planned -> applied (-> undone)
+    prev_head: str | None = None
+    new_head: str | None = None
+    reverted: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
+    undoes: str | None = None
+    undone_by: str | None = None
+    prev_rewind: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Turn:
+    """What follows one user message, or a rewind record (kind ``rewind``)."""
+
+    id: str
+    session: str
+    seq: int
+    kind: str = AGENT
+    parent: str | None = None
+    prompt: str = ""
+    message_id: str | None = None
+    created: float = 0.0
+    closed: float | None = None
+    state: str = OPEN
+    implicit: bool = False
+    next_change: int = 0  # the seq the next change of this turn gets
+    op: RewindOp | None = None
+
+
+@dataclass
+class Session:
+    """One agent conversation in the workspace."""
+
+    name: str
+    created: float
+    open_turn: str | None = None
+    last_rewind: str | None = None
+    turns: int = 0
+
+
+def _version(value: Any) -> Version | None:
+    if value is None:
+        return None
+    digest, mode, kind = value
+    return Version(digest, mode, kind)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Version):
+        return [value.digest, value.mode, value.kind]
+    return value
+
+
+def dumps(record: Any) -> bytes:
+    """Encode a record as compact JSON."""
+    data = {f.name: _plain(getattr(record, f.name)) for f in fields(record)}
+    if isinstance(record, Turn) and record.op is not None:
+        data["op"] = asdict(record.op)
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+_LOADERS = {"before": _version, "after": _version,
+            "op": lambda op: None if op is None else RewindOp(**op)}
+
+
+def loads(cls: type, raw: bytes) -> Any:
+    """Decode a record of type ``cls``, refusing anything that is not one."""
+    try:
+        data = json.loads(raw)
+        data = {key: _LOADERS[key](value) if key in _LOADERS else value
+                for key, value in data.items()}
+        return cls(**data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreCorrupt(f"a {cls.__name__.lower()} record is malformed: {exc}") from None
