@@ -48,10 +48,11 @@ def begin(prompt: str | None, prompt_file: click.utils.LazyFile | None,
         raise click.UsageError("give --prompt or --prompt-file, not both")
     text = prompt_file.read() if prompt_file is not None else prompt or ""
     opts = options()
+    session = opts.session_for()
     with opts.open_store() as store:
-        turn = store.begin_turn(opts.session, text, message_id)
-    emit({"session": opts.session, "turn": turn.id},
-         lambda: console(stderr=True).print(f"turn {turn.id} begun in session {opts.session}"))
+        turn = store.begin_turn(session, text, message_id)
+    emit({"session": session, "turn": turn.id},
+         lambda: console(stderr=True).print(f"turn {turn.id} begun in session {session}"))
 
 
 @click.command()
@@ -59,11 +60,12 @@ def begin(prompt: str | None, prompt_file: click.utils.LazyFile | None,
 def end() -> None:
     """Close the open turn, recording what any captured file now holds."""
     opts = options()
+    session = opts.session_for()
     with opts.open_store() as store:
-        turn = store.end_turn(opts.session)
+        turn = store.end_turn(session)
         with store.db.read() as txn:
             changes = len(store.changes(txn, turn.id))
-    emit({"session": opts.session, "turn": turn.id, "changes": changes},
+    emit({"session": session, "turn": turn.id, "changes": changes},
          lambda: console(stderr=True).print(f"turn {turn.id} ended with {changes} change(s)"))
 
 
@@ -75,7 +77,7 @@ def pre_write(tool: str, paths: tuple[str, ...]) -> None:
     """Capture the current bytes of PATHS before the agent writes them."""
     opts = options()
     with opts.open_store() as store:
-        result = store.pre_write(_abs(paths), tool, opts.session)
+        result = store.pre_write(_abs(paths), tool, opts.session_for())
     emit({"session": result.session, "turn": result.turn, "captured": result.paths},
          lambda: console(stderr=True).print(
              f"captured {len(result.paths)} path(s) in turn {result.turn}"))
@@ -88,7 +90,7 @@ def post_write(paths: tuple[str, ...]) -> None:
     """Record what the agent wrote to PATHS."""
     opts = options()
     with opts.open_store() as store:
-        result = store.post_write(_abs(paths), opts.session)
+        result = store.post_write(_abs(paths), opts.session_for())
     def human() -> None:
         out = console(stderr=True)
         out.print(f"recorded {len(result.paths)} path(s) in turn {result.turn}")

@@ -26,13 +26,14 @@ def log(all_branches: bool) -> None:
     """List rewind points, newest first, numbered for `snapstore rewind N`."""
     opts = options()
     with opts.open_store() as store:
-        points = store.rewind_points(opts.session, all_branches)
+        session = opts.session_for(store)
+        points = store.rewind_points(session, all_branches)
         now = store.clock()
     data = points_json(points)
 
     def human() -> None:
         if not points:
-            console(stderr=True).print(f"no turns yet in session {opts.session}")
+            console(stderr=True).print(f"no turns yet in session {session}")
             return
         console().print(points_table(points, now))
     emit(data, human)
@@ -50,7 +51,7 @@ def show(turn: str) -> None:
     """Show one turn and the files it changed."""
     opts = options()
     with opts.open_store() as store:
-        detail = store.show(turn, opts.session)
+        detail = store.show(turn, opts.session_for(store))
     t = detail.turn
     data = {"turn": t.id, "session": t.session, "prompt": t.prompt, "created": iso(t.created),
             "state": t.state, "parent": t.parent, "message_id": t.message_id,
@@ -78,7 +79,7 @@ def diff(turn: str, paths: tuple[str, ...]) -> None:
     opts = options()
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with opts.open_store() as store:
-        lines = turn_diff(store, turn, opts.session, wanted)
+        lines = turn_diff(store, turn, opts.session_for(store), wanted)
     console().print(diff_text(lines), end="")
 
 

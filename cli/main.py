@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, find_root
+from snapstore.history import latest_session
 from snapstore.store import STORE_DIRNAME
 
 
@@ -29,9 +30,31 @@ class Options:
     root: str | None = None
     json: bool = False
     debug: bool = False
-    session: str = field(default_factory=lambda: os.environ.get("SNAPSTORE_SESSION")
-                         or DEFAULT_SESSION)
+    session: str | None = field(default_factory=lambda: os.environ.get("SNAPSTORE_SESSION"))
     lock_timeout: float = 10.0
+
+    def session_for(self, store: Store | None = None) -> str:
+        """The session to act on: --session, else $SNAPSTORE_SESSION, else ``default``.
+
+        When reading (``store`` given) and the store has no ``default`` session,
+        the most recently active one is used instead (agents' hooks name their
+        sessions), and a note says so.
+        """
+        if self.session:
+            return self.session
+        if store is None:
+            return DEFAULT_SESSION
+        with store.db.read() as txn:
+            if store.get_session(txn, DEFAULT_SESSION) is not None:
+                return DEFAULT_SESSION
+        latest = latest_session(store)
+        if latest is None:
+            return DEFAULT_SESSION
+        if not self.json:
+            click.echo(f"snapstore: session {latest} (the most recent; choose one with "
+                       "--session)", err=True)
+        self.session = latest
+        return latest
 
     def store_dir(self, root: str | None) -> str | None:
         explicit = os.environ.get("SNAPSTORE_DIR")

@@ -76,18 +76,19 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
+        session = opts.session_for(store)
         if turn is None:
             from .picker import choose
-            turn, mode = choose(store, opts.session, mode, _interactive())
+            turn, mode = choose(store, session, mode, _interactive())
             if turn is None:
                 return
             yes = yes or _interactive()  # the picker has confirmed already
         if not (yes or dry_run) and _interactive():
-            preview = store.rewind(turn, opts.session, mode=mode, on_conflict=on_conflict,
+            preview = store.rewind(turn, session, mode=mode, on_conflict=on_conflict,
                                    paths=wanted, dry_run=True, force=force)
             result_summary(console(), preview, "rewind")
             click.confirm("Rewind?", abort=True)
-        result = store.rewind(turn, opts.session, mode=mode, on_conflict=on_conflict,
+        result = store.rewind(turn, session, mode=mode, on_conflict=on_conflict,
                               paths=wanted, dry_run=dry_run, force=force)
     _report(result, "rewound")
 
@@ -101,7 +102,8 @@ def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
     """Take back the last rewind (or REWIND_ID): its files and its head move."""
     opts = options()
     with open_resuming() as store:
-        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+        result = store.undo(rewind_id, opts.session_for(store), on_conflict=on_conflict,
+                            dry_run=dry_run)
     _report(result, "undone")
 
 

@@ -23,7 +23,8 @@ def status() -> None:
     """Show the store's size, dedup ratio, sessions, open turn and head."""
     opts = options()
     with opts.open_store() as store:
-        st = store.status(opts.session)
+        session = opts.session_for(store)
+        st = store.status(session)
     data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,
             "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
             "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
@@ -36,7 +37,7 @@ def status() -> None:
         out.print(f"blobs      {st.blobs}: {_size(st.stored_bytes)} stored for "
                   f"{_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)")
         out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
-        out.print(f"session    {opts.session}: head {st.head or '-'}, "
+        out.print(f"session    {session}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
     emit(data, human)
 

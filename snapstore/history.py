@@ -96,6 +96,16 @@ def branch(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
     return turns
 
 
+def latest_session(store: Store) -> str | None:
+    """The session whose newest agent turn is the most recent in the store."""
+    newest: Turn | None = None
+    with store.db.read() as txn:
+        for turn in store.iter_turns(txn):
+            if turn.kind == AGENT and (newest is None or turn.seq > newest.seq):
+                newest = turn
+    return newest.session if newest else None
+
+
 def session_turns(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
     """Every agent turn of a session, newest first, rewound branches included."""
     turns = [t for t in store.iter_turns(txn) if t.session == session and t.kind == AGENT]
