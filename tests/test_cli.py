@@ -217,6 +217,18 @@ def test_store_dir_env_names_the_store(cli, root: Path, tmp_path: Path) -> None:
 def test_session_env_selects_the_session(cli, root: Path) -> None:
     cli("init")
     cli("begin", "--prompt", "p", env={"SNAPSTORE_SESSION": "agent-7"})
+    cli("begin", "--prompt", "q")
+    cli("end")
     assert cli("--json", "status", env={"SNAPSTORE_SESSION": "agent-7"}).json["open_turn"]
-    assert cli("--json", "status").json["open_turn"] is None
-    assert os.environ.get("SNAPSTORE_SESSION") is None
+    assert cli("--json", "status").json["open_turn"] is None  # 'default' exists: it is used
+    assert cli("--json", "status", "--session", "agent-7").json["open_turn"]
+
+
+def test_without_default_session_the_most_recent_is_read(cli, root: Path) -> None:
+    cli("init")
+    for session, prompt in (("claude-code/aaa", "older"), ("claude-code/bbb", "newer")):
+        cli("begin", "--prompt", prompt, env={"SNAPSTORE_SESSION": session})
+        cli("end", env={"SNAPSTORE_SESSION": session})
+    result = cli("log")
+    assert result.code == 0 and "newer" in result.stdout and "older" not in result.stdout
+    assert "claude-code/bbb" in result.stderr
