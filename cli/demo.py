@@ -16,8 +16,6 @@ import tempfile
 from pathlib import Path
 
 import click
-from rich.rule import Rule
-from rich.syntax import Syntax
 
 from .render import console
 
@@ -85,6 +83,7 @@ class Demo:
         if not target.exists():
             self.out.print(f"{path}: (does not exist)", style="dim")
             return
+        from rich.syntax import Syntax
         self.out.print(f"{path}:", style="dim")
         self.out.print(Syntax(target.read_text(), "python", line_numbers=True, theme="ansi_dark"))
 
@@ -129,6 +128,7 @@ class Demo:
         self.expect("app.py", APP_AGENT + APP_USER_LINE, "app.py has the agent's change again")
         self.expect("NOTES.md", None, "NOTES.md is deleted again, as the agent left it")
         self.run("log", "--all")
+        from rich.rule import Rule
         self.out.print()
         self.out.print(Rule("demo finished: exact restore, merge and undo all checked"))
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, find_root
+from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__, find_root
 from snapstore.history import latest_session
 from snapstore.store import STORE_DIRNAME
 
@@ -161,7 +161,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 @click.option("--lock-timeout", type=float, metavar="SECONDS",
               help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).")
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
-@click.version_option(package_name="snapstore", prog_name="snapstore")
+@click.version_option(__version__, prog_name="snapstore")
 @click.pass_context
 def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None,
         lock_timeout: float | None, debug: bool) -> None:

@@ -1,17 +1,42 @@
-"""Choosing a rewind point when `snapstore rewind` is given no TURN."""
+"""Choosing a rewind point when `snapstore rewind` is given no TURN.
+
+On a terminal this is an interactive picker built on prompt_toolkit: arrow keys
+(or j/k) move, Enter chooses, Esc cancels; the selected turn's prompt and files
+show below the list. A second menu then shows what the rewind would do (from a
+dry run) and offers the modes; the code choices are hidden when the turns taken
+back changed no files. Without a terminal it prints the numbered list, so that
+`snapstore rewind N` matches what is on screen.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.layout import Layout, Window
+from prompt_toolkit.layout.controls import FormattedTextControl
+
 from snapstore import Store
+from snapstore.history import RewindPoint
+from snapstore.rewind import RewindResult
 
 from .history import points_json
 from .main import emit
-from .render import console, points_table
+from .render import console, first_line, points_table, relative_time
+
+MODE_CHOICES = [("both", "Rewind code and conversation"),
+                ("conversation", "Rewind conversation only"),
+                ("code", "Rewind code only")]
+PREVIEW_LINES = 6
+KEYS_HELP = "↑/↓ move · Enter choose · Esc cancel\n"
 
 
 def print_points(store: Store, session: str) -> None:
     """The numbered list, so that `rewind N` matches what is on screen."""
     points = store.rewind_points(session)
+
     def human() -> None:
         if not points:
             console(stderr=True).print(f"no rewind points in session {session}")
@@ -21,8 +46,104 @@ def print_points(store: Store, session: str) -> None:
     emit(points_json(points), human)
 
 
-def choose(store: Store, session: str, mode: str, interactive: bool
+def menu(title: str, items: list[str], details: Callable[[int], list[str]] | None = None,
+         ) -> int | None:
+    """Show ``items`` under ``title``; the index chosen with Enter, or None on Esc."""
+    selected = [0]
+    bindings = KeyBindings()
+
+    @bindings.add("up")
+    @bindings.add("k")
+    def _up(event: KeyPressEvent) -> None:
+        selected[0] = (selected[0] - 1) % len(items)
+
+    @bindings.add("down")
+    @bindings.add("j")
+    def _down(event: KeyPressEvent) -> None:
+        selected[0] = (selected[0] + 1) % len(items)
+
+    @bindings.add("enter")
+    def _choose(event: KeyPressEvent) -> None:
+        event.app.exit(result=selected[0])
+
+    @bindings.add("escape", eager=True)
+    @bindings.add("c-c")
+    @bindings.add("q")
+    def _cancel(event: KeyPressEvent) -> None:
+        event.app.exit(result=None)
+
+    def text() -> StyleAndTextTuples:
+        lines: StyleAndTextTuples = [("bold", title + "\n"), ("fg:ansibrightblack", KEYS_HELP)]
+        for i, item in enumerate(items):
+            style = "reverse" if i == selected[0] else ""
+            lines.append((style, ("> " if i == selected[0] else "  ") + item))
+            lines.append(("", "\n"))
+        if details is not None:
+            lines += [("fg:ansibrightblack", line + "\n") for line in details(selected[0])]
+        return lines
+
+    app: Application[int | None] = Application(
+        layout=Layout(Window(FormattedTextControl(text), always_hide_cursor=True)),
+        key_bindings=bindings, full_screen=False, mouse_support=False, erase_when_done=True)
+    return app.run()
+
+
+def _point_row(point: RewindPoint, now: float) -> str:
+    return (f"{point.n:>2}  {relative_time(point.turn.created, now):<11} "
+            f"{first_line(point.turn.prompt)[:60]:<60}  {len(point.files)} file(s) "
+            f"+{point.added} -{point.removed}")
+
+
+def _point_details(point: RewindPoint) -> list[str]:
+    prompt = point.turn.prompt.strip().splitlines() or ["(no prompt)"]
+    lines = ["", "Prompt:"] + ["  " + line for line in prompt[:PREVIEW_LINES]]
+    if len(prompt) > PREVIEW_LINES:
+        lines.append("  …")
+    lines.append("Files:")
+    lines += [f"  {f.status:<8} {f.path}  +{f.added} -{f.removed}" for f in point.files[:10]]
+    if len(point.files) > 10:
+        lines.append(f"  … and {len(point.files) - 10} more")
+    if not point.files:
+        lines.append("  (none)")
+    return lines
+
+
+def _plan_lines(plan: RewindResult) -> list[str]:
+    lines = [f"  restore  {p}" for p in plan.restored]
+    lines += [f"  merge    {p}  (keeps your edits)" for p in plan.merged]
+    lines += [f"  delete   {p}" for p in plan.deleted]
+    lines += [f"  conflict {c['path']}: {c['reason']} (left alone)" for c in plan.conflicts]
+    lines += [f"  error    {e['path']}: {e['reason']}" for e in plan.errors]
+    return lines or ["  no files to change"]
+
+
+def choose(store: Store, session: str, mode: str, interactive: bool, force: bool = False,
            ) -> tuple[str | None, str]:
     """The turn and mode to rewind, or (None, mode) when nothing was chosen."""
-    print_points(store, session)
-    return None, mode
+    if not interactive:
+        print_points(store, session)
+        return None, mode
+    points = store.rewind_points(session)
+    if not points:
+        console(stderr=True).print(f"no rewind points in session {session}")
+        return None, mode
+    now = store.clock()
+    index = menu("Rewind to before which turn?", [_point_row(p, now) for p in points],
+                 lambda i: _point_details(points[i]))
+    if index is None:
+        console(stderr=True).print("cancelled; nothing changed")
+        return None, mode
+    point = points[index]
+    console(stderr=True).print(f"turn {point.n}: {first_line(point.turn.prompt)}", style="bold")
+    changed_files = any(p.files for p in points[: index + 1])
+    plan = store.rewind(point.turn.id, session, mode="both", dry_run=True, force=force)
+    choices = [c for c in MODE_CHOICES if changed_files or c[0] == "conversation"]
+    title = (f"Rewind to before turn {point.n} ({first_line(point.turn.prompt)[:50]}), "
+             f"taking back {len(plan.turns_reverted)} turn(s):\n"
+             + "\n".join(_plan_lines(plan) if changed_files else ["  no files changed"]))
+    picked = menu(title, [label for _, label in choices] + ["Cancel"])
+    if picked is None or picked == len(choices):
+        console(stderr=True).print("cancelled; nothing changed")
+        return None, mode
+    console(stderr=True).print(choices[picked][1], style="bold")
+    return point.turn.id, choices[picked][0]

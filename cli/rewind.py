@@ -79,7 +79,7 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
         session = opts.session_for(store)
         if turn is None:
             from .picker import choose
-            turn, mode = choose(store, session, mode, _interactive())
+            turn, mode = choose(store, session, mode, _interactive(), force)
             if turn is None:
                 return
             yes = yes or _interactive()  # the picker has confirmed already

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -183,7 +182,7 @@ class Workspace:
                 return
             with self._parent(rel, create=True) as (fd, _):
                 assert fd is not None
-                tmp = f".snapstore-{secrets.token_hex(6)}.tmp"
+                tmp = f".snapstore-{os.urandom(6).hex()}.tmp"
                 try:
                     if entry.kind == LINK:
                         os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)

@@ -116,9 +116,11 @@ def file_stats(store: Store, txn: lmdb.Transaction, changes: list[Change]) -> li
     """Per-path stats of a list of changes: first ``before`` against last ``after``."""
     first: dict[str, Change] = {}
     last: dict[str, Change] = {}
+    tools: dict[str, dict[str, None]] = {}
     for change in changes:
         first.setdefault(change.path, change)
         last[change.path] = change
+        tools.setdefault(change.path, {})[change.tool] = None
     stats = []
     for path, opening in first.items():
         closing = last[path]
@@ -126,6 +128,7 @@ def file_stats(store: Store, txn: lmdb.Transaction, changes: list[Change]) -> li
         after = closing.after if closing.done else before
         stat = _stat(store, txn, path, before, after, closing)
         if stat is not None:
+            stat.tool = ", ".join(t for t in tools[path] if t)
             stats.append(stat)
     return stats
 

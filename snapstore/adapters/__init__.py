@@ -3,8 +3,8 @@
 Each agent module parses its own payload shape into a :class:`HookAction`;
 :func:`apply` then runs that action against a store. Parsing is pure and
 strict (a payload that is not what the agent documents is ``BadInput``);
-applying never raises for a path the agent may legitimately touch outside the
-workspace, it reports it instead, because a hook must not break the agent.
+applying raises the library's errors (a path outside the workspace is
+``UnsafePath``), and the caller decides whether that may block the agent.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BadInput, SnapstoreError
+from ..errors import BadInput
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -104,14 +104,10 @@ def apply(store: Store, action: HookAction,
             scan(store, action.session)
         outcome.turn = store.begin_turn(action.session, action.prompt, action.message_id).id
     elif action.kind in (PRE, POST):
-        try:
-            if action.kind == PRE:
-                result = store.pre_write(action.paths, action.tool, action.session)
-            else:
-                result = store.post_write(action.paths, action.session)
-        except SnapstoreError as exc:
-            outcome.warnings.append(f"not captured: {exc}")
-            return outcome
+        if action.kind == PRE:
+            result = store.pre_write(action.paths, action.tool, action.session)
+        else:
+            result = store.post_write(action.paths, action.session)
         outcome.turn, outcome.paths = result.turn, result.paths
         outcome.warnings += [f"{path}: {reason}" for path, reason in result.skipped]
     elif action.kind == END:

@@ -1,0 +1,214 @@
+"""Agent hooks end to end: the real `snapstore hook ...` process fed documented payloads."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .conftest import hermetic_env, snapstore_bin
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def payload(agent: str, name: str, root: Path, **changes: object) -> dict:
+    text = (FIXTURES / agent / f"{name}.json").read_text()
+    data = json.loads(text.replace("__CWD__", str(root)).replace("__TRANSCRIPT__",
+                                                                   str(root / "t.jsonl")))
+    data.update(changes)
+    return data
+
+
+def hook(agent: str, event: dict | str | bytes, root: Path, **env: str):
+    raw = event if isinstance(event, (str, bytes)) else json.dumps(event)
+    return subprocess.run([*snapstore_bin(), "hook", agent], cwd=root,
+                          input=raw.encode() if isinstance(raw, str) else raw,
+                          capture_output=True, env=hermetic_env(**env), timeout=60)
+
+
+def apply_tool(event: dict) -> None:
+    """Do what the agent's file tool does, between PreToolUse and PostToolUse."""
+    tool = event["tool_name"]
+    args = event["tool_input"]
+    path = Path(args.get("file_path") or args["notebook_path"])
+    if not path.is_absolute():
+        path = Path(event["cwd"]) / path
+    if tool in ("Write", "write_file"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(args["content"])
+    elif tool in ("Edit", "replace"):
+        text = path.read_text()
+        assert args["old_string"] in text
+        path.write_text(text.replace(args["old_string"], args["new_string"], 1))
+    elif tool == "MultiEdit":
+        text = path.read_text()
+        for edit in args["edits"]:
+            text = text.replace(edit["old_string"], edit["new_string"], 1)
+        path.write_text(text)
+
+
+def ok(result, stdout: bytes = b"") -> None:
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == stdout, result.stdout
+    assert result.stderr == b"", result.stderr
+
+
+def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*snapstore_bin(), *args], cwd=root, capture_output=True, text=True,
+                          env=hermetic_env(), timeout=60)
+
+
+def test_claude_code_session_then_rewind(root: Path) -> None:
+    agent = "claude-code"
+    assert snapstore(root, "init").returncode == 0
+    ok(hook(agent, payload(agent, "session-start", root), root))
+    ok(hook(agent, payload(agent, "user-prompt-submit", root), root))
+    for name in ("pre-tool-use-write", "post-tool-use-write"):
+        event = payload(agent, name, root)
+        ok(hook(agent, event, root))
+        if name.startswith("pre"):
+            apply_tool(event)
+    ok(hook(agent, payload(agent, "pre-tool-use-bash", root), root))  # not a file tool
+    ok(hook(agent, payload(agent, "stop", root), root))
+    first = (root / "src" / "app.py").read_text()
+
+    ok(hook(agent, payload(agent, "user-prompt-submit", root, prompt="Add type hints"), root))
+    for name in ("pre-tool-use-edit", "post-tool-use-edit", "pre-tool-use-multiedit"):
+        event = payload(agent, name, root)
+        ok(hook(agent, event, root))
+        if name.startswith("pre"):
+            apply_tool(event)
+    ok(hook(agent, payload(agent, "post-tool-use-edit", root, tool_name="MultiEdit"), root))
+    ok(hook(agent, payload(agent, "stop", root), root))
+    ok(hook(agent, payload(agent, "session-end", root), root))
+    assert (root / "src" / "app.py").read_text() != first
+
+    session = "claude-code/" + payload(agent, "stop", root)["session_id"]
+    log = json.loads(snapstore(root, "--json", "log", "--session", session).stdout)
+    assert [(p["n"], p["prompt"], p["files"]) for p in log] == [
+        (1, "Add type hints", 1),
+        (2, payload(agent, "user-prompt-submit", root)["prompt"], 1)]
+    rewind = snapstore(root, "--json", "rewind", "1", "--yes")  # most recent session: this one
+    assert rewind.returncode == 0, rewind.stderr
+    assert (root / "src" / "app.py").read_text() == first
+    assert json.loads(rewind.stdout)["user_text"] == "Add type hints"
+
+
+def test_gemini_cli_session_then_rewind(root: Path) -> None:
+    agent = "gemini-cli"
+    assert snapstore(root, "init").returncode == 0
+    ok(hook(agent, payload(agent, "session-start", root), root), b"{}")
+    ok(hook(agent, payload(agent, "before-agent", root), root), b"{}")
+    for name in ("before-tool-write-file", "after-tool-write-file", "before-tool-shell",
+                 "before-tool-replace", "after-tool-replace"):
+        event = payload(agent, name, root)
+        ok(hook(agent, event, root), b"{}")
+        if name.startswith("before-tool-") and name != "before-tool-shell":
+            apply_tool(event)
+    ok(hook(agent, payload(agent, "after-agent", root), root), b"{}")
+    ok(hook(agent, payload(agent, "session-end", root), root), b"{}")
+    session = "gemini-cli/" + payload(agent, "after-agent", root)["session_id"]
+    show = json.loads(snapstore(root, "--json", "show", "1", "--session", session).stdout)
+    assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
+        ("src/app.py", "added", "write_file, replace")]
+    assert snapstore(root, "rewind", "1", "--yes", "--session", session).returncode == 0
+    assert not (root / "src").exists()
+
+
+def test_relative_gemini_paths_resolve_against_cwd(root: Path) -> None:
+    agent = "gemini-cli"
+    snapstore(root, "init")
+    ok(hook(agent, payload(agent, "before-agent", root), root), b"{}")
+    event = payload(agent, "before-tool-write-file-relative", root)
+    ok(hook(agent, event, root), b"{}")
+    apply_tool(event)
+    ok(hook(agent, payload(agent, "after-agent", root), root), b"{}")
+    points = json.loads(snapstore(root, "--json", "log").stdout)
+    assert points[0]["files"] == 1
+
+
+def test_a_hook_creates_the_store_when_there_is_none(root: Path) -> None:
+    (root / ".git").mkdir()  # the project root, as git marks it
+    sub = root / "pkg"
+    sub.mkdir()
+    ok(hook("claude-code", payload("claude-code", "user-prompt-submit", sub), sub))
+    assert (root / ".snapstore" / "db" / "data.mdb").exists()
+
+
+@pytest.mark.parametrize("agent,silent", [("claude-code", b""), ("gemini-cli", b"{}")])
+@pytest.mark.parametrize("raw,message", [
+    ("this is not json", "not JSON"),
+    ("[1, 2]", "not a JSON object"),
+    ('{"hook_event_name": "PreToolUse"}', "session_id"),
+    ('{"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": "relative/dir"}',
+     "absolute"),
+])
+def test_bad_input_exits_0_with_one_clear_line(root: Path, agent: str, silent: bytes, raw: str,
+                                               message: str) -> None:
+    snapstore(root, "init")
+    if agent == "gemini-cli":
+        raw = raw.replace("UserPromptSubmit", "BeforeAgent").replace("PreToolUse", "BeforeTool")
+    result = hook(agent, raw, root)
+    assert result.returncode == 0 and result.stdout == silent
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("snapstore: ") and message in lines[0]
+    assert json.loads(snapstore(root, "--json", "status").stdout)["turns"] == 0
+    strict = hook(agent, raw, root, SNAPSTORE_STRICT="1")
+    assert strict.returncode == 2 and b"Traceback" not in strict.stderr
+
+
+def test_paths_outside_the_root_are_not_recorded(root: Path, tmp_path: Path) -> None:
+    agent = "claude-code"
+    snapstore(root, "init")
+    ok(hook(agent, payload(agent, "user-prompt-submit", root), root))
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    event = payload(agent, "pre-tool-use-write", root)
+    event["tool_input"]["file_path"] = str(outside)
+    result = hook(agent, event, root)
+    assert result.returncode == 0 and result.stdout == b""
+    assert b"outside the workspace" in result.stderr
+    assert "outside the workspace" in (root / ".snapstore" / "hook.log").read_text()
+    assert hook(agent, event, root, SNAPSTORE_STRICT="1").returncode == 2
+    ok(hook(agent, payload(agent, "stop", root), root))
+    log = json.loads(snapstore(root, "--json", "log").stdout)
+    assert log[0]["files"] == 0 and outside.read_text() == "precious"
+
+
+def test_unknown_events_and_tools_do_nothing(root: Path) -> None:
+    snapstore(root, "init")
+    ok(hook("claude-code", {"hook_event_name": "Notification", "message": "hi"}, root))
+    ok(hook("gemini-cli", {"hook_event_name": "BeforeModel"}, root), b"{}")
+    assert json.loads(snapstore(root, "--json", "status").stdout)["sessions"] == 0
+
+
+@pytest.mark.parametrize("agent,folder", [("claude-code", ".claude"), ("gemini-cli", ".gemini")])
+def test_install_merges_and_is_idempotent(root: Path, agent: str, folder: str) -> None:
+    settings = root / folder / "settings.json"
+    settings.parent.mkdir()
+    existing = {"model": "keep-me", "hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}]}}
+    settings.write_text(json.dumps(existing))
+    first = snapstore(root, "--json", "hook", "install", agent)
+    assert first.returncode == 0, first.stderr
+    added = json.loads(first.stdout)
+    assert added["file"] == str(settings) and len(added["added"]) == 5
+    merged = json.loads(settings.read_text())
+    assert merged["model"] == "keep-me"
+    commands = [h["command"] for entries in merged["hooks"].values() for e in entries
+                for h in e["hooks"]]
+    assert "my-linter" in commands
+    assert sum(c.endswith(f"hook {agent}") for c in commands) == 5
+    again = json.loads(snapstore(root, "--json", "hook", "install", agent).stdout)
+    assert again["added"] == [] and json.loads(settings.read_text()) == merged
+
+
+def test_install_refuses_a_broken_settings_file(root: Path) -> None:
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text("{ not json")
+    result = snapstore(root, "hook", "install", "claude-code")
+    assert result.returncode == 2 and "not valid JSON" in result.stderr
+    assert settings.read_text() == "{ not json"

@@ -1,0 +1,124 @@
+"""The interactive picker in a real terminal: tmux drives the keys and reads the screen."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import hermetic_env, snapstore_bin
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+class Terminal:
+    """A detached tmux session running one command."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        self.name = f"snapstore-test-{uuid.uuid4().hex[:8]}"
+        env = hermetic_env(TERM="xterm-256color")
+        env.pop("NO_COLOR", None)
+        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
+                           if k.startswith(("SNAPSTORE_", "PATH", "HOME", "LANG")))
+        script = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}; " \
+                 "echo EXIT=$?; sleep 60"
+        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "140", "-y", "40",
+                        script], check=True, env={**os.environ, "TERM": "xterm-256color"})
+
+    def screen(self) -> str:
+        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
+                              capture_output=True, text=True, check=True).stdout
+
+    def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if text in screen:
+                return screen
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared on screen:\n{self.screen()}")
+
+    def keys(self, *keys: str) -> None:
+        for key in keys:
+            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            time.sleep(0.15)
+
+    def close(self) -> None:
+        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+
+
+@pytest.fixture
+def session_with_three_turns(cli, root: Path) -> Path:
+    cli("init")
+    for n in (1, 2, 3):
+        cli("begin", "--prompt", f"prompt number {n}\nmore detail for turn {n}")
+        cli("pre-write", f"f{n}.txt")
+        (root / f"f{n}.txt").write_text(f"content {n}\n")
+        cli("post-write", f"f{n}.txt")
+        cli("end")
+    return root
+
+
+@pytest.fixture
+def terminal(session_with_three_turns: Path):
+    opened: list[Terminal] = []
+
+    def start(*args: str) -> Terminal:
+        term = Terminal([*snapstore_bin(), *args], session_with_three_turns)
+        opened.append(term)
+        return term
+
+    yield start
+    for term in opened:
+        term.close()
+
+
+def test_arrow_keys_enter_and_mode_choice_rewind(terminal, root: Path) -> None:
+    term = terminal("rewind")
+    screen = term.wait_for("Rewind to before which turn?")
+    assert "> " in screen and "prompt number 3" in screen and "more detail for turn 3" in screen
+    term.keys("Down")
+    screen = term.wait_for("more detail for turn 2")
+    assert "f2.txt" in screen
+    term.keys("Enter")
+    screen = term.wait_for("Rewind code and conversation")
+    assert "taking back 2 turn(s)" in screen and "delete   f3.txt" in screen
+    term.keys("Enter")
+    screen = term.wait_for("EXIT=")
+    assert "EXIT=0" in screen and "deleted   f2.txt" in screen
+    assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt"]
+
+
+def test_escape_cancels_and_changes_nothing(terminal, root: Path) -> None:
+    term = terminal("rewind")
+    term.wait_for("Rewind to before which turn?")
+    term.keys("Escape")
+    screen = term.wait_for("EXIT=")
+    assert "cancelled; nothing changed" in screen and "EXIT=0" in screen
+    assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt", "f2.txt", "f3.txt"]
+
+
+def test_conversation_only_keeps_the_files(terminal, root: Path, cli) -> None:
+    term = terminal("rewind")
+    term.wait_for("Rewind to before which turn?")
+    term.keys("Enter")  # the newest turn
+    term.wait_for("Rewind conversation only")
+    term.keys("Down", "Enter")
+    term.wait_for("EXIT=0")
+    assert (root / "f3.txt").exists()
+    assert [p["n"] for p in cli("--json", "log").json] == [1, 2]
+
+
+def test_rewind_turn_asks_for_confirmation_on_a_terminal(terminal, root: Path) -> None:
+    term = terminal("rewind", "1")
+    screen = term.wait_for("Rewind? [y/N]")
+    assert "would be deleted" in screen and "f3.txt" in screen
+    term.keys("n", "Enter")
+    term.wait_for("EXIT=1")
+    assert (root / "f3.txt").exists()
