@@ -9,7 +9,7 @@ import click
 from snapstore.diffs import turn_diff
 from snapstore.history import FileStat, RewindPoint
 
-from .main import common_options, emit, options
+from .main import common_options, complete_turn, emit, options
 from .render import console, diff_text, file_table, first_line, iso, points_table, stats_text
 
 
@@ -45,7 +45,7 @@ def _change_json(stat: FileStat) -> dict[str, object]:
 
 
 @click.command()
-@click.argument("turn")
+@click.argument("turn", shell_complete=complete_turn)
 @common_options
 def show(turn: str) -> None:
     """Show one turn and the files it changed."""
@@ -71,7 +71,7 @@ def show(turn: str) -> None:
 
 
 @click.command()
-@click.argument("turn")
+@click.argument("turn", shell_complete=complete_turn)
 @click.argument("paths", nargs=-1)
 @common_options
 def diff(turn: str, paths: tuple[str, ...]) -> None:

@@ -144,6 +144,26 @@ class SnapstoreGroup(click.Group):
                           1, "internal", opts.json) from exc
 
 
+def complete_turn(ctx: click.Context, _param: click.Parameter,
+                  incomplete: str) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for TURN: the session's rewind points, with their prompts."""
+    from click.shell_completion import CompletionItem
+    opts = ctx.find_object(Options) or Options()
+    try:
+        with opts.open_store() as store:
+            points = store.rewind_points(opts.session_for(store))
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    items = []
+    for point in points:
+        prompt = (point.turn.prompt.strip().splitlines() or [""])[0][:60]
+        for value in (str(point.n), point.turn.id):
+            if value.startswith(incomplete):
+                items.append(CompletionItem(value, help=prompt))
+                break
+    return items
+
+
 def emit(data: Any, human: Callable[[], None]) -> None:
     """Print ``data`` as JSON with ``--json``, else call ``human`` to render it."""
     if options().json:

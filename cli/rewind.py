@@ -11,7 +11,7 @@ from snapstore import Store
 from snapstore.diffs import entry_diff
 from snapstore.rewind import MODES, POLICIES, RewindResult
 
-from .main import common_options, emit, options
+from .main import common_options, complete_turn, emit, options
 from .render import console, diff_text, result_summary
 
 
@@ -46,7 +46,7 @@ def _report(result: RewindResult, verb: str) -> None:
 
 
 @click.command()
-@click.argument("turn", required=False)
+@click.argument("turn", required=False, shell_complete=complete_turn)
 @click.option("--mode", type=click.Choice(MODES), default="both", show_default=True,
               help="Take back files and conversation, only code, or only the conversation.")
 @click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True,

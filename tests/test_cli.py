@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import os
 import subprocess
 from pathlib import Path
 
@@ -232,3 +231,16 @@ def test_without_default_session_the_most_recent_is_read(cli, root: Path) -> Non
     result = cli("log")
     assert result.code == 0 and "newer" in result.stdout and "older" not in result.stdout
     assert "claude-code/bbb" in result.stderr
+
+
+def test_shell_completion_offers_rewind_points(cli, root: Path) -> None:
+    cli("init")
+    _turn(cli, "first", {"a.txt": "a\n"}, root)
+    _turn(cli, "second", {"a.txt": "b\n"}, root)
+    result = cli(env={"_SNAPSTORE_COMPLETE": "zsh_complete", "COMP_WORDS": "snapstore rewind ",
+                      "COMP_CWORD": "2"})
+    assert result.code == 0
+    assert result.stdout.split("\n")[:6] == ["plain", "1", "second", "plain", "2", "first"]
+    commands = cli(env={"_SNAPSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "snapstore re",
+                        "COMP_CWORD": "1"})
+    assert "plain,rewind" in commands.stdout.split()
