@@ -23,7 +23,8 @@ def init() -> None:
     """Create the store in the current folder (or --root); safe to run again."""
     opts = options()
     root = os.path.realpath(opts.root or os.getcwd())
-    store_dir = opts.store_dir(root) or root
+    store_dir = opts.store_dir(root)
+    assert store_dir is not None
     created = not os.path.exists(os.path.join(store_dir, "db", "data.mdb"))
     with opts.open_store(create=True) as store:
         excluded = exclude_from_git(store.root, store.store_dir)

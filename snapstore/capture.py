@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import NotFound, RunActive, SnapstoreError
-from .records import OPEN, Change, Session, Turn, Version, same
+from .records import Change, Session, Turn, Version, same
 
 if TYPE_CHECKING:
     import lmdb
@@ -257,7 +257,3 @@ def tracked(store: Store, paths: str | Callable[..., Iterable[str | os.PathLike[
         return wrapper  # type: ignore[return-value]
 
     return decorate
-
-
-def is_open(turn: Turn) -> bool:
-    return turn.state == OPEN

@@ -88,7 +88,6 @@ class Store:
         if root is None and store_dir is None:
             raise ValueError("a Store needs its workspace root or its store folder")
         root = None if root is None else os.path.realpath(root)
-        assert root is not None or store_dir is not None
         self.store_dir = os.path.abspath(store_dir or os.path.join(str(root), STORE_DIRNAME))
         self.db = Database(self.store_dir, create=create, lock_timeout=lock_timeout,
                            map_size=map_size)
