@@ -53,7 +53,8 @@ class MergeResult:
     content: bytes
     """Merged bytes; with conflicts it holds diff3-style conflict markers."""
     conflicts: int
-    """Number of conflict regions (0 means the merge is clean)."""
+    """Number of conflict regions (0 means the merge is clean). git's default conflict style
+    may split one such region in several, so git's count can differ; cleanliness does not."""
 
     @property
     def clean(self) -> bool:
@@ -86,11 +87,12 @@ def _search_mask(lines: list[int], lo: int, hi: int, other: Counter[int]) -> lis
     """Say which of ``lines[lo:hi]`` take part in the Myers search.
 
     A line that does not occur in the other file can never match, so it is left out. A line
-    that occurs very often in the other file (about twice the square root of this file's length
-    or more) is left out too when it sits in a stretch of lines that are all unmatched or
-    common, with unmatched lines on both sides of it that outnumber the common ones (counting
-    this line twice) more than three to one; at most 100 lines each way are looked at. Such
-    lines would only produce coincidental matches in the middle of rewritten text.
+    that occurs very often in the other file (at least a power of two between sqrt(n) and
+    2 * sqrt(n) times, n being this file's length) is left out too when it sits in a stretch
+    of lines that are all unmatched or common, with unmatched lines on both sides of it that
+    outnumber the common ones (counting this line twice) more than three to one; at most 100
+    lines each way are looked at. Such lines would only produce coincidental matches in the
+    middle of rewritten text.
     """
     limit = 2 ** ((len(lines).bit_length() + 1) // 2)
     # 0: never matches, 1: ordinary, 2: common
@@ -287,48 +289,51 @@ class _Slider:
                 pass
 
 
+def _changes(a: list[int], b: list[int]) -> tuple[list[bool], list[bool]]:
+    """Flag the lines of a and b that are not on the common subsequence git would choose."""
+    changed_a, changed_b = [False] * len(a), [False] * len(b)
+    lo = 0
+    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
+        lo += 1
+    ahi, bhi = len(a), len(b)
+    while ahi > lo and bhi > lo and a[ahi - 1] == b[bhi - 1]:
+        ahi -= 1
+        bhi -= 1
+    keep_a = _search_mask(a, lo, ahi, Counter(b))
+    keep_b = _search_mask(b, lo, bhi, Counter(a))
+    changed_a[lo:ahi] = [not keep for keep in keep_a]
+    changed_b[lo:bhi] = [not keep for keep in keep_b]
+    # Run the search on the remaining lines only, then map its verdicts back.
+    pos_a = [i for i, keep in enumerate(keep_a, lo) if keep]
+    pos_b = [j for j, keep in enumerate(keep_b, lo) if keep]
+    sub_a, sub_b = [False] * len(pos_a), [False] * len(pos_b)
+    _myers([a[i] for i in pos_a], [b[j] for j in pos_b], sub_a, sub_b)
+    for i, flag in zip(pos_a, sub_a, strict=True):
+        changed_a[i] = flag
+    for j, flag in zip(pos_b, sub_b, strict=True):
+        changed_b[j] = flag
+    return changed_a, changed_b
+
+
 def _hunks(a: list[bytes], b: list[bytes]) -> list[Hunk]:
     """Diff two lists of lines the way git's default (Myers) diff does."""
     ids: dict[bytes, int] = {}
     ia = [ids.setdefault(line, len(ids)) for line in a]
     ib = [ids.setdefault(line, len(ids)) for line in b]
-    ca, cb = [False] * len(ia), [False] * len(ib)
-    lo = 0
-    while lo < len(ia) and lo < len(ib) and ia[lo] == ib[lo]:
-        lo += 1
-    ahi, bhi = len(ia), len(ib)
-    while ahi > lo and bhi > lo and ia[ahi - 1] == ib[bhi - 1]:
-        ahi -= 1
-        bhi -= 1
-    keep_a = _search_mask(ia, lo, ahi, Counter(ib))
-    keep_b = _search_mask(ib, lo, bhi, Counter(ia))
-    pos_a = [lo + i for i, keep in enumerate(keep_a) if keep]
-    pos_b = [lo + j for j, keep in enumerate(keep_b) if keep]
-    for i, keep in enumerate(keep_a, lo):
-        ca[i] = not keep
-    for j, keep in enumerate(keep_b, lo):
-        cb[j] = not keep
-    sub_a, sub_b = [ia[i] for i in pos_a], [ib[j] for j in pos_b]
-    sca, scb = [False] * len(sub_a), [False] * len(sub_b)
-    _myers(sub_a, sub_b, sca, scb)
-    for i, flag in zip(pos_a, sca, strict=True):
-        ca[i] = flag
-    for j, flag in zip(pos_b, scb, strict=True):
-        cb[j] = flag
-    _Slider(ia, ca, cb).run()
-    _Slider(ib, cb, ca).run()
-
+    changed_a, changed_b = _changes(ia, ib)
+    _Slider(ia, changed_a, changed_b).run()
+    _Slider(ib, changed_b, changed_a).run()
     hunks: list[Hunk] = []
     i = j = 0
-    while i < len(ca) or j < len(cb):
-        if i < len(ca) and j < len(cb) and not ca[i] and not cb[j]:
+    while i < len(a) or j < len(b):
+        if i < len(a) and j < len(b) and not changed_a[i] and not changed_b[j]:
             i += 1
             j += 1
             continue
         i1, j1 = i, j
-        while i < len(ca) and ca[i]:
+        while i < len(a) and changed_a[i]:
             i += 1
-        while j < len(cb) and cb[j]:
+        while j < len(b) and changed_b[j]:
             j += 1
         hunks.append((i1, i, j1, j))
     return hunks
@@ -367,14 +372,14 @@ def line_stats(old: bytes, new: bytes) -> tuple[int, int]:
 # Merge
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Region:
     """A stretch of base that one or both sides changed, and what each side has there."""
 
     base: tuple[int, int]
     ours: tuple[int, int]
     theirs: tuple[int, int]
-    sides: set[str]
+    sides: frozenset[str]
 
 
 def _regions(ours: list[Hunk], theirs: list[Hunk]) -> list[_Region]:
@@ -394,7 +399,9 @@ def _regions(ours: list[Hunk], theirs: list[Hunk]) -> list[_Region]:
         for (i1, i2, j1, j2), side in members:
             shift[side] += (j2 - j1) - (i2 - i1)
         span = {side: (start + before[side], end + shift[side]) for side in shift}
-        regions.append(_Region((start, end), span["ours"], span["theirs"], {s for _, s in members}))
+        regions.append(
+            _Region((start, end), span["ours"], span["theirs"], frozenset(s for _, s in members))
+        )
     return regions
 
 
@@ -411,7 +418,8 @@ def _marker_eol(
     """Line ending for conflict markers: CRLF when the surrounding lines use it.
 
     Looked at: the line before the conflict (or the first line) on each side, and the first
-    line of the base; any bare LF among them means LF.
+    line of the base; any bare LF among them means LF. (git looks at the same lines but also
+    falls back to LF when the base gives no answer, e.g. when it is empty.)
     """
     votes = {
         _eol(ours, max(region.ours[0] - 1, 0)),
@@ -507,9 +515,10 @@ def _hunk_range(start: int, count: int) -> str:
 def _funcname(lines: list[bytes], before: int) -> str:
     """git's default hunk-header context: the nearest earlier line starting with a letter,
     ``_`` or ``$``, cut to 80 bytes and stripped of trailing whitespace."""
-    for line in reversed(lines[:before]):
-        if line[:1].isalpha() or line[:1] in (b"_", b"$"):
-            return " " + line[:_FUNCNAME_MAX].rstrip().decode("utf-8", "replace")
+    for index in range(before - 1, -1, -1):
+        first = lines[index][:1]
+        if first.isalpha() or first in (b"_", b"$"):
+            return " " + lines[index][:_FUNCNAME_MAX].rstrip().decode("utf-8", "replace")
     return ""
 
 
@@ -530,7 +539,9 @@ def unified_diff(
     ``/dev/null`` names yourself). Hunk headers carry git's default function context and a
     last line without a newline is followed by ``\\ No newline at end of file``. Bytes are
     decoded as UTF-8 with replacement. Equal inputs give ``[]``; binary inputs give git's one
-    line ``Binary files ... differ``. ``"\\n".join(lines) + "\\n"`` is the diff text.
+    line ``Binary files ... differ``. ``"\\n".join(lines) + "\\n"`` is the diff text. Hunks
+    sit where ``git diff --no-indent-heuristic`` puts them (git's indent heuristic, on by
+    default in ``git diff``, is not applied).
     """
     if old == new:
         return []
