@@ -1,0 +1,162 @@
+"""The scan and watch commands: catch what shell commands and other programs change."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from snapstore import NotFound
+from snapstore.scan import ScanResult
+
+from .config import Config, parse_size
+from .main import common_options, emit, options
+from .render import console
+
+
+@contextmanager
+def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A progress bar on stderr for a long scan (the first one), when a person watches."""
+    out = console(stderr=True)
+    if not enabled or not out.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=out, transient=True) as bar:
+        task = bar.add_task("looking at files", total=None)
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase == "walk":
+                bar.update(task, description=f"looking at files ({done})")
+            else:
+                bar.update(task, description="reading and storing", completed=done,
+                           total=total)
+
+        yield update
+
+
+def scan_summary(result: ScanResult) -> None:
+    """What a scan recorded, for people."""
+    out = console(stderr=True)
+    if result.baseline:
+        out.print(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
+    elif not result.count:
+        out.print(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
+    else:
+        where = (f"user changes, turn {result.turn}" if result.user
+                 else f"turn {result.turn}")
+        out.print(f"{len(result.changed)} changed, {len(result.added)} added, "
+                  f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}")
+        for name, paths, style in (("changed", result.changed, "yellow"),
+                                   ("added", result.added, "green"),
+                                   ("deleted", result.deleted, "red")):
+            for path in paths:
+                out.print(f"  [{style}]{name:<8}[/{style}] {path}", highlight=False)
+    for item in result.skipped:
+        out.print(f"  skipped  {item['path']}: {item['reason']}", style="dim")
+
+
+@click.command("scan")
+@click.option("--max-file-size", metavar="SIZE",
+              help="Skip (and report) larger files (default: the store's config, else 10MiB).")
+@click.option("--no-watcher", is_flag=True,
+              help="Walk the workspace even when `snapstore watch` is running.")
+@common_options
+def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
+    """Record what changed in the workspace since the last scan.
+
+    Changes seen while a turn is open belong to it (and a rewind takes them
+    back); changes seen between turns are the user's and are kept. The first
+    scan records the baseline.
+    """
+    opts = options()
+    with opts.open_store() as store:
+        config = Config.load(store.store_dir)
+        limit = parse_size(max_file_size) if max_file_size else config.max_file_size
+        with scan_progress(not opts.json) as progress:
+            result = store.scan(opts.session, progress=progress, max_file_size=limit,
+                                use_watcher=not no_watcher)
+    emit(result.to_json(), lambda: scan_summary(result))
+
+
+def _stop_watcher(store_dir: str, pid: int, timeout: float) -> bool:
+    """Send SIGTERM and wait for the watcher to let go of its lock."""
+    from snapstore.watch import watcher_info
+
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        raise NotFound(f"the watcher's process {pid} is not visible from here") from None
+    deadline = time.monotonic() + timeout
+    with options().open_store() as store:
+        while time.monotonic() < deadline:
+            if watcher_info(store) is None:
+                return True
+            time.sleep(0.05)
+    return False
+
+
+@click.command()
+@click.option("--debounce", type=float, default=0.2, show_default=True, metavar="SECONDS",
+              help="Wait this long after a path's last event before recording it.")
+@click.option("--stop", "stop_running", is_flag=True,
+              help="Stop the watcher running for this store, then exit.")
+@common_options
+def watch(debounce: float, stop_running: bool) -> None:
+    """Watch the workspace and record changes as they happen, until stopped.
+
+    Scans (and the hooks' scans at each turn) then ask the watcher instead of
+    walking the whole tree. Stop it with Ctrl-C, SIGTERM or `snapstore watch --stop`.
+    """
+    from snapstore.watch import Watcher, WatchReport, watcher_info
+
+    opts = options()
+    if stop_running:
+        with opts.open_store() as store:
+            info = watcher_info(store)
+            store_dir = store.store_dir
+        if not info or not isinstance(info.get("pid"), int):
+            raise NotFound("no watcher is running for this store")
+        stopped = _stop_watcher(store_dir, info["pid"], opts.lock_timeout)
+        emit({"stopped": stopped, "pid": info["pid"]}, lambda: console(stderr=True).print(
+            f"watcher {info['pid']} {'stopped' if stopped else 'did not stop in time'}"))
+        return
+    out = console(stderr=True)
+    # watchdog re-adds a new folder's watch it already has and warns about it: harmless
+    warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
+
+    def report(item: WatchReport) -> None:
+        if item.kind != "answered":  # what an answer recorded is reported as "recorded"
+            out.print(f"{time.strftime('%H:%M:%S')} {item.kind:<9} {item.message}",
+                      style="yellow" if item.kind in ("fallback", "coverage", "error") else "")
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, lambda *_: stop.set())
+    started = time.monotonic()
+    with opts.open_store() as store:
+        config = Config.load(store.store_dir)
+        watcher = Watcher(store, debounce=debounce, max_file_size=config.max_file_size,
+                          report=report)
+        with scan_progress(not opts.json) as progress:
+            first = watcher.start(progress)
+        if not opts.json:
+            scan_summary(first)
+        try:
+            watcher.run(stop)
+        finally:
+            watcher.stop()
+    emit({"root": store.root, "recorded": watcher.recorded, "fallbacks": watcher.fallbacks,
+          "unwatched": sorted(watcher.unwatched), "seconds": round(time.monotonic() - started, 3)},
+         lambda: None)
+
+
+COMMANDS = [scan_command, watch]

@@ -1,0 +1,607 @@
+"""Scan mode: record what changed on disk that no hook saw.
+
+Shell commands (``sed -i``, ``rm``, ``mv``, generators, formatters), other
+programs and the user change files without any pre-write hook. A scan finds
+those changes by comparing the workspace with two databases:
+
+- ``index``: path -> stat fingerprint (size, mtime_ns, ctime_ns, inode,
+  st_mode) and digest, as git's index and jj's working-copy state keep it. A
+  file whose fingerprint is unchanged is not read again, so a scan costs one
+  ``lstat`` per file plus the reading of what changed.
+- ``paths``: path -> latest recorded digest, the baseline. A change's
+  ``before`` comes from it, so a file a shell command deleted or rewrote can
+  be put back. A hook's write has already moved ``paths``; a scan that finds
+  the same bytes only refreshes the index and records nothing twice.
+
+The first scan of a workspace records the baseline: every file's blob, so that
+any file can come back later. Changes found while a turn is open belong to
+that turn; changes found between turns go to a closed turn of kind ``user``
+that no branch contains, so a rewind never takes the user's own work back.
+
+Reading and compressing happen outside the write lock, in batches; each batch
+is one commit. Inside the commit every path is checked again (its fingerprint
+must not have moved since it was read), so a scan never records bytes that a
+concurrent rewind has already replaced.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import SnapstoreError
+from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
+from .records import CLOSED, FILE, FINGERPRINT, LINK, OPEN, USER, Change, Turn, Version
+from .rewind import differs
+from .store import DEFAULT_SESSION
+
+if TYPE_CHECKING:
+    import lmdb
+
+    from .fsio import Entry
+    from .store import Store
+
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+SCAN, WATCH = "scan", "watch"
+FP_SIZE = FINGERPRINT.size
+#: A file touched this recently may change again within the same timestamp tick
+#: ("racily clean" in git): its entry is stored so that the next scan re-reads it.
+RACY_NS = 2_000_000_000
+BATCH_FILES = 2000
+BATCH_BYTES = 32 * 1024 * 1024
+META_KEY = b"scan"
+_IGNORE_SET = frozenset(IGNORE_FILES)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: progress(phase, done, total): phase "walk" (total 0: unknown) or "read".
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ScanResult:
+    """What one scan found and recorded."""
+
+    changed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # path, reason
+    seconds: float = 0.0
+    turn: str | None = None  # the turn the changes went to
+    user: bool = False  # whether that turn is a ``user`` turn (changes seen between turns)
+    baseline: bool = False  # the first scan: the baseline was recorded, no changes
+    files: int = 0  # files looked at
+    read: int = 0  # files read and hashed because their fingerprint moved
+    source: str = SCAN
+    full: bool = True  # the whole workspace, or only some paths
+
+    @property
+    def count(self) -> int:
+        return len(self.changed) + len(self.added) + len(self.deleted)
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["seconds"] = round(self.seconds, 4)
+        return data
+
+
+@dataclass
+class _Item:
+    """One path whose fingerprint moved: what is on disk now, ready to commit."""
+
+    rel: str
+    old: bytes | None  # its index entry before the scan
+    version: Version | None = None  # None: the path is gone
+    fingerprint: bytes = b""  # to store; what lstat must still say at commit time
+    check: bytes | None = None
+    key: bytes | None = None
+    value: bytes | None = None  # encoded; None when the blob is already stored
+    data: bytes = b""
+    mkdirs: int = 0
+
+
+def _pack(st: os.stat_result) -> bytes:
+    return FINGERPRINT.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+def _stored(st: os.stat_result, now_ns: int) -> bytes:
+    """The fingerprint to keep: a racily clean file gets one that never matches."""
+    if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+        return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
+    return _pack(st)
+
+
+def _version_of(entry_mode: int, digest: bytes) -> Version:
+    if stat.S_ISLNK(entry_mode):
+        return Version(digest.hex(), 0o777, LINK)
+    return Version(digest.hex(), stat.S_IMODE(entry_mode), FILE)
+
+
+def index_version(value: bytes) -> Version:
+    """The version an index entry describes."""
+    st_mode = FINGERPRINT.unpack_from(value)[4]
+    return _version_of(st_mode, value[FP_SIZE:])
+
+
+def store_relpath(store: Store) -> str | None:
+    """The store's folder relative to the root, when it lies inside the workspace."""
+    store_dir = os.path.realpath(store.store_dir)
+    if not store_dir.startswith(store.root + os.sep):
+        return None
+    return os.path.relpath(store_dir, store.root).replace(os.sep, "/")
+
+
+def _decode(rel: bytes) -> str:
+    return rel.decode("utf-8", "surrogateescape")
+
+
+class _Walker:
+    """Finds the paths whose fingerprint moved, the new ones and the gone ones.
+
+    The hot loop works on ``bytes`` paths, as the index stores them, so a file
+    whose fingerprint is unchanged costs one ``lstat`` and a dictionary lookup.
+    """
+
+    def __init__(self, store: Store, rules: IgnoreRules, max_file_size: int, result: ScanResult,
+                 progress: Progress | None, dirs: dict[str, int] | None):
+        self.store, self.rules, self.root = store, rules, os.fsencode(store.root)
+        self.store_rel = os.fsencode(rules.store_rel) if rules.store_rel else None
+        self.max_file_size = max_file_size
+        self.result = result
+        self.progress = progress
+        self.dirs = dirs
+        self.index: dict[bytes, bytes] = {}
+        self.candidates: list[tuple[str, bytes | None]] = []
+        self.forget: list[str] = []
+
+    def skip(self, rel: str, reason: str) -> None:
+        self.result.skipped.append({"path": rel, "reason": reason})
+
+    def load(self, txn: lmdb.Transaction, scopes: list[str] | None) -> None:
+        """Index entries in scope: all of them, or those at or below each scope."""
+        db = self.store.db.dbs["index"]
+        if scopes is None:
+            self.index = dict(txn.cursor(db=db))
+            return
+        cursor = txn.cursor(db=db)
+        for scope in scopes:
+            key = os.fsencode(scope)
+            value = txn.get(key, db=db)
+            if value is not None:
+                self.index[key] = value
+            prefix = key + b"/"
+            if cursor.set_range(prefix):
+                for k, v in cursor:
+                    if not k.startswith(prefix):
+                        break
+                    self.index[k] = v
+
+    def walk(self, top: bytes, stack: Stack, clean: bool) -> None:
+        """Visit every folder below ``top`` (b"" is the root), depth first."""
+        pending = [(top, stack, clean)]
+        skip = self.skip
+        files = self.result.files
+        root_fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            while pending:
+                rel_dir, stack, clean = pending.pop()
+                prefix = rel_dir + b"/" if rel_dir else b""
+                try:
+                    # stat relative to the open folder: the kernel resolves one name, not the path
+                    fd = os.open(rel_dir, _DIR_FLAGS, dir_fd=root_fd) if rel_dir else root_fd
+                except OSError as exc:
+                    skip(_decode(rel_dir), f"cannot list the folder: {exc.strerror}")
+                    continue
+                try:
+                    files = self._folder(fd, rel_dir, prefix, stack, clean, files, pending)
+                finally:
+                    if fd != root_fd:
+                        os.close(fd)
+                if self.progress is not None:
+                    self.progress("walk", files, 0)
+        finally:
+            os.close(root_fd)
+        self.result.files = files
+
+    def _folder(self, fd: int, rel_dir: bytes, prefix: bytes, stack: Stack, clean: bool,
+                files: int, pending: list[tuple[bytes, Stack, bool]]) -> int:
+        """Visit one folder's entries; returns the running count of files looked at."""
+        index, pop = self.index, self.index.pop
+        candidates, forget, skip = self.candidates, self.forget, self.skip
+        rules, store_rel, dirs = self.rules, self.store_rel, self.dirs
+        limit = self.max_file_size
+        pack, is_reg, is_lnk = FINGERPRINT.pack, stat.S_ISREG, stat.S_ISLNK
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+        except OSError as exc:
+            skip(_decode(rel_dir) or ".", f"cannot list the folder: {exc.strerror}")
+            return files
+        present = {e.name: e for e in entries if e.name in _IGNORE_SET}
+        if present or clean:
+            clean = clean and self._rules_unchanged(prefix, present)
+            stack = rules.push(stack, _decode(rel_dir)) if present else stack
+        for entry in entries:
+            name = entry.name
+            if name == ".git":
+                continue
+            rel = prefix + name.encode("utf-8", "surrogateescape")
+            if entry.is_dir(follow_symlinks=False):
+                if rel == store_rel or (stack and ignored(_decode(rel), True, stack)):
+                    continue
+                if dirs is not None:
+                    dirs[_decode(rel)] = entry.inode()
+                pending.append((rel, stack, clean))
+                continue
+            old = pop(rel, None)
+            if (old is None or not clean) and stack and ignored(_decode(rel), False, stack):
+                if old is not None:
+                    forget.append(_decode(rel))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                if old is not None:
+                    index[rel] = old  # vanished meanwhile: the gone-path check decides
+                continue
+            files += 1
+            mode = st.st_mode
+            if old is not None and old.startswith(pack(st.st_size, st.st_mtime_ns,
+                                                       st.st_ctime_ns, st.st_ino, mode)):
+                continue
+            if not (is_reg(mode) or is_lnk(mode)):
+                skip(_decode(rel), "not a regular file or a symlink")
+            elif st.st_size > limit and is_reg(mode):
+                skip(_decode(rel), f"larger than the size cap ({limit} bytes)")
+            else:
+                candidates.append((_decode(rel), old))
+        return files
+
+    def _rules_unchanged(self, prefix: bytes, present: dict[str, os.DirEntry[str]]) -> bool:
+        """Whether this folder's ignore files are as the index last saw them."""
+        for name in IGNORE_FILES:
+            old = self.index.get(prefix + os.fsencode(name))
+            entry = present.get(name)
+            if (old is None) != (entry is None):
+                return False
+            if entry is not None and old is not None:
+                try:
+                    if not old.startswith(_pack(entry.stat(follow_symlinks=False))):
+                        return False
+                except OSError:
+                    return False
+        return True
+
+    def scope(self, rel: str) -> None:
+        """Visit one path: a file, a link, a folder (its whole subtree) or a gone path."""
+        if self.rules.always_skipped(rel):
+            return
+        try:
+            st = os.lstat(self.store.ws.abspath(rel))
+        except OSError:
+            return  # gone: its index entries stay in ``index`` and are checked as gone
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if self.rules.path_ignored(rel, is_dir):
+            self._forget_below(os.fsencode(rel))
+            return
+        if is_dir:
+            if self.dirs is not None:
+                self.dirs[rel] = st.st_ino
+            self.walk(os.fsencode(rel), self.rules.stack(rel), False)
+            return
+        old = self.index.pop(os.fsencode(rel), None)
+        self.result.files += 1
+        if old is not None and old.startswith(_pack(st)):
+            return
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            self.skip(rel, "not a regular file or a symlink")
+        elif st.st_size > self.max_file_size and stat.S_ISREG(st.st_mode):
+            self.skip(rel, f"larger than the size cap ({self.max_file_size} bytes)")
+        else:
+            self.candidates.append((rel, old))
+
+    def _forget_below(self, rel: bytes) -> None:
+        prefix = rel + b"/"
+        for key in [k for k in self.index if k == rel or k.startswith(prefix)]:
+            del self.index[key]
+            self.forget.append(_decode(key))
+
+    def gone(self) -> list[tuple[str, bytes]]:
+        """Index entries not seen: deleted, or (if still there) ignored now."""
+        deleted = []
+        for key, old in self.index.items():
+            rel = _decode(key)
+            try:
+                st = os.lstat(self.root + b"/" + key)
+            except (FileNotFoundError, NotADirectoryError):
+                deleted.append((rel, old))
+                continue
+            except OSError:
+                continue  # unreadable: neither seen nor known to be gone
+            if stat.S_ISDIR(st.st_mode):
+                deleted.append((rel, old))  # a folder now stands where the file was
+            else:
+                self.forget.append(rel)
+        return deleted
+
+
+def normalize_scopes(rels: Iterable[str]) -> list[str]:
+    """Sorted scopes with duplicates and paths inside another scope removed."""
+    kept: list[str] = []
+    for rel in sorted(set(rels)):
+        if kept and (rel == kept[-1] or rel.startswith(kept[-1] + "/")):
+            continue
+        kept.append(rel)
+    return kept
+
+
+def _widen(scopes: list[str]) -> list[str]:
+    """A changed ignore file may hide or reveal its whole folder: scan the folder."""
+    widened = []
+    for rel in scopes:
+        head, _, name = rel.rpartition("/")
+        widened.append(head if name in _IGNORE_SET else rel)
+    return normalize_scopes(widened)
+
+
+def scan(store: Store, session: str | None = None,
+         paths: Iterable[str | os.PathLike[str]] | None = None, *,
+         progress: Progress | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+         source: str = SCAN, dirs: dict[str, int] | None = None,
+         rules: IgnoreRules | None = None) -> ScanResult:
+    """Record what changed since the last scan, in the whole workspace or below ``paths``.
+
+    ``session`` names whose open turn gets the changes; None means any open
+    turn (the newest), and with no turn open the changes go to a ``user`` turn.
+    ``dirs``, when given, collects the folders visited (path -> inode).
+    ``rules`` may be kept from an earlier scan while no ignore file changed.
+    """
+    started = time.perf_counter()
+    result = ScanResult(source=source)
+    if rules is None or not rules.current():
+        rules = IgnoreRules(store.root, store_relpath(store))
+    exclude = rules.exclude_stamp
+    with store.db.read() as txn:
+        state = store.db.get_json(txn, "meta", META_KEY)
+    scopes = None
+    if paths is not None and state is not None and state.get("exclude") == exclude:
+        scopes = _widen(_relpaths(store, paths, result))
+    result.baseline = state is None
+    result.full = scopes is None
+    walker = _Walker(store, rules, max_file_size, result, progress, dirs)
+    new_state = None
+    if scopes is None and (state is None or state.get("exclude") != exclude):
+        new_state = {"baseline": (state or {}).get("baseline", store.clock()), "exclude": exclude}
+    collecting = gc.isenabled()
+    gc.disable()  # a scan makes many small objects and frees none until it ends
+    try:
+        with store.db.read() as txn:
+            walker.load(txn, scopes)
+        if scopes is None:
+            clean = state is not None and state.get("exclude") == exclude
+            walker.walk(b"", rules.base, clean)
+        else:
+            for scope in scopes:
+                walker.scope(scope)
+        _record(store, session, walker, result, progress, new_state)
+    finally:
+        if collecting:
+            gc.enable()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _relpaths(store: Store, paths: Iterable[str | os.PathLike[str]], result: ScanResult
+              ) -> list[str]:
+    """Scopes as relative paths, normalised lexically (no syscalls: a watcher passes many).
+
+    Nothing is read through them: the walk never follows a link, and reads go
+    through the safe reader, which refuses a symlinked parent.
+    """
+    rels = []
+    prefix = store.root + os.sep
+    for path in paths:
+        text = os.fspath(path)
+        full = os.path.normpath(os.path.join(store.root, text))
+        if not full.startswith(prefix) or "\0" in full:
+            result.skipped.append({"path": text, "reason": "not a path inside the workspace"})
+            continue
+        rels.append(full[len(prefix):].replace(os.sep, "/"))
+    return rels
+
+
+def _record(store: Store, session: str | None, walker: _Walker, result: ScanResult,
+            progress: Progress | None, new_state: dict | None) -> None:
+    """Read, encode and commit the candidates in batches, then the gone paths."""
+    commit = _Committer(store, session, result)
+    batch: list[_Item] = []
+    size = 0
+    total = len(walker.candidates)
+    old = dict(walker.candidates)
+    reads = store.ws.read_many(rel for rel, _ in walker.candidates)
+    for done, (rel, entry) in enumerate(reads, start=1):
+        item = _item(rel, entry, old[rel], walker)
+        if item is not None:
+            batch.append(item)
+            size += len(item.data)
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            commit(_encode(store, batch, result.baseline), [])
+            batch, size = [], 0
+        if progress is not None:
+            progress("read", done, total)
+    gone_items = [_Item(rel, old) for rel, old in walker.gone()]
+    if batch or gone_items or walker.forget or new_state is not None:
+        commit(_encode(store, batch, result.baseline), gone_items, walker.forget, new_state)
+
+
+def _item(rel: str, entry: Entry | SnapstoreError | None, old: bytes | None,
+          walker: _Walker) -> _Item | None:
+    """What one candidate holds now, as read through the safe reader."""
+    if isinstance(entry, SnapstoreError):
+        walker.skip(rel, str(entry))
+        return None
+    walker.result.read += 1
+    if entry is None:
+        if old is not None:
+            walker.index[os.fsencode(rel)] = old  # vanished since the walk: now a gone path
+        return None
+    st = entry.stat
+    assert st is not None
+    if entry.kind == FILE and len(entry.data) > walker.max_file_size:
+        walker.skip(rel, f"larger than the size cap ({walker.max_file_size} bytes)")
+        return None
+    item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=_pack(st))
+    if entry.kind == LINK:
+        item.check = None  # a link's lstat is what the reader saw; nothing to re-check
+    item.data = entry.data
+    item.version = Version("", entry.mode, entry.kind)
+    return item
+
+
+def _encode(store: Store, items: list[_Item], baseline: bool) -> list[_Item]:
+    """Hash and compress a batch, each against its path's latest version."""
+    if not items:
+        return items
+    with store.db.read() as txn:
+        for item in items:
+            base = store.path_digest(txn, item.rel)
+            item.key, item.value = store.encode_blob(txn, item.data, base)
+            assert item.version is not None
+            item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
+            if not baseline and item.old is None and base is None:
+                item.mkdirs = _new_parents(store, txn, item.rel)
+    return items
+
+
+def _new_parents(store: Store, txn: lmdb.Transaction, rel: str) -> int:
+    """How many parent folders of a new file held nothing indexed: the ones it brought."""
+    cursor = txn.cursor(db=store.db.dbs["index"])
+    parts = rel.split("/")[:-1]
+    count = 0
+    for depth in range(len(parts), 0, -1):
+        prefix = os.fsencode("/".join(parts[:depth])) + b"/"
+        if cursor.set_range(prefix) and cursor.key().startswith(prefix):
+            break
+        count += 1
+    return count
+
+
+class _Committer:
+    """Commits batches; finds (or makes) the turn the changes belong to."""
+
+    def __init__(self, store: Store, session: str | None, result: ScanResult):
+        self.store, self.session, self.result = store, session, result
+
+    def __call__(self, items: list[_Item], gone: list[_Item], forget: Iterable[str] = (),
+                 new_state: dict | None = None) -> None:
+        forget = list(forget)
+        outcome = self.store.db.write(lambda txn: self._commit(txn, items, gone, forget,
+                                                               new_state))
+        for kind, rel in outcome[1]:
+            getattr(self.result, kind).append(rel)
+        if outcome[0] is not None:
+            self.result.turn, self.result.user = outcome[0].id, outcome[0].kind == USER
+
+    def _commit(self, txn: lmdb.Transaction, items: list[_Item], gone: list[_Item],
+                forget: list[str], new_state: dict | None
+                ) -> tuple[Turn | None, list[tuple[str, str]]]:
+        store = self.store
+        index_db, recorded = store.db.dbs["index"], []
+        turn = _open_turn(store, txn, self.session)
+        latest = {}
+        held = set()
+        if turn is not None:
+            for change in store.changes(txn, turn.id):
+                latest[change.path] = change.after if change.done else change.before
+                if not change.done:
+                    held.add(change.path)  # a hook's write in progress owns the path
+        user_turn = None
+        if turn is None and self.result.turn is not None and self.result.user:
+            user_turn = store.get_turn(txn, self.result.turn)
+        for item in [*items, *gone]:
+            if item.rel in held or not _still(store, item):
+                continue
+            base = store.path_digest(txn, item.rel)
+            before = _before(base, item, latest.get(item.rel))
+            if item.version is not None:
+                store.put_blob(txn, item.key or b"", item.value, item.data)
+            if self.result.baseline or not differs(before, item.version):
+                if self.result.baseline:
+                    store.set_path_digest(txn, item.rel, item.version)
+                _index(txn, index_db, item)
+                continue
+            if turn is None:
+                turn = user_turn = user_turn or store.new_turn(
+                    txn, self.session or DEFAULT_SESSION, kind=USER, state=CLOSED,
+                    prompt=f"changes seen by {self.result.source} between turns")
+            store.put_change(txn, Change(turn.id, turn.next_change, item.rel, before,
+                                         item.version, True, "", self.result.source,
+                                         store.clock(), item.mkdirs))
+            turn.next_change += 1
+            store.set_path_digest(txn, item.rel, item.version)
+            _index(txn, index_db, item)
+            kind = "deleted" if item.version is None else "added" if before is None else "changed"
+            recorded.append((kind, item.rel))
+        for rel in forget:
+            txn.delete(os.fsencode(rel), db=index_db)
+        if turn is not None and recorded:
+            if turn.kind == USER:
+                turn.closed = turn.created
+            store.put_turn(txn, turn)
+            store.event(txn, "scan", session=turn.session, turn=turn.id,
+                        source=self.result.source, paths=[rel for _, rel in recorded])
+        if new_state is not None:
+            store.db.put_json(txn, "meta", META_KEY, new_state)
+            if self.result.baseline:
+                store.event(txn, "scan_baseline", files=self.result.files)
+        return (turn if recorded else None), recorded
+
+
+def _index(txn: lmdb.Transaction, index_db: object, item: _Item) -> None:
+    key = os.fsencode(item.rel)
+    if item.version is None:
+        txn.delete(key, db=index_db)
+    else:
+        txn.put(key, item.fingerprint + (item.key or b""), db=index_db)
+
+
+def _open_turn(store: Store, txn: lmdb.Transaction, session: str | None) -> Turn | None:
+    """The session's open turn; for no session, the newest open turn of any session."""
+    if session is not None:
+        return store.open_turn(txn, session)
+    newest = None
+    for _, raw in txn.cursor(db=store.db.dbs["sessions"]):
+        name = json.loads(raw)["name"]
+        turn = store.open_turn(txn, name)
+        if turn is not None and turn.state == OPEN and (newest is None or turn.seq > newest.seq):
+            newest = turn
+    return newest
+
+
+def _still(store: Store, item: _Item) -> bool:
+    """Whether the path still holds what was read (checked under the write lock)."""
+    try:
+        st = os.lstat(store.ws.abspath(item.rel))
+    except OSError:
+        return item.version is None
+    if item.version is None:
+        return stat.S_ISDIR(st.st_mode)
+    return item.check is None or _pack(st) == item.check
+
+
+def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:
+    """The baseline version of a path: its latest digest, with the mode last seen for it."""
+    if base is None:
+        return None
+    if item.old is not None and item.old[FP_SIZE:] == base:
+        return index_version(item.old)
+    if latest is not None and latest.digest == base.hex():
+        return latest
+    if item.version is not None:
+        return Version(base.hex(), item.version.mode, item.version.kind)
+    return Version(base.hex())

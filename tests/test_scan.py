@@ -1,0 +1,227 @@
+"""Scan mode: what shell commands change is recorded, attributed, skipped, and rewound."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store, scan
+from snapstore.records import AGENT, USER
+
+from .conftest import agent_write, read, snapshot, write
+
+SHELL_TOOL = """
+sed -i 's/two/TWO/' src/a.txt
+rm src/b.txt
+mv src/c.txt src/renamed.txt
+chmod +x run.sh
+mkdir -p gen/deep
+for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
+"""
+
+
+def make_tree(root: Path) -> None:
+    write(root, "src/a.txt", "one\ntwo\nthree\n")
+    write(root, "src/b.txt", "bee\n")
+    write(root, "src/c.txt", "sea\n")
+    write(root, "run.sh", "#!/bin/sh\necho run\n")
+    write(root, "bin.dat", bytes(range(256)) * 4)
+    os.symlink("src/a.txt", root / "link")
+
+
+def shell(root: Path, script: str) -> None:
+    subprocess.run(["sh", "-ec", script], cwd=root, check=True)
+
+
+def index_keys(store: Store) -> set[str]:
+    with store.db.read() as txn:
+        return {os.fsdecode(k) for k, _ in txn.cursor(db=store.db.dbs["index"])}
+
+
+def changes_of(store: Store, turn: str) -> dict[str, str]:
+    with store.db.read() as txn:
+        return {c.path: c.source for c in store.changes(txn, turn)}
+
+
+def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: Path) -> None:
+    make_tree(root)
+    result = store.scan()
+    assert result.baseline and result.count == 0 and result.turn is None
+    assert index_keys(store) == {"src/a.txt", "src/b.txt", "src/c.txt", "run.sh", "bin.dat",
+                                 "link"}
+    with store.db.read() as txn:
+        assert not list(store.iter_turns(txn))
+        for rel in index_keys(store):  # every file can come back
+            entry = store.ws.read(rel)
+            assert store.read_blob(txn, store.path_digest(txn, rel)) == entry.data
+
+
+def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
+    make_tree(root)
+    store.scan()
+    before = snapshot(root, dirs=True)
+    turn = store.begin_turn("s", "refactor with the shell", scan=True)
+    shell(root, SHELL_TOOL)
+    store.end_turn("s", scan=True)
+    recorded = changes_of(store, turn.id)
+    assert set(recorded) == {"src/a.txt", "src/b.txt", "src/c.txt", "src/renamed.txt",
+                             "run.sh"} | {f"gen/deep/g{i}.txt" for i in range(1, 51)}
+    assert set(recorded.values()) == {"scan"}
+    result = store.rewind(1, "s")
+    assert result.ok, result
+    assert snapshot(root, dirs=True) == before  # the generator's folders are gone too
+    assert store.scan().count == 0  # the rewind's writes are not seen as new changes
+
+
+def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root: Path) -> None:
+    make_tree(root)
+    store.scan()
+    turn = store.begin_turn("s", "edit", scan=True)
+    shell(root, "sed -i 's/one/ONE/' src/a.txt")
+    store.end_turn("s", scan=True)
+    write(root, "src/a.txt", "ONE\ntwo\nthree\nmine\n")  # the user, between turns
+    write(root, "notes.txt", "my notes\n")
+    user = store.scan("s")
+    assert user.user and sorted(user.changed + user.added) == ["notes.txt", "src/a.txt"]
+    with store.db.read() as txn:
+        record = store.get_turn(txn, user.turn)
+        assert record.kind == USER and record.parent is None
+        assert store.get_head(txn, "s") == turn.id  # not on the branch
+    assert [p.turn.id for p in store.rewind_points("s")] == [turn.id]
+    result = store.rewind(1, "s")
+    assert result.merged == ["src/a.txt"]
+    assert read(root, "src/a.txt") == b"one\ntwo\nthree\nmine\n"
+    assert read(root, "notes.txt") == b"my notes\n"
+
+
+def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
+    make_tree(root)
+    store.scan()
+    turn = store.begin_turn("s", "edit", scan=True)
+    agent_write(store, "src/a.txt", "by the agent\n", session="s")
+    store.pre_write(["src/b.txt"], "Write", "s")  # a write still in progress
+    write(root, "src/b.txt", "half written\n")
+    assert store.scan("s").count == 0  # the hook owns both paths
+    store.post_write(["src/b.txt"], "s")
+    store.end_turn("s", scan=True)
+    assert changes_of(store, turn.id) == {"src/a.txt": "hook", "src/b.txt": "hook"}
+
+
+def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Store,
+                                                                     root: Path) -> None:
+    make_tree(root)
+    store.scan()
+    store.begin_turn("a", "first")
+    second = store.begin_turn("b", "second")
+    write(root, "src/a.txt", "changed\n")
+    result = store.scan()
+    assert result.turn == second.id and not result.user
+    with store.db.read() as txn:
+        assert store.get_turn(txn, second.id).kind == AGENT
+
+
+def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> None:
+    tree = {
+        ".gitignore": "*.log\nbuild/\n",
+        "app.log": "ignored",
+        "build/out.o": "ignored by git, re-included by .snapstoreignore",
+        "sub/.gitignore": "*.tmp\n!keep.log\n",
+        "sub/x.tmp": "ignored below sub",
+        "sub/keep.log": "re-included by the nested file",
+        "top.tmp": "the nested rule does not reach up",
+        ".snapstoreignore": "secrets/\n!build/\n",
+        "secrets/key": "never captured",
+        ".git/config": "[core]\n",
+        "vendor/lib/.git/HEAD": "ref: refs/heads/main\n",
+        "vendor/lib/code.c": "int x;\n",
+        "big.bin": b"x" * 2048,
+    }
+    for rel, data in tree.items():
+        write(root, rel, data)
+    outside = tmp_path / "outside"
+    write(outside, "private.txt", "not in the workspace")
+    os.symlink(outside, root / "out")
+    os.mkfifo(root / "pipe")
+    result = scan.scan(store, max_file_size=1024)
+    assert index_keys(store) == {".gitignore", "sub/.gitignore", "sub/keep.log", "top.tmp",
+                                 ".snapstoreignore", "build/out.o", "vendor/lib/code.c", "out"}
+    skipped = {item["path"]: item["reason"] for item in result.skipped}
+    assert "size cap" in skipped["big.bin"] and "regular file" in skipped["pipe"]
+    assert not any(k.startswith(".snapstore/") for k in index_keys(store))
+    with store.db.read() as txn:  # the symlink is a link, never followed
+        assert store.read_blob(txn, store.path_digest(txn, "out")) == os.fsencode(outside)
+    assert read(root, "vendor/lib/.git/HEAD") == b"ref: refs/heads/main\n"  # left alone
+
+
+def test_a_changed_ignore_file_hides_and_reveals(store: Store, root: Path) -> None:
+    write(root, "a.tmp", "scratch\n")
+    write(root, "b.txt", "kept\n")
+    store.scan()
+    assert index_keys(store) == {"a.tmp", "b.txt"}
+    write(root, ".gitignore", "*.tmp\n")
+    hidden = store.scan()
+    assert hidden.added == [".gitignore"] and hidden.deleted == []  # forgotten, not deleted
+    assert "a.tmp" not in index_keys(store)
+    (root / ".gitignore").unlink()
+    revealed = store.scan()
+    assert revealed.deleted == [".gitignore"] and revealed.added == []  # a.tmp never changed
+    assert "a.tmp" in index_keys(store)
+
+
+def test_unchanged_files_are_not_read_again(store: Store, root: Path, monkeypatch) -> None:
+    monkeypatch.setattr(scan, "RACY_NS", 0)  # nothing counts as just written
+    make_tree(root)
+    store.scan()
+    assert store.scan().read == 0
+    write(root, "src/b.txt", "changed\n")
+    result = store.scan()
+    assert result.read == 1 and result.changed == ["src/b.txt"]
+
+
+def test_a_scan_of_some_paths_sees_only_them(store: Store, root: Path) -> None:
+    make_tree(root)
+    write(root, "dir/x.txt", "x\n")
+    write(root, "dir/sub/y.txt", "y\n")
+    store.scan()
+    write(root, "src/a.txt", "elsewhere\n")
+    shell(root, "rm -r dir")
+    result = store.scan(paths=["dir"])
+    assert sorted(result.deleted) == ["dir/sub/y.txt", "dir/x.txt"] and not result.full
+    assert store.scan().changed == ["src/a.txt"]
+
+
+def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
+    """init --track-shell, then a Claude Code turn whose Bash tool edits files."""
+    make_tree(root)
+    started = cli("init", "--track-shell", "--json")
+    assert started.code == 0 and started.json["scan"]["baseline"], started.stderr
+    before = snapshot(root)
+    event = {"session_id": "abc", "transcript_path": str(root / "t.jsonl"), "cwd": str(root),
+             "permission_mode": "bypassPermissions"}
+    begin = cli("hook", "claude-code", input=json.dumps(
+        {**event, "hook_event_name": "UserPromptSubmit", "prompt": "clean up with bash"}))
+    assert begin.code == 0 and begin.stderr == "", begin.stderr
+    shell(root, SHELL_TOOL)
+    end = cli("hook", "claude-code", input=json.dumps(
+        {**event, "hook_event_name": "Stop", "stop_hook_active": False}))
+    assert end.code == 0 and end.stderr == "", end.stderr
+    write(root, "src/a.txt", "one\nTWO\nthree\nmine\n")  # the user, between turns
+    user = cli("scan", "--json")
+    assert user.code == 0 and user.json["changed"] == ["src/a.txt"] and user.json["user"]
+    assert set(user.json) >= {"changed", "added", "deleted", "seconds"}
+    rewound = cli("rewind", "1", "--yes", "--json", "--session", "claude-code/abc")
+    assert rewound.code == 0, rewound.stderr
+    assert rewound.json["merged"] == ["src/a.txt"]
+    expected = dict(before)
+    expected["src/a.txt"] = ("file", b"one\ntwo\nthree\nmine\n", 0o644)
+    assert snapshot(root) == expected
+
+
+@pytest.mark.parametrize("flag", ["--json", ""])
+def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
+    result = cli(*(a for a in ("scan", flag) if a))
+    assert result.code == 4 and "no snapstore store" in result.stderr

@@ -1,0 +1,196 @@
+"""Watch mode: a burst of changes, a lost queue, an unwatched folder, and the daemon's life."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store
+from snapstore.watch import Watcher, WatchReport, ask_watcher, watcher_info
+
+from .conftest import hermetic_env, read, snapshot, snapstore_bin, write
+
+
+class Running:
+    """A watcher whose loop runs in a thread, as the daemon runs it."""
+
+    def __init__(self, store: Store):
+        self.reports: list[WatchReport] = []
+        self.watcher = Watcher(store, debounce=0.05, report=self.reports.append)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.watcher.run, args=(self.stop,))
+
+    def kinds(self) -> list[str]:
+        return [r.kind for r in self.reports]
+
+
+@pytest.fixture
+def running(store: Store) -> Iterator[Running]:
+    run = Running(store)
+    run.watcher.start()
+    run.thread.start()
+    yield run
+    run.stop.set()
+    run.thread.join()
+    run.watcher.stop()
+
+
+def wait_until(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def changes_of(store: Store, turn: str) -> dict[str, str]:
+    with store.db.read() as txn:
+        return {c.path: c.source for c in store.changes(txn, turn)}
+
+
+def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Path) -> None:
+    for i in range(700):
+        write(root, f"d{i % 10}/f{i}.txt", f"file {i}\n")
+    run = Running(store)
+    run.watcher.start()
+    run.thread.start()
+    try:
+        before = snapshot(root, dirs=True)
+        turn = store.begin_turn("s", "a burst", scan=True)
+        for i in range(400):  # create
+            write(root, f"new/n{i % 7}/c{i}.txt", f"created {i}\n")
+        for i in range(300):  # modify
+            write(root, f"d{i % 10}/f{i}.txt", f"modified {i}\n")
+        for i in range(300, 500):  # delete
+            (root / f"d{i % 10}/f{i}.txt").unlink()
+        for i in range(500, 600):  # rename
+            os.rename(root / f"d{i % 10}/f{i}.txt", root / f"d{i % 10}/moved{i}.txt")
+        store.end_turn("s", scan=True)
+        recorded = changes_of(store, turn.id)
+        assert len(recorded) == 400 + 300 + 200 + 200
+        assert set(recorded.values()) == {"watch"}
+        assert run.watcher.fallbacks == 0
+        result = store.rewind(1, "s")
+        assert result.ok, result
+        assert snapshot(root, dirs=True) == before
+    finally:
+        run.stop.set()
+        run.thread.join()
+        run.watcher.stop()
+
+
+def test_changes_between_turns_are_recorded_as_the_users(running: Running, store: Store,
+                                                         root: Path) -> None:
+    write(root, "mine.txt", "typed by the user\n")
+    wait_until(lambda: running.watcher.recorded >= 1)  # debounced, with nobody asking
+    with store.db.read() as txn:
+        turns = list(store.iter_turns(txn))
+    assert [t.kind for t in turns] == ["user"]
+    assert changes_of(store, turns[0].id) == {"mine.txt": "watch"}
+
+
+def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Store,
+                                                    root: Path, monkeypatch) -> None:
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent, InotifyFD
+
+    watcher = running.watcher
+    note = watcher.note
+    monkeypatch.setattr(watcher, "note", lambda path, request=False:  # the kernel drops events
+                        note(path, request) if request else None)
+    turn = store.begin_turn("s", "lossy")
+    for i in range(200):
+        write(root, f"lost/f{i}.txt", f"{i}\n")
+    monkeypatch.setattr(watcher, "note", note)
+    InotifyFD.get_instance().handle_event(  # what the kernel sends when its queue overflows
+        InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
+    assert ask_watcher(store, "s") is not None  # everything up to now is recorded
+    assert watcher.fallbacks == 1 and "fallback" in running.kinds()
+    store.end_turn("s")
+    assert changes_of(store, turn.id) == {f"lost/f{i}.txt": "watch" for i in range(200)}
+
+
+def _inotify_watch_of(inode: int) -> tuple[int, int]:
+    """(inotify fd, watch descriptor) of the watch on ``inode`` in this process."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            lines = Path(f"/proc/self/fdinfo/{fd}").read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            if line.startswith("inotify wd:"):
+                fields = dict(p.split(":", 1) for p in line.split()[1:] if ":" in p)
+                if int(fields["ino"], 16) == inode:
+                    return int(fd), int(fields["wd"], 16)
+    raise AssertionError(f"no inotify watch on inode {inode}")
+
+
+def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root: Path) -> None:
+    from watchdog.observers.inotify_c import inotify_rm_watch
+
+    write(root, "sub/deeper/a.txt", "a\n")
+    write(root, "top.txt", "top\n")
+    run = Running(store)
+    run.watcher.start()
+    try:
+        assert run.watcher.check_coverage() == []
+        fd, wd = _inotify_watch_of(os.stat(root / "sub/deeper").st_ino)
+        inotify_rm_watch(fd, wd)  # as if the watch limit had been reached for this folder
+        assert run.watcher.check_coverage() == ["sub/deeper"]
+        assert "coverage" in run.kinds()
+        run.thread.start()
+        turn = store.begin_turn("s", "edit the unwatched folder", scan=True)
+        write(root, "sub/deeper/a.txt", "changed where no event comes from\n")
+        store.end_turn("s", scan=True)
+        assert changes_of(store, turn.id) == {"sub/deeper/a.txt": "watch"}
+    finally:
+        run.stop.set()
+        if run.thread.is_alive():
+            run.thread.join()
+        run.watcher.stop()
+
+
+def test_a_second_watcher_is_refused(running: Running, store: Store) -> None:
+    from snapstore import StoreLocked
+
+    with pytest.raises(StoreLocked, match="already running"):
+        Watcher(store).start()
+
+
+def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
+    write(root, "a.txt", "a\n")
+    assert cli("init").code == 0
+    daemon = subprocess.Popen([*snapstore_bin(), "watch", "--json", "--debounce", "60"], cwd=root,
+                              env=hermetic_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        with Store.open(root) as store:
+            wait_until(lambda: watcher_info(store) is not None)
+        assert cli("scan", "--json").json["source"] == "watch"  # answered once it is watching
+        write(root, "a.txt", "changed\n")  # recorded when asked (the debounce is long)
+        scanned = cli("scan", "--json")
+        assert scanned.code == 0, scanned.stderr
+        assert scanned.json["source"] == "watch" and not scanned.json["full"]
+        assert scanned.json["changed"] == ["a.txt"]
+        stopped = cli("watch", "--stop", "--json")
+        assert stopped.code == 0 and stopped.json["stopped"], stopped.stderr
+        out, err = daemon.communicate(timeout=30)
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+            daemon.wait(timeout=30)
+    assert daemon.returncode == 0, err
+    assert "started" in err and "stopped" in err
+    with Store.open(root) as store:
+        assert watcher_info(store) is None
+    assert cli("scan", "--json").json["source"] == "scan"  # no daemon: a full scan again
+    assert read(root, "a.txt") == b"changed\n"
+    assert json.loads(out)["recorded"] == 1
