@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import click
 
-from snapstore.store import exclude_from_git
+from snapstore.store import Store, exclude_from_git
+
+if TYPE_CHECKING:
+    from snapstore.scan import ScanResult
 
 from .main import common_options, emit, options
 from .render import console
@@ -18,8 +22,10 @@ def _abs(paths: tuple[str, ...]) -> list[str]:
 
 
 @click.command()
+@click.option("--track-shell", is_flag=True,
+              help="Scan mode: also catch what shell commands change (records the baseline now).")
 @common_options
-def init() -> None:
+def init(track_shell: bool) -> None:
     """Create the store in the current folder (or --root); safe to run again."""
     opts = options()
     root = os.path.realpath(opts.root or os.getcwd())
@@ -29,12 +35,32 @@ def init() -> None:
     with opts.open_store(create=True) as store:
         excluded = exclude_from_git(store.root, store.store_dir)
         data = {"root": store.root, "store": store.store_dir, "created": created}
+        baseline = _track_shell(store) if track_shell else None
+        if baseline is not None:
+            data["scan"] = baseline.to_json()
     def human() -> None:
         out = console(stderr=True)
         out.print(f"{'Created' if created else 'Found'} the snapstore store in {data['store']}")
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
+        if baseline is not None:
+            from .scan import scan_summary
+            scan_summary(baseline)
+            out.print("Scan mode is on: hooks scan at the start and end of each turn")
     emit(data, human)
+
+
+def _track_shell(store: Store) -> ScanResult:
+    """Turn scan mode on in the store's config and record the baseline, with a progress bar."""
+    from .config import Config
+    from .scan import scan_progress
+
+    config = Config.load(store.store_dir)
+    config.track_shell = True
+    config.save(store.store_dir)
+    with scan_progress(not options().json) as progress:
+        return store.scan(progress=progress, max_file_size=config.max_file_size,
+                          use_watcher=False)
 
 
 @click.command()

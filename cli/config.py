@@ -33,15 +33,26 @@ class Config:
 
     track_shell: bool = False
     max_file_size: int = 10 * 1024 * 1024
+    gc_auto: bool = False  # [gc] auto: run gc after a command once the store passes max_size
+    gc_max_size: int | None = None
+    gc_keep_days: float | None = 30.0
+    gc_keep_turns: int | None = None
 
     @classmethod
     def load(cls, store_dir: str) -> Config:
         parser = _read(store_dir)
         try:
+            max_size = parser.get("gc", "max_size", fallback=None)
+            keep_days = parser.get("gc", "keep_days", fallback=None)
+            keep_turns = parser.get("gc", "keep_turns", fallback=None)
             return cls(
                 track_shell=parser.getboolean("capture", "track_shell", fallback=False),
                 max_file_size=parse_size(parser.get("capture", "max_file_size",
                                                     fallback=str(cls.max_file_size))),
+                gc_auto=parser.getboolean("gc", "auto", fallback=False),
+                gc_max_size=None if max_size is None else parse_size(max_size),
+                gc_keep_days=cls.gc_keep_days if keep_days is None else float(keep_days),
+                gc_keep_turns=None if keep_turns is None else int(keep_turns),
             )
         except ValueError as exc:
             raise BadInput(f"{os.path.join(store_dir, FILENAME)}: {exc}") from None

@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from types import ModuleType
 
 from snapstore import SnapstoreError, Store, find_root
-from snapstore.adapters import IGNORE, START, apply, load_payload
+from snapstore.adapters import BEGIN, END, IGNORE, MAX_PAYLOAD, START, apply, load_payload
 
 
 def _adapter(agent: str) -> ModuleType:
@@ -59,6 +60,29 @@ def _open(cwd: str) -> Store:
     return Store.open(root, lock_timeout=timeout)
 
 
+def _scanner(store_dir: str, warnings: list[str]) -> Callable[[Store, str], None] | None:
+    """Scan mode, when ``snapstore init --track-shell`` turned it on in the store's config.
+
+    A failed scan is a warning: the turn still begins or ends.
+    """
+    from .config import Config
+    try:
+        config = Config.load(store_dir)
+    except SnapstoreError as exc:
+        warnings.append(str(exc))
+        return None
+    if not config.track_shell:
+        return None
+
+    def scan(store: Store, session: str) -> None:
+        try:
+            store.scan(session, max_file_size=config.max_file_size)
+        except SnapstoreError as exc:
+            warnings.append(f"scan failed: {exc}")
+
+    return scan
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     adapter = _adapter(agent)
@@ -67,7 +91,7 @@ def run_hook(agent: str, args: list[str]) -> int:
     try:
         if args:
             raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
-        action = adapter.parse(load_payload(sys.stdin.buffer.read()))
+        action = adapter.parse(load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1)))
         if action.kind in (IGNORE, START):
             sys.stdout.write(adapter.SILENT)
             return 0
@@ -75,8 +99,15 @@ def run_hook(agent: str, args: list[str]) -> int:
             store_dir = store.store_dir
             if store.pending_operations():
                 store.resume()
-            outcome = apply(store, action)
-        for warning in outcome.warnings:
+            scan_warnings: list[str] = []
+            scan = _scanner(store_dir, scan_warnings) if action.kind in (BEGIN, END) else None
+            outcome = apply(store, action, scan=scan)
+            if action.kind == END:
+                from . import autogc
+                config = autogc.due(store_dir)
+                if config is not None:
+                    outcome.warnings.append(autogc.run(store, config))
+        for warning in scan_warnings + outcome.warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             _log(store_dir, agent, warning)
         sys.stdout.write(adapter.SILENT)

@@ -205,8 +205,8 @@ def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None
 
 
 def _register() -> None:
-    from . import capture, history, hook, rewind, status
-    for module in (capture, history, hook, rewind, status):
+    from . import capture, history, hook, maintenance, rewind, scan, status
+    for module in (capture, history, hook, maintenance, rewind, scan, status):
         for command in module.COMMANDS:
             cli.add_command(command)
     from .demo import demo

@@ -78,6 +78,12 @@ def parse_header(value: bytes, key: bytes) -> BlobHeader:
     return BlobHeader(DELTA, size, base, value[_HEAD + DIGEST_SIZE])
 
 
+def with_depth(value: bytes, depth: int) -> bytes:
+    """A delta value with its recorded chain depth replaced (gc moves bases up the chain)."""
+    at = _HEAD + DIGEST_SIZE
+    return bytes(value[:at]) + bytes([depth]) + bytes(value[at + 1 :])
+
+
 def _delta_params(base_size: int, size: int) -> zstandard.ZstdCompressionParameters:
     window_log = max(10, math.ceil(math.log2(base_size + size + 1)))
     window_log = min(window_log, MAX_WINDOW_LOG)
@@ -130,8 +136,8 @@ def decode_payload(value: bytes, header: BlobHeader, key: bytes, base: bytes | N
                 dict_data=_raw_dict(base), max_window_size=1 << MAX_WINDOW_LOG
             )
             data = decompressor.decompress(payload, max_output_size=header.size)
-    except zstandard.ZstdError as exc:
-        raise StoreCorrupt(f"blob {key.hex()[:12]} does not decompress: {exc}") from None
+    except (zstandard.ZstdError, OverflowError, MemoryError) as exc:  # a bad size field too
+        raise StoreCorrupt(f"blob {key.hex()[:12]} does not decompress: {exc!r}") from None
     if len(data) != header.size or digest(data) != key:
         raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")
     return data

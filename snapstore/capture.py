@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import faults
 from .errors import NotFound, RunActive, SnapstoreError
 from .records import Change, Session, Turn, Version, same
 
@@ -43,6 +44,7 @@ class _Prepared:
     key: bytes | None = None
     value: bytes | None = None
     mkdirs: int = 0
+    data: bytes | None = None  # kept to re-encode if gc ran between prepare and commit
 
 
 def resolve_paths(store: Store, paths: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -69,7 +71,8 @@ def prepare(store: Store, rels: Iterable[str], bases: dict[str, bytes | None] | 
                 continue
             base = bases[rel] if bases and rel in bases else store.path_digest(txn, rel)
             key, value = store.encode_blob(txn, entry.data, base)
-            prepared[rel] = _Prepared(rel, Version(key.hex(), entry.mode, entry.kind), key, value)
+            prepared[rel] = _Prepared(rel, Version(key.hex(), entry.mode, entry.kind), key, value,
+                                      data=entry.data)
     return prepared
 
 
@@ -88,8 +91,13 @@ def _start_turn(store: Store, txn: lmdb.Transaction, session: str, prompt: str,
 
 
 def begin_turn(store: Store, session: str, prompt: str = "",
-               message_id: str | None = None) -> Turn:
-    """Open a turn as a child of the head; an implicit turn still open is closed first."""
+               message_id: str | None = None, scan: bool = False) -> Turn:
+    """Open a turn as a child of the head; an implicit turn still open is closed first.
+
+    With ``scan``, what changed since the last scan is recorded first, outside the turn.
+    """
+    if scan:
+        store.scan(session)
     with store.db.write_lock():
         finish_open_turn(store, session, implicit_only=True)
         return store.db.write(
@@ -129,8 +137,13 @@ def finish_open_turn(store: Store, session: str, implicit_only: bool = False) ->
     return store.db.write(commit, locked=True)
 
 
-def end_turn(store: Store, session: str) -> Turn:
-    """Close the session's open turn."""
+def end_turn(store: Store, session: str, scan: bool = False) -> Turn:
+    """Close the session's open turn; with ``scan``, record what changed in it first."""
+    if scan:
+        with store.db.read() as txn:
+            if store.open_turn(txn, session) is None:
+                raise NotFound(f"session {session!r} has no open turn")
+        store.scan(session)
     with store.db.write_lock():
         turn = finish_open_turn(store, session)
     if turn is None:
@@ -157,13 +170,14 @@ def pre_write(store: Store, paths: Iterable[str | os.PathLike[str]], tool: str =
                 continue
             item = prepared[rel]
             if item.key is not None:
-                store.put_blob(txn, item.key, item.value)
+                store.put_blob(txn, item.key, item.value, item.data)
             store.put_change(txn, Change(turn.id, turn.next_change, rel, item.version, tool=tool,
                                          source=source, time=now, mkdirs=item.mkdirs))
             turn.next_change += 1
             store.set_path_digest(txn, rel, item.version)
         store.put_turn(txn, turn)
         store.event(txn, "pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
+        faults.point("capture.commit")
         return CaptureResult(session, turn.id, rels)
 
     return store.db.write(commit)
@@ -194,6 +208,7 @@ def post_write(store: Store, paths: Iterable[str | os.PathLike[str]],
             _record_after(store, txn, change, prepared[rel])
             result.paths.append(rel)
         store.event(txn, "post_write", session=session, turn=turn.id, paths=result.paths)
+        faults.point("capture.commit")
         return result
 
     return store.db.write(commit)
@@ -201,7 +216,7 @@ def post_write(store: Store, paths: Iterable[str | os.PathLike[str]],
 
 def _record_after(store: Store, txn: lmdb.Transaction, change: Change, item: _Prepared) -> None:
     if item.key is not None:
-        store.put_blob(txn, item.key, item.value)
+        store.put_blob(txn, item.key, item.value, item.data)
     change.after = item.version
     change.done = True
     store.set_path_digest(txn, change.path, item.version)

@@ -25,12 +25,18 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from .errors import NotFound, StoreCorrupt, StoreFull, StoreLocked
+from . import faults
+from .errors import NotFound, SnapstoreError, StoreCorrupt, StoreFull, StoreLocked
 
 SCHEMA_VERSION = 1
 DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events")
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
+COMPACT_DIR = "db.compact"
+#: Below this much free space, a commit that fails with EIO is taken for a full disk.
+LOW_SPACE = 64 * 1024 * 1024
+#: An LMDB data file begins with a meta page: a 16-byte page header, then 0xBEEFC0DE.
+LMDB_MAGIC_AT, LMDB_MAGIC = 16, (0xBEEFC0DE).to_bytes(4, "little")
 T = TypeVar("T")
 
 
@@ -62,20 +68,27 @@ class Database:
     """One LMDB environment with snapstore's named databases."""
 
     def __init__(self, store_dir: str, *, create: bool = False, lock_timeout: float = 10.0,
-                 map_size: int = INITIAL_MAP_SIZE):
+                 map_size: int = INITIAL_MAP_SIZE, meta: dict[bytes, bytes] | None = None):
         self.store_dir = store_dir
         self.lock_timeout = lock_timeout
         self._pid = os.getpid()
+        if create and not os.path.lexists(store_dir):
+            _build(store_dir, meta or {}, map_size)
         _check_store_dir(store_dir, create)
+        # An existing database is opened strictly, even by init: keys are never added to a
+        # database that is not ours.
+        fresh = create and not os.path.exists(os.path.join(store_dir, DB_DIR, "data.mdb"))
         self._open_fd = _flock(os.path.join(store_dir, "open.lock"), fcntl.LOCK_SH,
                                lock_timeout, "compaction lock")
         try:
-            self.env = self._open_env(create, map_size)
-            self.dbs = {name: self.env.open_db(name.encode(), create=create)
-                        for name in DATABASES} if create else self._open_existing()
+            self.env = self._open_env(fresh, map_size)
+            self.dbs = {name: self.env.open_db(name.encode(), create=True)
+                        for name in DATABASES} if fresh else self._open_existing()
             self.env.reader_check()
+            if create and not fresh:
+                self._check_schema()
             if create:
-                self._init_meta()
+                self._init_meta(meta or {})
             self._check_schema()
         except BaseException:
             self.close()
@@ -87,6 +100,10 @@ class Database:
             os.makedirs(path, exist_ok=True)
         elif not os.path.isfile(os.path.join(path, "data.mdb")):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
+        elif not _looks_like_lmdb(os.path.join(path, "data.mdb")):
+            # LMDB would initialise an empty file: refuse before it writes a byte.
+            raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
+                               "(the database file is not LMDB)")
         try:
             return lmdb.open(path, subdir=True, create=create, map_size=map_size,
                              max_dbs=len(DATABASES) + 2, readahead=False, meminit=False)
@@ -107,13 +124,11 @@ class Database:
                                f"(missing {', '.join(missing)})")
         return {name: self.env.open_db(name.encode(), create=False) for name in DATABASES}
 
-    def _init_meta(self) -> None:
-        def put_schema(txn: lmdb.Transaction) -> None:
-            meta = self.dbs["meta"]
-            if txn.get(b"schema", db=meta) is None:
-                txn.put(b"schema", str(SCHEMA_VERSION).encode(), db=meta)
-                txn.put(b"store_id", os.urandom(16).hex().encode(), db=meta)
-        self.write(put_schema)
+    def _init_meta(self, meta: dict[bytes, bytes]) -> None:
+        def put(txn: lmdb.Transaction) -> None:
+            for key, value in _initial_meta(meta).items():
+                txn.put(key, value, db=self.dbs["meta"], overwrite=False)
+        self.write(put)
 
     def _check_schema(self) -> None:
         with self.read() as txn:
@@ -177,9 +192,17 @@ class Database:
             except lmdb.MapResizedError:
                 self.env.set_mapsize(0)
             except lmdb.Error as exc:
-                if _is_enospc(exc):
-                    raise StoreFull(f"the store's disk is full: {exc}") from None
-                raise
+                raise self._write_failed(exc) from None
+
+    def _write_failed(self, exc: lmdb.Error) -> SnapstoreError:
+        """What a failed commit means. LMDB reports a short write (a disk that filled up
+        during the commit) as EIO, so EIO on a disk with little room left is a full disk."""
+        stat = os.statvfs(self.store_dir)
+        free = stat.f_bavail * stat.f_frsize
+        eio = getattr(exc, "errno", None) == errno.EIO or "Input/output" in str(exc)
+        if _is_enospc(exc) or (eio and free < LOW_SPACE):
+            return StoreFull(f"the store's disk is full ({free // 1024} KiB free): {exc}")
+        return SnapstoreError(f"the store could not be written: {exc}")
 
     def _grow(self) -> None:
         size = self.env.info()["map_size"] * 2
@@ -187,6 +210,52 @@ class Database:
             self.env.set_mapsize(size)
         except lmdb.Error as exc:
             raise StoreFull(f"cannot grow the store's map to {size} bytes: {exc}") from None
+
+    def data_bytes(self) -> int:
+        """The size of the data file on disk (it only shrinks by :meth:`compact`)."""
+        return os.path.getsize(os.path.join(self.store_dir, DB_DIR, "data.mdb"))
+
+    def live_bytes(self) -> int:
+        """The bytes a compacted copy would take: the pages every database uses."""
+        with self.read() as txn:
+            stats = [txn.stat(db) for db in self.dbs.values()]
+        stats.append(self.env.stat())
+        pages = 2 + sum(s["branch_pages"] + s["leaf_pages"] + s["overflow_pages"] for s in stats)
+        return pages * stats[-1]["psize"]
+
+    def compact(self, timeout: float) -> bool:
+        """Rewrite the data file without its free pages (``env.copy(compact=True)``).
+
+        The copy replaces ``data.mdb`` by an atomic rename, which is safe only
+        while no other process has the environment mapped: this takes
+        ``open.lock`` exclusively, waiting up to ``timeout``, and returns False,
+        changing nothing, if another opener stays. The caller holds the write
+        lock, so no other compaction can run meanwhile.
+        """
+        import shutil  # not at the top: the hook path never needs it (nor bz2, lzma)
+
+        assert self._open_fd is not None
+        if not _upgrade(self._open_fd, timeout):
+            return False
+        try:
+            db_dir = os.path.join(self.store_dir, DB_DIR)
+            tmp = os.path.join(self.store_dir, COMPACT_DIR)
+            shutil.rmtree(tmp, ignore_errors=True)
+            os.mkdir(tmp)
+            self.env.copy(tmp, compact=True)
+            _fsync(os.path.join(tmp, "data.mdb"))
+            faults.point("db.compact_copied")
+            map_size = self.env.info()["map_size"]
+            self.env.close()
+            os.replace(os.path.join(tmp, "data.mdb"), os.path.join(db_dir, "data.mdb"))
+            _fsync(db_dir)
+            faults.point("db.compact_swapped")
+            shutil.rmtree(tmp, ignore_errors=True)
+            self.env = self._open_env(False, map_size)
+            self.dbs = self._open_existing()
+        finally:
+            fcntl.flock(self._open_fd, fcntl.LOCK_SH)
+        return True
 
     def get_json(self, txn: lmdb.Transaction, db: str, key: bytes) -> Any:
         raw = txn.get(key, db=self.dbs[db])
@@ -204,6 +273,99 @@ class Database:
         if fd is not None:
             os.close(fd)
             self._open_fd = None
+
+
+def _upgrade(fd: int, timeout: float) -> bool:
+    """Turn a shared flock into an exclusive one within ``timeout`` seconds.
+
+    On Linux a failed conversion drops the shared lock; the caller takes it
+    again in any case.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                fcntl.flock(fd, fcntl.LOCK_SH)
+                return False
+            time.sleep(0.01)
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _looks_like_lmdb(path: str) -> bool:
+    """Whether the file starts with an LMDB meta page (its magic after the page header)."""
+    with open(path, "rb") as handle:
+        head = handle.read(LMDB_MAGIC_AT + 4)
+    return head[LMDB_MAGIC_AT:] == LMDB_MAGIC
+
+
+def _initial_meta(meta: dict[bytes, bytes]) -> dict[bytes, bytes]:
+    return {b"schema": str(SCHEMA_VERSION).encode(), b"store_id": os.urandom(16).hex().encode(),
+            **meta}
+
+
+def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
+    """Make a new store beside ``store_dir`` and rename it into place.
+
+    A crash while creating therefore never leaves a half-made store where one
+    is looked for. When two processes create at once, the first rename wins and
+    the other's copy is discarded.
+    """
+    import shutil  # see compact()
+
+    parent, name = os.path.split(os.path.abspath(store_dir))
+    _remove_stale_builds(parent, name)
+    tmp = os.path.join(parent, f"{name}.new-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(os.path.join(tmp, DB_DIR))
+    env = lmdb.open(os.path.join(tmp, DB_DIR), subdir=True, map_size=map_size,
+                    max_dbs=len(DATABASES) + 2, readahead=False, meminit=False)
+    try:
+        with env.begin(write=True) as txn:
+            for db_name in DATABASES:
+                env.open_db(db_name.encode(), txn=txn, create=True)
+            meta_db = env.open_db(b"meta", txn=txn)
+            for key, value in _initial_meta(meta).items():
+                txn.put(key, value, db=meta_db)
+    finally:
+        env.close()
+    _fsync(os.path.join(tmp, DB_DIR))
+    try:
+        os.rename(tmp, store_dir)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True)  # another process created the store first
+    else:
+        _fsync(parent)
+
+
+def _remove_stale_builds(parent: str, name: str) -> None:
+    """Remove stores that a crashed creation left half-built beside the real one."""
+    import shutil  # see compact()
+
+    prefix = name + ".new-"
+    for entry in os.listdir(parent):
+        pid = entry[len(prefix):]
+        if entry.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _check_store_dir(store_dir: str, create: bool) -> None:

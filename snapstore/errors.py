@@ -7,6 +7,8 @@ exit code from CLI.md.
 
 from __future__ import annotations
 
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
+
 
 class SnapstoreError(Exception):
     """Base class: a failure the user can act on, with a one-line message."""
@@ -15,6 +17,7 @@ class SnapstoreError(Exception):
     code = "error"
 
     def __init__(self, message: str, hint: str | None = None):
+        message = message.translate(_CONTROL)  # a hostile path must not break the one line
         super().__init__(message)
         self.message = message
         self.hint = hint

@@ -18,16 +18,23 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
+import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .errors import BadInput, StoreFull, UnsafePath
+from . import faults
+from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
 from .records import FILE, LINK
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: LMDB keys are at most 511 bytes; the store keys paths by their relative form.
+MAX_PATH_BYTES = 511
+#: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
+TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
 
 
 @dataclass(frozen=True)
@@ -65,11 +72,11 @@ class Workspace:
         full = os.path.normpath(os.path.join(self.root, text))
         if not _is_within(full, self.root):
             # An absolute path may reach the root through an outside symlink.
-            real = os.path.join(os.path.realpath(os.path.dirname(full)), os.path.basename(full))
+            real = os.path.join(_realpath(os.path.dirname(full), text), os.path.basename(full))
             if not _is_within(real, self.root):
                 raise UnsafePath(f"{text} is outside the workspace {self.root}")
             full = real
-        parent = os.path.realpath(os.path.dirname(full))
+        parent = _realpath(os.path.dirname(full), text)
         if not (parent == self.root or _is_within(parent, self.root)):
             raise UnsafePath(f"{text} passes through a symlink that leaves the workspace "
                              f"(it leads to {parent})")
@@ -77,6 +84,9 @@ class Workspace:
         rel = rel.replace(os.sep, "/")
         if rel in (".", "") or rel.startswith("../"):
             raise UnsafePath(f"{text} is not a file inside the workspace")
+        if len(os.fsencode(rel)) > MAX_PATH_BYTES:
+            raise BadInput(f"{rel[:60]}...: path is longer than {MAX_PATH_BYTES} bytes, "
+                           "the longest the store can key")
         if self._store_rel and (rel == self._store_rel or rel.startswith(self._store_rel + "/")):
             raise UnsafePath(f"{text} is inside the snapstore store, which is never snapshotted")
         return rel
@@ -113,6 +123,8 @@ class Workspace:
                         where = "/".join(parts[: i + 1])
                         raise UnsafePath(f"{rel}: {where} is a symlink or not a folder; "
                                          "refusing to follow it") from None
+                    if exc.errno == errno.ENAMETOOLONG:
+                        raise BadInput(f"{rel[:80]}...: a folder name is too long") from None
                     raise
                 os.close(fd)
                 fd = nfd
@@ -135,33 +147,30 @@ class Workspace:
 
     def read(self, rel: str) -> Entry | None:
         """The current content of ``rel``, or None when it does not exist."""
-        name = _leaf(rel)
         with self._parent(rel) as (fd, _):
-            if fd is None:
-                return None
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                return None
-            except OSError as exc:
-                raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
-            if stat.S_ISLNK(st.st_mode):
-                return Entry(LINK, os.fsencode(os.readlink(name, dir_fd=fd)), 0o777, st)
-            if stat.S_ISDIR(st.st_mode):
-                raise BadInput(f"{rel} is a folder, not a file")
-            if not stat.S_ISREG(st.st_mode):
-                raise BadInput(f"{rel} is not a regular file")
-            try:
-                ffd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                              dir_fd=fd)
-            except OSError as exc:
-                raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
-            with os.fdopen(ffd, "rb") as handle:
-                st = os.fstat(handle.fileno())
-                if not stat.S_ISREG(st.st_mode):
-                    raise UnsafePath(f"{rel} changed type while being read")
-                data = handle.read()
-            return Entry(FILE, data, stat.S_IMODE(st.st_mode), st)
+            return None if fd is None else _read_at(fd, _leaf(rel), rel)
+
+    def read_many(self, rels: Iterable[str]
+                  ) -> Iterator[tuple[str, Entry | SnapstoreError | None]]:
+        """Read many paths, opening each run of paths in one folder once (a scan's reads).
+
+        A path that cannot be read comes back with its error instead of raising.
+        """
+        for _, group in itertools.groupby(rels, key=lambda rel: rel.rpartition("/")[0]):
+            paths = list(group)
+            with contextlib.ExitStack() as stack:
+                try:
+                    fd, _ = stack.enter_context(self._parent(paths[0]))
+                except SnapstoreError as exc:
+                    yield from ((rel, exc) for rel in paths)
+                    continue
+                for rel in paths:
+                    try:
+                        entry = None if fd is None else _read_at(fd, _leaf(rel), rel)
+                    except SnapstoreError as exc:
+                        yield rel, exc
+                    else:
+                        yield rel, entry
 
     def missing_parents(self, rel: str) -> int:
         """How many of the parent folders of ``rel`` do not exist yet."""
@@ -188,6 +197,7 @@ class Workspace:
                         os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)
                     else:
                         _write_file(fd, tmp, entry.data, entry.mode)
+                    faults.point("fsio.before_rename")
                     os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 except BaseException:
                     _unlink_quietly(tmp, fd)
@@ -213,6 +223,20 @@ class Workspace:
             os.unlink(name, dir_fd=fd)
             os.fsync(fd)
 
+    def remove_temp_files(self, rel: str) -> list[str]:
+        """Remove temp files that an interrupted write left beside ``rel``."""
+        removed = []
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return []
+            for name in os.listdir(fd):
+                if TEMP_NAME.fullmatch(name):
+                    _unlink_quietly(name, fd)
+                    removed.append(name)
+            if removed:
+                os.fsync(fd)
+        return removed
+
     def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
         """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
         parts = rel.split("/")[:-1]
@@ -224,11 +248,49 @@ class Workspace:
                     continue
                 try:
                     os.rmdir(parts[level - 1], dir_fd=fd)
+                except FileNotFoundError:
+                    continue  # already gone: an interrupted rewind removed it
                 except OSError:
                     break
                 os.fsync(fd)
             removed.append(folder)
         return removed
+
+
+def _read_at(fd: int, name: str, rel: str) -> Entry | None:
+    """Read ``name`` in the folder ``fd`` without following a symlink."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(LINK, os.fsencode(os.readlink(name, dir_fd=fd)), 0o777, st)
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{rel} is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{rel} is not a regular file")
+    try:
+        ffd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                      dir_fd=fd)
+    except OSError as exc:
+        raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+    with os.fdopen(ffd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{rel} changed type while being read")
+        data = handle.read()
+    return Entry(FILE, data, stat.S_IMODE(st.st_mode), st)
+
+
+def _realpath(path: str, text: str) -> str:
+    """``os.path.realpath``, where a link that changes while it is resolved is refused."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise UnsafePath(f"{text}: a folder on the way changed while it was checked "
+                         f"({exc.strerror})") from None
 
 
 def _leaf(rel: str) -> str:

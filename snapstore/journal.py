@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from . import faults
 from .capture import finish_open_turn
 from .errors import BadInput, NotFound, RunActive, SnapstoreError, StoreCorrupt
 from .history import branch, resolve_turn
@@ -30,6 +31,7 @@ from .records import AGENT, CLOSED, REWIND, REWOUND, Change, RewindOp, Turn
 from .rewind import (
     CONFLICT,
     DELETE,
+    KEEP,
     MERGE,
     MODES,
     POLICIES,
@@ -134,15 +136,24 @@ def _find_rewind(store: Store, txn: lmdb.Transaction, rewind_id: str | None,
         if turn.op.undone_by is not None:
             raise BadInput(f"rewind {turn.id} was already undone by {turn.op.undone_by}")
         return turn
-    record = store.require_session(txn, session)
-    op_id = record.last_rewind
+    store.require_session(txn, session)
+    turn = last_undoable(store, txn, session)
+    if turn is None:
+        raise NotFound(f"session {session!r} has no rewind to undo")
+    return turn
+
+
+def last_undoable(store: Store, txn: lmdb.Transaction, session: str) -> Turn | None:
+    """The rewind a plain ``undo`` takes back: the newest applied one not yet undone."""
+    record = store.get_session(txn, session)
+    op_id = record.last_rewind if record else None
     while op_id is not None:
         turn = store.get_turn(txn, op_id)
         assert turn.op is not None
         if turn.op.undoes is None and turn.op.undone_by is None and turn.op.status == "applied":
             return turn
         op_id = turn.op.prev_rewind
-    raise NotFound(f"session {session!r} has no rewind to undo")
+    return None
 
 
 def undo(store: Store, rewind_id: str | None, session: str, *, on_conflict: str = "skip",
@@ -180,6 +191,7 @@ def undo(store: Store, rewind_id: str | None, session: str, *, on_conflict: str 
 def _execute(store: Store, operation: _Operation) -> RewindResult:
     """Journal, apply and finish one planned operation. The caller holds the write lock."""
     op_id = _journal(store, operation)
+    faults.point("journal.journaled")
     operation.result.undo_id = op_id
     errors = _apply(store, operation.plans)
     return _finish(store, op_id, errors)
@@ -196,7 +208,8 @@ def _journal(store: Store, operation: _Operation) -> str:
                     key, value = store.encode_blob(txn, entry.data, base)
                     encoded[key] = value
     summary = operation.result.to_json()
-    summary["rmdirs"] = {p.path: p.rmdirs for p in writes if p.rmdirs}
+    # Every path that ends absent with folders to remove, written or already gone.
+    summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
 
     def commit(txn: lmdb.Transaction) -> str:
         op = operation.op
@@ -232,7 +245,7 @@ def _apply(store: Store, plans: list[PathPlan]) -> list[dict[str, str]]:
     emptied = []
     for plan in plans:
         if not plan.writes:
-            if plan.action == "keep" and plan.result is None and plan.rmdirs:
+            if plan.action == KEEP and plan.result is None and plan.rmdirs:
                 emptied.append(plan)  # the file is already gone; its folders go too
             continue
         try:
@@ -242,6 +255,7 @@ def _apply(store: Store, plans: list[PathPlan]) -> list[dict[str, str]]:
         except (SnapstoreError, OSError) as exc:
             errors.append({"path": plan.path, "reason": str(exc)})
             continue
+        faults.point("journal.wrote_path")
         if plan.content is None and plan.rmdirs:
             emptied.append(plan)
     for plan in sorted(emptied, key=lambda p: -p.path.count("/")):
@@ -252,6 +266,8 @@ def _apply(store: Store, plans: list[PathPlan]) -> list[dict[str, str]]:
 
 
 def _finish(store: Store, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+    faults.point("journal.before_finish")
+
     def commit(txn: lmdb.Transaction) -> RewindResult:
         turn = store.get_turn(txn, op_id)
         op = turn.op
@@ -315,7 +331,8 @@ def resume(store: Store) -> list[RewindResult]:
                 rmdirs = dict(turn.op.result.get("rmdirs", {}))
                 plans = []
                 for change in changes:
-                    plans.append(_resume_plan(store, txn, change, rmdirs.get(change.path, 0)))
+                    plans.append(_resume_plan(store, txn, change, rmdirs.pop(change.path, 0)))
+                plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
             errors += _apply(store, [p for p in plans if p.action != CONFLICT])
             results.append(_finish(store, op_id, errors))
@@ -324,12 +341,13 @@ def resume(store: Store) -> list[RewindResult]:
 
 def _resume_plan(store: Store, txn: lmdb.Transaction, change: Change, rmdirs: int) -> PathPlan:
     try:
+        store.ws.remove_temp_files(change.path)  # a write the crash cut short
         entry = store.ws.read(change.path)
-    except SnapstoreError as exc:
+    except (SnapstoreError, OSError) as exc:
         return PathPlan(change.path, CONFLICT, reason=str(exc))
     current = version_of(entry)
     if current == change.after:
-        return PathPlan(change.path, "keep", current, entry, current, entry)
+        return PathPlan(change.path, KEEP, current, entry, current, entry, rmdirs=rmdirs)
     if current != change.before:
         return PathPlan(change.path, CONFLICT, current, entry,
                         reason="changed since the interrupted rewind; left alone")

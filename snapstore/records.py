@@ -9,6 +9,8 @@ newer schema is never half-read.
 from __future__ import annotations
 
 import json
+import stat
+import struct
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -29,6 +31,20 @@ class Version:
 
     def same_content(self, other: Version | None) -> bool:
         return other is not None and other.digest == self.digest and other.kind == self.kind
+
+
+#: ``index`` values (scan mode): size, mtime_ns, ctime_ns, inode, st_mode, then the digest.
+FINGERPRINT = struct.Struct(">QqqQI")
+
+
+def unscanned_fingerprint(version: Version) -> bytes:
+    """The fingerprint of a version that something other than a scan recorded.
+
+    It matches no file on disk, so the next scan re-reads the path, and it
+    keeps the version's kind and mode, the baseline a scan compares against.
+    """
+    st_mode = stat.S_IFLNK | 0o777 if version.kind == LINK else stat.S_IFREG | version.mode
+    return FINGERPRINT.pack(0, 0, 0, 0, st_mode)
 
 
 def same(a: Version | None, b: Version | None) -> bool:

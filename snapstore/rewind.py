@@ -13,7 +13,8 @@ Planning only reads. ``snapstore.journal`` makes the plan durable and applies it
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from . import blobs
@@ -84,9 +85,9 @@ class RewindResult:
         return not self.conflicts and not self.errors
 
     def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        del data["plans"]
-        return data
+        # Not asdict(): it would deep-copy the file bytes of every plan only to drop them.
+        return copy.deepcopy({f.name: getattr(self, f.name) for f in fields(self)
+                              if f.name != "plans"})
 
     def add(self, plan: PathPlan) -> None:
         """Sort one path's plan into the result lists."""

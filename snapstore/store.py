@@ -21,19 +21,33 @@ import lmdb
 
 from . import blobs
 from .db import INITIAL_MAP_SIZE, Database
-from .errors import NotFound, StoreCorrupt
+from .errors import BadInput, NotFound, StoreCorrupt
 from .fsio import Entry, Workspace
-from .records import CLOSED, OPEN, Change, Session, Turn, Version, dumps, loads
+from .records import (
+    CLOSED,
+    OPEN,
+    Change,
+    Session,
+    Turn,
+    Version,
+    dumps,
+    loads,
+    unscanned_fingerprint,
+)
 
 if TYPE_CHECKING:
     from .capture import CaptureResult
+    from .fsck import FsckReport
+    from .gc import GcPolicy, GcResult
     from .history import RewindPoint, StoreStatus, TurnDetail
     from .journal import RewindResult
+    from .scan import ScanResult
 
 STORE_DIRNAME = ".snapstore"
 DEFAULT_SESSION = "default"
 _SEQ = struct.Struct(">I")
 _EVENT = struct.Struct(">Q")
+MAX_NAME = 255
 
 
 def find_root(start: str | os.PathLike[str]) -> str | None:
@@ -88,13 +102,13 @@ class Store:
         if root is None and store_dir is None:
             raise ValueError("a Store needs its workspace root or its store folder")
         root = None if root is None else os.path.realpath(root)
+        if create and root is not None and not os.path.isdir(root):
+            raise BadInput(f"workspace root {root} is not a folder")  # create nothing there
         self.store_dir = os.path.abspath(store_dir or os.path.join(str(root), STORE_DIRNAME))
         self.db = Database(self.store_dir, create=create, lock_timeout=lock_timeout,
-                           map_size=map_size)
+                           map_size=map_size,
+                           meta=None if root is None else {b"root": os.fsencode(root)})
         try:
-            if create and root is not None:
-                self.db.write(lambda txn: txn.put(b"root", os.fsencode(root),
-                                                  db=self.db.dbs["meta"], overwrite=False))
             if root is None:
                 with self.db.read() as txn:
                     recorded = txn.get(b"root", db=self.db.dbs["meta"])
@@ -133,10 +147,13 @@ class Store:
     # -- capture (snapstore.capture) ---------------------------------------------
 
     def begin_turn(self, session: str = DEFAULT_SESSION, prompt: str = "",
-                   message_id: str | None = None) -> Turn:
-        """Open a turn for one user message, as a child of the session's head."""
+                   message_id: str | None = None, scan: bool = False) -> Turn:
+        """Open a turn for one user message, as a child of the session's head.
+
+        ``scan`` first records what changed since the last scan (scan mode).
+        """
         from .capture import begin_turn
-        return begin_turn(self, session, prompt, message_id)
+        return begin_turn(self, session, prompt, message_id, scan)
 
     def pre_write(self, paths: Iterable[str | os.PathLike[str]], tool: str = "",
                   session: str = DEFAULT_SESSION) -> CaptureResult:
@@ -150,10 +167,31 @@ class Store:
         from .capture import post_write
         return post_write(self, paths, session)
 
-    def end_turn(self, session: str = DEFAULT_SESSION) -> Turn:
-        """Close the session's open turn, recording any ``after`` still missing."""
+    def end_turn(self, session: str = DEFAULT_SESSION, scan: bool = False) -> Turn:
+        """Close the session's open turn, recording any ``after`` still missing.
+
+        ``scan`` first records, in this turn, what shell commands changed.
+        """
         from .capture import end_turn
-        return end_turn(self, session)
+        return end_turn(self, session, scan)
+
+    def scan(self, session: str | None = None,
+             paths: Iterable[str | os.PathLike[str]] | None = None,
+             progress: Callable[[str, int, int], None] | None = None,
+             max_file_size: int | None = None, use_watcher: bool = True) -> ScanResult:
+        """Record what changed on disk since the last scan (see snapstore.scan).
+
+        A running ``snapstore watch`` already knows what changed; a scan of the
+        whole workspace asks it instead of walking, unless ``use_watcher`` is false.
+        """
+        from .scan import DEFAULT_MAX_FILE_SIZE, scan
+        if paths is None and use_watcher:
+            from .watch import ask_watcher
+            answer = ask_watcher(self, session)
+            if answer is not None:
+                return answer
+        return scan(self, session, paths, progress=progress,
+                    max_file_size=max_file_size or DEFAULT_MAX_FILE_SIZE)
 
     def writing(self, paths: Iterable[str | os.PathLike[str]], tool: str = "",
                 session: str = DEFAULT_SESSION) -> Any:
@@ -210,6 +248,19 @@ class Store:
         from .journal import resume
         return resume(self)
 
+    # -- maintenance (snapstore.fsck, snapstore.gc) -------------------------------
+
+    def fsck(self, repair: bool = False) -> FsckReport:
+        """Verify every blob and reference; with ``repair``, drop what cannot be recovered."""
+        from .fsck import fsck
+        return fsck(self, repair)
+
+    def gc(self, policy: GcPolicy | None = None, *, dry_run: bool = False,
+           compact: bool = True) -> GcResult:
+        """Drop turns the policy does not keep, sweep unneeded blobs, compact the file."""
+        from .gc import GcPolicy, gc
+        return gc(self, policy or GcPolicy(), dry_run=dry_run, compact=compact)
+
     # -- records -----------------------------------------------------------------
 
     def get_turn(self, txn: lmdb.Transaction, turn_id: str) -> Turn:
@@ -226,7 +277,7 @@ class Store:
             yield loads(Turn, raw)
 
     def get_session(self, txn: lmdb.Transaction, name: str) -> Session | None:
-        raw = txn.get(name.encode(), db=self.db.dbs["sessions"])
+        raw = txn.get(session_key(name), db=self.db.dbs["sessions"])
         return None if raw is None else loads(Session, raw)
 
     def require_session(self, txn: lmdb.Transaction, name: str) -> Session:
@@ -236,17 +287,17 @@ class Store:
         return session
 
     def put_session(self, txn: lmdb.Transaction, session: Session) -> None:
-        txn.put(session.name.encode(), dumps(session), db=self.db.dbs["sessions"])
+        txn.put(session_key(session.name), dumps(session), db=self.db.dbs["sessions"])
 
     def get_head(self, txn: lmdb.Transaction, session: str) -> str | None:
-        raw = txn.get(session.encode(), db=self.db.dbs["heads"])
+        raw = txn.get(session_key(session), db=self.db.dbs["heads"])
         return None if raw is None else raw.decode()
 
     def set_head(self, txn: lmdb.Transaction, session: str, turn_id: str | None) -> None:
         if turn_id is None:
-            txn.delete(session.encode(), db=self.db.dbs["heads"])
+            txn.delete(session_key(session), db=self.db.dbs["heads"])
         else:
-            txn.put(session.encode(), turn_id.encode(), db=self.db.dbs["heads"])
+            txn.put(session_key(session), turn_id.encode(), db=self.db.dbs["heads"])
 
     def new_turn(self, txn: lmdb.Transaction, session: str, **fields: Any) -> Turn:
         """Allocate a fresh turn id from the store's counter (ids are stable for a store)."""
@@ -328,7 +379,10 @@ class Store:
         if version is None:
             txn.delete(key, db=self.db.dbs["paths"])
         else:
-            txn.put(key, bytes.fromhex(version.digest), db=self.db.dbs["paths"])
+            digest = bytes.fromhex(version.digest)
+            txn.put(key, digest, db=self.db.dbs["paths"])
+            if txn.get(key, db=self.db.dbs["index"]) is not None:  # scan mode: re-read it
+                txn.put(key, unscanned_fingerprint(version) + digest, db=self.db.dbs["index"])
 
     def encode_blob(self, txn: lmdb.Transaction, data: bytes, base_key: bytes | None
                     ) -> tuple[bytes, bytes | None]:
@@ -336,8 +390,11 @@ class Store:
         key = blobs.digest(data)
         if txn.get(key, db=self.db.dbs["blobs"]) is not None:
             return key, None
-        base = None
-        depth = 0
+        return key, self.encode_against(txn, data, key, base_key)
+
+    def encode_against(self, txn: lmdb.Transaction, data: bytes, key: bytes,
+                       base_key: bytes | None) -> bytes:
+        """Encode ``data`` as a delta against ``base_key`` when that base is usable."""
         if base_key is not None and base_key != key:
             raw = txn.get(base_key, db=self.db.dbs["blobs"])
             if raw is not None:
@@ -345,14 +402,36 @@ class Store:
                 if header.depth < blobs.MAX_CHAIN and header.size <= blobs.MAX_DELTA_BASE:
                     try:
                         base = self.read_blob(txn, base_key)
-                        depth = header.depth
                     except StoreCorrupt:
-                        base = None  # never delta against a bad base; store a full frame
-        return key, blobs.encode(data, base, base_key if base is not None else None, depth)
+                        pass  # never delta against a bad base; store a full frame
+                    else:
+                        return blobs.encode(data, base, base_key, header.depth)
+        return blobs.encode(data)
 
-    def put_blob(self, txn: lmdb.Transaction, key: bytes, value: bytes | None) -> None:
-        if value is not None:
-            txn.put(key, value, db=self.db.dbs["blobs"], overwrite=False)
+    def put_blob(self, txn: lmdb.Transaction, key: bytes, value: bytes | None,
+                 data: bytes | None = None) -> None:
+        """Store an encoded blob unless present.
+
+        ``value`` may have been encoded before the write lock was taken. If gc
+        has since removed the blob or its delta base, ``data`` is stored as a
+        full frame instead, so a change never points at a missing blob; if gc
+        moved the base up its chain, the recorded depth follows it.
+        """
+        db = self.db.dbs["blobs"]
+        if value is not None and value[0] == blobs.DELTA and data is not None:
+            header = blobs.parse_header(value, key)
+            assert header.base is not None
+            stored = txn.get(header.base, db=db)
+            depth = None if stored is None else blobs.parse_header(stored, header.base).depth + 1
+            if depth is None:
+                value = None
+            elif depth != header.depth:
+                value = blobs.with_depth(value, depth)
+        if value is None:
+            if data is None or txn.get(key, db=db) is not None:
+                return
+            value = blobs.encode(data)
+        txn.put(key, value, db=db, overwrite=False)
 
     def read_blob(self, txn: lmdb.Transaction, key: bytes) -> bytes:
         """The verified bytes of a blob, following its delta chain."""
@@ -364,6 +443,8 @@ class Store:
                 what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
                 raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
             header = blobs.parse_header(value, current)
+            if chain and chain[-1][2].depth != header.depth + 1:
+                raise StoreCorrupt(f"blob {chain[-1][0].hex()[:12]} records a wrong delta depth")
             chain.append((current, value, header))
             if len(chain) > blobs.MAX_CHAIN + 1:
                 raise StoreCorrupt(f"blob {key.hex()[:12]} has a delta chain that is too long")
@@ -380,6 +461,17 @@ class Store:
             return None
         return Entry(version.kind, self.read_blob(txn, bytes.fromhex(version.digest)),
                      version.mode)
+
+
+def session_key(name: str) -> bytes:
+    """A session name as a database key; a name that cannot be one is bad input."""
+    try:
+        key = name.encode()
+    except UnicodeEncodeError:
+        raise BadInput(f"session name {name!r} is not valid UTF-8") from None
+    if not key or len(key) > MAX_NAME or b"\0" in key:
+        raise BadInput(f"session name {name[:40]!r} must be 1 to {MAX_NAME} bytes, without NUL")
+    return key
 
 
 def _change_key(change: Change) -> bytes:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 from pathlib import Path
 
-from snapstore import Store
+from snapstore import Store, blobs
+
+from .conftest import agent_turn, read, write
 
 CTX = mp.get_context("spawn")  # never share an LMDB environment across fork()
 
@@ -80,3 +83,133 @@ def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> No
     with Store.open(root) as fresh:
         assert len(fresh.rewind_points("grower")[0].files) == 12
         assert fresh.rewind_points("mine")[0].files[0].status == "modified"
+
+
+CALLS = 200
+SHARED = 3
+
+
+def _put_atomically(path: Path, data: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(data)
+    os.replace(tmp, path)
+
+
+def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
+    """One agent's tool calls: pre-write, write, post-write; a new turn every 50 calls.
+
+    A shared file is written by one tool call at a time (its tool layer holds a lock
+    around the write); the store sees all eight processes at once.
+    """
+    import fcntl
+    with Store.open(root, lock_timeout=120) as store:
+        start.wait()
+        for i in range(CALLS):
+            if i % 50 == 0:
+                if i:
+                    store.end_turn(session)
+                store.begin_turn(session, f"{session} part {i // 50}")
+            shared = i % 4 == 3
+            rel = f"shared{i % SHARED}.txt" if shared else f"{session}/f{i % 20}.txt"
+            with open(os.path.join(locks, rel.replace("/", "_")), "a") as lock:
+                if shared:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                store.pre_write([rel], "Write", session)
+                _put_atomically(Path(root, rel), f"{session} call {i}\n")
+                store.post_write([rel], session)
+        store.end_turn(session)
+
+
+def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_path: Path) -> None:
+    Store.init(root).close()
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    for n in range(SHARED):
+        (root / f"shared{n}.txt").write_text("initial\n")
+    sessions = [f"agent{n}" for n in range(8)]
+    start = CTX.Event()
+    workers = [CTX.Process(target=_tool_calls, args=(str(root), str(locks), s, start))
+               for s in sessions]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(600)
+        assert worker.exitcode == 0  # no deadlock, no error
+    with Store.open(root) as store:
+        assert store.fsck().ok
+        by_path: dict[str, list] = {}
+        with store.db.read() as txn:
+            for session in sessions:
+                turns = [t for t in store.iter_turns(txn) if t.session == session]
+                assert len(turns) == CALLS // 50 and all(t.state == "closed" for t in turns)
+                changes = [c for t in turns for c in store.changes(txn, t.id)]
+                assert len(changes) == CALLS  # one change per call, in this session's turns
+                for change in changes:
+                    written = store.read_blob(txn, bytes.fromhex(change.after.digest))
+                    assert written.startswith(f"{session} call ".encode())  # attributed right
+                    by_path.setdefault(change.path, []).append(change)
+        for n in range(SHARED):  # every shared write is one link in a single unbroken chain
+            chain = by_path[f"shared{n}.txt"]
+            befores = sorted(c.before.digest for c in chain)
+            afters = [c.after.digest for c in chain]
+            final = blobs.digest((root / f"shared{n}.txt").read_bytes()).hex()
+            initial = blobs.digest(b"initial\n").hex()
+            assert afters.count(final) == 1
+            assert befores == sorted([initial, *[a for a in afters if a != final]])
+
+
+def test_rewinding_one_session_keeps_the_other_sessions_later_work(store: Store,
+                                                                   root: Path) -> None:
+    base = "".join(f"line {n}\n" for n in range(40))
+    write(root, "shared.py", base)
+    agent_turn(store, "A edits", {"shared.py": base.replace("line 3\n", "A\n"),
+                                  "a.txt": "A\n"}, session="A")
+    agent_turn(store, "B edits later", {
+        "shared.py": base.replace("line 3\n", "A\n").replace("line 30\n", "B\n"),
+        "b.txt": "B\n"}, session="B")
+    result = store.rewind(1, "A")
+    assert result.merged == ["shared.py"] and result.deleted == ["a.txt"]
+    assert read(root, "shared.py") == base.replace("line 30\n", "B\n").encode()
+    assert read(root, "b.txt") == b"B\n"
+    store.undo(session="A")
+    assert read(root, "shared.py") == base.replace("line 3\n", "A\n").replace(
+        "line 30\n", "B\n").encode()
+
+
+def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(store: Store,
+                                                                        root: Path) -> None:
+    base = "".join(f"line {n}\n" for n in range(40))
+    write(root, "shared.py", base)
+    agent_turn(store, "A", {"shared.py": base.replace("line 3\n", "A\n")}, session="A")
+    b_version = base.replace("line 3\n", "B rewrote A's line\n")
+    agent_turn(store, "B", {"shared.py": b_version}, session="B")
+    result = store.rewind(1, "A")
+    assert [c["path"] for c in result.conflicts] == ["shared.py"]
+    assert read(root, "shared.py") == b_version.encode()  # B's edit is never reverted
+
+
+def test_a_rewind_waits_for_a_busy_writer_then_gives_up_with_exit_3(cli, root: Path) -> None:
+    import fcntl
+    import subprocess
+
+    from .conftest import hermetic_env, snapstore_bin
+    cli("init")
+    cli("begin", "--prompt", "p")
+    cli("pre-write", "a.txt")
+    write(root, "a.txt", "agent\n")
+    cli("post-write", "a.txt")
+    cli("end")
+    with open(root / ".snapstore" / "write.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a writer that takes too long
+        refused = cli("--lock-timeout", "0.5", "rewind", "1", "--yes")
+        assert refused.code == 3 and "busy" in refused.stderr and "Traceback" not in refused.stderr
+        waiting = subprocess.Popen([*snapstore_bin(), "--lock-timeout", "120", "rewind", "1",
+                                    "--yes"], cwd=root, env=hermetic_env(),
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            waiting.wait(1.0)
+        assert waiting.poll() is None and read(root, "a.txt") == b"agent\n"  # it waits
+    assert waiting.wait(120) == 0  # and goes on once the writer is done
+    assert read(root, "a.txt") is None

@@ -57,6 +57,8 @@ def load_payload(raw: bytes) -> dict[str, Any]:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise BadInput(f"hook payload is not JSON: {exc}") from None
+    except RecursionError:
+        raise BadInput("hook payload is nested too deeply") from None
     if not isinstance(payload, dict):
         raise BadInput("hook payload is not a JSON object")
     return payload
@@ -74,7 +76,7 @@ def field_str(payload: dict[str, Any], name: str, required: bool = True) -> str:
 def base_action(payload: dict[str, Any], agent: str, kind: str) -> HookAction:
     session = field_str(payload, "session_id")
     cwd = field_str(payload, "cwd")
-    if not os.path.isabs(cwd):
+    if not os.path.isabs(cwd) or "\0" in cwd:
         raise BadInput(f"hook payload 'cwd' is not an absolute path: {cwd!r}")
     return HookAction(kind, f"{agent}/{session}", cwd,
                       event=field_str(payload, "hook_event_name"))

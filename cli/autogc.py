@@ -1,0 +1,57 @@
+"""Automatic gc: once the store passes its quota, a command runs gc and says so.
+
+Turned on in ``<store>/config``::
+
+    [gc]
+    auto = true
+    max_size = 2GiB
+
+It runs after a command that adds to the store (and after an agent's turn ends,
+from the hook), never inside one, and never fails that command: a gc that
+cannot run is reported in the same one-line note. This module imports no Click
+so the hook path can use it.
+"""
+
+from __future__ import annotations
+
+from snapstore import SnapstoreError, Store
+from snapstore.gc import GcPolicy, store_size
+
+from .config import Config
+
+#: gc brings the store this far under its quota, so it does not run again at once.
+LOW_WATER = 0.9
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def due(store_dir: str) -> Config | None:
+    """The settings, when they ask for automatic gc and the store is over its quota.
+
+    Cheap: one small file read and one ``stat``, so every command can ask.
+    """
+    try:
+        config = Config.load(store_dir)
+    except SnapstoreError:
+        return None  # the command that loads the settings reports a bad file
+    quota = config.gc_max_size
+    if not config.gc_auto or quota is None or store_size(store_dir) <= quota:
+        return None
+    return config
+
+
+def run(store: Store, config: Config) -> str:
+    """Run gc with the configured policy; the one-line note that says so."""
+    assert config.gc_max_size is not None
+    before = store_size(store.store_dir)
+    try:
+        result = store.gc(GcPolicy(config.gc_keep_days, config.gc_keep_turns,
+                                   int(config.gc_max_size * LOW_WATER)))
+    except SnapstoreError as exc:
+        return f"automatic gc failed: {exc}"
+    note = (f"the store passed its quota ({_mib(before)} > {_mib(config.gc_max_size)}); "
+            f"automatic gc removed {len(result.removed_turns)} turn(s) and "
+            f"{result.removed_blobs} blob(s), now {_mib(result.store_bytes)}")
+    return "; ".join([note, *result.notes])

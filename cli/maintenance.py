@@ -1,0 +1,115 @@
+"""Commands that keep a store healthy: gc (retention, compaction) and fsck (verification)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from snapstore import SnapstoreError
+from snapstore.fsck import FsckReport
+from snapstore.gc import GcPolicy, GcResult
+
+from .config import Config, parse_size
+from .main import cli, common_options, emit, options
+from .render import console
+from .rewind import open_resuming
+
+#: Commands after which the store may have grown past its quota.
+MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "scan"}
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+@click.command()
+@click.option("--keep-days", type=click.FloatRange(min=0), metavar="N",
+              help="Drop turns older than N days (default 30, or [gc] keep_days).")
+@click.option("--keep-turns", type=click.IntRange(min=0), metavar="N",
+              help="Keep only the N newest turns of each session.")
+@click.option("--max-size", metavar="SIZE",
+              help="A quota, e.g. 2GiB: drop the oldest turns until the store fits.")
+@click.option("--dry-run", is_flag=True, help="Say what would go; change nothing.")
+@common_options
+def gc(keep_days: float | None, keep_turns: int | None, max_size: str | None,
+       dry_run: bool) -> None:
+    """Drop old turns, delete the blobs nothing needs, and shrink the store file.
+
+    Never dropped: an open turn, an interrupted rewind, and what the last
+    rewind of each session needs to be undone.
+    """
+    with open_resuming() as store:
+        config = Config.load(store.store_dir)
+        policy = GcPolicy(
+            keep_days=config.gc_keep_days if keep_days is None else keep_days,
+            keep_turns=config.gc_keep_turns if keep_turns is None else keep_turns,
+            max_size=config.gc_max_size if max_size is None else parse_size(max_size))
+        result = store.gc(policy, dry_run=dry_run)
+    emit(result.to_json(), lambda: _gc_human(result))
+
+
+def _gc_human(result: GcResult) -> None:
+    out = console(stderr=True)
+    verb = "would remove" if result.dry_run else "removed"
+    out.print(f"{verb} {len(result.removed_turns)} turn(s), {result.removed_blobs} blob(s); "
+              f"{'about ' if result.dry_run else ''}{_mib(result.freed_bytes)} freed; "
+              f"the store is {_mib(result.store_bytes)}")
+    for note in result.notes:
+        out.print(f"note: {note}", style="yellow")
+
+
+@click.command()
+@click.option("--repair", is_flag=True,
+              help="Drop what cannot be recovered, saying exactly what is lost.")
+@common_options
+def fsck(repair: bool) -> None:
+    """Verify every blob against its digest and every reference between records.
+
+    Exits 5 when anything is wrong (also after --repair, which lists what it dropped).
+    """
+    with options().open_store() as store:
+        report = store.fsck(repair)
+    emit(report.to_json(), lambda: _fsck_human(report))
+    if not report.ok:
+        sys.exit(5)
+
+
+def _fsck_human(report: FsckReport) -> None:
+    out = console(stderr=True)
+    for item in report.corrupt:
+        out.print(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}", style="red")
+    for item in report.dangling:
+        out.print(f"dangling {item['kind']} {item['key'][:40]}: {item['reason']} "
+                  f"({item['missing'][:24]})", style="red")
+    for line in report.repaired:
+        out.print(f"repaired: {line}", style="yellow")
+    for op in report.pending:
+        out.print(f"interrupted rewind {op}: finish it with `snapstore rewind --resume`",
+                  style="yellow")
+    state = "ok" if report.ok else "FAILED"
+    out.print(f"fsck {state}: {report.blobs_checked} blob(s) checked, {len(report.corrupt)} "
+              f"corrupt, {len(report.dangling)} dangling")
+
+
+@cli.result_callback()
+def auto_gc(*_: Any, **__: Any) -> None:
+    """After a command that adds to the store, run gc if the store passed its quota."""
+    if click.get_current_context().invoked_subcommand not in MUTATING:
+        return
+    from . import autogc
+    opts = options()
+    try:
+        store_dir = opts.store_dir(opts.find_root())
+        config = autogc.due(store_dir) if store_dir else None
+        if config is None:
+            return
+        with opts.open_store() as store:
+            note = autogc.run(store, config)
+    except SnapstoreError:
+        return  # the command itself has reported any problem with the store
+    click.echo(f"snapstore: {note}", err=True)
+
+
+COMMANDS = [gc, fsck]

@@ -1,0 +1,200 @@
+"""Disk full and map growth failures: a clear error, and nothing left half-written.
+
+The real thing runs on a small tmpfs (mounting needs root, which this machine
+and CI have); the same failures are also injected, so they are covered
+everywhere.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lmdb
+import pytest
+
+from snapstore import Store, StoreFull
+from snapstore.fsio import TEMP_NAME
+
+from .conftest import Clock, agent_turn, read, snapshot, write
+
+MIB = 1024 * 1024
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _temp_files(root: Path) -> list[str]:
+    return [name for _, _, files in os.walk(root) for name in files if TEMP_NAME.fullmatch(name)]
+
+
+def test_a_full_store_disk_is_a_clear_error_and_records_nothing(small_fs: Path, root: Path,
+                                                                clock: Clock) -> None:
+    with Store.init(root, store_dir=str(small_fs / "store"), clock=clock) as store:
+        agent_turn(store, "fits", {"small.txt": "small\n"})
+        before, blobs = store.rewind_points(), store.status().blobs
+        write(root, "huge.bin", os.urandom(4 * MIB))
+        with pytest.raises(StoreFull, match="full"):
+            store.pre_write(["huge.bin"])
+        assert store.rewind_points() == before and store.status().blobs == blobs  # no trace
+        assert store.fsck().ok
+        agent_turn(store, "still works", {"small.txt": "small again\n"})
+        store.rewind(1)
+        assert read(root, "small.txt") == b"small\n"
+
+
+def test_a_full_workspace_disk_fails_that_file_only(small_fs: Path, tmp_path: Path,
+                                                   clock: Clock) -> None:
+    ws = small_fs / "ws"
+    ws.mkdir()
+    with Store.init(ws, store_dir=str(tmp_path / "store"), clock=clock) as store:
+        write(ws, "big.bin", os.urandom(MIB))
+        write(ws, "small.txt", "original\n")
+        agent_turn(store, "shrink", {"big.bin": b"tiny", "small.txt": "agent\n"})
+        write(ws, "filler", os.urandom(int(2.5 * MIB)))  # leaves less than the big file needs
+        result = store.rewind(1)
+        assert [e["path"] for e in result.errors] == ["big.bin"]
+        assert "no space" in result.errors[0]["reason"]
+        assert read(ws, "big.bin") == b"tiny" and read(ws, "small.txt") == b"original\n"
+        assert _temp_files(ws) == [] and store.fsck().ok
+        os.unlink(ws / "filler")
+        store.undo()
+        assert read(ws, "small.txt") == b"agent\n"
+
+
+class _Txn:
+    """A write transaction whose commit fails as a full disk would make it fail."""
+
+    def __init__(self, txn: lmdb.Transaction):
+        self.txn = txn
+
+    def __enter__(self) -> lmdb.Transaction:
+        return self.txn
+
+    def __exit__(self, *exc: object) -> bool:
+        self.txn.abort()
+        if exc[0] is None:
+            raise lmdb.Error("mdb_txn_commit: No space left on device")
+        return False
+
+
+class FailingEnv:
+    """The store's LMDB environment, with chosen commits or map growth failing."""
+
+    def __init__(self, env: lmdb.Environment, fail_commits: set[int] = frozenset(),
+                 fail_grow: bool = False):
+        self.env, self.fail_commits, self.fail_grow = env, fail_commits, fail_grow
+        self.commits = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.env, name)
+
+    def begin(self, write: bool = False, **options: Any) -> Any:
+        txn = self.env.begin(write=write, **options)
+        if write:
+            self.commits += 1
+            if self.commits in self.fail_commits:
+                return _Txn(txn)
+        return txn
+
+    def set_mapsize(self, size: int) -> None:
+        if size and self.fail_grow:
+            raise lmdb.Error("mdb_env_set_mapsize: Cannot allocate memory")
+        self.env.set_mapsize(size)
+
+
+def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -> None:
+    """The journal commit failing writes no file; the finish commit failing leaves a rewind
+    that the next open finishes."""
+    for failing in (1, 2):  # 1: the journal commit, 2: the finish commit
+        ws = root / f"case{failing}"
+        ws.mkdir()
+        with Store.init(ws, clock=clock) as store:
+            write(ws, "a.txt", "a\n")
+            agent_turn(store, "t", {"a.txt": "agent\n", "new.txt": "new\n"})
+            before = snapshot(ws)
+            real = store.db.env
+            store.db.env = FailingEnv(real, {failing})
+            with pytest.raises(StoreFull, match="full"):
+                store.rewind(1)
+            store.db.env = real
+            if failing == 1:
+                assert snapshot(ws) == before and not store.pending_operations()
+            else:  # every file is complete; the record of the rewind is what is missing
+                assert read(ws, "a.txt") == b"a\n" and read(ws, "new.txt") is None
+                assert store.pending_operations()
+            assert store.fsck().ok
+        with Store.open(ws) as store:
+            store.resume()
+            if failing == 1:
+                store.rewind(1)
+            assert read(ws, "a.txt") == b"a\n" and read(ws, "new.txt") is None
+            assert store.fsck().ok and not store.pending_operations()
+            store.undo()
+            assert snapshot(ws) == before
+
+
+def test_injected_enospc_while_writing_a_file(store: Store, root: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    write(root, "a.txt", "a\n" * 1000)
+    write(root, "b.txt", "b\n")
+    agent_turn(store, "t", {"a.txt": "agent a\n", "b.txt": "agent b\n"})
+    real_write = os.write
+
+    def full(fd: int, data: bytes) -> int:
+        if len(data) > 1000:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    result = store.rewind(1)
+    monkeypatch.undo()
+    assert [e["path"] for e in result.errors] == ["a.txt"]
+    assert read(root, "a.txt") == b"agent a\n" and read(root, "b.txt") == b"b\n"
+    assert _temp_files(root) == []
+
+
+def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
+                                                                    clock: Clock) -> None:
+    with Store.init(root, clock=clock, map_size=MIB) as store:
+        agent_turn(store, "fits", {"small.txt": "small\n"})
+        before = store.status()
+        store.db.env = FailingEnv(store.db.env, fail_grow=True)
+        write(root, "big.bin", os.urandom(2 * MIB))
+        with pytest.raises(StoreFull, match="cannot grow"):
+            store.pre_write(["big.bin"])
+        with pytest.raises(StoreFull, match="cannot grow"):
+            agent_turn(store, "too big to undo", {"small.txt": os.urandom(2 * MIB)})
+        store.db.env = store.db.env.env
+        assert store.fsck().ok
+        assert store.status().turns == before.turns + 1  # the turn began; nothing else
+        store.end_turn()
+        assert read(root, "small.txt") != b"small\n"
+        store.rewind(1)
+        assert read(root, "small.txt") == b"small\n"
+
+
+def test_cli_reports_a_full_disk_in_one_line(cli, small_fs: Path, root: Path) -> None:
+    env = {"SNAPSTORE_DIR": str(small_fs / "store")}
+    assert cli("init", env=env).code == 0
+    write(root, "huge.bin", os.urandom(4 * MIB))
+    result = cli("pre-write", "huge.bin", env=env)
+    assert result.code == 3 and result.stderr.startswith("snapstore: ")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert cli("fsck", env=env).code == 0
