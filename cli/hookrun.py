@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from types import ModuleType
 
-from snapstore import SnapstoreError, Store, find_root
+from snapstore import NotFound, SnapstoreError, Store, find_root
 from snapstore.adapters import BEGIN, END, IGNORE, MAX_PAYLOAD, START, apply, load_payload
 
 
@@ -27,7 +27,10 @@ def _adapter(agent: str) -> ModuleType:
 
 
 def _project_root(cwd: str) -> str:
-    """Where a hook creates a store when none exists: the git top level, else ``cwd``."""
+    """Where a hook creates a store when none exists: the git top level, else ``cwd``.
+
+    Never the file system root or the home folder: :func:`_open` refuses those.
+    """
     path = cwd
     while True:
         if os.path.exists(os.path.join(path, ".git")):
@@ -55,9 +58,14 @@ def _open(cwd: str) -> Store:
     if explicit:
         return Store.open(None, store_dir=explicit, lock_timeout=timeout)
     root = find_root(cwd)
-    if root is None:
-        return Store.init(_project_root(cwd), lock_timeout=timeout)
-    return Store.open(root, lock_timeout=timeout)
+    if root is not None:
+        return Store.open(root, lock_timeout=timeout)
+    project = _project_root(cwd)
+    home = os.path.realpath(os.path.expanduser("~"))
+    if os.path.realpath(project) in (os.path.sep, home):
+        raise NotFound(f"no snapstore store for {cwd}, and {project} is too broad to create one",
+                       hint="run `snapstore init` in the project folder")
+    return Store.init(project, lock_timeout=timeout)
 
 
 def _scanner(store_dir: str, warnings: list[str]) -> Callable[[Store, str], None] | None:

@@ -191,7 +191,7 @@ class Workspace:
                 return
             with self._parent(rel, create=True) as (fd, _):
                 assert fd is not None
-                tmp = f".snapstore-{os.urandom(6).hex()}.tmp"
+                tmp = f".snapstore-{os.urandom(6).hex()}.tmp"  # matches TEMP_NAME
                 try:
                     if entry.kind == LINK:
                         os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)

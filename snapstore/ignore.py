@@ -21,6 +21,8 @@ import re
 import stat
 from typing import TYPE_CHECKING
 
+from .fsio import TEMP_NAME
+
 if TYPE_CHECKING:
     import pathspec
 
@@ -118,8 +120,13 @@ class IgnoreRules:
         return current
 
     def always_skipped(self, rel: str) -> bool:
-        """``.git`` entries and the store: never scanned, whatever the rules say."""
-        return rel.rsplit("/", 1)[-1] == GIT or rel == self.store_rel
+        """Never scanned, whatever the rules say: ``.git`` entries, the store, a store
+        being created beside it, and the temp files of a rewind that is writing."""
+        leaf = rel.rsplit("/", 1)[-1]
+        if leaf == GIT or TEMP_NAME.fullmatch(leaf):
+            return True
+        return self.store_rel is not None and (
+            rel == self.store_rel or rel.startswith(self.store_rel + ".new-"))
 
     def path_ignored(self, rel: str, is_dir: bool) -> bool:
         """Whether ``rel`` is left out, its parent folders included (for scans of some paths)."""

@@ -228,7 +228,8 @@ class _Walker:
             stack = rules.push(stack, _decode(rel_dir)) if present else stack
         for entry in entries:
             name = entry.name
-            if name == ".git":
+            if name == ".git" or (name.startswith(".snapstore")
+                                  and rules.always_skipped(_decode(prefix) + name)):
                 continue
             rel = prefix + name.encode("utf-8", "surrogateescape")
             if entry.is_dir(follow_symlinks=False):

@@ -212,3 +212,12 @@ def test_install_refuses_a_broken_settings_file(root: Path) -> None:
     result = snapstore(root, "hook", "install", "claude-code")
     assert result.returncode == 2 and "not valid JSON" in result.stderr
     assert settings.read_text() == "{ not json"
+
+
+def test_no_store_is_created_in_the_home_folder(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    event = payload("claude-code", "user-prompt-submit", home)
+    result = hook("claude-code", event, home, HOME=str(home))
+    assert result.returncode == 0 and b"too broad" in result.stderr
+    assert not (home / ".snapstore").exists()

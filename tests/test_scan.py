@@ -225,3 +225,16 @@ def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
 def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
     result = cli(*(a for a in ("scan", flag) if a))
     assert result.code == 4 and "no snapstore store" in result.stderr
+
+
+def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store, root) -> None:
+    from snapstore.scan import scan
+    scan(store)
+    (root / ".snapstore-0123456789ab.tmp").write_text("half-written by a rewind")
+    (root / "sub").mkdir()
+    (root / "sub" / ".snapstore-ba9876543210.tmp").write_text("another")
+    (root / ".snapstore.new-4242").mkdir()
+    (root / ".snapstore.new-4242" / "data.mdb").write_text("a store being created")
+    (root / "real.txt").write_text("user file")
+    result = scan(store)
+    assert result.added == ["real.txt"]
