@@ -1,0 +1,1 @@
+"""snapstore's benchmark harness, run as ``python -m bench`` (see docs/benchmarks.md)."""

@@ -1,0 +1,41 @@
+"""The benchmark harness runs end to end, and its correctness checks run and pass.
+
+Only that: timing assertions do not belong in tests. The run is the quick
+benchmark, shrunk a little more (a 500-file tree, no ``git gc``) to stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.skipif(not (ROOT / "bench" / "__main__.py").exists(), reason="no bench/ here")
+def test_quick_benchmark_runs_and_restores_the_right_bytes(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench", "--quick", "--no-progress", "--no-gc", "--files", "500",
+         "--hook-reps", "4", "--out", str(out), "--tmp", str(tmp_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+    synthetic = json.loads((out / "synthetic.json").read_text())
+    (session,) = (v for k, v in synthetic["results"].items() if k != "probe")
+    assert session["rewind"]["correct"] is True
+    # every depth: snapstore rewind + undo, git reset + back, plain copy + back
+    assert session["rewind"]["checks"] == 6 * len(session["rewind"]["depths"]) > 0
+    assert synthetic["machine"]["versions"]["snapstore"]
+
+    hook = json.loads((out / "hook.json").read_text())
+    assert hook["results"]["captured"] == hook["results"]["reps"] == 4
+    history = json.loads((out / "history.json").read_text())
+    assert history["results"]["turns"] == 100
+    assert history["results"]["stored_bytes"] > 0
+    assert json.loads((out / "prewrite.json").read_text())["results"]["pre_write"]["n"] > 0
+    assert (out / "figures.md").read_text().count("\n") > 5
