@@ -12,18 +12,27 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from types import ModuleType
 
 from snapstore import NotFound, SnapstoreError, Store, find_root
-from snapstore.adapters import BEGIN, END, IGNORE, MAX_PAYLOAD, START, apply, load_payload
+from snapstore.adapters import (
+    BEGIN,
+    END,
+    IGNORE,
+    MAX_PAYLOAD,
+    START,
+    Agent,
+    apply,
+    load_payload,
+    parse,
+)
 
 
-def _adapter(agent: str) -> ModuleType:
-    if agent == "claude-code":
-        from snapstore.adapters import claude_code
-        return claude_code
-    from snapstore.adapters import gemini_cli
-    return gemini_cli
+def _agent(name: str) -> Agent:
+    if name == "claude-code":
+        from snapstore.adapters.claude_code import AGENT
+        return AGENT
+    from snapstore.adapters.gemini_cli import AGENT
+    return AGENT
 
 
 def _project_root(cwd: str) -> str:
@@ -93,15 +102,15 @@ def _scanner(store_dir: str, warnings: list[str]) -> Callable[[Store, str], None
 
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
-    adapter = _adapter(agent)
+    spec = _agent(agent)
     strict = os.environ.get("SNAPSTORE_STRICT") == "1"
     store_dir = None
     try:
         if args:
             raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
-        action = adapter.parse(load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1)))
+        action = parse(spec, load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1)))
         if action.kind in (IGNORE, START):
-            sys.stdout.write(adapter.SILENT)
+            sys.stdout.write(spec.silent)
             return 0
         with _open(action.cwd) as store:
             store_dir = store.store_dir
@@ -114,11 +123,12 @@ def run_hook(agent: str, args: list[str]) -> int:
                 from . import autogc
                 config = autogc.due(store_dir)
                 if config is not None:
-                    outcome.warnings.append(autogc.run(store, config))
-        for warning in scan_warnings + outcome.warnings:
+                    outcome = outcome._replace(
+                        warnings=[*outcome.warnings, autogc.run(store, config)])
+        for warning in [*scan_warnings, *outcome.warnings]:
             print(f"snapstore: {warning}", file=sys.stderr)
             _log(store_dir, agent, warning)
-        sys.stdout.write(adapter.SILENT)
+        sys.stdout.write(spec.silent)
         return 0
     except SnapstoreError as exc:
         message = str(exc) + (f" ({exc.hint})" if exc.hint else "")
@@ -128,5 +138,5 @@ def run_hook(agent: str, args: list[str]) -> int:
     _log(store_dir, agent, message)
     if strict:
         return 2
-    sys.stdout.write(adapter.SILENT)
+    sys.stdout.write(spec.silent)
     return 0

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import blake3
 import zstandard
@@ -51,8 +51,7 @@ def digest(data: bytes) -> bytes:
     return blake3.blake3(data).digest()
 
 
-@dataclass(frozen=True)
-class BlobHeader:
+class BlobHeader(NamedTuple):
     """The decoded header of a stored blob value."""
 
     encoding: int

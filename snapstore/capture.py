@@ -12,8 +12,7 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from . import faults
 from .errors import NotFound, RunActive, SnapstoreError
@@ -27,18 +26,16 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass
-class CaptureResult:
+class CaptureResult(NamedTuple):
     """What one capture call did: the paths protected and those it could not handle."""
 
     session: str
     turn: str | None
-    paths: list[str] = field(default_factory=list)
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    paths: list[str]
+    skipped: list[tuple[str, str]]
 
 
-@dataclass
-class _Prepared:
+class _Prepared(NamedTuple):
     rel: str
     version: Version | None
     key: bytes | None = None
@@ -81,10 +78,8 @@ def _start_turn(store: Store, txn: lmdb.Transaction, session: str, prompt: str,
     record = store.get_session(txn, session) or Session(session, store.clock())
     turn = store.new_turn(txn, session, parent=store.get_head(txn, session), prompt=prompt,
                           message_id=message_id, implicit=implicit)
-    record.open_turn = turn.id
-    record.turns += 1
     store.put_turn(txn, turn)
-    store.put_session(txn, record)
+    store.put_session(txn, record._replace(open_turn=turn.id, turns=record.turns + 1))
     store.set_head(txn, session, turn.id)
     store.event(txn, "turn_begin", session=session, turn=turn.id, implicit=implicit)
     return turn
@@ -117,7 +112,7 @@ def finish_open_turn(store: Store, session: str, implicit_only: bool = False) ->
         if implicit_only and not turn.implicit:
             raise RunActive(f"turn {turn.id} of session {session!r} is still open",
                             hint="end it with `snapstore end`")
-        pending = [c for c in store.changes(txn, turn.id) if not c.done]
+        pending = _pending_changes(store, txn, turn)
     prepared: dict[str, _Prepared] = {}
     for change in pending:
         try:
@@ -128,11 +123,10 @@ def finish_open_turn(store: Store, session: str, implicit_only: bool = False) ->
 
     def commit(txn: lmdb.Transaction) -> Turn:
         current = store.get_turn(txn, turn.id)
-        for change in store.changes(txn, turn.id):
-            if not change.done and change.path in prepared:
-                _record_after(store, txn, change, prepared[change.path])
-        store.close_turn(txn, current)
-        return current
+        for change in _pending_changes(store, txn, current):
+            if change.path in prepared:
+                current = _record_after(store, txn, current, change, prepared[change.path])
+        return store.close_turn(txn, current)
 
     return store.db.write(commit, locked=True)
 
@@ -163,22 +157,24 @@ def pre_write(store: Store, paths: Iterable[str | os.PathLike[str]], tool: str =
 
     def commit(txn: lmdb.Transaction) -> CaptureResult:
         turn = store.open_turn(txn, session) or _start_turn(store, txn, session, "", None, True)
-        open_paths = {c.path for c in store.changes(txn, turn.id) if not c.done}
+        pending = dict(turn.pending or {})
+        seq = turn.next_change
         now = store.clock()
         for rel in rels:
-            if rel in open_paths:
-                continue
+            if rel in pending:
+                continue  # already protected: its change still waits for ``after``
             item = prepared[rel]
             if item.key is not None:
                 store.put_blob(txn, item.key, item.value, item.data)
-            store.put_change(txn, Change(turn.id, turn.next_change, rel, item.version, tool=tool,
+            store.put_change(txn, Change(turn.id, seq, rel, item.version, tool=tool,
                                          source=source, time=now, mkdirs=item.mkdirs))
-            turn.next_change += 1
+            pending[rel] = seq
+            seq += 1
             store.set_path_digest(txn, rel, item.version)
-        store.put_turn(txn, turn)
+        store.put_turn(txn, turn._replace(next_change=seq, pending=pending))
         store.event(txn, "pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
-        return CaptureResult(session, turn.id, rels)
+        return CaptureResult(session, turn.id, rels, [])
 
     return store.db.write(commit)
 
@@ -191,40 +187,51 @@ def post_write(store: Store, paths: Iterable[str | os.PathLike[str]],
         turn = store.open_turn(txn, session)
         if turn is None:
             return CaptureResult(session, None, [], [(rel, "no open turn") for rel in rels])
-        pending = {c.path: c for c in store.changes(txn, turn.id) if not c.done}
-    known = [rel for rel in rels if rel in pending]
-    prepared = prepare(store, known, {rel: _key(pending[rel].before) for rel in known})
+        pending = {c.path: c for c in _pending_changes(store, txn, turn) if c.path in rels}
+    prepared = prepare(store, list(pending), {rel: _key(c.before) for rel, c in pending.items()})
 
     def commit(txn: lmdb.Transaction) -> CaptureResult:
-        result = CaptureResult(session, turn.id)
+        recorded, skipped = [], []
         current = store.open_turn(txn, session)
-        open_changes = {c.path: c for c in store.changes(txn, turn.id) if not c.done} \
-            if current is not None and current.id == turn.id else {}
+        if current is not None and current.id != turn.id:
+            current = None
         for rel in rels:
-            change = open_changes.get(rel)
-            if change is None or rel not in prepared:
-                result.skipped.append((rel, "no pre-write was captured for it in this turn"))
+            seq = (current.pending or {}).get(rel) if current is not None else None
+            if current is None or seq is None or rel not in prepared:
+                skipped.append((rel, "no pre-write was captured for it in this turn"))
                 continue
-            _record_after(store, txn, change, prepared[rel])
-            result.paths.append(rel)
-        store.event(txn, "post_write", session=session, turn=turn.id, paths=result.paths)
+            change = store.get_change(txn, current.id, seq)
+            current = _record_after(store, txn, current, change, prepared[rel])
+            recorded.append(rel)
+        if current is not None:
+            store.put_turn(txn, current)
+        store.event(txn, "post_write", session=session, turn=turn.id, paths=recorded)
         faults.point("capture.commit")
-        return result
+        return CaptureResult(session, turn.id, recorded, skipped)
 
     return store.db.write(commit)
 
 
-def _record_after(store: Store, txn: lmdb.Transaction, change: Change, item: _Prepared) -> None:
+def _pending_changes(store: Store, txn: lmdb.Transaction, turn: Turn) -> list[Change]:
+    """The turn's changes still waiting for their ``after``, found through ``Turn.pending``."""
+    return [store.get_change(txn, turn.id, seq) for seq in (turn.pending or {}).values()]
+
+
+def _record_after(store: Store, txn: lmdb.Transaction, turn: Turn, change: Change,
+                  item: _Prepared) -> Turn:
+    """Record ``after`` for one pending change; returns the turn without it pending."""
     if item.key is not None:
         store.put_blob(txn, item.key, item.value, item.data)
-    change.after = item.version
-    change.done = True
+    change = change._replace(after=item.version, done=True)
     store.set_path_digest(txn, change.path, item.version)
     if same(change.before, change.after) and (
             change.before is None or change.before.mode == change.after.mode):
         store.delete_change(txn, change)  # the write changed nothing
     else:
         store.put_change(txn, change)
+    pending = dict(turn.pending or {})
+    pending.pop(change.path, None)
+    return turn._replace(pending=pending)
 
 
 def _key(version: Version | None) -> bytes | None:

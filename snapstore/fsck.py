@@ -191,16 +191,16 @@ def _repair(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
         lost.append(f"dropped {what}; rewinds no longer restore that version")
     turns = scan.turns
     for turn in turns.values():
-        changed = False
+        fixed = turn
         if turn.parent is not None and turn.parent not in turns:
             lost.append(f"turn {turn.id}: its parent {turn.parent} is gone; it now starts "
                         "its branch")
-            turn.parent, changed = None, True
+            fixed = fixed._replace(parent=None)
         if turn.op is not None and turn.op.prev_rewind not in (None, *turns):
             lost.append(f"rewind {turn.id}: its previous rewind {turn.op.prev_rewind} is gone")
-            turn.op.prev_rewind, changed = None, True
-        if changed:
-            txn.put(turn.id.encode(), dumps(turn), db=dbs["turns"])
+            fixed = fixed._replace(op=turn.op._replace(prev_rewind=None))
+        if fixed is not turn:
+            txn.put(turn.id.encode(), dumps(fixed), db=dbs["turns"])
     for key, raw in list(txn.cursor(db=dbs["heads"])):
         if raw.decode(errors="replace") not in turns:
             txn.delete(key, db=dbs["heads"])
@@ -211,7 +211,7 @@ def _repair(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
             if getattr(session, name) not in (None, *turns):
                 lost.append(f"session {session.name}: cleared its {name} "
                             f"{getattr(session, name)}, which is gone")
-                setattr(session, name, None)
+                session = session._replace(**{name: None})
                 store.put_session(txn, session)
     pending = store.db.get_json(txn, "meta", b"pending") or []
     if any(op not in turns for op in pending):

@@ -24,7 +24,7 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from . import faults
 from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
@@ -37,8 +37,7 @@ MAX_PATH_BYTES = 511
 TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """What a path holds: file bytes or a link target, with permission bits."""
 
     kind: str
@@ -115,8 +114,11 @@ class Workspace:
                         os.close(fd)
                         fd = -1
                         break
-                    os.mkdir(part, 0o777, dir_fd=fd)
-                    created += 1
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                        created += 1
+                    except FileExistsError:
+                        pass  # another writer made it meanwhile
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -156,7 +158,7 @@ class Workspace:
 
         A path that cannot be read comes back with its error instead of raising.
         """
-        for _, group in itertools.groupby(rels, key=lambda rel: rel.rpartition("/")[0]):
+        for _, group in itertools.groupby(rels, key=_folder):
             paths = list(group)
             with contextlib.ExitStack() as stack:
                 try:
@@ -182,12 +184,17 @@ class Workspace:
 
     # -- writing -----------------------------------------------------------------
 
-    def write(self, rel: str, entry: Entry | None) -> None:
-        """Atomically make ``rel`` hold ``entry``; None deletes it."""
+    def write(self, rel: str, entry: Entry | None, sync_folder: bool = True) -> None:
+        """Atomically make ``rel`` hold ``entry``; None deletes it.
+
+        The file's bytes are always synced before the rename. With ``sync_folder``
+        false the folder is not, and the caller must call :meth:`sync_folders`
+        before it counts the write as durable (one folder sync for many files).
+        """
         name = _leaf(rel)
         try:
             if entry is None:
-                self._delete(rel, name)
+                self._delete(rel, name, sync_folder)
                 return
             with self._parent(rel, create=True) as (fd, _):
                 assert fd is not None
@@ -202,7 +209,8 @@ class Workspace:
                 except BaseException:
                     _unlink_quietly(tmp, fd)
                     raise
-                os.fsync(fd)
+                if sync_folder:
+                    os.fsync(fd)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise StoreFull(f"no space left on the device to write {rel}") from None
@@ -210,7 +218,7 @@ class Workspace:
                 raise BadInput(f"cannot write {rel}: {exc.strerror}") from None
             raise
 
-    def _delete(self, rel: str, name: str) -> None:
+    def _delete(self, rel: str, name: str, sync_folder: bool) -> None:
         with self._parent(rel) as (fd, _):
             if fd is None:
                 return
@@ -221,7 +229,15 @@ class Workspace:
             if stat.S_ISDIR(st.st_mode):
                 raise BadInput(f"cannot delete {rel}: it is now a folder")
             os.unlink(name, dir_fd=fd)
-            os.fsync(fd)
+            if sync_folder:
+                os.fsync(fd)
+
+    def sync_folders(self, rels: Iterable[str]) -> None:
+        """Sync the folder of each path once, making renames and unlinks in it durable."""
+        for _, group in itertools.groupby(sorted(rels, key=_folder), key=_folder):
+            with self._parent(next(group)) as (fd, _):
+                if fd is not None:
+                    os.fsync(fd)
 
     def remove_temp_files(self, rel: str) -> list[str]:
         """Remove temp files that an interrupted write left beside ``rel``."""
@@ -295,6 +311,10 @@ def _realpath(path: str, text: str) -> str:
 
 def _leaf(rel: str) -> str:
     return rel.rsplit("/", 1)[-1]
+
+
+def _folder(rel: str) -> str:
+    return rel.rpartition("/")[0]
 
 
 def _is_within(path: str, root: str) -> bool:

@@ -287,10 +287,8 @@ def _prune(store: Store, graph: _Graph, drop: set[str], result: GcResult) -> Non
             if parent == turn.parent and (turn.op is None or prev == turn.op.prev_rewind):
                 continue
             current = store.get_turn(txn, turn.id)
-            current.parent = parent
-            if current.op is not None:
-                current.op.prev_rewind = prev
-            store.put_turn(txn, current)
+            op = None if current.op is None else current.op._replace(prev_rewind=prev)
+            store.put_turn(txn, current._replace(parent=parent, op=op))
         removed = _relink_sessions(store, txn, graph, drop)
         store.event(txn, "gc", turns=len(drop), sessions=len(removed))
         for key, raw in list(txn.cursor(db=dbs["events"])):
@@ -320,8 +318,7 @@ def _relink_sessions(store: Store, txn: lmdb.Transaction, graph: _Graph,
             store.set_head(txn, session.name, graph.nearest_kept(head, drop))
         last = graph.nearest_kept(session.last_rewind, drop, "op")
         if last != session.last_rewind:
-            session.last_rewind = last
-            store.put_session(txn, session)
+            store.put_session(txn, session._replace(last_rewind=last))
     return removed
 
 

@@ -19,7 +19,9 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
     import lmdb
 
     from .store import Store
+
+#: Threads writing a rewind's files at once.
+WRITERS = 8
 
 
 @dataclass
@@ -212,22 +217,17 @@ def _journal(store: Store, operation: _Operation) -> str:
     summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
 
     def commit(txn: lmdb.Transaction) -> str:
-        op = operation.op
-        op.result = summary
+        op = operation.op._replace(result=summary)
         turn = store.new_turn(txn, op.session, kind=REWIND, state=CLOSED, op=op,
                               prompt=("undo " if op.undoes else "rewind to ") + str(op.target))
-        turn.closed = turn.created
         for key, value in encoded.items():
             store.put_blob(txn, key, value)
-        for plan in writes:
-            store.put_change(txn, Change(turn.id, turn.next_change, plan.path, plan.current,
-                                         plan.result, True, "snapstore", "rewind",
-                                         store.clock(), plan.mkdirs))
-            turn.next_change += 1
-        store.put_turn(txn, turn)
+        for seq, plan in enumerate(writes):
+            store.put_change(txn, Change(turn.id, seq, plan.path, plan.current, plan.result,
+                                         True, "snapstore", "rewind", store.clock(), plan.mkdirs))
+        store.put_turn(txn, turn._replace(closed=turn.created, next_change=len(writes)))
         record = store.require_session(txn, op.session)
-        record.last_rewind = turn.id
-        store.put_session(txn, record)
+        store.put_session(txn, record._replace(last_rewind=turn.id))
         store.set_pending(txn, turn.id, True)
         store.event(txn, "undo_begin" if op.undoes else "rewind_begin", session=op.session,
                     turn=turn.id, target=op.target, paths=[p.path for p in writes])
@@ -239,30 +239,59 @@ def _journal(store: Store, operation: _Operation) -> str:
 def _apply(store: Store, plans: list[PathPlan]) -> list[dict[str, str]]:
     """Write each planned path once; a path that changed since planning is left alone.
 
-    Folders emptied by deletions go last, once every file in them has been handled.
+    Every file is synced before its rename; the folders are synced once each
+    after all the writes, before the caller's finish commit. Folders emptied by
+    deletions go last, once every file in them has been handled.
     """
     errors = []
-    emptied = []
-    for plan in plans:
-        if not plan.writes:
-            if plan.action == KEEP and plan.result is None and plan.rmdirs:
-                emptied.append(plan)  # the file is already gone; its folders go too
-            continue
+    emptied = [p for p in plans if p.action == KEEP and p.result is None and p.rmdirs]
+    writes = [p for p in plans if p.writes]
+
+    def write(plan: PathPlan) -> str | None:
+        """Write one path; the reason it was left alone, or None."""
         try:
-            if version_of(store.ws.read(plan.path)) != plan.current:
+            if not _unchanged(store, plan):
                 raise SnapstoreError(f"{plan.path} changed while the rewind ran; left alone")
-            store.ws.write(plan.path, plan.content)
+            store.ws.write(plan.path, plan.content, sync_folder=False)
         except (SnapstoreError, OSError) as exc:
-            errors.append({"path": plan.path, "reason": str(exc)})
-            continue
+            return str(exc)
         faults.point("journal.wrote_path")
-        if plan.content is None and plan.rmdirs:
+        return None
+
+    # Paths are independent, and most of a write is waiting for the disk.
+    with ThreadPoolExecutor(min(WRITERS, len(writes) or 1)) as pool:
+        failures = list(pool.map(write, writes))
+    for plan, failure in zip(writes, failures, strict=True):
+        if failure is not None:
+            errors.append({"path": plan.path, "reason": failure})
+        elif plan.content is None and plan.rmdirs:
             emptied.append(plan)
+    store.ws.sync_folders(p.path for p, f in zip(writes, failures, strict=True) if f is None)
     for plan in sorted(emptied, key=lambda p: -p.path.count("/")):
         # A folder that cannot go is only clutter, never lost work.
         with contextlib.suppress(SnapstoreError, OSError):
             store.ws.remove_empty_parents(plan.path, plan.rmdirs)
     return errors
+
+
+def _unchanged(store: Store, plan: PathPlan) -> bool:
+    """Whether the path still holds what the plan was made from.
+
+    The stat fingerprint read at planning time settles it cheaply; only when
+    that moved is the file read and hashed again.
+    """
+    now = store.ws.lstat(plan.path)
+    then = plan.current_entry.stat if plan.current_entry is not None else None
+    if now is None or then is None:
+        if now is None and plan.current is None:
+            return True
+    elif _fingerprint(now) == _fingerprint(then):
+        return True
+    return version_of(store.ws.read(plan.path)) == plan.current
+
+
+def _fingerprint(st: os.stat_result) -> tuple[int, ...]:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode
 
 
 def _finish(store: Store, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
@@ -271,8 +300,7 @@ def _finish(store: Store, op_id: str, errors: list[dict[str, str]]) -> RewindRes
     def commit(txn: lmdb.Transaction) -> RewindResult:
         turn = store.get_turn(txn, op_id)
         op = turn.op
-        assert op is not None
-        op.status = "applied"
+        assert op is not None and op.result is not None
         failed = {e["path"] for e in errors}
         summary = dict(op.result)
         summary.pop("rmdirs", None)
@@ -289,11 +317,9 @@ def _finish(store: Store, op_id: str, errors: list[dict[str, str]]) -> RewindRes
         elif op.mode != "code":
             store.set_head(txn, op.session, op.new_head)
             for turn_id in op.reverted:
-                reverted = store.get_turn(txn, turn_id)
-                reverted.state = REWOUND
-                store.put_turn(txn, reverted)
-        op.result = result.to_json()
-        store.put_turn(txn, turn)
+                store.put_turn(txn, store.get_turn(txn, turn_id)._replace(state=REWOUND))
+        store.put_turn(txn, turn._replace(op=op._replace(status="applied",
+                                                         result=result.to_json())))
         store.set_pending(txn, op_id, False)
         store.event(txn, "undo" if op.undoes else "rewind", session=op.session, turn=op_id,
                     target=op.target, new_head=op.new_head, errors=len(result.errors),
@@ -307,15 +333,13 @@ def _finish_undo(store: Store, txn: lmdb.Transaction, op: RewindOp, op_id: str) 
     assert op.undoes is not None
     undone = store.get_turn(txn, op.undoes)
     assert undone.op is not None
-    undone.op.undone_by = op_id
     if undone.op.mode != "code":
         store.set_head(txn, op.session, op.new_head)
         for turn_id in undone.op.reverted:
             reverted = store.get_turn(txn, turn_id)
             if reverted.state == REWOUND:
-                reverted.state = CLOSED
-                store.put_turn(txn, reverted)
-    store.put_turn(txn, undone)
+                store.put_turn(txn, reverted._replace(state=CLOSED))
+    store.put_turn(txn, undone._replace(op=undone.op._replace(undone_by=op_id)))
 
 
 def resume(store: Store) -> list[RewindResult]:
@@ -328,7 +352,7 @@ def resume(store: Store) -> list[RewindResult]:
                 if turn.op is None:
                     raise StoreCorrupt(f"pending operation {op_id} has no record")
                 changes = store.changes(txn, op_id)
-                rmdirs = dict(turn.op.result.get("rmdirs", {}))
+                rmdirs = dict((turn.op.result or {}).get("rmdirs", {}))
                 plans = []
                 for change in changes:
                     plans.append(_resume_plan(store, txn, change, rmdirs.pop(change.path, 0)))

@@ -1,9 +1,15 @@
 """The records a store keeps, and their JSON encoding (docs/format.md).
 
-Records are plain dataclasses. They are stored as compact JSON objects whose
-keys are the field names; a version of a file is stored as the triple
-``[digest, mode, kind]``. Unknown keys are an error, so a record written by a
-newer schema is never half-read.
+Records are immutable ``typing.NamedTuple`` classes; code that changes one
+makes a new one with ``_replace`` and puts it back. They are NamedTuples rather
+than dataclasses because every hook process loads them: ``import dataclasses``
+pulls in ``inspect`` and alone costs a third of the bare-import floor that the
+hook's start-up is measured against (docs/benchmarks.md). Result types off the
+hook path are ordinary dataclasses.
+
+Records are stored as compact JSON objects whose keys are the field names; a
+version of a file is stored as the triple ``[digest, mode, kind]``. Unknown
+keys are an error, so a record written by a newer schema is never half-read.
 """
 
 from __future__ import annotations
@@ -11,8 +17,7 @@ from __future__ import annotations
 import json
 import stat
 import struct
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import StoreCorrupt
 
@@ -21,8 +26,7 @@ OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
 AGENT, USER, REWIND = "agent", "user", "rewind"
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(NamedTuple):
     """One state of a path: a blob digest (hex), its permission bits, and its kind."""
 
     digest: str
@@ -52,8 +56,7 @@ def same(a: Version | None, b: Version | None) -> bool:
     return (a is None and b is None) or (a is not None and a.same_content(b))
 
 
-@dataclass
-class Change:
+class Change(NamedTuple):
     """One recorded write to one path within a turn."""
 
     turn: str
@@ -68,8 +71,7 @@ class Change:
     mkdirs: int = 0  # parent folders that did not exist before this change
 
 
-@dataclass
-class RewindOp:
+class RewindOp(NamedTuple):
     """What a rewind (or an undo) did, so that it can be finished, or taken back."""
 
     session: str
@@ -78,16 +80,15 @@ class RewindOp:
     status: str = "planned"  # planned -> applied (-> undone)
     prev_head: str | None = None
     new_head: str | None = None
-    reverted: list[str] = field(default_factory=list)
-    paths: list[str] = field(default_factory=list)
+    reverted: tuple[str, ...] | list[str] = ()
+    paths: tuple[str, ...] | list[str] = ()
     undoes: str | None = None
     undone_by: str | None = None
     prev_rewind: str | None = None
-    result: dict[str, Any] = field(default_factory=dict)
+    result: dict[str, Any] | None = None
 
 
-@dataclass
-class Turn:
+class Turn(NamedTuple):
     """What follows one user message, or a rewind record (kind ``rewind``)."""
 
     id: str
@@ -102,11 +103,11 @@ class Turn:
     state: str = OPEN
     implicit: bool = False
     next_change: int = 0  # the seq the next change of this turn gets
+    pending: dict[str, int] | None = None  # path -> seq of its change still waiting for ``after``
     op: RewindOp | None = None
 
 
-@dataclass
-class Session:
+class Session(NamedTuple):
     """One agent conversation in the workspace."""
 
     name: str
@@ -131,9 +132,9 @@ def _plain(value: Any) -> Any:
 
 def dumps(record: Any) -> bytes:
     """Encode a record as compact JSON."""
-    data = {f.name: _plain(getattr(record, f.name)) for f in fields(record)}
+    data = {name: _plain(value) for name, value in record._asdict().items()}
     if isinstance(record, Turn) and record.op is not None:
-        data["op"] = asdict(record.op)
+        data["op"] = record.op._asdict()
     return json.dumps(data, separators=(",", ":")).encode()
 
 

@@ -543,7 +543,7 @@ class _Committer:
             store.put_change(txn, Change(turn.id, turn.next_change, item.rel, before,
                                          item.version, True, "", self.result.source,
                                          store.clock(), item.mkdirs))
-            turn.next_change += 1
+            turn = turn._replace(next_change=turn.next_change + 1)
             store.set_path_digest(txn, item.rel, item.version)
             _index(txn, index_db, item)
             kind = "deleted" if item.version is None else "added" if before is None else "changed"
@@ -552,7 +552,7 @@ class _Committer:
             txn.delete(os.fsencode(rel), db=index_db)
         if turn is not None and recorded:
             if turn.kind == USER:
-                turn.closed = turn.created
+                turn = turn._replace(closed=turn.created)
             store.put_turn(txn, turn)
             store.event(txn, "scan", session=turn.session, turn=turn.id,
                         source=self.result.source, paths=[rel for _, rel in recorded])

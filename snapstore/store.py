@@ -326,11 +326,17 @@ class Store:
                 found.append(loads(Change, raw))
         return found
 
+    def get_change(self, txn: lmdb.Transaction, turn_id: str, seq: int) -> Change:
+        raw = txn.get(change_key(turn_id, seq), db=self.db.dbs["changes"])
+        if raw is None:
+            raise StoreCorrupt(f"turn {turn_id} lists change {seq}, which is missing")
+        return loads(Change, raw)
+
     def put_change(self, txn: lmdb.Transaction, change: Change) -> None:
-        txn.put(_change_key(change), dumps(change), db=self.db.dbs["changes"])
+        txn.put(change_key(change.turn, change.seq), dumps(change), db=self.db.dbs["changes"])
 
     def delete_change(self, txn: lmdb.Transaction, change: Change) -> None:
-        txn.delete(_change_key(change), db=self.db.dbs["changes"])
+        txn.delete(change_key(change.turn, change.seq), db=self.db.dbs["changes"])
 
     def event(self, txn: lmdb.Transaction, kind: str, **data: Any) -> None:
         """Append to the audit log."""
@@ -358,15 +364,14 @@ class Store:
         turn = self.get_turn(txn, record.open_turn)
         return turn if turn.state == OPEN else None
 
-    def close_turn(self, txn: lmdb.Transaction, turn: Turn) -> None:
-        turn.state = CLOSED
-        turn.closed = self.clock()
+    def close_turn(self, txn: lmdb.Transaction, turn: Turn) -> Turn:
+        turn = turn._replace(state=CLOSED, closed=self.clock())
         self.put_turn(txn, turn)
         record = self.require_session(txn, turn.session)
         if record.open_turn == turn.id:
-            record.open_turn = None
-            self.put_session(txn, record)
+            self.put_session(txn, record._replace(open_turn=None))
         self.event(txn, "turn_end", session=turn.session, turn=turn.id)
+        return turn
 
     # -- blobs -------------------------------------------------------------------
 
@@ -474,5 +479,6 @@ def session_key(name: str) -> bytes:
     return key
 
 
-def _change_key(change: Change) -> bytes:
-    return change.turn.encode() + b"/" + _SEQ.pack(change.seq)
+def change_key(turn_id: str, seq: int) -> bytes:
+    """The ``changes`` key: turn id, ``/``, 4-byte big-endian sequence."""
+    return turn_id.encode() + b"/" + _SEQ.pack(seq)

@@ -1,7 +1,8 @@
 """Agent adapters: turn one hook event from an agent into capture calls.
 
-Each agent module parses its own payload shape into a :class:`HookAction`;
-:func:`apply` then runs that action against a store. Parsing is pure and
+Each agent module describes its payloads as an :class:`Agent`; :func:`parse`
+turns one payload into a :class:`HookAction` and :func:`apply` runs that action
+against a store. Parsing is pure and
 strict (a payload that is not what the agent documents is ``BadInput``);
 applying raises the library's errors (a path outside the workspace is
 ``UnsafePath``), and the caller decides whether that may block the agent.
@@ -12,8 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import BadInput
 
@@ -25,8 +25,18 @@ BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "
 MAX_PAYLOAD = 8 * 1024 * 1024
 
 
-@dataclass
-class HookAction:
+class Agent(NamedTuple):
+    """How one agent's hook payloads map onto snapstore: each agent module defines one."""
+
+    name: str
+    events: dict[str, str]  # hook_event_name -> BEGIN, PRE, POST, END or START
+    file_tools: tuple[str, ...]  # the tools that write files
+    path_keys: tuple[str, ...]  # where in ``tool_input`` the path is
+    silent: str  # what a successful hook prints on stdout
+    message_id_key: str | None = None  # the payload field holding the prompt's id
+
+
+class HookAction(NamedTuple):
     """What one hook event asks snapstore to do."""
 
     kind: str
@@ -35,18 +45,17 @@ class HookAction:
     prompt: str = ""
     message_id: str | None = None
     tool: str = ""
-    paths: list[str] = field(default_factory=list)
+    paths: tuple[str, ...] = ()
     event: str = ""
 
 
-@dataclass
-class HookOutcome:
+class HookOutcome(NamedTuple):
     """What applying an action did, for the hook's log."""
 
     action: HookAction
     turn: str | None = None
-    paths: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    paths: tuple[str, ...] | list[str] = ()
+    warnings: tuple[str, ...] | list[str] = ()
 
 
 def load_payload(raw: bytes) -> dict[str, Any]:
@@ -73,16 +82,30 @@ def field_str(payload: dict[str, Any], name: str, required: bool = True) -> str:
     return value
 
 
-def base_action(payload: dict[str, Any], agent: str, kind: str) -> HookAction:
-    session = field_str(payload, "session_id")
+def parse(agent: Agent, payload: dict[str, Any]) -> HookAction:
+    """The action one hook event asks for; unknown events and other tools are IGNORE."""
+    event = payload.get("hook_event_name", "")
+    kind = agent.events.get(event, IGNORE) if isinstance(event, str) else IGNORE
+    if kind == IGNORE:
+        return HookAction(IGNORE, event=str(event))
+    session = f"{agent.name}/{field_str(payload, 'session_id')}"
     cwd = field_str(payload, "cwd")
     if not os.path.isabs(cwd) or "\0" in cwd:
         raise BadInput(f"hook payload 'cwd' is not an absolute path: {cwd!r}")
-    return HookAction(kind, f"{agent}/{session}", cwd,
-                      event=field_str(payload, "hook_event_name"))
+    if kind == BEGIN:
+        message_id = payload.get(agent.message_id_key) if agent.message_id_key else None
+        return HookAction(kind, session, cwd, field_str(payload, "prompt", required=False),
+                          message_id if isinstance(message_id, str) else None, event=event)
+    if kind in (PRE, POST):
+        tool = field_str(payload, "tool_name")
+        if tool not in agent.file_tools:
+            return HookAction(IGNORE, event=event, tool=tool)
+        return HookAction(kind, session, cwd, tool=tool, event=event,
+                          paths=tool_paths(payload, agent.path_keys))
+    return HookAction(kind, session, cwd, event=event)
 
 
-def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
+def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
     """The file paths in ``tool_input``, resolved against the payload's ``cwd``."""
     tool_input = payload.get("tool_input")
     if not isinstance(tool_input, dict):
@@ -90,33 +113,33 @@ def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> list[str]:
     for key in keys:
         value = tool_input.get(key)
         if isinstance(value, str) and value:
-            return [os.path.join(payload["cwd"], value)]
+            return (os.path.join(payload["cwd"], value),)
     raise BadInput(f"tool_input has none of {', '.join(keys)}")
 
 
 def apply(store: Store, action: HookAction,
           scan: Callable[[Store, str], None] | None = None) -> HookOutcome:
     """Run one hook action. ``scan`` (scan mode) runs before a turn and after it."""
-    outcome = HookOutcome(action)
     if action.kind == BEGIN:
         from ..capture import finish_open_turn
         with store.db.write_lock():
             finish_open_turn(store, action.session)  # a turn whose Stop never came
         if scan is not None:
             scan(store, action.session)
-        outcome.turn = store.begin_turn(action.session, action.prompt, action.message_id).id
-    elif action.kind in (PRE, POST):
+        turn = store.begin_turn(action.session, action.prompt, action.message_id)
+        return HookOutcome(action, turn.id)
+    if action.kind in (PRE, POST):
         if action.kind == PRE:
             result = store.pre_write(action.paths, action.tool, action.session)
         else:
             result = store.post_write(action.paths, action.session)
-        outcome.turn, outcome.paths = result.turn, result.paths
-        outcome.warnings += [f"{path}: {reason}" for path, reason in result.skipped]
-    elif action.kind == END:
+        return HookOutcome(action, result.turn, result.paths,
+                           [f"{path}: {reason}" for path, reason in result.skipped])
+    if action.kind == END:
         with store.db.read() as txn:
             open_turn = store.open_turn(txn, action.session)
         if open_turn is not None:
             if scan is not None:
                 scan(store, action.session)
-            outcome.turn = store.end_turn(action.session).id
-    return outcome
+            return HookOutcome(action, store.end_turn(action.session).id)
+    return HookOutcome(action)
