@@ -125,6 +125,3 @@ def post_write(paths: tuple[str, ...]) -> None:
             out.print(f"  skipped {path}: {reason}", style="yellow")
     emit({"session": result.session, "turn": result.turn, "recorded": result.paths,
           "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, human)
-
-
-COMMANDS = [init, begin, end, pre_write, post_write]

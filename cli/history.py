@@ -81,6 +81,3 @@ def diff(turn: str, paths: tuple[str, ...]) -> None:
     with opts.open_store() as store:
         lines = turn_diff(store, turn, opts.session_for(store), wanted)
     console().print(diff_text(lines), end="")
-
-
-COMMANDS = [log, show, diff]

@@ -67,6 +67,3 @@ def install(agent: str, scope: str) -> None:
         else:
             out.print(f"{settings} already has snapstore's hooks; nothing changed")
     emit({"file": settings, "added": added}, human)
-
-
-COMMANDS = [hook]

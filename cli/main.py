@@ -8,6 +8,7 @@ with ``--debug``.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -19,7 +20,6 @@ from typing import Any
 import click
 
 from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__, find_root
-from snapstore.history import latest_session
 from snapstore.store import STORE_DIRNAME
 
 
@@ -47,6 +47,7 @@ class Options:
         with store.db.read() as txn:
             if store.get_session(txn, DEFAULT_SESSION) is not None:
                 return DEFAULT_SESSION
+        from snapstore.history import latest_session
         latest = latest_session(store)
         if latest is None:
             return DEFAULT_SESSION
@@ -123,8 +124,29 @@ class Failure(click.ClickException):
         click.echo(f"snapstore: {self.message}", err=True)
 
 
+#: Each command's module and name; a command's module is imported only when it runs.
+COMMANDS = {
+    "init": "capture:init", "begin": "capture:begin", "end": "capture:end",
+    "pre-write": "capture:pre_write", "post-write": "capture:post_write",
+    "log": "history:log", "show": "history:show", "diff": "history:diff",
+    "rewind": "rewind:rewind", "undo": "rewind:undo", "status": "status:status",
+    "scan": "scan:scan_command", "watch": "scan:watch", "gc": "maintenance:gc",
+    "fsck": "maintenance:fsck", "hook": "hook:hook", "demo": "demo:demo",
+}
+
+
 class SnapstoreGroup(click.Group):
-    """Turns library errors into one-line messages and exit codes."""
+    """Loads commands lazily; turns library errors into one-line messages and exit codes."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
+        return command
 
     def invoke(self, ctx: click.Context) -> Any:
         opts = ctx.ensure_object(Options)
@@ -204,16 +226,28 @@ def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None
         opts.lock_timeout = float(env_timeout)
 
 
-def _register() -> None:
-    from . import capture, history, hook, maintenance, rewind, scan, status
-    for module in (capture, history, hook, maintenance, rewind, scan, status):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-    from .demo import demo
-    cli.add_command(demo)
+#: Commands after which the store may have grown past its quota.
+MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "scan"}
 
 
-_register()
+@cli.result_callback()
+def auto_gc(*_: Any, **__: Any) -> None:
+    """After a command that adds to the store, run gc if the store passed its quota."""
+    if click.get_current_context().invoked_subcommand not in MUTATING:
+        return
+    from . import autogc
+
+    opts = options()
+    try:
+        store_dir = opts.store_dir(opts.find_root())
+        config = autogc.due(store_dir) if store_dir else None
+        if config is None:
+            return
+        with opts.open_store() as store:
+            note = autogc.run(store, config)
+    except SnapstoreError:
+        return  # the command itself has reported any problem with the store
+    click.echo(f"snapstore: {note}", err=True)
 
 
 def run(args: list[str]) -> None:

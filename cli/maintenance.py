@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
 
 import click
 
-from snapstore import SnapstoreError
 from snapstore.fsck import FsckReport
 from snapstore.gc import GcPolicy, GcResult
 
 from .config import Config, parse_size
-from .main import cli, common_options, emit, options
+from .main import common_options, emit, options
 from .render import console
 from .rewind import open_resuming
-
-#: Commands after which the store may have grown past its quota.
-MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "scan"}
 
 
 def _mib(n: int) -> str:
@@ -91,25 +86,3 @@ def _fsck_human(report: FsckReport) -> None:
     state = "ok" if report.ok else "FAILED"
     out.print(f"fsck {state}: {report.blobs_checked} blob(s) checked, {len(report.corrupt)} "
               f"corrupt, {len(report.dangling)} dangling")
-
-
-@cli.result_callback()
-def auto_gc(*_: Any, **__: Any) -> None:
-    """After a command that adds to the store, run gc if the store passed its quota."""
-    if click.get_current_context().invoked_subcommand not in MUTATING:
-        return
-    from . import autogc
-    opts = options()
-    try:
-        store_dir = opts.store_dir(opts.find_root())
-        config = autogc.due(store_dir) if store_dir else None
-        if config is None:
-            return
-        with opts.open_store() as store:
-            note = autogc.run(store, config)
-    except SnapstoreError:
-        return  # the command itself has reported any problem with the store
-    click.echo(f"snapstore: {note}", err=True)
-
-
-COMMANDS = [gc, fsck]

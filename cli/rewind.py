@@ -105,6 +105,3 @@ def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
         result = store.undo(rewind_id, opts.session_for(store), on_conflict=on_conflict,
                             dry_run=dry_run)
     _report(result, "undone")
-
-
-COMMANDS = [rewind, undo]

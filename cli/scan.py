@@ -157,6 +157,3 @@ def watch(debounce: float, stop_running: bool) -> None:
     emit({"root": store.root, "recorded": watcher.recorded, "fallbacks": watcher.fallbacks,
           "unwatched": sorted(watcher.unwatched), "seconds": round(time.monotonic() - started, 3)},
          lambda: None)
-
-
-COMMANDS = [scan_command, watch]

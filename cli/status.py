@@ -40,6 +40,3 @@ def status() -> None:
         out.print(f"session    {session}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
     emit(data, human)
-
-
-COMMANDS = [status]
