@@ -13,7 +13,6 @@ import time
 from typing import TYPE_CHECKING
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -23,7 +22,8 @@ if TYPE_CHECKING:
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False,
+    """A console that prints text as it is: paths and prompts are never read as markup."""
+    return Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False,
                    no_color="NO_COLOR" in os.environ)
 
 
@@ -77,7 +77,7 @@ def points_table(points: list[RewindPoint], now: float | None = None) -> Table:
         state = Text(turn.state, style="yellow" if turn.state == "rewound" else
                      "cyan" if turn.state == "open" else "")
         table.add_row(str(point.n) if point.n is not None else "-", turn.id[:8],
-                      relative_time(turn.created, now), escape(first_line(turn.prompt)), state,
+                      relative_time(turn.created, now), first_line(turn.prompt), state,
                       stats_text(point.added, point.removed, len(point.files)))
     return table
 
@@ -91,8 +91,8 @@ def file_table(files: list[FileStat]) -> Table:
     colours = {"added": "green", "deleted": "red", "modified": "yellow"}
     for stat in files:
         lines = Text("binary", style="dim") if stat.binary else stats_text(stat.added, stat.removed)
-        table.add_row(Text(stat.status, style=colours.get(stat.status, "")), escape(stat.path),
-                      lines, escape(f"{stat.tool or stat.source}"))
+        table.add_row(Text(stat.status, style=colours.get(stat.status, "")), stat.path,
+                      lines, stat.tool or stat.source)
     return table
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
+from rich.text import Text
 
 from snapstore import NotFound
 from snapstore.scan import ScanResult
@@ -59,7 +60,7 @@ def scan_summary(result: ScanResult) -> None:
                                    ("added", result.added, "green"),
                                    ("deleted", result.deleted, "red")):
             for path in paths:
-                out.print(f"  [{style}]{name:<8}[/{style}] {path}", highlight=False)
+                out.print(Text.assemble("  ", (f"{name:<8}", style), f" {path}"))
     for item in result.skipped:
         out.print(f"  skipped  {item['path']}: {item['reason']}", style="dim")
 

@@ -244,3 +244,14 @@ def test_shell_completion_offers_rewind_points(cli, root: Path) -> None:
     commands = cli(env={"_SNAPSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "snapstore re",
                         "COMP_CWORD": "1"})
     assert "plain,rewind" in commands.stdout.split()
+
+
+def test_prompts_and_paths_are_printed_as_they_are(cli, root: Path) -> None:
+    cli("init")
+    prompt = "use [bold]x[/] and [/oops]"
+    _turn(cli, prompt, {"[red]f.txt": "x\n"}, root)
+    for args in (("log",), ("show", "1"), ("rewind", "1", "--dry-run")):
+        result = cli(*args)
+        assert result.code == 0, result.stderr
+        assert "[red]f.txt" in result.stdout or prompt in result.stdout
+    assert prompt in cli("log").stdout and "[red]f.txt" in cli("show", "1").stdout
