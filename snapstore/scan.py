@@ -228,8 +228,9 @@ class _Walker:
             stack = rules.push(stack, _decode(rel_dir)) if present else stack
         for entry in entries:
             name = entry.name
-            if name == ".git" or (name.startswith(".snapstore")
-                                  and rules.always_skipped(_decode(prefix) + name)):
+            if name[0] == "." and (name == ".git" or (  # dot names are rare: test them first
+                    name.startswith(".snapstore")
+                    and rules.always_skipped(_decode(prefix) + name))):
                 continue
             rel = prefix + name.encode("utf-8", "surrogateescape")
             if entry.is_dir(follow_symlinks=False):
