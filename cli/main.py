@@ -251,8 +251,24 @@ def auto_gc(*_: Any, **__: Any) -> None:
 
 
 def run(args: list[str]) -> None:
+    """Run the application; every error ends as one line on stderr and an exit code."""
     try:
-        cli.main(args=args, prog_name="snapstore")
+        code = cli.main(args=args, prog_name="snapstore", standalone_mode=False)
+    except click.UsageError as exc:
+        ctx = exc.ctx
+        where = ctx.command_path if ctx is not None else "snapstore"
+        opts = ctx.find_object(Options) if ctx is not None else None
+        as_json = bool(opts and opts.json) or bool(ctx and ctx.find_root().params.get("as_json"))
+        Failure(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code, "usage",
+                as_json).show()
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.echo("snapstore: cancelled; nothing changed", err=True)
+        sys.exit(1)
     except KeyboardInterrupt:
         click.echo("snapstore: interrupted", err=True)
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -191,10 +191,13 @@ def test_a_locked_store_exits_3(cli, root: Path) -> None:
     _one_error_line(result, 3, "busy")
 
 
-def test_usage_errors_exit_2(cli, root: Path) -> None:
+def test_usage_errors_exit_2_with_one_line(cli, root: Path) -> None:
     cli("init")
-    assert cli("rewind", "1", "--mode", "sideways").code == 2
-    assert cli("no-such-command").code == 2
+    _one_error_line(cli("rewind", "1", "--mode", "sideways"), 2, "'--mode'",
+                    "snapstore rewind --help")
+    _one_error_line(cli("no-such-command"), 2, "No such command")
+    result = cli("--json", "no-such-command")
+    assert result.code == 2 and result.json["error"]["code"] == "usage"
 
 
 def test_json_errors_are_one_document(cli, root: Path) -> None:
