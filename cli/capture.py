@@ -12,7 +12,7 @@ from snapstore.store import Store, exclude_from_git
 if TYPE_CHECKING:
     from snapstore.scan import ScanResult
 
-from .main import common_options, emit, options
+from .main import common_options, emit, open_resuming, options
 from .render import console
 
 
@@ -76,7 +76,7 @@ def begin(prompt: str | None, prompt_file: click.utils.LazyFile | None,
     text = prompt_file.read() if prompt_file is not None else prompt or ""
     opts = options()
     session = opts.session_for()
-    with opts.open_store() as store:
+    with open_resuming() as store:
         turn = store.begin_turn(session, text, message_id)
     emit({"session": session, "turn": turn.id},
          lambda: console(stderr=True).print(f"turn {turn.id} begun in session {session}"))
@@ -88,7 +88,7 @@ def end() -> None:
     """Close the open turn, recording what any captured file now holds."""
     opts = options()
     session = opts.session_for()
-    with opts.open_store() as store:
+    with open_resuming() as store:
         turn = store.end_turn(session)
         with store.db.read() as txn:
             changes = len(store.changes(txn, turn.id))
@@ -103,7 +103,7 @@ def end() -> None:
 def pre_write(tool: str, paths: tuple[str, ...]) -> None:
     """Capture the current bytes of PATHS before the agent writes them."""
     opts = options()
-    with opts.open_store() as store:
+    with open_resuming() as store:
         result = store.pre_write(_abs(paths), tool, opts.session_for())
     emit({"session": result.session, "turn": result.turn, "captured": result.paths},
          lambda: console(stderr=True).print(
@@ -116,7 +116,7 @@ def pre_write(tool: str, paths: tuple[str, ...]) -> None:
 def post_write(paths: tuple[str, ...]) -> None:
     """Record what the agent wrote to PATHS."""
     opts = options()
-    with opts.open_store() as store:
+    with open_resuming() as store:
         result = store.post_write(_abs(paths), opts.session_for())
     def human() -> None:
         out = console(stderr=True)

@@ -88,6 +88,21 @@ class Options:
                      lock_timeout=self.lock_timeout)
 
 
+def open_resuming() -> Store:
+    """Open the store for a command that writes, first finishing any rewind a crash cut short."""
+    store = options().open_store()
+    try:
+        if store.pending_operations():
+            for result in store.resume():
+                changed = len(result.restored) + len(result.merged) + len(result.deleted)
+                click.echo(f"snapstore: finished interrupted operation {result.undo_id} "
+                           f"({changed} file(s), {len(result.errors)} left alone)", err=True)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
 def options() -> Options:
     return click.get_current_context().find_object(Options)
 

@@ -10,9 +10,8 @@ from snapstore.fsck import FsckReport
 from snapstore.gc import GcPolicy, GcResult
 
 from .config import Config, parse_size
-from .main import common_options, emit, options
+from .main import common_options, emit, open_resuming, options
 from .render import console
-from .rewind import open_resuming
 
 
 def _mib(n: int) -> str:

@@ -7,24 +7,11 @@ import sys
 
 import click
 
-from snapstore import Store
 from snapstore.diffs import entry_diff
 from snapstore.rewind import MODES, POLICIES, RewindResult
 
-from .main import common_options, complete_turn, emit, options
+from .main import common_options, complete_turn, emit, open_resuming, options
 from .render import console, diff_text, result_summary
-
-
-def open_resuming() -> Store:
-    """Open the store, first finishing any rewind that a crash interrupted."""
-    store = options().open_store()
-    if store.pending_operations():
-        for result in store.resume():
-            console(stderr=True).print(
-                f"snapstore: finished interrupted operation {result.undo_id} "
-                f"({len(result.restored) + len(result.merged) + len(result.deleted)} file(s), "
-                f"{len(result.errors)} left alone)", style="yellow")
-    return store
 
 
 def _interactive() -> bool:

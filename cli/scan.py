@@ -17,7 +17,7 @@ from snapstore import NotFound
 from snapstore.scan import ScanResult
 
 from .config import Config, parse_size
-from .main import common_options, emit, options
+from .main import common_options, emit, open_resuming, options
 from .render import console
 
 
@@ -79,7 +79,7 @@ def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
     scan records the baseline.
     """
     opts = options()
-    with opts.open_store() as store:
+    with open_resuming() as store:
         config = Config.load(store.store_dir)
         limit = parse_size(max_file_size) if max_file_size else config.max_file_size
         with scan_progress(not opts.json) as progress:

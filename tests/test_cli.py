@@ -258,3 +258,30 @@ def test_prompts_and_paths_are_printed_as_they_are(cli, root: Path) -> None:
         assert result.code == 0, result.stderr
         assert "[red]f.txt" in result.stdout or prompt in result.stdout
     assert prompt in cli("log").stdout and "[red]f.txt" in cli("show", "1").stdout
+
+
+def test_any_writing_command_finishes_an_interrupted_rewind(cli, root: Path) -> None:
+    from snapstore import Store, faults
+
+    class Crash(Exception):
+        pass
+
+    def crash(name: str) -> None:
+        if name == "journal.journaled":
+            raise Crash(name)
+
+    cli("init")
+    write(root, "a.txt", "before\n")
+    _turn(cli, "p", {"a.txt": "agent\n"}, root)
+    with Store.open(root) as store:
+        faults.install(crash)
+        try:
+            with pytest.raises(Crash):
+                store.rewind(1)
+        finally:
+            faults.install(None)
+        assert store.pending_operations() and read(root, "a.txt") == b"agent\n"
+    result = cli("begin", "--prompt", "next")
+    assert result.code == 0 and "finished interrupted operation" in result.stderr
+    assert read(root, "a.txt") == b"before\n"
+    assert cli("--json", "fsck").json["ok"] is True
