@@ -17,14 +17,10 @@ from __future__ import annotations
 from snapstore import SnapstoreError, Store
 from snapstore.gc import GcPolicy, store_size
 
-from .config import Config
+from .config import Config, format_mib
 
 #: gc brings the store this far under its quota, so it does not run again at once.
 LOW_WATER = 0.9
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:.1f} MiB"
 
 
 def due(store_dir: str) -> Config | None:
@@ -51,7 +47,8 @@ def run(store: Store, config: Config) -> str:
                                    int(config.gc_max_size * LOW_WATER)))
     except SnapstoreError as exc:
         return f"automatic gc failed: {exc}"
-    note = (f"the store passed its quota ({_mib(before)} > {_mib(config.gc_max_size)}); "
+    quota = format_mib(config.gc_max_size)
+    note = (f"the store passed its quota ({format_mib(before)} > {quota}); "
             f"automatic gc removed {len(result.removed_turns)} turn(s) and "
-            f"{result.removed_blobs} blob(s), now {_mib(result.store_bytes)}")
+            f"{result.removed_blobs} blob(s), now {format_mib(result.store_bytes)}")
     return "; ".join([note, *result.notes])

@@ -27,6 +27,11 @@ def parse_size(text: str) -> int:
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
 
 
+def format_mib(n: int) -> str:
+    """A size in messages: '12.3 MiB'."""
+    return f"{n / 2**20:.1f} MiB"
+
+
 @dataclass
 class Config:
     """Settings from ``<store>/config``; defaults when the file is absent."""

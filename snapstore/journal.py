@@ -19,7 +19,6 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from . import faults
 from .capture import finish_open_turn
 from .errors import BadInput, NotFound, RunActive, SnapstoreError, StoreCorrupt
 from .history import branch, resolve_turn
-from .records import AGENT, CLOSED, REWIND, REWOUND, Change, RewindOp, Turn
+from .records import AGENT, CLOSED, REWIND, REWOUND, Change, RewindOp, Turn, fingerprint
 from .rewind import (
     CONFLICT,
     DELETE,
@@ -285,13 +284,9 @@ def _unchanged(store: Store, plan: PathPlan) -> bool:
     if now is None or then is None:
         if now is None and plan.current is None:
             return True
-    elif _fingerprint(now) == _fingerprint(then):
+    elif fingerprint(now) == fingerprint(then):
         return True
     return version_of(store.ws.read(plan.path)) == plan.current
-
-
-def _fingerprint(st: os.stat_result) -> tuple[int, ...]:
-    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode
 
 
 def _finish(store: Store, op_id: str, errors: list[dict[str, str]]) -> RewindResult:

@@ -15,6 +15,7 @@ keys are an error, so a record written by a newer schema is never half-read.
 from __future__ import annotations
 
 import json
+import os
 import stat
 import struct
 from typing import Any, NamedTuple
@@ -39,6 +40,11 @@ class Version(NamedTuple):
 
 #: ``index`` values (scan mode): size, mtime_ns, ctime_ns, inode, st_mode, then the digest.
 FINGERPRINT = struct.Struct(">QqqQI")
+
+
+def fingerprint(st: os.stat_result) -> bytes:
+    """A path's stat fingerprint: it moves whenever the path's content or kind may have."""
+    return FINGERPRINT.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
 
 
 def unscanned_fingerprint(version: Version) -> bytes:

@@ -37,7 +37,18 @@ from typing import TYPE_CHECKING
 
 from .errors import SnapstoreError
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
-from .records import CLOSED, FILE, FINGERPRINT, LINK, OPEN, USER, Change, Turn, Version
+from .records import (
+    CLOSED,
+    FILE,
+    FINGERPRINT,
+    LINK,
+    OPEN,
+    USER,
+    Change,
+    Turn,
+    Version,
+    fingerprint,
+)
 from .rewind import differs
 from .store import DEFAULT_SESSION
 
@@ -105,15 +116,11 @@ class _Item:
     mkdirs: int = 0
 
 
-def _pack(st: os.stat_result) -> bytes:
-    return FINGERPRINT.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-
-
 def _stored(st: os.stat_result, now_ns: int) -> bytes:
     """The fingerprint to keep: a racily clean file gets one that never matches."""
     if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
         return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
-    return _pack(st)
+    return fingerprint(st)
 
 
 def _version_of(entry_mode: int, digest: bytes) -> Version:
@@ -253,6 +260,7 @@ class _Walker:
                 continue
             files += 1
             mode = st.st_mode
+            # fingerprint(st), inlined: this runs once for every file in the workspace
             if old is not None and old.startswith(pack(st.st_size, st.st_mtime_ns,
                                                        st.st_ctime_ns, st.st_ino, mode)):
                 continue
@@ -273,7 +281,7 @@ class _Walker:
                 return False
             if entry is not None and old is not None:
                 try:
-                    if not old.startswith(_pack(entry.stat(follow_symlinks=False))):
+                    if not old.startswith(fingerprint(entry.stat(follow_symlinks=False))):
                         return False
                 except OSError:
                     return False
@@ -298,7 +306,7 @@ class _Walker:
             return
         old = self.index.pop(os.fsencode(rel), None)
         self.result.files += 1
-        if old is not None and old.startswith(_pack(st)):
+        if old is not None and old.startswith(fingerprint(st)):
             return
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
             self.skip(rel, "not a regular file or a symlink")
@@ -457,7 +465,7 @@ def _item(rel: str, entry: Entry | SnapstoreError | None, old: bytes | None,
     if entry.kind == FILE and len(entry.data) > walker.max_file_size:
         walker.skip(rel, f"larger than the size cap ({walker.max_file_size} bytes)")
         return None
-    item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=_pack(st))
+    item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
     if entry.kind == LINK:
         item.check = None  # a link's lstat is what the reader saw; nothing to re-check
     item.data = entry.data
@@ -593,7 +601,7 @@ def _still(store: Store, item: _Item) -> bool:
         return item.version is None
     if item.version is None:
         return stat.S_ISDIR(st.st_mode)
-    return item.check is None or _pack(st) == item.check
+    return item.check is None or fingerprint(st) == item.check
 
 
 def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:
