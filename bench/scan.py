@@ -119,8 +119,7 @@ def _round(store: Store, git: ShadowGit, root: str, files: list[str], rng: rando
     status, _ = timed(lambda: git.git("status", "--porcelain"))
     scan, _ = timed(lambda: store.scan(SESSION, use_watcher=use_watcher))
     end, _ = timed(lambda: store.end_turn(SESSION))
-    with store.db.read() as txn:
-        recorded = len(store.changes(txn, turn.id))
+    recorded = len(store.changes(turn.id))
     if recorded != CHANGED:
         raise RuntimeError(f"{label}: the turn recorded {recorded} changes, not {CHANGED}")
     checkpoint, _ = timed(lambda: git.checkpoint(label))

@@ -15,31 +15,29 @@ so the hook path can use it.
 from __future__ import annotations
 
 from snapstore import SnapstoreError, Store
-from snapstore.gc import GcPolicy, store_size
+from snapstore.db import store_size
 
-from .config import Config, format_mib
+from .settings import Config, format_size
 
 #: gc brings the store this far under its quota, so it does not run again at once.
 LOW_WATER = 0.9
 
 
-def due(store_dir: str) -> Config | None:
-    """The settings, when they ask for automatic gc and the store is over its quota.
+def due(store_dir: str, config: Config) -> bool:
+    """Whether the settings ask for automatic gc and the store is over its quota.
 
-    Cheap: one small file read and one ``stat``, so every command can ask.
+    Cheap: one ``stat``, so every command can ask.
     """
-    try:
-        config = Config.load(store_dir)
-    except SnapstoreError:
-        return None  # the command that loads the settings reports a bad file
     quota = config.gc_max_size
-    if not config.gc_auto or quota is None or store_size(store_dir) <= quota:
+    return config.gc_auto and quota is not None and store_size(store_dir) > quota
+
+
+def run_if_due(store: Store, config: Config) -> str | None:
+    """Run gc with the configured policy when due; the one-line note that says so."""
+    if not due(store.store_dir, config):
         return None
-    return config
+    from snapstore.gc import GcPolicy
 
-
-def run(store: Store, config: Config) -> str:
-    """Run gc with the configured policy; the one-line note that says so."""
     assert config.gc_max_size is not None
     before = store_size(store.store_dir)
     try:
@@ -47,8 +45,8 @@ def run(store: Store, config: Config) -> str:
                                    int(config.gc_max_size * LOW_WATER)))
     except SnapstoreError as exc:
         return f"automatic gc failed: {exc}"
-    quota = format_mib(config.gc_max_size)
-    note = (f"the store passed its quota ({format_mib(before)} > {quota}); "
+    quota = format_size(config.gc_max_size)
+    note = (f"the store passed its quota ({format_size(before)} > {quota}); "
             f"automatic gc removed {len(result.removed_turns)} turn(s) and "
-            f"{result.removed_blobs} blob(s), now {format_mib(result.store_bytes)}")
+            f"{result.removed_blobs} blob(s), now {format_size(result.store_bytes)}")
     return "; ".join([note, *result.notes])

@@ -20,10 +20,10 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 
 from snapstore import Store
 from snapstore.history import RewindPoint
-from snapstore.rewind import RewindResult
+from snapstore.plan import RewindResult
 
-from .history import points_json
-from .main import emit
+from .app import emit
+from .cmd_history import points_json
 from .render import console, first_line, points_table, relative_time
 
 MODE_CHOICES = [("both", "Rewind code and conversation"),

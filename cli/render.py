@@ -18,7 +18,7 @@ from rich.text import Text
 
 if TYPE_CHECKING:
     from snapstore.history import FileStat, RewindPoint
-    from snapstore.rewind import RewindResult
+    from snapstore.plan import RewindResult
 
 
 def console(stderr: bool = False) -> Console:

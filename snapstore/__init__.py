@@ -14,14 +14,14 @@ The public API (documented in docs/python-api.md):
   ``undo``, ``rewind_points``, ``show``, ``status``;
 - :func:`tracked`, a decorator for an agent's tool functions;
 - :func:`find_root`, which finds a workspace's store the way git finds ``.git``;
-- the errors, each carrying the CLI exit code it maps to.
+- the errors, each carrying the facts it is about as fields.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .capture import CaptureResult, tracked
+from .capture import CaptureResult
 from .errors import (
     BadInput,
     NotFound,
@@ -32,7 +32,7 @@ from .errors import (
     StoreLocked,
     UnsafePath,
 )
-from .store import DEFAULT_SESSION, STORE_DIRNAME, Store, find_root
+from .store import DEFAULT_SESSION, STORE_DIRNAME, Store, find_root, tracked
 
 __version__ = "0.1.0"
 
@@ -59,7 +59,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Result types of rewinding and history load lazily: the hook path never needs them.
     if name == "RewindResult":
-        from .rewind import RewindResult
+        from .plan import RewindResult
         return RewindResult
     if name == "RewindPoint":
         from .history import RewindPoint

@@ -20,7 +20,6 @@ same check.
 
 from __future__ import annotations
 
-import math
 import struct
 from typing import NamedTuple
 
@@ -84,7 +83,7 @@ def with_depth(value: bytes, depth: int) -> bytes:
 
 
 def _delta_params(base_size: int, size: int) -> zstandard.ZstdCompressionParameters:
-    window_log = max(10, math.ceil(math.log2(base_size + size + 1)))
+    window_log = max(10, (base_size + size).bit_length())  # ceil(log2(n + 1))
     window_log = min(window_log, MAX_WINDOW_LOG)
     table_log = min(window_log, MAX_TABLE_LOG)
     return zstandard.ZstdCompressionParameters.from_level(

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -26,9 +25,13 @@ from typing import Any, TypeVar
 import lmdb
 
 from . import faults
-from .errors import NotFound, SnapstoreError, StoreCorrupt, StoreFull, StoreLocked
+from .errors import NoStore, SchemaMismatch, SnapstoreError, StoreCorrupt, StoreFull, StoreLocked
 
-SCHEMA_VERSION = 1
+#: The store's folder in a workspace root.
+STORE_DIRNAME = ".snapstore"
+SCHEMA_VERSION = 2
+#: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
+UPGRADABLE = (1,)
 DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events")
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
@@ -52,12 +55,23 @@ def _flock(path: str, mode: int, timeout: float, what: str) -> int:
         except BlockingIOError:
             if time.monotonic() >= deadline:
                 os.close(fd)
-                raise StoreLocked(
-                    f"the store is busy: {what} still held after {timeout:g}s",
-                    hint="another snapstore process is writing; try again",
-                ) from None
+                raise StoreLocked(f"the store is busy: {what} still held after {timeout:g}s",
+                                  what=what, timeout=timeout) from None
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
+
+
+def data_file(store_dir: str) -> str:
+    """The LMDB data file of a store: the one file whose size is the store's size."""
+    return os.path.join(store_dir, DB_DIR, "data.mdb")
+
+
+def store_size(store_dir: str) -> int:
+    """The size of a store's data file, without opening it (0 when there is none)."""
+    try:
+        return os.path.getsize(data_file(store_dir))
+    except OSError:
+        return 0
 
 
 def _is_enospc(exc: BaseException) -> bool:
@@ -77,7 +91,7 @@ class Database:
         _check_store_dir(store_dir, create)
         # An existing database is opened strictly, even by init: keys are never added to a
         # database that is not ours.
-        fresh = create and not os.path.exists(os.path.join(store_dir, DB_DIR, "data.mdb"))
+        fresh = create and not os.path.exists(data_file(store_dir))
         self._open_fd = _flock(os.path.join(store_dir, "open.lock"), fcntl.LOCK_SH,
                                lock_timeout, "compaction lock")
         try:
@@ -98,9 +112,9 @@ class Database:
         path = os.path.join(self.store_dir, DB_DIR)
         if create:
             os.makedirs(path, exist_ok=True)
-        elif not os.path.isfile(os.path.join(path, "data.mdb")):
+        elif not os.path.isfile(data_file(self.store_dir)):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
-        elif not _looks_like_lmdb(os.path.join(path, "data.mdb")):
+        elif not _looks_like_lmdb(data_file(self.store_dir)):
             # LMDB would initialise an empty file: refuse before it writes a byte.
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
                                "(the database file is not LMDB)")
@@ -130,17 +144,27 @@ class Database:
                 txn.put(key, value, db=self.dbs["meta"], overwrite=False)
         self.write(put)
 
-    def _check_schema(self) -> None:
+    def schema(self) -> int | None:
+        """The schema version the store records (None: not a snapstore store)."""
         with self.read() as txn:
             raw = txn.get(b"schema", db=self.dbs["meta"])
         if raw is None:
+            return None
+        try:
+            return int(raw)
+        except ValueError:
+            raise SchemaMismatch(f"the store records a malformed schema version {bytes(raw)!r}",
+                                 found=bytes(raw).decode(errors="replace"),
+                                 known=SCHEMA_VERSION) from None
+
+    def _check_schema(self) -> None:
+        found = self.schema()
+        if found is None:
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no schema version)")
-        if raw != str(SCHEMA_VERSION).encode():
-            raise StoreCorrupt(
-                f"the store uses schema version {raw.decode(errors='replace')!r}; "
-                f"this snapstore knows only version {SCHEMA_VERSION}",
-                hint="use the snapstore release that made this store",
-            )
+        if found != SCHEMA_VERSION and found not in UPGRADABLE:
+            raise SchemaMismatch(f"the store uses schema version {found}; this snapstore knows "
+                                 f"only version {SCHEMA_VERSION}", found=found,
+                                 known=SCHEMA_VERSION)
 
     def _check_fork(self) -> None:
         if os.getpid() != self._pid:
@@ -213,7 +237,7 @@ class Database:
 
     def data_bytes(self) -> int:
         """The size of the data file on disk (it only shrinks by :meth:`compact`)."""
-        return os.path.getsize(os.path.join(self.store_dir, DB_DIR, "data.mdb"))
+        return os.path.getsize(data_file(self.store_dir))
 
     def live_bytes(self) -> int:
         """The bytes a compacted copy would take: the pages every database uses."""
@@ -256,13 +280,6 @@ class Database:
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)
         return True
-
-    def get_json(self, txn: lmdb.Transaction, db: str, key: bytes) -> Any:
-        raw = txn.get(key, db=self.dbs[db])
-        return None if raw is None else json.loads(raw)
-
-    def put_json(self, txn: lmdb.Transaction, db: str, key: bytes, value: Any) -> None:
-        txn.put(key, json.dumps(value, separators=(",", ":")).encode(), db=self.dbs[db])
 
     def close(self) -> None:
         env = getattr(self, "env", None)
@@ -375,6 +392,6 @@ def _check_store_dir(store_dir: str, create: bool) -> None:
         os.makedirs(store_dir, exist_ok=True)
         return
     if not os.path.exists(store_dir):
-        raise NotFound(f"no snapstore store at {store_dir}", hint="run `snapstore init`")
+        raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
     if not os.path.isdir(store_dir):
         raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")

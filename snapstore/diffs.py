@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .fsio import Entry
 from .history import file_stats, resolve_turn
 from .merge import is_binary, unified_diff
-from .records import LINK
-
-if TYPE_CHECKING:
-    from .store import Store
+from .records import LINK, Entry
+from .repo import Repo
 
 
 def _git_mode(entry: Entry) -> str:
@@ -39,16 +34,15 @@ def entry_diff(path: str, old: Entry | None, new: Entry | None) -> list[str]:
     return lines + unified_diff(old_data, new_data, old_name, new_name)
 
 
-def turn_diff(store: Store, ref: str | int, session: str,
+def turn_diff(repo: Repo, ref: str | int, session: str,
               paths: list[str] | None = None) -> list[str]:
     """The diff of everything one turn changed (or only ``paths``)."""
-    turn = resolve_turn(store, ref, session)
-    wanted = None if paths is None else {store.ws.relpath(p) for p in paths}
+    wanted = None if paths is None else {repo.ws.relpath(p) for p in paths}
     lines: list[str] = []
-    with store.db.read() as txn:
-        for stat in file_stats(store, txn, store.changes(txn, turn.id)):
+    with repo.read() as v:
+        turn = resolve_turn(v, ref, session)
+        for stat in file_stats(v, v.changes(turn.id)):
             if wanted is not None and stat.path not in wanted:
                 continue
-            lines += entry_diff(stat.path, store.version_bytes(txn, stat.before),
-                                store.version_bytes(txn, stat.after))
+            lines += entry_diff(stat.path, v.content(stat.before), v.content(stat.after))
     return lines

@@ -1,35 +1,48 @@
-"""Errors the library raises, each tied to the CLI exit code it maps to.
+"""Errors the library raises: a one-line message, and the facts behind it as fields.
 
-The library never prints; it raises these with a one-line message meant for a
-person, and the command line turns them into ``snapstore: <message>`` and the
-exit code from CLI.md.
+The library never prints and never speaks the command line's language: an
+error says what went wrong (``turn 3f2a... of session 'default' is still
+open``) and carries the turn, session, path or operation it is about. The
+command line (``snapstore_cli.failures``) maps each class to its exit code and
+adds the hint that fits the command that failed (``end it with `snapstore
+end```), as restic's and jj's command layers do.
+
+``code`` is a stable, machine-readable name for the kind of failure; it is
+what ``--json`` error documents carry (docs/cli.md). A subclass that only adds
+facts keeps its parent's code.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 _CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127)}
 
 
 class SnapstoreError(Exception):
-    """Base class: a failure the user can act on, with a one-line message."""
+    """Base class: a failure the user can act on, with a one-line message.
 
-    exit_code = 1
+    Keyword arguments become attributes (``turn``, ``session``, ``path``, ...)
+    so that callers can act on the facts rather than parse the message.
+    """
+
     code = "error"
 
-    def __init__(self, message: str, hint: str | None = None):
+    def __init__(self, message: str, **fields: Any):
         message = message.translate(_CONTROL)  # a hostile path must not break the one line
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.fields = fields
+        for name, value in fields.items():
+            setattr(self, name, value)
 
     def __str__(self) -> str:
         return self.message
 
 
 class BadInput(SnapstoreError):
-    """A wrong path, malformed payload or invalid argument (exit 2)."""
+    """A wrong path, malformed payload or invalid argument."""
 
-    exit_code = 2
     code = "bad_input"
 
 
@@ -39,36 +52,63 @@ class UnsafePath(BadInput):
     code = "unsafe_path"
 
 
-class RunActive(SnapstoreError):
-    """Refused because a turn of the session is still open (exit 3)."""
+class NotOnBranch(BadInput):
+    """A turn that is not on the session's current branch (fields: ``turn``, ``session``,
+    ``state``)."""
 
-    exit_code = 3
+
+class RunActive(SnapstoreError):
+    """Refused because a turn of the session is still open (fields: ``turn``, ``session``)."""
+
     code = "run_active"
 
 
-class StoreLocked(SnapstoreError):
-    """Another process held the store's write lock past the timeout (exit 3)."""
+class Unfinished(RunActive):
+    """Refused because a rewind or undo was interrupted and is not finished
+    (field: ``operation``)."""
 
-    exit_code = 3
+
+class StoreLocked(SnapstoreError):
+    """Another process held a lock of the store past the timeout (fields: ``what``, ``timeout``)."""
+
     code = "locked"
 
 
-class StoreFull(SnapstoreError):
-    """The disk under the store or the workspace has no room left (exit 3)."""
+class WatcherRunning(StoreLocked):
+    """A watcher already runs for this store (field: ``pid``)."""
 
-    exit_code = 3
+
+class StoreFull(SnapstoreError):
+    """The disk under the store or the workspace has no room left."""
+
     code = "full"
 
 
 class NotFound(SnapstoreError):
-    """No store, or an unknown session, turn or rewind (exit 4)."""
+    """An unknown session, turn or rewind, or nothing to act on."""
 
-    exit_code = 4
     code = "not_found"
 
 
-class StoreCorrupt(SnapstoreError):
-    """The store failed verification: bad digest, unknown schema, not a store (exit 5)."""
+class NoStore(NotFound):
+    """No store where one was looked for (field: ``store_dir`` or ``start``)."""
 
-    exit_code = 5
+
+class UnknownSession(NotFound):
+    """No session of that name in the store (field: ``session``)."""
+
+
+class UnknownTurn(NotFound):
+    """No turn matches a reference (fields: ``ref``, ``session``; ``count`` for a number
+    beyond the session's rewind points)."""
+
+
+class StoreCorrupt(SnapstoreError):
+    """The store failed verification: bad digest, malformed record, not a store."""
+
     code = "corrupt"
+
+
+class SchemaMismatch(StoreCorrupt):
+    """The store was written by a schema this snapstore does not know
+    (fields: ``found``, ``known``)."""

@@ -2,7 +2,7 @@
 
 ``fsck`` reads everything once, in one read transaction:
 
-- every blob through :meth:`Store.read_blob`, the very check every read makes
+- every blob through :meth:`View.blob`, the very check every read makes
   (each level of the delta chain decodes to its recorded size and hashes to
   its key, and each delta records its base's depth plus one);
 - every record parses; every change's turn exists and its ``before`` and
@@ -11,7 +11,7 @@
   open turn and last rewind, every pending operation and every ``paths`` entry
   points at something that exists.
 
-An interrupted rewind (``meta/pending``) is not a problem: it is reported so
+An interrupted rewind (``meta/unfinished``) is not a problem: it is reported so
 that it can be resumed. With ``repair``, what cannot be recovered is dropped in
 one commit, and every drop is described: a corrupt blob and every change that
 needed it, an orphan change, a dangling head or link (cleared).
@@ -19,19 +19,12 @@ needed it, an orphan change, a dangling head or link (cleared).
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from .blobs import DIGEST_SIZE
 from .errors import StoreCorrupt
-from .records import Change, Session, Turn, Version, dumps, loads
-
-if TYPE_CHECKING:
-    import lmdb
-
-    from .store import Store
-
-DIGEST_SIZE = 32
+from .records import Change, Session, Turn
+from .repo import Repo, Tx, View
 
 
 @dataclass
@@ -54,14 +47,14 @@ class FsckReport:
 
 
 @dataclass
-class _Scan:
+class _Findings:
     """The findings of one pass, with what a repair needs to act on them."""
 
     report: FsckReport = field(default_factory=FsckReport)
     bad_blobs: set[bytes] = field(default_factory=set)
-    bad_records: list[tuple[str, bytes]] = field(default_factory=list)  # (db, key) to delete
+    bad_records: list[tuple[str, bytes]] = field(default_factory=list)  # (kind, key) to drop
     bad_changes: dict[bytes, str] = field(default_factory=dict)  # change key -> what was lost
-    bad_paths: list[bytes] = field(default_factory=list)
+    bad_paths: list[str] = field(default_factory=list)
     turns: dict[str, Turn] = field(default_factory=dict)
     sessions: dict[str, Session] = field(default_factory=dict)
 
@@ -73,123 +66,108 @@ class _Scan:
                                      "reason": reason})
 
 
-def fsck(store: Store, repair: bool = False) -> FsckReport:
+def fsck(repo: Repo, repair: bool = False) -> FsckReport:
     """Verify the whole store; with ``repair``, drop what cannot be recovered."""
     if not repair:
-        with store.db.read() as txn:
-            return _check(store, txn).report
-    with store.db.write_lock():
-        with store.db.read() as txn:
-            scan = _check(store, txn)
-        if not scan.report.ok:
-            store.db.write(lambda txn: _repair(store, txn, scan), locked=True)
-    return scan.report
+        with repo.read() as v:
+            return _check(v).report
+    with repo.write_lock():
+        with repo.read() as v:
+            found = _check(v)
+        if not found.report.ok:
+            repo.write(lambda tx: _repair(tx, found), locked=True)
+    return found.report
 
 
-def _check(store: Store, txn: lmdb.Transaction) -> _Scan:
-    scan = _Scan()
-    dbs = store.db.dbs
-    for key, _ in txn.cursor(db=dbs["blobs"]):
-        scan.report.blobs_checked += 1
+def _check(v: View) -> _Findings:
+    found = _Findings()
+    for key, _ in v.blob_values():
+        found.report.blobs_checked += 1
         try:
             if len(key) != DIGEST_SIZE:
                 raise StoreCorrupt(f"blob key {key.hex()[:24]} is not a digest")
-            store.read_blob(txn, key)
+            v.blob(key)
         except StoreCorrupt as exc:
-            scan.bad_blobs.add(bytes(key))
-            scan.corrupt("blob", key.hex(), str(exc))
-    _load_records(store, txn, scan)
-    for key, raw in txn.cursor(db=dbs["changes"]):
-        _check_change(txn, scan, bytes(key), raw, dbs["blobs"])
-    _check_links(store, txn, scan)
-    scan.report.pending = list(store.db.get_json(txn, "meta", b"pending") or [])
-    return scan
+            found.bad_blobs.add(key)
+            found.corrupt("blob", key.hex(), str(exc))
+    _load_records(v, found)
+    for key, change in v.records("changes"):
+        _check_change(v, found, key, change)
+    _check_links(v, found)
+    found.report.pending = v.unfinished()
+    return found
 
 
-def _load_records(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
-    for name, cls, into in (("turns", Turn, scan.turns), ("sessions", Session, scan.sessions)):
-        for key, raw in txn.cursor(db=store.db.dbs[name]):
-            try:
-                record = loads(cls, raw)
-            except StoreCorrupt as exc:
-                scan.bad_records.append((name, bytes(key)))
-                scan.corrupt(name[:-1], key.decode(errors="replace"), str(exc))
+def _load_records(v: View, found: _Findings) -> None:
+    for kind, into in (("turns", found.turns), ("sessions", found.sessions)):
+        for key, record in v.records(kind):
+            if isinstance(record, StoreCorrupt):
+                found.bad_records.append((kind, key))
+                found.corrupt(kind[:-1], key.decode(errors="replace"), str(record))
                 continue
-            into[record.id if cls is Turn else record.name] = record
+            into[record.id if kind == "turns" else record.name] = record
 
 
-def _check_change(txn: lmdb.Transaction, scan: _Scan, key: bytes, raw: bytes,
-                  blob_db: object) -> None:
+def _check_change(v: View, found: _Findings, key: bytes, change: Change | StoreCorrupt) -> None:
     label = key[:-5].decode(errors="replace") + f"/{int.from_bytes(key[-4:], 'big')}"
-    try:
-        change = loads(Change, raw)
-    except StoreCorrupt as exc:
-        scan.bad_records.append(("changes", key))
-        scan.corrupt("change", label, str(exc))
+    if isinstance(change, StoreCorrupt):
+        found.bad_records.append(("changes", key))
+        found.corrupt("change", label, str(change))
         return
-    if change.turn not in scan.turns:
-        scan.dangling("change", label, change.turn, "its turn does not exist")
-        scan.bad_changes[key] = f"change to {change.path} of missing turn {change.turn}"
+    if change.turn not in found.turns:
+        found.dangling("change", label, change.turn, "its turn does not exist")
+        found.bad_changes[key] = f"change to {change.path} of missing turn {change.turn}"
         return
     for side, version in (("before", change.before), ("after", change.after)):
-        digest = _digest(version)
-        if digest is None:
+        if version is None:
             continue
-        if txn.get(digest, db=blob_db) is None:
-            scan.dangling("change", label, version.digest, f"its {side} blob is missing")
-        elif digest not in scan.bad_blobs:
+        if not v.has_blob(version.key):
+            found.dangling("change", label, version.digest, f"its {side} blob is missing")
+        elif version.key not in found.bad_blobs:
             continue
-        scan.bad_changes[key] = (f"turn {change.turn}: the change to {change.path} "
-                                 f"(its {side} version {version.digest[:12]} cannot be read)")
+        found.bad_changes[key] = (f"turn {change.turn}: the change to {change.path} "
+                                  f"(its {side} version {version.digest[:12]} cannot be read)")
 
 
-def _check_links(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
-    turns = scan.turns
+def _check_links(v: View, found: _Findings) -> None:
+    turns = found.turns
     for turn in turns.values():
         if turn.parent is not None and turn.parent not in turns:
-            scan.dangling("turn", turn.id, turn.parent, "its parent turn does not exist")
+            found.dangling("turn", turn.id, turn.parent, "its parent turn does not exist")
         if turn.op is not None and turn.op.prev_rewind not in (None, *turns):
-            scan.dangling("turn", turn.id, str(turn.op.prev_rewind),
-                          "its previous rewind does not exist")
-    for key, raw in txn.cursor(db=store.db.dbs["heads"]):
-        if raw.decode(errors="replace") not in turns:
-            scan.dangling("head", key.decode(errors="replace"), raw.decode(errors="replace"),
-                          "the head points at a turn that does not exist")
-    for session in scan.sessions.values():
+            found.dangling("turn", turn.id, str(turn.op.prev_rewind),
+                           "its previous rewind does not exist")
+    for session, head in v.heads():
+        if head not in turns:
+            found.dangling("head", session, head, "the head points at a turn that does not exist")
+    for record in found.sessions.values():
         for name in ("open_turn", "last_rewind"):
-            ref = getattr(session, name)
+            ref = getattr(record, name)
             if ref is not None and ref not in turns:
-                scan.dangling("session", session.name, ref, f"its {name} does not exist")
-    for op_id in store.db.get_json(txn, "meta", b"pending") or []:
+                found.dangling("session", record.name, ref, f"its {name} does not exist")
+    for op_id in v.unfinished():
         if op_id not in turns:
-            scan.dangling("pending", op_id, op_id, "the interrupted operation has no record")
-    blob_db = store.db.dbs["blobs"]
-    for key, digest in txn.cursor(db=store.db.dbs["paths"]):
-        if txn.get(digest, db=blob_db) is None or bytes(digest) in scan.bad_blobs:
-            scan.bad_paths.append(bytes(key))
-            scan.dangling("path", os.fsdecode(key), bytes(digest).hex(),
-                          "its latest version cannot be read")
+            found.dangling("pending", op_id, op_id, "the interrupted operation has no record")
+    for rel, digest in v.path_digests():
+        if not v.has_blob(digest) or digest in found.bad_blobs:
+            found.bad_paths.append(rel)
+            found.dangling("path", rel, digest.hex(), "its latest version cannot be read")
 
 
-def _digest(version: Version | None) -> bytes | None:
-    return None if version is None else bytes.fromhex(version.digest)
-
-
-def _repair(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
+def _repair(tx: Tx, found: _Findings) -> None:
     """Drop what cannot be recovered and clear links to it, saying what each step lost."""
-    dbs = store.db.dbs
-    lost = scan.report.repaired
+    lost = found.report.repaired
     lost.clear()  # the transaction may run again after the map grows
-    for key in sorted(scan.bad_blobs):
-        txn.delete(key, db=dbs["blobs"])
+    for key in sorted(found.bad_blobs):
+        tx.delete_blob(key)
         lost.append(f"dropped blob {key.hex()[:12]}: its bytes do not match its digest")
-    for name, key in scan.bad_records:
-        txn.delete(key, db=dbs[name])
-        lost.append(f"dropped a malformed {name[:-1]} record {key.decode(errors='replace')}")
-    for key, what in sorted(scan.bad_changes.items()):
-        txn.delete(key, db=dbs["changes"])
+    for kind, key in found.bad_records:
+        tx.delete_record(kind, key)
+        lost.append(f"dropped a malformed {kind[:-1]} record {key.decode(errors='replace')}")
+    for key, what in sorted(found.bad_changes.items()):
+        tx.delete_record("changes", key)
         lost.append(f"dropped {what}; rewinds no longer restore that version")
-    turns = scan.turns
+    turns = found.turns
     for turn in turns.values():
         fixed = turn
         if turn.parent is not None and turn.parent not in turns:
@@ -200,25 +178,22 @@ def _repair(store: Store, txn: lmdb.Transaction, scan: _Scan) -> None:
             lost.append(f"rewind {turn.id}: its previous rewind {turn.op.prev_rewind} is gone")
             fixed = fixed._replace(op=turn.op._replace(prev_rewind=None))
         if fixed is not turn:
-            txn.put(turn.id.encode(), dumps(fixed), db=dbs["turns"])
-    for key, raw in list(txn.cursor(db=dbs["heads"])):
-        if raw.decode(errors="replace") not in turns:
-            txn.delete(key, db=dbs["heads"])
-            lost.append(f"session {key.decode(errors='replace')}: its head "
-                        f"{raw.decode(errors='replace')} is gone; the session is at its start")
-    for session in scan.sessions.values():
+            tx.put_turn(fixed)
+    for session, head in list(tx.heads()):
+        if head not in turns:
+            tx.set_head(session, None)
+            lost.append(f"session {session}: its head {head} is gone; the session is at its "
+                        "start")
+    for record in found.sessions.values():
         for name in ("open_turn", "last_rewind"):
-            if getattr(session, name) not in (None, *turns):
-                lost.append(f"session {session.name}: cleared its {name} "
-                            f"{getattr(session, name)}, which is gone")
-                session = session._replace(**{name: None})
-                store.put_session(txn, session)
-    pending = store.db.get_json(txn, "meta", b"pending") or []
-    if any(op not in turns for op in pending):
-        lost.append("cleared interrupted operations that have no record: "
-                    + ", ".join(op for op in pending if op not in turns))
-        store.db.put_json(txn, "meta", b"pending", [op for op in pending if op in turns])
-    for key in scan.bad_paths:
-        txn.delete(key, db=dbs["paths"])
-        lost.append(f"{os.fsdecode(key)}: forgot its latest version (the next capture stores "
-                    "it in full)")
+            if getattr(record, name) not in (None, *turns):
+                lost.append(f"session {record.name}: cleared its {name} "
+                            f"{getattr(record, name)}, which is gone")
+                record = record._replace(**{name: None})
+                tx.put_session(record)
+    dropped = tx.drop_unfinished(lambda op: op in turns)
+    if dropped:
+        lost.append("cleared interrupted operations that have no record: " + ", ".join(dropped))
+    for rel in found.bad_paths:
+        tx.forget_path(rel)
+        lost.append(f"{rel}: forgot its latest version (the next capture stores it in full)")

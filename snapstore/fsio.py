@@ -24,26 +24,19 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import NamedTuple
 
 from . import faults
 from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
-from .records import FILE, LINK
+from .records import FILE, LINK, Entry
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Scans skip (and report) larger files unless told otherwise: a workspace's generated
+#: artefacts should not fill the store.
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 #: LMDB keys are at most 511 bytes; the store keys paths by their relative form.
 MAX_PATH_BYTES = 511
 #: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
 TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
-
-
-class Entry(NamedTuple):
-    """What a path holds: file bytes or a link target, with permission bits."""
-
-    kind: str
-    data: bytes
-    mode: int = 0o644
-    stat: os.stat_result | None = None
 
 
 class Workspace:
@@ -53,11 +46,12 @@ class Workspace:
         self.root = os.path.realpath(root)
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
-        self._store_rel: str | None = None
+        #: The store's folder relative to the root, when it lies inside the workspace.
+        self.store_rel: str | None = None
         if store_dir is not None:
             store = os.path.realpath(store_dir)
             if _is_within(store, self.root):
-                self._store_rel = os.path.relpath(store, self.root).replace(os.sep, "/")
+                self.store_rel = os.path.relpath(store, self.root).replace(os.sep, "/")
 
     # -- paths -----------------------------------------------------------------
 
@@ -86,7 +80,7 @@ class Workspace:
         if len(os.fsencode(rel)) > MAX_PATH_BYTES:
             raise BadInput(f"{rel[:60]}...: path is longer than {MAX_PATH_BYTES} bytes, "
                            "the longest the store can key")
-        if self._store_rel and (rel == self._store_rel or rel.startswith(self._store_rel + "/")):
+        if self.store_rel and (rel == self.store_rel or rel.startswith(self.store_rel + "/")):
             raise UnsafePath(f"{text} is inside the snapstore store, which is never snapshotted")
         return rel
 

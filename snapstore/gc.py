@@ -28,21 +28,13 @@ the live data fits or nothing more may go.
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from . import blobs, faults
-from .journal import last_undoable
-from .records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Session, Turn, loads
-from .store import session_key
-
-if TYPE_CHECKING:
-    import lmdb
-
-    from .store import Store
+from .history import last_undoable
+from .records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
+from .repo import Repo, Tx, View
 
 DAY = 86400.0
 DEFAULT_KEEP_DAYS = 30
@@ -84,32 +76,30 @@ class GcResult:
                 "compacted": self.compacted, "dry_run": self.dry_run, "notes": self.notes}
 
 
-def gc(store: Store, policy: GcPolicy, *, dry_run: bool = False, compact: bool = True,
+def gc(repo: Repo, policy: GcPolicy, *, dry_run: bool = False, compact: bool = True,
        compact_timeout: float = 2.0) -> GcResult:
     """Apply ``policy``; see the module docstring for the steps and what is never dropped."""
     result = GcResult(dry_run=dry_run)
-    before = store.db.data_bytes()
-    with store.db.write_lock():
-        with store.db.read() as txn:
-            graph = _Graph.load(store, txn)
-        drop = graph.by_policy(policy, store.clock())
+    before = repo.data_bytes()
+    with repo.write_lock():
+        graph = _Graph.load(repo)
+        drop = graph.by_policy(policy, repo.clock())
         if policy.max_size is not None:
-            drop = graph.for_quota(drop, store.db.live_bytes() - policy.max_size)
+            drop = graph.for_quota(drop, repo.live_bytes() - policy.max_size)
         if dry_run:
             result.removed_turns = sorted(drop)
             result.removed_blobs, result.freed_bytes = graph.sweep_estimate(drop)
             result.store_bytes = before
-            result.live_bytes = store.db.live_bytes()
+            result.live_bytes = repo.live_bytes()
             return result
         for _ in range(MAX_ROUNDS):
-            _prune(store, graph, drop, result)
-            _sweep(store, result)
-            result.live_bytes = store.db.live_bytes()
+            _prune(repo, graph, drop, result)
+            _sweep(repo, result)
+            result.live_bytes = repo.live_bytes()
             over = result.live_bytes - (policy.max_size or result.live_bytes)
             if over <= 0:
                 break
-            with store.db.read() as txn:
-                graph = _Graph.load(store, txn)
+            graph = _Graph.load(repo)
             drop = graph.for_quota(set(), over)
             if not drop:
                 result.notes.append(
@@ -118,11 +108,11 @@ def gc(store: Store, policy: GcPolicy, *, dry_run: bool = False, compact: bool =
                     "version of every file")
                 break
         if compact:
-            result.compacted = store.db.compact(compact_timeout)
+            result.compacted = repo.compact(compact_timeout)
             if not result.compacted:
                 result.notes.append("compaction skipped: another process has the store open; "
                                     "the freed space is reused but the file did not shrink")
-    result.store_bytes = store.db.data_bytes()
+    result.store_bytes = repo.data_bytes()
     result.freed_bytes = max(0, before - result.store_bytes)
     return result
 
@@ -138,25 +128,27 @@ class _Graph:
     sizes: dict[bytes, int]  # blob -> about the bytes it takes in the file
 
     @classmethod
-    def load(cls, store: Store, txn: lmdb.Transaction) -> _Graph:
-        turns = {t.id: t for t in store.iter_turns(txn)}
+    def load(cls, repo: Repo, v: View | None = None) -> _Graph:
+        """The graph as one snapshot holds it (``v``, else a fresh read)."""
+        if v is None:
+            with repo.read() as fresh:
+                return cls.load(repo, fresh)
+        turns = {t.id: t for t in v.turns()}
         protected = {t.id for t in turns.values() if t.state == OPEN}
-        for op_id in store.db.get_json(txn, "meta", b"pending") or []:
+        for op_id in v.unfinished():
             protected |= _needed_by(turns, op_id, finishing=True)
         for session in {t.session for t in turns.values()}:
-            last = last_undoable(store, txn, session)
+            last = last_undoable(v, session)
             if last is not None:
                 protected |= _needed_by(turns, last.id, finishing=False)
         refs: dict[str, set[bytes]] = {}
-        for _, raw in txn.cursor(db=store.db.dbs["changes"]):
-            change = loads(Change, raw)
+        for change in v.all_changes():
             refs.setdefault(change.turn, set()).update(_digests(change))
-        roots = {bytes(v) for _, v in txn.cursor(db=store.db.dbs["paths"])}
-        roots.update(bytes(v[FINGERPRINT.size:]) for _, v in txn.cursor(db=store.db.dbs["index"])
-                     if len(v) == FINGERPRINT.size + blobs.DIGEST_SIZE)
-        page = store.db.env.stat()["psize"]
-        sizes = {bytes(k): _footprint(len(v), page)
-                 for k, v in txn.cursor(db=store.db.dbs["blobs"])}
+        roots = {digest for _, digest in v.path_digests()}
+        roots.update(value[FINGERPRINT.size:] for value in v.index_values()
+                     if len(value) == FINGERPRINT.size + blobs.DIGEST_SIZE)
+        page = repo.page_size()
+        sizes = {key: _footprint(len(value), page) for key, value in v.blob_values()}
         return cls(turns, protected, refs, roots, sizes)
 
     def by_policy(self, policy: GcPolicy, now: float) -> set[str]:
@@ -265,20 +257,17 @@ def _footprint(size: int, page: int) -> int:
 def _digests(change: Change) -> Iterable[bytes]:
     for version in (change.before, change.after):
         if version is not None:
-            yield bytes.fromhex(version.digest)
+            yield version.key
 
 
-def _prune(store: Store, graph: _Graph, drop: set[str], result: GcResult) -> None:
+def _prune(repo: Repo, graph: _Graph, drop: set[str], result: GcResult) -> None:
     """Step 2: drop the turns with their changes and events; relink what stays."""
     if not drop:
         return
 
-    def commit(txn: lmdb.Transaction) -> list[str]:
-        dbs = store.db.dbs
+    def commit(tx: Tx) -> list[str]:
         for turn_id in drop:
-            for change in store.changes(txn, turn_id):
-                store.delete_change(txn, change)
-            txn.delete(turn_id.encode(), db=dbs["turns"])
+            tx.delete_turn(turn_id)
         for turn in graph.turns.values():
             if turn.id in drop:
                 continue
@@ -286,79 +275,74 @@ def _prune(store: Store, graph: _Graph, drop: set[str], result: GcResult) -> Non
             prev = graph.nearest_kept(turn.op.prev_rewind, drop, "op") if turn.op else None
             if parent == turn.parent and (turn.op is None or prev == turn.op.prev_rewind):
                 continue
-            current = store.get_turn(txn, turn.id)
+            current = tx.turn(turn.id)
             op = None if current.op is None else current.op._replace(prev_rewind=prev)
-            store.put_turn(txn, current._replace(parent=parent, op=op))
-        removed = _relink_sessions(store, txn, graph, drop)
-        store.event(txn, "gc", turns=len(drop), sessions=len(removed))
-        for key, raw in list(txn.cursor(db=dbs["events"])):
-            if json.loads(raw).get("turn") in drop:
-                txn.delete(key, db=dbs["events"])
+            tx.put_turn(current._replace(parent=parent, op=op))
+        removed = _relink_sessions(tx, graph, drop)
+        tx.event("gc", turns=len(drop), sessions=len(removed))
+        tx.forget_events(drop)
         faults.point("gc.pruned")
         return removed
 
-    removed = store.db.write(commit, locked=True)
+    removed = repo.write(commit, locked=True)
     result.removed_turns += sorted(drop)
     result.removed_sessions += removed
 
 
-def _relink_sessions(store: Store, txn: lmdb.Transaction, graph: _Graph,
-                     drop: set[str]) -> list[str]:
+def _relink_sessions(tx: Tx, graph: _Graph, drop: set[str]) -> list[str]:
     kept_sessions = {t.session for t in graph.turns.values() if t.id not in drop}
     removed = []
-    for _, raw in list(txn.cursor(db=store.db.dbs["sessions"])):
-        session = loads(Session, raw)
+    for session in list(tx.sessions()):
         if session.name not in kept_sessions and session.open_turn is None:
-            txn.delete(session_key(session.name), db=store.db.dbs["sessions"])
-            store.set_head(txn, session.name, None)
+            tx.delete_session(session.name)
             removed.append(session.name)
             continue
-        head = store.get_head(txn, session.name)
+        head = tx.head(session.name)
         if head in drop:
-            store.set_head(txn, session.name, graph.nearest_kept(head, drop))
+            tx.set_head(session.name, graph.nearest_kept(head, drop))
         last = graph.nearest_kept(session.last_rewind, drop, "op")
         if last != session.last_rewind:
-            store.put_session(txn, session._replace(last_rewind=last))
+            tx.put_session(session._replace(last_rewind=last))
     return removed
 
 
-def _sweep(store: Store, result: GcResult) -> None:
+def _sweep(repo: Repo, result: GcResult) -> None:
     """Step 3: rebase live deltas whose base is dead, fix depths, delete dead blobs.
 
     Content is read from a snapshot taken before the commit, so a chain is
     always read as it was written, whatever this commit has rewritten so far.
     """
-    db = store.db.dbs["blobs"]
-    with store.db.read() as snap:
-        graph = _Graph.load(store, snap)
+    with repo.read() as snap:
+        graph = _Graph.load(repo, snap)
         live = graph.live(set())
-        headers = {k: blobs.parse_header(snap.get(k, db=db), k) for k in graph.sizes}
+        headers = {k: blobs.parse_header(value, k) for k, value in snap.blob_values()}
         deltas = sorted((k for k in live if k in headers and headers[k].base is not None),
                         key=lambda k: headers[k].depth)  # bases before what rests on them
         dead = [k for k in headers if k not in live]
 
-        def commit(txn: lmdb.Transaction) -> tuple[int, int]:
+        def commit(tx: Tx) -> tuple[int, int]:
             current = dict(headers)
             rebased = 0
             for key in deltas:
-                value = original = snap.get(key, db=db)
+                value = original = snap.blob_value(key)
+                assert value is not None
                 if headers[key].base not in live:
-                    value = store.encode_against(snap, store.read_blob(snap, key), key,
-                                                 _live_ancestor(headers, key, live))
+                    value = snap.encode_against(snap.blob(key), key,
+                                                _live_ancestor(headers, key, live))
                     rebased += 1
                 header = blobs.parse_header(value, key)
                 if header.base is not None and current[header.base].depth + 1 != header.depth:
                     value = blobs.with_depth(value, current[header.base].depth + 1)
                     header = blobs.parse_header(value, key)
                 if value is not original:
-                    txn.put(key, value, db=db)
+                    tx.replace_blob_value(key, value)
                 current[key] = header
             faults.point("gc.rebased")
             for key in dead:
-                txn.delete(key, db=db)
+                tx.delete_blob(key)
             return len(dead), rebased
 
-        removed, rebased = store.db.write(commit, locked=True)
+        removed, rebased = repo.write(commit, locked=True)
     result.removed_blobs += removed
     result.rebased_blobs += rebased
 
@@ -370,11 +354,3 @@ def _live_ancestor(headers: dict[bytes, blobs.BlobHeader], key: bytes, live: set
     while base is not None and base not in live:
         base = headers[base].base if base in headers else None
     return base
-
-
-def store_size(store_dir: str) -> int:
-    """The size of a store's data file, without opening it (for the quota check)."""
-    try:
-        return os.path.getsize(os.path.join(store_dir, "db", "data.mdb"))
-    except OSError:
-        return 0

@@ -6,18 +6,13 @@ and removed by a turn are counted between the blobs it recorded.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from .errors import BadInput, NotFound
+from .blobs import parse_header
+from .errors import BadInput, UnknownTurn
 from .merge import is_binary, line_stats
-from .records import AGENT, OPEN, Change, Turn, Version, loads
-
-if TYPE_CHECKING:
-    import lmdb
-
-    from .store import Store
+from .records import AGENT, OPEN, Change, Turn, Version
+from .repo import Repo, View
 
 #: An argument of at most this many digits is a number from ``log``, not an id prefix.
 MAX_NUMBER_DIGITS = 6
@@ -83,36 +78,49 @@ class StoreStatus:
         return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
 
 
-def branch(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
+def branch(v: View, session: str) -> list[Turn]:
     """The session's current branch, from the head back to its first turn."""
     turns = []
-    turn_id = store.get_head(txn, session)
+    turn_id = v.head(session)
     seen = set()
     while turn_id is not None and turn_id not in seen:
         seen.add(turn_id)
-        turn = store.get_turn(txn, turn_id)
+        turn = v.turn(turn_id)
         turns.append(turn)
         turn_id = turn.parent
     return turns
 
 
-def latest_session(store: Store) -> str | None:
+def last_undoable(v: View, session: str) -> Turn | None:
+    """The rewind a plain ``undo`` takes back: the newest applied one not yet undone."""
+    record = v.session(session)
+    op_id = record.last_rewind if record else None
+    while op_id is not None:
+        turn = v.turn(op_id)
+        assert turn.op is not None
+        if turn.op.undoes is None and turn.op.undone_by is None and turn.op.status == "applied":
+            return turn
+        op_id = turn.op.prev_rewind
+    return None
+
+
+def latest_session(repo: Repo) -> str | None:
     """The session whose newest agent turn is the most recent in the store."""
     newest: Turn | None = None
-    with store.db.read() as txn:
-        for turn in store.iter_turns(txn):
+    with repo.read() as v:
+        for turn in v.turns():
             if turn.kind == AGENT and (newest is None or turn.seq > newest.seq):
                 newest = turn
     return newest.session if newest else None
 
 
-def session_turns(store: Store, txn: lmdb.Transaction, session: str) -> list[Turn]:
+def session_turns(v: View, session: str) -> list[Turn]:
     """Every agent turn of a session, newest first, rewound branches included."""
-    turns = [t for t in store.iter_turns(txn) if t.session == session and t.kind == AGENT]
+    turns = [t for t in v.turns() if t.session == session and t.kind == AGENT]
     return sorted(turns, key=lambda t: t.seq, reverse=True)
 
 
-def file_stats(store: Store, txn: lmdb.Transaction, changes: list[Change]) -> list[FileStat]:
+def file_stats(v: View, changes: list[Change]) -> list[FileStat]:
     """Per-path stats of a list of changes: first ``before`` against last ``after``."""
     first: dict[str, Change] = {}
     last: dict[str, Change] = {}
@@ -126,15 +134,15 @@ def file_stats(store: Store, txn: lmdb.Transaction, changes: list[Change]) -> li
         closing = last[path]
         before = opening.before
         after = closing.after if closing.done else before
-        stat = _stat(store, txn, path, before, after, closing)
+        stat = _stat(v, path, before, after, closing)
         if stat is not None:
             stat.tool = ", ".join(t for t in tools[path] if t)
             stats.append(stat)
     return stats
 
 
-def _stat(store: Store, txn: lmdb.Transaction, path: str, before: Version | None,
-          after: Version | None, change: Change) -> FileStat | None:
+def _stat(v: View, path: str, before: Version | None, after: Version | None,
+          change: Change) -> FileStat | None:
     if before is None and after is None:
         return None
     status = "added" if before is None else "deleted" if after is None else "modified"
@@ -142,8 +150,8 @@ def _stat(store: Store, txn: lmdb.Transaction, path: str, before: Version | None
         if before.mode == after.mode and before.kind == after.kind:
             return None
         status = "mode"
-    old = store.version_bytes(txn, before) if before and before.kind == "file" else None
-    new = store.version_bytes(txn, after) if after and after.kind == "file" else None
+    old = v.content(before) if before and before.kind == "file" else None
+    new = v.content(after) if after and after.kind == "file" else None
     old_data = old.data if old else b""
     new_data = new.data if new else b""
     binary = is_binary(old_data) or is_binary(new_data)
@@ -154,75 +162,70 @@ def _stat(store: Store, txn: lmdb.Transaction, path: str, before: Version | None
                     before, after)
 
 
-def turn_stats(store: Store, txn: lmdb.Transaction, turn: Turn) -> list[FileStat]:
-    return file_stats(store, txn, store.changes(txn, turn.id))
+def turn_stats(v: View, turn: Turn) -> list[FileStat]:
+    return file_stats(v, v.changes(turn.id))
 
 
-def rewind_points(store: Store, session: str, all_branches: bool = False) -> list[RewindPoint]:
+def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
     """Rewind points newest first; numbered 1..N along the current branch."""
-    with store.db.read() as txn:
-        store.require_session(txn, session)
-        on_branch = [t for t in branch(store, txn, session) if t.kind == AGENT]
+    with repo.read() as v:
+        v.require_session(session)
+        on_branch = [t for t in branch(v, session) if t.kind == AGENT]
         numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
-        turns = session_turns(store, txn, session) if all_branches else on_branch
-        return [RewindPoint(numbers.get(t.id), t, turn_stats(store, txn, t)) for t in turns]
+        turns = session_turns(v, session) if all_branches else on_branch
+        return [RewindPoint(numbers.get(t.id), t, turn_stats(v, t)) for t in turns]
 
 
-def resolve_turn(store: Store, ref: str | int, session: str) -> Turn:
+def resolve_turn(v: View, ref: str | int, session: str) -> Turn:
     """A turn from a number on the current branch, or an id or unique id prefix."""
     text = str(ref).strip()
     if not text:
         raise BadInput("empty turn reference")
-    with store.db.read() as txn:
-        store.require_session(txn, session)
-        if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
-            points = [t for t in branch(store, txn, session) if t.kind == AGENT]
-            n = int(text)
-            if not 1 <= n <= len(points):
-                raise NotFound(f"no rewind point {n} in session {session!r} "
-                               f"(it has {len(points)})", hint="see `snapstore log`")
-            return points[n - 1]
-        matches = [t for t in store.iter_turns(txn) if t.id.startswith(text)]
-        in_session = [t for t in matches if t.session == session]
-        matches = in_session or matches
-        if not matches:
-            raise NotFound(f"unknown turn {text!r}", hint="see `snapstore log --all`")
-        if len(matches) > 1:
-            raise BadInput(f"turn prefix {text!r} is ambiguous: "
-                           + ", ".join(sorted(t.id for t in matches)[:5]))
-        return matches[0]
+    v.require_session(session)
+    if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
+        points = [t for t in branch(v, session) if t.kind == AGENT]
+        n = int(text)
+        if not 1 <= n <= len(points):
+            raise UnknownTurn(f"no rewind point {n} in session {session!r} "
+                              f"(it has {len(points)})", ref=text, session=session,
+                              count=len(points))
+        return points[n - 1]
+    matches = [t for t in v.turns() if t.id.startswith(text)]
+    in_session = [t for t in matches if t.session == session]
+    matches = in_session or matches
+    if not matches:
+        raise UnknownTurn(f"unknown turn {text!r}", ref=text, session=session)
+    if len(matches) > 1:
+        raise BadInput(f"turn prefix {text!r} is ambiguous: "
+                       + ", ".join(sorted(t.id for t in matches)[:5]))
+    return matches[0]
 
 
-def show(store: Store, ref: str | int, session: str) -> TurnDetail:
-    turn = resolve_turn(store, ref, session)
-    with store.db.read() as txn:
-        return TurnDetail(turn, turn_stats(store, txn, turn))
+def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
+    with repo.read() as v:
+        turn = resolve_turn(v, ref, session)
+        return TurnDetail(turn, turn_stats(v, turn))
 
 
-def status(store: Store, session: str) -> StoreStatus:
+def status(repo: Repo, session: str) -> StoreStatus:
     """Counts and sizes, read in one transaction."""
-    from .blobs import parse_header
-
-    with store.db.read() as txn:
-        dbs = store.db.dbs
-        sessions = txn.stat(dbs["sessions"])["entries"]
-        turns = sum(1 for t in store.iter_turns(txn) if t.kind == AGENT)
-        record = store.get_session(txn, session)
+    with repo.read() as v:
+        sessions = v.session_count()
+        turns = sum(1 for t in v.turns() if t.kind == AGENT)
+        record = v.session(session)
         open_turn = record.open_turn if record else None
-        if open_turn and store.get_turn(txn, open_turn).state != OPEN:
+        if open_turn and v.turn(open_turn).state != OPEN:
             open_turn = None
         sizes = {}
         stored = 0
-        for key, value in txn.cursor(db=dbs["blobs"]):
+        for key, value in v.blob_values():
             sizes[key] = parse_header(value, key).size
             stored += len(value)
         logical = 0
-        for _, raw in txn.cursor(db=dbs["changes"]):
-            change = loads(Change, raw)
+        for change in v.all_changes():
             for version in (change.before, change.after):
                 if version is not None:
-                    logical += sizes.get(bytes.fromhex(version.digest), 0)
-        head = store.get_head(txn, session)
-    disk = sum(entry.stat().st_size for entry in os.scandir(os.path.join(store.store_dir, "db")))
-    return StoreStatus(store.root, store.store_dir, sessions, turns, open_turn, head,
-                       len(sizes), stored, logical, disk)
+                    logical += sizes.get(version.key, 0)
+        head = v.head(session)
+    return StoreStatus(repo.root, repo.store_dir, sessions, turns, open_turn, head,
+                       len(sizes), stored, logical, repo.data_bytes())

@@ -20,8 +20,11 @@ import stat
 import struct
 from typing import Any, NamedTuple
 
+from .blobs import digest
 from .errors import StoreCorrupt
 
+#: The session of a command that names none (the CLI: ``$SNAPSTORE_SESSION``, else this).
+DEFAULT_SESSION = "default"
 FILE, LINK = "file", "link"
 OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
 AGENT, USER, REWIND = "agent", "user", "rewind"
@@ -34,8 +37,29 @@ class Version(NamedTuple):
     mode: int = 0o644
     kind: str = FILE
 
+    @property
+    def key(self) -> bytes:
+        """The digest as the blob's key."""
+        return bytes.fromhex(self.digest)
+
     def same_content(self, other: Version | None) -> bool:
         return other is not None and other.digest == self.digest and other.kind == self.kind
+
+
+class Entry(NamedTuple):
+    """What a path holds on disk: file bytes or a link target, with permission bits."""
+
+    kind: str
+    data: bytes
+    mode: int = 0o644
+    stat: os.stat_result | None = None
+
+
+def version_of(entry: Entry | None) -> Version | None:
+    """The identity of what is on disk (its digest, mode and kind)."""
+    if entry is None:
+        return None
+    return Version(digest(entry.data).hex(), entry.mode, entry.kind)
 
 
 #: ``index`` values (scan mode): size, mtime_ns, ctime_ns, inode, st_mode, then the digest.
@@ -60,6 +84,13 @@ def unscanned_fingerprint(version: Version) -> bytes:
 def same(a: Version | None, b: Version | None) -> bool:
     """Whether two states hold the same content (absence equals absence; modes aside)."""
     return (a is None and b is None) or (a is not None and a.same_content(b))
+
+
+def differs(a: Version | None, b: Version | None) -> bool:
+    """Whether going from ``a`` to ``b`` needs a write: other content, kind or mode."""
+    if not same(a, b):
+        return True
+    return a is not None and b is not None and a.mode != b.mode
 
 
 class Change(NamedTuple):
@@ -109,7 +140,7 @@ class Turn(NamedTuple):
     state: str = OPEN
     implicit: bool = False
     next_change: int = 0  # the seq the next change of this turn gets
-    pending: dict[str, int] | None = None  # path -> seq of its change still waiting for ``after``
+    open_changes: dict[str, int] | None = None  # path -> seq of its change awaiting ``after``
     op: RewindOp | None = None
 
 

@@ -1,226 +1,132 @@
-"""Planning a rewind: the per-path fold, newest change first (DESIGN.md, Rewind).
+"""Rewind and undo: choose what to take back, plan it, and hand it to the journal.
 
-For each path the fold starts from the bytes on disk now and undoes the changes
-one at a time, newest first:
-
-- current == change.after: the exact path, current becomes change.before;
-- current == change.before: this change is already undone;
-- otherwise a three-way merge with base = after, ours = current,
-  theirs = before, which keeps the user's edits and takes out the agent's.
-
-Planning only reads. ``snapstore.journal`` makes the plan durable and applies it.
+``rewind`` takes back a turn and every later turn on the session's branch;
+``undo`` takes back a rewind (or an undo). Both plan with the per-path fold of
+``snapstore.plan`` and are made durable and applied by ``snapstore.journal``.
 """
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
 
-from . import blobs
-from .errors import SnapstoreError
-from .fsio import Entry
-from .merge import is_binary, merge3
-from .records import FILE, LINK, Change, Version, same
-
-if TYPE_CHECKING:
-    import lmdb
-
-    from .store import Store
-
-MODES = ("both", "code", "conversation")
-POLICIES = ("skip", "markers", "theirs")
-RESTORE, DELETE, MERGE, CONFLICT, ERROR, KEEP = (
-    "restore", "delete", "merge", "conflict", "error", "keep")
+from .capture import finish_open_turn
+from .errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
+from .history import branch, last_undoable, resolve_turn
+from .journal import Operation, execute
+from .plan import MODES, POLICIES, RewindResult, group_by_path, plan_path
+from .records import AGENT, REWIND, RewindOp, Turn
+from .repo import Repo, View
 
 
-@dataclass
-class PathPlan:
-    """What a rewind will do to one path."""
-
-    path: str
-    action: str
-    current: Version | None = None
-    current_entry: Entry | None = None
-    result: Version | None = None
-    content: Entry | None = None
-    reason: str = ""
-    rmdirs: int = 0  # empty parent folders to remove once the file is deleted
-    mkdirs: int = 0  # parent folders the write creates (an undo removes them again)
-
-    @property
-    def writes(self) -> bool:
-        """Whether applying the plan writes the path (a conflict with markers does)."""
-        return self.action in (RESTORE, DELETE, MERGE) or (
-            self.action == CONFLICT and self.content is not None)
+def check_choices(mode: str, on_conflict: str) -> None:
+    if mode not in MODES:
+        raise BadInput(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    if on_conflict not in POLICIES:
+        raise BadInput(f"unknown conflict policy {on_conflict!r} "
+                       f"(choose from {', '.join(POLICIES)})")
 
 
-def differs(a: Version | None, b: Version | None) -> bool:
-    """Whether going from ``a`` to ``b`` needs a write: other content, kind or mode."""
-    if not same(a, b):
-        return True
-    return a is not None and b is not None and a.mode != b.mode
+def refuse_unfinished(repo: Repo) -> None:
+    """Refuse to start an operation while an interrupted one is not finished."""
+    unfinished = repo.unfinished()
+    if unfinished:
+        raise Unfinished(f"rewind {unfinished[0]} was interrupted and is not finished",
+                         operation=unfinished[0])
 
 
-@dataclass
-class RewindResult:
-    """What a rewind or undo did (or, with ``dry_run``, would do)."""
-
-    session: str
-    target: str | None
-    user_text: str
-    turns_reverted: list[str]
-    restored: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)
-    conflicts: list[dict[str, str]] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
-    new_head: str | None = None
-    undo_id: str | None = None
-    dry_run: bool = False
-    plans: list[PathPlan] = field(default_factory=list, repr=False)
-
-    @property
-    def ok(self) -> bool:
-        return not self.conflicts and not self.errors
-
-    def to_json(self) -> dict[str, Any]:
-        # Not asdict(): it would deep-copy the file bytes of every plan only to drop them.
-        return copy.deepcopy({f.name: getattr(self, f.name) for f in fields(self)
-                              if f.name != "plans"})
-
-    def add(self, plan: PathPlan) -> None:
-        """Sort one path's plan into the result lists."""
-        if plan.action == RESTORE:
-            self.restored.append(plan.path)
-        elif plan.action == DELETE:
-            self.deleted.append(plan.path)
-        elif plan.action == MERGE:
-            self.merged.append(plan.path)
-        elif plan.action == CONFLICT:
-            self.conflicts.append({"path": plan.path, "reason": plan.reason})
-        elif plan.action == ERROR:
-            self.errors.append({"path": plan.path, "reason": plan.reason})
+def rewind(repo: Repo, target: str | int, session: str, *, mode: str = "both",
+           on_conflict: str = "skip", paths: Iterable[str] | None = None,
+           dry_run: bool = False, force: bool = False) -> RewindResult:
+    """Take back ``target`` and every later turn on the session's current branch."""
+    check_choices(mode, on_conflict)
+    rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
+    if rels is not None:
+        mode = "code"  # taking back some files never moves the conversation
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            turn = resolve_turn(v, target, session)
+            open_turn = v.open_turn(session)
+        if open_turn is not None:
+            if not force:
+                raise RunActive(f"turn {open_turn.id} of session {session!r} is still open",
+                                turn=open_turn.id, session=session)
+            if not dry_run:
+                finish_open_turn(repo, session)
+        with repo.read() as v:
+            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
+        if dry_run:
+            operation.result.dry_run = True
+            return operation.result
+        return execute(repo, operation)
 
 
-def version_of(entry: Entry | None) -> Version | None:
-    """The identity of what is on disk (its digest, mode and kind)."""
-    if entry is None:
-        return None
-    return Version(blobs.digest(entry.data).hex(), entry.mode, entry.kind)
+def _plan_rewind(repo: Repo, v: View, turn: Turn, session: str, mode: str, on_conflict: str,
+                 rels: list[str] | None) -> Operation:
+    on_branch = branch(v, session)
+    ids = [t.id for t in on_branch]
+    if turn.kind != AGENT or turn.id not in ids:
+        raise NotOnBranch(f"turn {turn.id} is not on the current branch of session "
+                          f"{session!r} (it is {turn.state})", turn=turn.id, session=session,
+                          state=turn.state)
+    reverted = on_branch[: ids.index(turn.id) + 1]
+    changes = [c for t in reversed(reverted) for c in v.changes(t.id)]
+    if rels is not None:
+        changes = [c for c in changes if c.path in rels]
+    head = ids[0] if ids else None
+    new_head = head if mode == "code" else turn.parent
+    record = v.require_session(session)
+    op = RewindOp(session, turn.id, mode, prev_head=head, new_head=new_head,
+                  reverted=[t.id for t in reverted], paths=rels or [],
+                  prev_rewind=record.last_rewind)
+    result = RewindResult(session, turn.id, turn.prompt, op.reverted, new_head=new_head)
+    plans = [] if mode == "conversation" else [
+        plan_path(repo.ws, v, path, path_changes, on_conflict)
+        for path, path_changes in sorted(group_by_path(changes).items())]
+    return Operation(op, result, plans)
 
 
-def group_by_path(changes: list[Change]) -> dict[str, list[Change]]:
-    """Changes per path, newest first, given changes listed oldest first."""
-    grouped: dict[str, list[Change]] = {}
-    for change in reversed(changes):
-        grouped.setdefault(change.path, []).append(change)
-    return grouped
+def _find_rewind(v: View, rewind_id: str | None, session: str) -> Turn:
+    if rewind_id is not None:
+        turn = resolve_turn(v, rewind_id, session)
+        if turn.kind != REWIND or turn.op is None or turn.op.undoes is not None:
+            raise BadInput(f"{turn.id} is not a rewind", turn=turn.id)
+        if turn.op.undone_by is not None:
+            raise BadInput(f"rewind {turn.id} was already undone by {turn.op.undone_by}",
+                           turn=turn.id)
+        return turn
+    v.require_session(session)
+    turn = last_undoable(v, session)
+    if turn is None:
+        raise NotFound(f"session {session!r} has no rewind to undo", session=session)
+    return turn
 
 
-class _Conflict(Exception):
-    """One path's fold cannot go on; carries the plan to report."""
-
-    def __init__(self, plan: PathPlan):
-        super().__init__(plan.reason)
-        self.plan = plan
-
-
-def plan_path(store: Store, txn: lmdb.Transaction, path: str, changes: list[Change],
-              on_conflict: str) -> PathPlan:
-    """Fold ``changes`` (newest first) backwards from what the path holds now."""
-    try:
-        entry = store.ws.read(path)
-    except SnapstoreError as exc:
-        return PathPlan(path, ERROR, reason=str(exc))
-    start = version_of(entry)
-    fold = _Fold(store, txn, path, start, entry, on_conflict)
-    try:
-        for change in changes:
-            fold.undo(change)
-    except _Conflict as stop:
-        return stop.plan
-    except SnapstoreError as exc:
-        return PathPlan(path, ERROR, start, entry, reason=str(exc))
-    return fold.plan()
-
-
-class _Fold:
-    """The state of one path while its changes are undone, newest first."""
-
-    def __init__(self, store: Store, txn: lmdb.Transaction, path: str, start: Version | None,
-                 entry: Entry | None, on_conflict: str):
-        self.store, self.txn, self.path = store, txn, path
-        self.start, self.start_entry = start, entry
-        self.version, self.entry = start, entry
-        self.on_conflict = on_conflict
-        self.merged = False
-        self.rmdirs = 0
-
-    def undo(self, change: Change) -> None:
-        """Take one change back from the current state."""
-        if not change.done:
-            if same(self.version, change.before):
-                return
-            return self._conflict("what the agent wrote was never recorded", change)
-        if same(self.version, change.after):
-            self._become(change.before, change)
-            return
-        if same(self.version, change.before):
-            return
-        self._merge(change)
-
-    def _become(self, version: Version | None, change: Change) -> None:
-        self.entry = self.store.version_bytes(self.txn, version)
-        self.version = version
-        if version is None:
-            self.rmdirs = max(self.rmdirs, change.mkdirs)
-
-    def _merge(self, change: Change) -> None:
-        if self.version is None:
-            return self._conflict("the file was deleted after the agent wrote it", change)
-        assert self.entry is not None
-        base = self.store.version_bytes(self.txn, change.after)
-        theirs = self.store.version_bytes(self.txn, change.before)
-        sides = [e for e in (base, self.entry, theirs) if e is not None]
-        if any(e.kind == LINK for e in sides):
-            return self._conflict("a symlink that was changed after the agent wrote it", change)
-        if any(is_binary(e.data) for e in sides):
-            return self._conflict("binary file changed after the agent wrote it", change)
-        result = merge3(base.data if base else b"", self.entry.data,
-                        theirs.data if theirs else b"")
-        if not result.clean:
-            return self._conflict(f"{result.conflicts} conflicting region(s) between your edits "
-                           "and the agent's", change, result.content)
-        self.merged = True
-        if change.before is None and not result.content:
-            self.version, self.entry = None, None
-            self.rmdirs = max(self.rmdirs, change.mkdirs)
-            return
-        mode = self.entry.mode
-        if change.after is not None and change.before is not None and mode == change.after.mode:
-            mode = change.before.mode
-        self.entry = Entry(FILE, result.content, mode)
-        self.version = version_of(self.entry)
-
-    def _conflict(self, reason: str, change: Change, markers: bytes | None = None) -> None:
-        """Stop the fold with a conflict, unless the policy forces ``before``."""
-        if self.on_conflict == "theirs":
-            self._become(change.before, change)
-            return
-        plan = PathPlan(self.path, "conflict", self.start, self.start_entry, reason=reason)
-        if self.on_conflict == "markers" and markers is not None:
-            assert self.entry is not None
-            plan.content = Entry(FILE, markers, self.entry.mode)
-            plan.result = version_of(plan.content)
-        raise _Conflict(plan)
-
-    def plan(self) -> PathPlan:
-        plan = PathPlan(self.path, KEEP, self.start, self.start_entry, self.version, self.entry,
-                        rmdirs=self.rmdirs)
-        if not differs(self.start, self.version):
-            return plan
-        plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
-        if self.start is None and self.version is not None:
-            plan.mkdirs = self.store.ws.missing_parents(self.path)
-        return plan
+def undo(repo: Repo, rewind_id: str | None, session: str, *, on_conflict: str = "skip",
+         dry_run: bool = False) -> RewindResult:
+    """Take back a rewind: the files it wrote, and the head it moved."""
+    check_choices("both", on_conflict)
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            record = _find_rewind(v, rewind_id, session)
+            assert record.op is not None
+            open_turn = v.open_turn(session)
+            if open_turn is not None:
+                raise RunActive(f"turn {open_turn.id} of session {session!r} is still open",
+                                turn=open_turn.id, session=session)
+            done = record.op
+            moves_head = done.mode != "code"
+            head = v.head(session)
+            op = RewindOp(session, record.id, done.mode, prev_head=head,
+                          new_head=done.prev_head if moves_head else head,
+                          reverted=done.reverted, undoes=record.id,
+                          prev_rewind=v.require_session(session).last_rewind)
+            result = RewindResult(session, record.id, "", done.reverted, new_head=op.new_head)
+            plans = [plan_path(repo.ws, v, path, changes, on_conflict)
+                     for path, changes in sorted(group_by_path(v.changes(record.id)).items())]
+        operation = Operation(op, result, plans)
+        if dry_run:
+            operation.result.dry_run = True
+            return operation.result
+        return execute(repo, operation)

@@ -27,38 +27,32 @@ concurrent rewind has already replaced.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import stat
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
 
 from .errors import SnapstoreError
+from .fsio import DEFAULT_MAX_FILE_SIZE
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .records import (
     CLOSED,
+    DEFAULT_SESSION,
     FILE,
     FINGERPRINT,
     LINK,
     OPEN,
     USER,
     Change,
+    Entry,
     Turn,
     Version,
+    differs,
     fingerprint,
 )
-from .rewind import differs
-from .store import DEFAULT_SESSION
+from .repo import Repo, Tx, View
 
-if TYPE_CHECKING:
-    import lmdb
-
-    from .fsio import Entry
-    from .store import Store
-
-DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 SCAN, WATCH = "scan", "watch"
 FP_SIZE = FINGERPRINT.size
 #: A file touched this recently may change again within the same timestamp tick
@@ -66,7 +60,6 @@ FP_SIZE = FINGERPRINT.size
 RACY_NS = 2_000_000_000
 BATCH_FILES = 2000
 BATCH_BYTES = 32 * 1024 * 1024
-META_KEY = b"scan"
 _IGNORE_SET = frozenset(IGNORE_FILES)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -135,14 +128,6 @@ def index_version(value: bytes) -> Version:
     return _version_of(st_mode, value[FP_SIZE:])
 
 
-def store_relpath(store: Store) -> str | None:
-    """The store's folder relative to the root, when it lies inside the workspace."""
-    store_dir = os.path.realpath(store.store_dir)
-    if not store_dir.startswith(store.root + os.sep):
-        return None
-    return os.path.relpath(store_dir, store.root).replace(os.sep, "/")
-
-
 def _decode(rel: bytes) -> str:
     return rel.decode("utf-8", "surrogateescape")
 
@@ -154,9 +139,9 @@ class _Walker:
     whose fingerprint is unchanged costs one ``lstat`` and a dictionary lookup.
     """
 
-    def __init__(self, store: Store, rules: IgnoreRules, max_file_size: int, result: ScanResult,
+    def __init__(self, repo: Repo, rules: IgnoreRules, max_file_size: int, result: ScanResult,
                  progress: Progress | None, dirs: dict[str, int] | None):
-        self.store, self.rules, self.root = store, rules, os.fsencode(store.root)
+        self.repo, self.rules, self.root = repo, rules, os.fsencode(repo.root)
         self.store_rel = os.fsencode(rules.store_rel) if rules.store_rel else None
         self.max_file_size = max_file_size
         self.result = result
@@ -169,24 +154,6 @@ class _Walker:
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
 
-    def load(self, txn: lmdb.Transaction, scopes: list[str] | None) -> None:
-        """Index entries in scope: all of them, or those at or below each scope."""
-        db = self.store.db.dbs["index"]
-        if scopes is None:
-            self.index = dict(txn.cursor(db=db))
-            return
-        cursor = txn.cursor(db=db)
-        for scope in scopes:
-            key = os.fsencode(scope)
-            value = txn.get(key, db=db)
-            if value is not None:
-                self.index[key] = value
-            prefix = key + b"/"
-            if cursor.set_range(prefix):
-                for k, v in cursor:
-                    if not k.startswith(prefix):
-                        break
-                    self.index[k] = v
 
     def walk(self, top: bytes, stack: Stack, clean: bool) -> None:
         """Visit every folder below ``top`` (b"" is the root), depth first."""
@@ -292,7 +259,7 @@ class _Walker:
         if self.rules.always_skipped(rel):
             return
         try:
-            st = os.lstat(self.store.ws.abspath(rel))
+            st = os.lstat(self.repo.ws.abspath(rel))
         except OSError:
             return  # gone: its index entries stay in ``index`` and are checked as gone
         is_dir = stat.S_ISDIR(st.st_mode)
@@ -359,7 +326,7 @@ def _widen(scopes: list[str]) -> list[str]:
     return normalize_scopes(widened)
 
 
-def scan(store: Store, session: str | None = None,
+def scan(repo: Repo, session: str | None = None,
          paths: Iterable[str | os.PathLike[str]] | None = None, *,
          progress: Progress | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
          source: str = SCAN, dirs: dict[str, int] | None = None,
@@ -374,31 +341,31 @@ def scan(store: Store, session: str | None = None,
     started = time.perf_counter()
     result = ScanResult(source=source)
     if rules is None or not rules.current():
-        rules = IgnoreRules(store.root, store_relpath(store))
+        rules = IgnoreRules(repo.root, repo.ws.store_rel)
     exclude = rules.exclude_stamp
-    with store.db.read() as txn:
-        state = store.db.get_json(txn, "meta", META_KEY)
+    with repo.read() as v:
+        state = v.scan_state()
     scopes = None
     if paths is not None and state is not None and state.get("exclude") == exclude:
-        scopes = _widen(_relpaths(store, paths, result))
+        scopes = _widen(_relpaths(repo, paths, result))
     result.baseline = state is None
     result.full = scopes is None
-    walker = _Walker(store, rules, max_file_size, result, progress, dirs)
+    walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
     new_state = None
     if scopes is None and (state is None or state.get("exclude") != exclude):
-        new_state = {"baseline": (state or {}).get("baseline", store.clock()), "exclude": exclude}
+        new_state = {"baseline": (state or {}).get("baseline", repo.clock()), "exclude": exclude}
     collecting = gc.isenabled()
     gc.disable()  # a scan makes many small objects and frees none until it ends
     try:
-        with store.db.read() as txn:
-            walker.load(txn, scopes)
+        with repo.read() as v:
+            walker.index = v.index_entries(scopes)
         if scopes is None:
             clean = state is not None and state.get("exclude") == exclude
             walker.walk(b"", rules.base, clean)
         else:
             for scope in scopes:
                 walker.scope(scope)
-        _record(store, session, walker, result, progress, new_state)
+        _record(repo, session, walker, result, progress, new_state)
     finally:
         if collecting:
             gc.enable()
@@ -406,7 +373,7 @@ def scan(store: Store, session: str | None = None,
     return result
 
 
-def _relpaths(store: Store, paths: Iterable[str | os.PathLike[str]], result: ScanResult
+def _relpaths(repo: Repo, paths: Iterable[str | os.PathLike[str]], result: ScanResult
               ) -> list[str]:
     """Scopes as relative paths, normalised lexically (no syscalls: a watcher passes many).
 
@@ -414,10 +381,10 @@ def _relpaths(store: Store, paths: Iterable[str | os.PathLike[str]], result: Sca
     through the safe reader, which refuses a symlinked parent.
     """
     rels = []
-    prefix = store.root + os.sep
+    prefix = repo.root + os.sep
     for path in paths:
         text = os.fspath(path)
-        full = os.path.normpath(os.path.join(store.root, text))
+        full = os.path.normpath(os.path.join(repo.root, text))
         if not full.startswith(prefix) or "\0" in full:
             result.skipped.append({"path": text, "reason": "not a path inside the workspace"})
             continue
@@ -425,28 +392,28 @@ def _relpaths(store: Store, paths: Iterable[str | os.PathLike[str]], result: Sca
     return rels
 
 
-def _record(store: Store, session: str | None, walker: _Walker, result: ScanResult,
+def _record(repo: Repo, session: str | None, walker: _Walker, result: ScanResult,
             progress: Progress | None, new_state: dict | None) -> None:
     """Read, encode and commit the candidates in batches, then the gone paths."""
-    commit = _Committer(store, session, result)
+    commit = _Committer(repo, session, result)
     batch: list[_Item] = []
     size = 0
     total = len(walker.candidates)
     old = dict(walker.candidates)
-    reads = store.ws.read_many(rel for rel, _ in walker.candidates)
+    reads = repo.ws.read_many(rel for rel, _ in walker.candidates)
     for done, (rel, entry) in enumerate(reads, start=1):
         item = _item(rel, entry, old[rel], walker)
         if item is not None:
             batch.append(item)
             size += len(item.data)
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
-            commit(_encode(store, batch, result.baseline), [])
+            commit(_encode(repo, batch, result.baseline), [])
             batch, size = [], 0
         if progress is not None:
             progress("read", done, total)
     gone_items = [_Item(rel, old) for rel, old in walker.gone()]
     if batch or gone_items or walker.forget or new_state is not None:
-        commit(_encode(store, batch, result.baseline), gone_items, walker.forget, new_state)
+        commit(_encode(repo, batch, result.baseline), gone_items, walker.forget, new_state)
 
 
 def _item(rel: str, entry: Entry | SnapstoreError | None, old: bytes | None,
@@ -473,29 +440,27 @@ def _item(rel: str, entry: Entry | SnapstoreError | None, old: bytes | None,
     return item
 
 
-def _encode(store: Store, items: list[_Item], baseline: bool) -> list[_Item]:
+def _encode(repo: Repo, items: list[_Item], baseline: bool) -> list[_Item]:
     """Hash and compress a batch, each against its path's latest version."""
     if not items:
         return items
-    with store.db.read() as txn:
+    with repo.read() as v:
         for item in items:
-            base = store.path_digest(txn, item.rel)
-            item.key, item.value = store.encode_blob(txn, item.data, base)
+            base = v.path_digest(item.rel)
+            item.key, item.value = v.encode(item.data, base)
             assert item.version is not None
             item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
             if not baseline and item.old is None and base is None:
-                item.mkdirs = _new_parents(store, txn, item.rel)
+                item.mkdirs = _new_parents(v, item.rel)
     return items
 
 
-def _new_parents(store: Store, txn: lmdb.Transaction, rel: str) -> int:
+def _new_parents(v: View, rel: str) -> int:
     """How many parent folders of a new file held nothing indexed: the ones it brought."""
-    cursor = txn.cursor(db=store.db.dbs["index"])
     parts = rel.split("/")[:-1]
     count = 0
     for depth in range(len(parts), 0, -1):
-        prefix = os.fsencode("/".join(parts[:depth])) + b"/"
-        if cursor.set_range(prefix) and cursor.key().startswith(prefix):
+        if v.indexed_below("/".join(parts[:depth])):
             break
         count += 1
     return count
@@ -504,99 +469,93 @@ def _new_parents(store: Store, txn: lmdb.Transaction, rel: str) -> int:
 class _Committer:
     """Commits batches; finds (or makes) the turn the changes belong to."""
 
-    def __init__(self, store: Store, session: str | None, result: ScanResult):
-        self.store, self.session, self.result = store, session, result
+    def __init__(self, repo: Repo, session: str | None, result: ScanResult):
+        self.repo, self.session, self.result = repo, session, result
 
     def __call__(self, items: list[_Item], gone: list[_Item], forget: Iterable[str] = (),
                  new_state: dict | None = None) -> None:
         forget = list(forget)
-        outcome = self.store.db.write(lambda txn: self._commit(txn, items, gone, forget,
-                                                               new_state))
+        outcome = self.repo.write(lambda tx: self._commit(tx, items, gone, forget, new_state))
         for kind, rel in outcome[1]:
             getattr(self.result, kind).append(rel)
         if outcome[0] is not None:
             self.result.turn, self.result.user = outcome[0].id, outcome[0].kind == USER
 
-    def _commit(self, txn: lmdb.Transaction, items: list[_Item], gone: list[_Item],
-                forget: list[str], new_state: dict | None
-                ) -> tuple[Turn | None, list[tuple[str, str]]]:
-        store = self.store
-        index_db, recorded = store.db.dbs["index"], []
-        turn = _open_turn(store, txn, self.session)
+    def _commit(self, tx: Tx, items: list[_Item], gone: list[_Item], forget: list[str],
+                new_state: dict | None) -> tuple[Turn | None, list[tuple[str, str]]]:
+        recorded = []
+        turn = _open_turn(tx, self.session)
         latest = {}
         held = set()
         if turn is not None:
-            for change in store.changes(txn, turn.id):
+            for change in tx.changes(turn.id):
                 latest[change.path] = change.after if change.done else change.before
                 if not change.done:
                     held.add(change.path)  # a hook's write in progress owns the path
         user_turn = None
         if turn is None and self.result.turn is not None and self.result.user:
-            user_turn = store.get_turn(txn, self.result.turn)
+            user_turn = tx.turn(self.result.turn)
         for item in [*items, *gone]:
-            if item.rel in held or not _still(store, item):
+            if item.rel in held or not _still(self.repo, item):
                 continue
-            base = store.path_digest(txn, item.rel)
+            base = tx.path_digest(item.rel)
             before = _before(base, item, latest.get(item.rel))
             if item.version is not None:
-                store.put_blob(txn, item.key or b"", item.value, item.data)
+                tx.put_blob(item.key or b"", item.value, item.data)
             if self.result.baseline or not differs(before, item.version):
                 if self.result.baseline:
-                    store.set_path_digest(txn, item.rel, item.version)
-                _index(txn, index_db, item)
+                    tx.set_path_digest(item.rel, item.version)
+                _index(tx, item)
                 continue
             if turn is None:
-                turn = user_turn = user_turn or store.new_turn(
-                    txn, self.session or DEFAULT_SESSION, kind=USER, state=CLOSED,
+                turn = user_turn = user_turn or tx.new_turn(
+                    self.session or DEFAULT_SESSION, kind=USER, state=CLOSED,
                     prompt=f"changes seen by {self.result.source} between turns")
-            store.put_change(txn, Change(turn.id, turn.next_change, item.rel, before,
-                                         item.version, True, "", self.result.source,
-                                         store.clock(), item.mkdirs))
+            tx.put_change(Change(turn.id, turn.next_change, item.rel, before, item.version,
+                                 True, "", self.result.source, tx.clock(), item.mkdirs))
             turn = turn._replace(next_change=turn.next_change + 1)
-            store.set_path_digest(txn, item.rel, item.version)
-            _index(txn, index_db, item)
+            tx.set_path_digest(item.rel, item.version)
+            _index(tx, item)
             kind = "deleted" if item.version is None else "added" if before is None else "changed"
             recorded.append((kind, item.rel))
         for rel in forget:
-            txn.delete(os.fsencode(rel), db=index_db)
+            tx.delete_index(rel)
         if turn is not None and recorded:
             if turn.kind == USER:
                 turn = turn._replace(closed=turn.created)
-            store.put_turn(txn, turn)
-            store.event(txn, "scan", session=turn.session, turn=turn.id,
-                        source=self.result.source, paths=[rel for _, rel in recorded])
+            tx.put_turn(turn)
+            tx.event("scan", session=turn.session, turn=turn.id, source=self.result.source,
+                     paths=[rel for _, rel in recorded])
         if new_state is not None:
-            store.db.put_json(txn, "meta", META_KEY, new_state)
+            tx.set_scan_state(new_state)
             if self.result.baseline:
-                store.event(txn, "scan_baseline", files=self.result.files)
+                tx.event("scan_baseline", files=self.result.files)
         return (turn if recorded else None), recorded
 
 
-def _index(txn: lmdb.Transaction, index_db: object, item: _Item) -> None:
-    key = os.fsencode(item.rel)
+def _index(tx: Tx, item: _Item) -> None:
     if item.version is None:
-        txn.delete(key, db=index_db)
+        tx.delete_index(item.rel)
     else:
-        txn.put(key, item.fingerprint + (item.key or b""), db=index_db)
+        tx.put_index(item.rel, item.fingerprint + (item.key or b""))
 
 
-def _open_turn(store: Store, txn: lmdb.Transaction, session: str | None) -> Turn | None:
+def _open_turn(v: View, session: str | None) -> Turn | None:
     """The session's open turn; for no session, the newest open turn of any session."""
     if session is not None:
-        return store.open_turn(txn, session)
+        return v.open_turn(session)
     newest = None
-    for _, raw in txn.cursor(db=store.db.dbs["sessions"]):
-        name = json.loads(raw)["name"]
-        turn = store.open_turn(txn, name)
+    for record in v.sessions():
+        turn = v.open_turn(record.name)
         if turn is not None and turn.state == OPEN and (newest is None or turn.seq > newest.seq):
             newest = turn
     return newest
 
 
-def _still(store: Store, item: _Item) -> bool:
+def _still(repo: Repo, item: _Item) -> bool:
     """Whether the path still holds what was read (checked under the write lock)."""
     try:
-        st = os.lstat(store.ws.abspath(item.rel))
+        st = os.lstat(repo.ws.abspath(item.rel))
     except OSError:
         return item.version is None
     if item.version is None:

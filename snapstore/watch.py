@@ -33,22 +33,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .errors import SnapstoreError, StoreLocked
+from .errors import SnapstoreError, WatcherRunning
 from .ignore import IGNORE_FILES, IgnoreRules
-from .scan import (
-    DEFAULT_MAX_FILE_SIZE,
-    WATCH,
-    Progress,
-    ScanResult,
-    normalize_scopes,
-    scan,
-    store_relpath,
-)
-
-if TYPE_CHECKING:
-    from .store import Store
+from .repo import Repo
+from .scan import DEFAULT_MAX_FILE_SIZE, WATCH, Progress, ScanResult, normalize_scopes, scan
 
 LOCK_NAME = "watch.lock"
 REQUEST_DIR = "watch"
@@ -73,9 +63,9 @@ Report = Callable[[WatchReport], None]
 # -- the client side: no watchdog needed -------------------------------------------
 
 
-def watcher_info(store: Store) -> dict[str, Any] | None:
+def watcher_info(store_dir: str) -> dict[str, Any] | None:
     """What a running watcher wrote into its lock (pid, sync), or None when none runs."""
-    path = os.path.join(store.store_dir, LOCK_NAME)
+    path = os.path.join(store_dir, LOCK_NAME)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
@@ -96,21 +86,21 @@ def watcher_info(store: Store) -> dict[str, Any] | None:
         os.close(fd)
 
 
-def ask_watcher(store: Store, session: str | None, timeout: float | None = None
+def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None
                 ) -> ScanResult | None:
     """Have a running watcher record everything up to now; None when none can."""
-    info = watcher_info(store)
+    info = watcher_info(repo.store_dir)
     if not info or not info.get("sync"):
         return None
     nonce = secrets.token_hex(8)
-    folder = os.path.join(store.store_dir, REQUEST_DIR)
+    folder = os.path.join(repo.store_dir, REQUEST_DIR)
     request = os.path.join(folder, f"req-{nonce}")
     answer = os.path.join(folder, f"res-{nonce}")
     try:
         _write_json(request, {"session": session})
     except OSError:
         return None
-    deadline = time.monotonic() + (store.db.lock_timeout if timeout is None else timeout)
+    deadline = time.monotonic() + (repo.lock_timeout if timeout is None else timeout)
     delay, checked = 0.0005, time.monotonic()
     while time.monotonic() < deadline:
         try:
@@ -121,7 +111,7 @@ def ask_watcher(store: Store, session: str | None, timeout: float | None = None
             delay = min(delay * 2, 0.002)
             if time.monotonic() - checked > 0.5:
                 checked = time.monotonic()
-                if watcher_info(store) is None:
+                if watcher_info(repo.store_dir) is None:
                     break  # it stopped without answering
             continue
         with contextlib.suppress(OSError):
@@ -194,15 +184,15 @@ class Watcher:
     watchdog's threads only mark paths dirty.
     """
 
-    def __init__(self, store: Store, *, debounce: float = DEFAULT_DEBOUNCE,
+    def __init__(self, repo: Repo, *, debounce: float = DEFAULT_DEBOUNCE,
                  max_file_size: int = DEFAULT_MAX_FILE_SIZE, report: Report | None = None):
-        self.store = store
-        self.root = store.root
+        self.repo = repo
+        self.root = repo.root
         self.debounce = debounce
         self.max_file_size = max_file_size
         self.report = report or (lambda _report: None)
-        self.store_rel = store_relpath(store)
-        self.requests_dir = os.path.join(store.store_dir, REQUEST_DIR)
+        self.store_rel = repo.ws.store_rel
+        self.requests_dir = os.path.join(repo.store_dir, REQUEST_DIR)
         self._cond = threading.Condition()
         self._dirty: dict[str, float] = {}
         self._requests: set[str] = set()
@@ -243,16 +233,16 @@ class Watcher:
         return result
 
     def _lock(self) -> None:
-        path = os.path.join(self.store.store_dir, LOCK_NAME)
+        path = os.path.join(self.repo.store_dir, LOCK_NAME)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
-            info = watcher_info(self.store) or {}
-            raise StoreLocked(f"a watcher is already running for this store "
-                              f"(pid {info.get('pid', '?')})",
-                              hint="stop it with `snapstore watch --stop`") from None
+            pid = (watcher_info(self.repo.store_dir) or {}).get("pid")
+            raise WatcherRunning(f"a watcher is already running for this store "
+                                 f"(pid {pid or '?'})", pid=pid, what="the watcher lock",
+                                 timeout=0) from None
         os.ftruncate(fd, 0)
         os.write(fd, json.dumps({"pid": os.getpid(), "sync": self.store_rel is not None,
                                  "root": self.root}).encode())
@@ -358,7 +348,7 @@ class Watcher:
             self._rules = IgnoreRules(self.root, self.store_rel)
         scopes = normalize_scopes(rels + sorted(self.unwatched))
         dirs: dict[str, int] = {}
-        result = scan(self.store, session, scopes, max_file_size=self.max_file_size,
+        result = scan(self.repo, session, scopes, max_file_size=self.max_file_size,
                       source=WATCH, dirs=dirs, rules=self._rules)
         if dirs:
             self._dirs.update(dirs)
@@ -368,7 +358,7 @@ class Watcher:
     def _full_scan(self, progress: Progress | None = None, session: str | None = None
                    ) -> ScanResult:
         dirs: dict[str, int] = {}
-        result = scan(self.store, session, None, max_file_size=self.max_file_size,
+        result = scan(self.repo, session, None, max_file_size=self.max_file_size,
                       source=WATCH, dirs=dirs, progress=progress)
         self._dirs = dirs
         self.unwatched.clear()

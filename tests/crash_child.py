@@ -153,7 +153,7 @@ class Runner:
     def run(self, on_end: Callable[[int, str], None] | None = None) -> None:
         first = self._finished() + 1
         with Store.init(self.ws, clock=lambda: self.now) as store:
-            if store.pending_operations():
+            if store.unfinished_operations():
                 store.resume()
             for index in range(first, len(self.ops)):
                 self.now = BASE_TIME + index * 600
@@ -204,8 +204,8 @@ class Runner:
     def _turn(self, store: Store, index: int, op: dict[str, Any]) -> None:
         plan = self._plan(index, lambda: plan_edits(self.ws, op["edits"]))
         session, prompt = op["session"], f"op{index}"
-        with store.db.read() as txn:
-            turn = next((t for t in store.iter_turns(txn) if t.prompt == prompt), None)
+        with store.repo.read() as v:
+            turn = next((t for t in v.turns() if t.prompt == prompt), None)
         if turn is not None and turn.state != "open":
             return  # the turn ended before the crash
         if turn is None:
@@ -217,8 +217,8 @@ class Runner:
         store.end_turn(session)
 
     def _operations(self, store: Store) -> int:
-        with store.db.read() as txn:
-            return sum(1 for t in store.iter_turns(txn) if t.kind == REWIND)
+        with store.repo.read() as v:
+            return sum(1 for t in v.turns() if t.kind == REWIND)
 
     def _rewind(self, store: Store, index: int, op: dict[str, Any]) -> None:
         def make() -> dict[str, Any]:

@@ -13,13 +13,12 @@ from .conftest import agent_write, read, write
 
 
 def _changes(store: Store, turn_id: str):
-    with store.db.read() as txn:
-        return store.changes(txn, turn_id)
+    return store.changes(turn_id)
 
 
 def _turn(store: Store, turn_id: str):
-    with store.db.read() as txn:
-        return store.get_turn(txn, turn_id)
+    with store.repo.read() as v:
+        return v.turn(turn_id)
 
 
 def test_a_turn_records_before_and_after(store: Store, root: Path) -> None:
@@ -70,9 +69,9 @@ def test_one_open_change_per_path_per_turn(store: Store, root: Path) -> None:
     store.post_write(["f.txt"])
     store.end_turn("default")
     (change,) = _changes(store, turn.id)
-    with store.db.read() as txn:
-        assert store.version_bytes(txn, change.before).data == b"v1"
-        assert store.version_bytes(txn, change.after).data == b"v2"
+    with store.repo.read() as v:
+        assert v.content(change.before).data == b"v1"
+        assert v.content(change.after).data == b"v2"
 
 
 def test_a_write_that_changes_nothing_is_dropped(store: Store, root: Path) -> None:

@@ -280,7 +280,7 @@ def test_any_writing_command_finishes_an_interrupted_rewind(cli, root: Path) -> 
                 store.rewind(1)
         finally:
             faults.install(None)
-        assert store.pending_operations() and read(root, "a.txt") == b"agent\n"
+        assert store.unfinished_operations() and read(root, "a.txt") == b"agent\n"
     result = cli("begin", "--prompt", "next")
     assert result.code == 0 and "finished interrupted operation" in result.stderr
     assert read(root, "a.txt") == b"before\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 from snapstore import Store, blobs
 
 from .conftest import agent_turn, read, write
+from .rawdb import database
 
 CTX = mp.get_context("spawn")  # never share an LMDB environment across fork()
 
@@ -74,12 +75,12 @@ def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> No
         assert done.wait(120)
         grower.join(60)
         assert grower.exitcode == 0
-        assert store.db.env.info()["map_size"] == 1 << 20  # still the old size here
+        assert database(store).env.info()["map_size"] == 1 << 20  # still the old size here
         Path(root, "mine.txt").write_text("after\n")
         store.post_write(["mine.txt"], "mine")  # must adopt the grown map and commit
         store.end_turn("mine")
         assert store.status().blobs >= 13
-        assert store.db.env.info()["map_size"] > 1 << 20
+        assert database(store).env.info()["map_size"] > 1 << 20
     with Store.open(root) as fresh:
         assert len(fresh.rewind_points("grower")[0].files) == 12
         assert fresh.rewind_points("mine")[0].files[0].status == "modified"
@@ -140,14 +141,14 @@ def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_pat
     with Store.open(root) as store:
         assert store.fsck().ok
         by_path: dict[str, list] = {}
-        with store.db.read() as txn:
+        with store.repo.read() as v:
             for session in sessions:
-                turns = [t for t in store.iter_turns(txn) if t.session == session]
+                turns = [t for t in v.turns() if t.session == session]
                 assert len(turns) == CALLS // 50 and all(t.state == "closed" for t in turns)
-                changes = [c for t in turns for c in store.changes(txn, t.id)]
+                changes = [c for t in turns for c in v.changes(t.id)]
                 assert len(changes) == CALLS  # one change per call, in this session's turns
                 for change in changes:
-                    written = store.read_blob(txn, bytes.fromhex(change.after.digest))
+                    written = v.blob(change.after.key)
                     assert written.startswith(f"{session} call ".encode())  # attributed right
                     by_path.setdefault(change.path, []).append(change)
         for n in range(SHARED):  # every shared write is one link in a single unbroken chain

@@ -116,7 +116,7 @@ class Torture:
         with Store.open(self.ws) as store:
             report = store.fsck()
             assert report.ok, report
-            pending = store.pending_operations()
+            pending = store.unfinished_operations()
         if pending and last.startswith("begin ") and self.rng.random() < 0.3:
             self.resume_with_cli(index)
 

@@ -21,6 +21,7 @@ from snapstore import Store, StoreFull
 from snapstore.fsio import TEMP_NAME
 
 from .conftest import Clock, agent_turn, read, snapshot, write
+from .rawdb import database
 
 MIB = 1024 * 1024
 
@@ -129,23 +130,23 @@ def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -
             write(ws, "a.txt", "a\n")
             agent_turn(store, "t", {"a.txt": "agent\n", "new.txt": "new\n"})
             before = snapshot(ws)
-            real = store.db.env
-            store.db.env = FailingEnv(real, {failing})
+            real = database(store).env
+            database(store).env = FailingEnv(real, {failing})
             with pytest.raises(StoreFull, match="full"):
                 store.rewind(1)
-            store.db.env = real
+            database(store).env = real
             if failing == 1:
-                assert snapshot(ws) == before and not store.pending_operations()
+                assert snapshot(ws) == before and not store.unfinished_operations()
             else:  # every file is complete; the record of the rewind is what is missing
                 assert read(ws, "a.txt") == b"a\n" and read(ws, "new.txt") is None
-                assert store.pending_operations()
+                assert store.unfinished_operations()
             assert store.fsck().ok
         with Store.open(ws) as store:
             store.resume()
             if failing == 1:
                 store.rewind(1)
             assert read(ws, "a.txt") == b"a\n" and read(ws, "new.txt") is None
-            assert store.fsck().ok and not store.pending_operations()
+            assert store.fsck().ok and not store.unfinished_operations()
             store.undo()
             assert snapshot(ws) == before
 
@@ -175,13 +176,13 @@ def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
     with Store.init(root, clock=clock, map_size=MIB) as store:
         agent_turn(store, "fits", {"small.txt": "small\n"})
         before = store.status()
-        store.db.env = FailingEnv(store.db.env, fail_grow=True)
+        database(store).env = FailingEnv(database(store).env, fail_grow=True)
         write(root, "big.bin", os.urandom(2 * MIB))
         with pytest.raises(StoreFull, match="cannot grow"):
             store.pre_write(["big.bin"])
         with pytest.raises(StoreFull, match="cannot grow"):
             agent_turn(store, "too big to undo", {"small.txt": os.urandom(2 * MIB)})
-        store.db.env = store.db.env.env
+        database(store).env = database(store).env.env
         assert store.fsck().ok
         assert store.status().turns == before.turns + 1  # the turn began; nothing else
         store.end_turn()

@@ -16,20 +16,10 @@ from snapstore.records import Change, loads
 
 from .conftest import Clock, agent_turn, read, write
 from .histories import build_history
+from .rawdb import raw_put, raw_values
 
-
-def _values(store: Store) -> dict[bytes, bytes]:
-    with store.db.read() as txn:
-        return {bytes(k): bytes(v) for k, v in txn.cursor(db=store.db.dbs["blobs"])}
-
-
-def _put(store: Store, key: bytes, value: bytes | None, db: str = "blobs") -> None:
-    def put(txn: lmdb.Transaction) -> None:
-        if value is None:
-            txn.delete(key, db=store.db.dbs[db])
-        else:
-            txn.put(key, value, db=store.db.dbs[db])
-    store.db.write(put)
+_values = raw_values
+_put = raw_put
 
 
 def _independent_decode(values: dict[bytes, bytes], key: bytes) -> bytes | None:
@@ -64,8 +54,8 @@ def test_fsck_finds_every_flipped_byte_that_changes_a_blob(root: Path, clock: Cl
     with Store.init(root, clock=clock) as store:
         build_history(store, turns=8)
         original = _values(store)
-        with store.db.read() as txn:
-            content = {k: store.read_blob(txn, k) for k in original}
+        with store.repo.read() as v:
+            content = {k: v.blob(k) for k in original}
         encodings = {v[0] for v in original.values()}
         assert encodings == {blobs.RAW, blobs.ZSTD, blobs.DELTA}
         rng = random.Random(6)
@@ -83,8 +73,8 @@ def test_fsck_finds_every_flipped_byte_that_changes_a_blob(root: Path, clock: Cl
             else:  # fsck saw nothing: the flip must leave the blob's meaning intact
                 changed = {**original, key: bytes(value)}
                 assert _independent_decode(changed, key) == content[key], "undetected damage"
-                with store.db.read() as txn:
-                    assert store.read_blob(txn, key) == content[key]
+                with store.repo.read() as v:
+                    assert v.blob(key) == content[key]
                 harmless += 1
             _put(store, key, original[key])
         assert store.fsck().ok
@@ -117,9 +107,8 @@ def test_a_rewind_never_writes_corrupt_bytes(root: Path, clock: Clock, seed: int
         write(root, rel, data)
     with Store.init(root, clock=clock) as store:
         agent_turn(store, "p", {rel: f"agent {rel}\n" for rel in files})
-        with store.db.read() as txn:
-            befores = {c.path: bytes.fromhex(c.before.digest) for c in store.changes(
-                txn, store.rewind_points()[0].turn.id)}
+        befores = {c.path: c.before.key
+                   for c in store.changes(store.rewind_points()[0].turn.id)}
         damaged = set(rng.sample(sorted(files), rng.randint(1, 3)))
         values = _values(store)
         for rel in damaged:
@@ -139,16 +128,14 @@ def test_a_rewind_never_writes_corrupt_bytes(root: Path, clock: Clock, seed: int
 
 
 def _first(store: Store, db: str, cls: type) -> tuple[bytes, object]:
-    with store.db.read() as txn:
-        key, raw = next(iter(txn.cursor(db=store.db.dbs[db])))
-        return bytes(key), loads(cls, raw)
+    key, raw = next(iter(raw_values(store, db).items()))
+    return key, loads(cls, raw)
 
 
 def test_missing_blob_is_dangling_and_repair_drops_the_change(store: Store, root: Path) -> None:
     first = agent_turn(store, "one", {"a.txt": "a1\n", "b.txt": "b1\n"})
     agent_turn(store, "two", {"a.txt": "a2\n", "b.txt": "b2\n"})
-    with store.db.read() as txn:
-        change = store.changes(txn, first)[0]
+    change = store.changes(first)[0]
     assert change.path == "a.txt"
     _put(store, bytes.fromhex(change.after.digest), None)
     report = store.fsck()
@@ -193,7 +180,7 @@ def test_a_malformed_record_is_corrupt_and_repair_drops_it(store: Store) -> None
 
 def test_an_interrupted_rewind_is_not_a_problem(store: Store) -> None:
     agent_turn(store, "t", {"a.txt": "a\n"})
-    store.db.write(lambda txn: store.set_pending(txn, store.rewind_points()[0].turn.id, True))
+    store.repo.write(lambda tx: tx.set_unfinished(store.rewind_points()[0].turn.id, True))
     report = store.fsck()
     assert report.ok and report.pending
 

@@ -14,6 +14,7 @@ from snapstore.gc import DAY, GcPolicy
 
 from .conftest import Clock, agent_turn, snapshot, write
 from .histories import build_history
+from .rawdb import raw_values
 
 
 def _kept_turns_rewind_exactly(store: Store, expected: dict[str, dict]) -> None:
@@ -48,7 +49,7 @@ def _recorded_history(store: Store, turns: int) -> tuple[list[str], dict[str, di
 
 def test_keep_turns_keeps_exact_rewinds_and_shrinks_the_file(store: Store) -> None:
     ids, before = _recorded_history(store, 12)
-    size = store.db.data_bytes()
+    size = store.repo.data_bytes()
     result = store.gc(GcPolicy(keep_days=None, keep_turns=4))
     assert sorted(result.removed_turns) == sorted(ids[:8])
     assert result.removed_blobs > 0 and result.compacted
@@ -62,8 +63,7 @@ def test_dropped_delta_bases_are_rebased(store: Store) -> None:
     ids, before = _recorded_history(store, 10)
     result = store.gc(GcPolicy(keep_days=None, keep_turns=2))
     assert result.rebased_blobs > 0
-    with store.db.read() as txn:
-        headers = [blobs.parse_header(v, k) for k, v in txn.cursor(db=store.db.dbs["blobs"])]
+    headers = [blobs.parse_header(v, k) for k, v in raw_values(store).items()]
     assert any(h.encoding == blobs.DELTA for h in headers)  # kept deltas stay deltas
     assert store.fsck().ok
     _kept_turns_rewind_exactly(store, {t: before[t] for t in ids[8:]})
@@ -84,7 +84,7 @@ def test_max_size_prunes_oldest_first_until_it_fits(store: Store, root: Path) ->
         ids.append(agent_turn(store, f"turn {n}", {"blob.bin": os.urandom(16384),
                                                    "small.txt": f"{n}\n"}))
         before[ids[-1]] = before_tree
-    quota = store.db.live_bytes() * 2 // 3
+    quota = store.repo.live_bytes() * 2 // 3
     result = store.gc(GcPolicy(keep_days=None, max_size=quota))
     assert result.store_bytes <= quota and not result.notes
     kept = [p.turn.id for p in store.rewind_points()]
@@ -119,10 +119,10 @@ def test_the_open_turn_and_the_last_rewind_are_never_dropped(store: Store, root:
 
 def test_dry_run_changes_nothing(store: Store) -> None:
     _recorded_history(store, 6)
-    size = store.db.data_bytes()
+    size = store.repo.data_bytes()
     result = store.gc(GcPolicy(keep_days=None, keep_turns=2), dry_run=True)
     assert result.dry_run and len(result.removed_turns) == 4 and result.removed_blobs > 0
-    assert len(store.rewind_points()) == 6 and store.db.data_bytes() == size
+    assert len(store.rewind_points()) == 6 and store.repo.data_bytes() == size
 
 
 def test_compaction_waits_for_other_openers_and_skips(store: Store) -> None:
@@ -145,14 +145,14 @@ def test_a_capture_prepared_before_gc_never_points_at_a_swept_blob(store: Store,
     data = base.replace(b"line 7\n", b"changed\n")
     write(root, "f.txt", base)
     agent_turn(store, "t", {"f.txt": data})
-    with store.db.read() as txn:
+    with store.repo.read() as v:
         base_key = blobs.digest(base)
-        key, value = store.encode_blob(txn, data + b"more\n", base_key)
+        key, value = v.encode(data + b"more\n", base_key)
     assert value is not None and value[0] == blobs.DELTA
-    store.db.write(lambda txn: txn.delete(base_key, db=store.db.dbs["blobs"]))  # as a gc would
-    store.db.write(lambda txn: store.put_blob(txn, key, value, data + b"more\n"))
-    with store.db.read() as txn:
-        assert store.read_blob(txn, key) == data + b"more\n"
+    store.repo.write(lambda tx: tx.delete_blob(base_key))  # as a gc would
+    store.repo.write(lambda tx: tx.put_blob(key, value, data + b"more\n"))
+    with store.repo.read() as v:
+        assert v.blob(key) == data + b"more\n"
 
 
 def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
@@ -232,7 +232,7 @@ def test_gc_keeps_what_an_interrupted_rewind_needs_to_finish(store: Store, root:
             store.rewind(ids[2])  # journaled, then interrupted before any file is written
     finally:
         faults.install(None)
-    assert store.pending_operations()
+    assert store.unfinished_operations()
     store.gc(GcPolicy(keep_days=0, keep_turns=0))
     assert store.fsck().ok
     store.resume()

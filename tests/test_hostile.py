@@ -24,10 +24,11 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from snapstore_cli.hookrun import run_hook
-from snapstore_cli.main import cli as cli_app
+from snapstore_cli.app import cli as cli_app
+from snapstore_cli.entry import run_hook
 
 from snapstore import SnapstoreError, Store
+from snapstore.db import SCHEMA_VERSION
 from snapstore.fsio import Entry
 
 from .conftest import agent_turn, hermetic_env, snapstore_bin, write
@@ -299,7 +300,8 @@ def _not_ours(root: Path, kind: str) -> None:
             for name in names:
                 env.open_db(name.encode(), txn=txn)
             if kind == "schema":
-                txn.put(b"schema", b"2", db=env.open_db(b"meta", txn=txn))
+                newer = str(SCHEMA_VERSION + 1).encode()  # a schema from a future release
+                txn.put(b"schema", newer, db=env.open_db(b"meta", txn=txn))
         env.close()
     elif kind == "empty-db":
         data.write_bytes(b"")

@@ -10,6 +10,7 @@ import pytest
 from snapstore import BadInput, NotFound, RunActive, Store
 
 from .conftest import agent_turn, agent_write, read, snapshot, write
+from .rawdb import raw_put, raw_values
 
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 
@@ -193,13 +194,11 @@ def test_corrupted_blob_is_refused_for_that_file_only(store: Store, root: Path) 
     write(root, "a.txt", "original a\n" * 50)
     write(root, "b.txt", "original b\n" * 50)
     turn = agent_turn(store, "p", {"a.txt": "agent a\n", "b.txt": "agent b\n"})
-    with store.db.read() as txn:
-        (change_a, _) = store.changes(txn, turn)
-    key = bytes.fromhex(change_a.before.digest)
-    with store.db.env.begin(write=True) as txn:
-        value = bytearray(txn.get(key, db=store.db.dbs["blobs"]))
-        value[-3] ^= 0xFF
-        txn.put(key, bytes(value), db=store.db.dbs["blobs"])
+    (change_a, _) = store.changes(turn)
+    key = change_a.before.key
+    value = bytearray(raw_values(store)[key])
+    value[-3] ^= 0xFF
+    raw_put(store, key, bytes(value))
     result = store.rewind(turn)
     assert read(root, "a.txt") == b"agent a\n"  # never written with bad bytes
     assert read(root, "b.txt") == b"original b\n" * 50

@@ -38,13 +38,12 @@ def shell(root: Path, script: str) -> None:
 
 
 def index_keys(store: Store) -> set[str]:
-    with store.db.read() as txn:
-        return {os.fsdecode(k) for k, _ in txn.cursor(db=store.db.dbs["index"])}
+    with store.repo.read() as v:
+        return {os.fsdecode(k) for k in v.index_entries()}
 
 
 def changes_of(store: Store, turn: str) -> dict[str, str]:
-    with store.db.read() as txn:
-        return {c.path: c.source for c in store.changes(txn, turn)}
+    return {c.path: c.source for c in store.changes(turn)}
 
 
 def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: Path) -> None:
@@ -53,11 +52,11 @@ def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: P
     assert result.baseline and result.count == 0 and result.turn is None
     assert index_keys(store) == {"src/a.txt", "src/b.txt", "src/c.txt", "run.sh", "bin.dat",
                                  "link"}
-    with store.db.read() as txn:
-        assert not list(store.iter_turns(txn))
+    with store.repo.read() as v:
+        assert not list(v.turns())
         for rel in index_keys(store):  # every file can come back
             entry = store.ws.read(rel)
-            assert store.read_blob(txn, store.path_digest(txn, rel)) == entry.data
+            assert v.blob(v.path_digest(rel)) == entry.data
 
 
 def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
@@ -87,10 +86,10 @@ def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root:
     write(root, "notes.txt", "my notes\n")
     user = store.scan("s")
     assert user.user and sorted(user.changed + user.added) == ["notes.txt", "src/a.txt"]
-    with store.db.read() as txn:
-        record = store.get_turn(txn, user.turn)
+    with store.repo.read() as v:
+        record = v.turn(user.turn)
         assert record.kind == USER and record.parent is None
-        assert store.get_head(txn, "s") == turn.id  # not on the branch
+        assert v.head("s") == turn.id  # not on the branch
     assert [p.turn.id for p in store.rewind_points("s")] == [turn.id]
     result = store.rewind(1, "s")
     assert result.merged == ["src/a.txt"]
@@ -120,8 +119,8 @@ def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Stor
     write(root, "src/a.txt", "changed\n")
     result = store.scan()
     assert result.turn == second.id and not result.user
-    with store.db.read() as txn:
-        assert store.get_turn(txn, second.id).kind == AGENT
+    with store.repo.read() as v:
+        assert v.turn(second.id).kind == AGENT
 
 
 def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> None:
@@ -146,14 +145,14 @@ def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> Non
     write(outside, "private.txt", "not in the workspace")
     os.symlink(outside, root / "out")
     os.mkfifo(root / "pipe")
-    result = scan.scan(store, max_file_size=1024)
+    result = scan.scan(store.repo, max_file_size=1024)
     assert index_keys(store) == {".gitignore", "sub/.gitignore", "sub/keep.log", "top.tmp",
                                  ".snapstoreignore", "build/out.o", "vendor/lib/code.c", "out"}
     skipped = {item["path"]: item["reason"] for item in result.skipped}
     assert "size cap" in skipped["big.bin"] and "regular file" in skipped["pipe"]
     assert not any(k.startswith(".snapstore/") for k in index_keys(store))
-    with store.db.read() as txn:  # the symlink is a link, never followed
-        assert store.read_blob(txn, store.path_digest(txn, "out")) == os.fsencode(outside)
+    with store.repo.read() as v:  # the symlink is a link, never followed
+        assert v.blob(v.path_digest("out")) == os.fsencode(outside)
     assert read(root, "vendor/lib/.git/HEAD") == b"ref: refs/heads/main\n"  # left alone
 
 
@@ -229,12 +228,12 @@ def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
 
 def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store, root) -> None:
     from snapstore.scan import scan
-    scan(store)
+    scan(store.repo)
     (root / ".snapstore-0123456789ab.tmp").write_text("half-written by a rewind")
     (root / "sub").mkdir()
     (root / "sub" / ".snapstore-ba9876543210.tmp").write_text("another")
     (root / ".snapstore.new-4242").mkdir()
     (root / ".snapstore.new-4242" / "data.mdb").write_text("a store being created")
     (root / "real.txt").write_text("user file")
-    result = scan(store)
+    result = scan(store.repo)
     assert result.added == ["real.txt"]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
-from snapstore.watch import Watcher, WatchReport, ask_watcher, watcher_info
+from snapstore.watch import WatchReport, ask_watcher, watcher_info
 
 from .conftest import hermetic_env, read, snapshot, snapstore_bin, write
 
@@ -24,7 +24,7 @@ class Running:
 
     def __init__(self, store: Store):
         self.reports: list[WatchReport] = []
-        self.watcher = Watcher(store, debounce=0.05, report=self.reports.append)
+        self.watcher = store.watcher(debounce=0.05, report=self.reports.append)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.watcher.run, args=(self.stop,))
 
@@ -51,8 +51,7 @@ def wait_until(condition, timeout: float = 10.0) -> None:
 
 
 def changes_of(store: Store, turn: str) -> dict[str, str]:
-    with store.db.read() as txn:
-        return {c.path: c.source for c in store.changes(txn, turn)}
+    return {c.path: c.source for c in store.changes(turn)}
 
 
 def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Path) -> None:
@@ -90,8 +89,8 @@ def test_changes_between_turns_are_recorded_as_the_users(running: Running, store
                                                          root: Path) -> None:
     write(root, "mine.txt", "typed by the user\n")
     wait_until(lambda: running.watcher.recorded >= 1)  # debounced, with nobody asking
-    with store.db.read() as txn:
-        turns = list(store.iter_turns(txn))
+    with store.repo.read() as v:
+        turns = list(v.turns())
     assert [t.kind for t in turns] == ["user"]
     assert changes_of(store, turns[0].id) == {"mine.txt": "watch"}
 
@@ -110,7 +109,7 @@ def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Sto
     monkeypatch.setattr(watcher, "note", note)
     InotifyFD.get_instance().handle_event(  # what the kernel sends when its queue overflows
         InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
-    assert ask_watcher(store, "s") is not None  # everything up to now is recorded
+    assert ask_watcher(store.repo, "s") is not None  # everything up to now is recorded
     assert watcher.fallbacks == 1 and "fallback" in running.kinds()
     store.end_turn("s")
     assert changes_of(store, turn.id) == {f"lost/f{i}.txt": "watch" for i in range(200)}
@@ -162,7 +161,7 @@ def test_a_second_watcher_is_refused(running: Running, store: Store) -> None:
     from snapstore import StoreLocked
 
     with pytest.raises(StoreLocked, match="already running"):
-        Watcher(store).start()
+        store.watcher().start()
 
 
 def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
@@ -173,7 +172,7 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
                               text=True)
     try:
         with Store.open(root) as store:
-            wait_until(lambda: watcher_info(store) is not None)
+            wait_until(lambda: watcher_info(store.store_dir) is not None)
         assert cli("scan", "--json").json["source"] == "watch"  # answered once it is watching
         write(root, "a.txt", "changed\n")  # recorded when asked (the debounce is long)
         scanned = cli("scan", "--json")
@@ -190,7 +189,7 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
     assert daemon.returncode == 0, err
     assert "started" in err and "stopped" in err
     with Store.open(root) as store:
-        assert watcher_info(store) is None
+        assert watcher_info(store.store_dir) is None
     assert cli("scan", "--json").json["source"] == "scan"  # no daemon: a full scan again
     assert read(root, "a.txt") == b"changed\n"
     assert json.loads(out)["recorded"] == 1

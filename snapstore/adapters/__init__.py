@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import BadInput
@@ -117,16 +116,14 @@ def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...
     raise BadInput(f"tool_input has none of {', '.join(keys)}")
 
 
-def apply(store: Store, action: HookAction,
-          scan: Callable[[Store, str], None] | None = None) -> HookOutcome:
-    """Run one hook action. ``scan`` (scan mode) runs before a turn and after it."""
+def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
+    """Run one hook action; with ``scan`` (scan mode), a turn's edges are scanned.
+
+    A new prompt closes a turn whose end never came.
+    """
     if action.kind == BEGIN:
-        from ..capture import finish_open_turn
-        with store.db.write_lock():
-            finish_open_turn(store, action.session)  # a turn whose Stop never came
-        if scan is not None:
-            scan(store, action.session)
-        turn = store.begin_turn(action.session, action.prompt, action.message_id)
+        turn = store.begin_turn(action.session, action.prompt, action.message_id, scan=scan,
+                                close_open=True)
         return HookOutcome(action, turn.id)
     if action.kind in (PRE, POST):
         if action.kind == PRE:
@@ -135,11 +132,6 @@ def apply(store: Store, action: HookAction,
             result = store.post_write(action.paths, action.session)
         return HookOutcome(action, result.turn, result.paths,
                            [f"{path}: {reason}" for path, reason in result.skipped])
-    if action.kind == END:
-        with store.db.read() as txn:
-            open_turn = store.open_turn(txn, action.session)
-        if open_turn is not None:
-            if scan is not None:
-                scan(store, action.session)
-            return HookOutcome(action, store.end_turn(action.session).id)
+    if action.kind == END and store.open_turn(action.session) is not None:
+        return HookOutcome(action, store.end_turn(action.session, scan=scan).id)
     return HookOutcome(action)

@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-from snapstore.store import Store, exclude_from_git
+from snapstore.db import data_file
 
 if TYPE_CHECKING:
+    from snapstore import Store
     from snapstore.scan import ScanResult
 
-from .main import common_options, emit, open_resuming, options
+from .app import common_options, emit, open_resuming, options
 from .render import console
 
 
@@ -29,11 +30,11 @@ def init(track_shell: bool) -> None:
     """Create the store in the current folder (or --root); safe to run again."""
     opts = options()
     root = os.path.realpath(opts.root or os.getcwd())
-    store_dir = opts.store_dir(root)
+    store_dir = opts.env.store_dir_for(root)
     assert store_dir is not None
-    created = not os.path.exists(os.path.join(store_dir, "db", "data.mdb"))
+    created = not os.path.exists(data_file(store_dir))
     with opts.open_store(create=True) as store:
-        excluded = exclude_from_git(store.root, store.store_dir)
+        excluded = store.exclude_from_git()
         data = {"root": store.root, "store": store.store_dir, "created": created}
         baseline = _track_shell(store) if track_shell else None
         if baseline is not None:
@@ -44,7 +45,7 @@ def init(track_shell: bool) -> None:
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
         if baseline is not None:
-            from .scan import scan_summary
+            from .cmd_scan import scan_summary
             scan_summary(baseline)
             out.print("Scan mode is on: hooks scan at the start and end of each turn")
     emit(data, human)
@@ -52,15 +53,14 @@ def init(track_shell: bool) -> None:
 
 def _track_shell(store: Store) -> ScanResult:
     """Turn scan mode on in the store's config and record the baseline, with a progress bar."""
-    from .config import Config
-    from .scan import scan_progress
+    from .cmd_scan import scan_progress
+    from .settings import Config
 
     config = Config.load(store.store_dir)
     config.track_shell = True
     config.save(store.store_dir)
     with scan_progress(not options().json) as progress:
-        return store.scan(progress=progress, max_file_size=config.max_file_size,
-                          use_watcher=False)
+        return store.scan(progress=progress, use_watcher=False)
 
 
 @click.command()
@@ -90,8 +90,7 @@ def end() -> None:
     session = opts.session_for()
     with open_resuming() as store:
         turn = store.end_turn(session)
-        with store.db.read() as txn:
-            changes = len(store.changes(txn, turn.id))
+        changes = len(store.changes(turn.id))
     emit({"session": session, "turn": turn.id, "changes": changes},
          lambda: console(stderr=True).print(f"turn {turn.id} ended with {changes} change(s)"))
 

@@ -6,10 +6,9 @@ import os
 
 import click
 
-from snapstore.diffs import turn_diff
 from snapstore.history import FileStat, RewindPoint
 
-from .main import common_options, complete_turn, emit, options
+from .app import common_options, complete_turn, emit, options
 from .render import console, diff_text, file_table, first_line, iso, points_table, stats_text
 
 
@@ -79,5 +78,5 @@ def diff(turn: str, paths: tuple[str, ...]) -> None:
     opts = options()
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with opts.open_store() as store:
-        lines = turn_diff(store, turn, opts.session_for(store), wanted)
+        lines = store.diff(turn, opts.session_for(store), wanted)
     console().print(diff_text(lines), end="")

@@ -9,9 +9,9 @@ import click
 from snapstore.fsck import FsckReport
 from snapstore.gc import GcPolicy, GcResult
 
-from .config import Config, format_mib, parse_size
-from .main import common_options, emit, open_resuming, options
+from .app import common_options, emit, open_resuming, options
 from .render import console
+from .settings import Config, format_size, parse_size
 
 
 @click.command()
@@ -44,8 +44,8 @@ def _gc_human(result: GcResult) -> None:
     out = console(stderr=True)
     verb = "would remove" if result.dry_run else "removed"
     out.print(f"{verb} {len(result.removed_turns)} turn(s), {result.removed_blobs} blob(s); "
-              f"{'about ' if result.dry_run else ''}{format_mib(result.freed_bytes)} freed; "
-              f"the store is {format_mib(result.store_bytes)}")
+              f"{'about ' if result.dry_run else ''}{format_size(result.freed_bytes)} freed; "
+              f"the store is {format_size(result.store_bytes)}")
     for note in result.notes:
         out.print(f"note: {note}", style="yellow")
 

@@ -12,15 +12,16 @@ import importlib
 import json
 import os
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
-from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__, find_root
-from snapstore.store import STORE_DIRNAME
+from snapstore import DEFAULT_SESSION, SnapstoreError, Store, __version__
+
+from . import failures
+from .settings import Environment
 
 
 @dataclass
@@ -30,8 +31,11 @@ class Options:
     root: str | None = None
     json: bool = False
     debug: bool = False
-    session: str | None = field(default_factory=lambda: os.environ.get("SNAPSTORE_SESSION"))
-    lock_timeout: float = 10.0
+    env: Environment = field(default_factory=Environment.read)
+    session: str | None = None
+
+    def __post_init__(self) -> None:
+        self.session = self.session or self.env.session
 
     def session_for(self, store: Store | None = None) -> str:
         """The session to act on: --session, else $SNAPSTORE_SESSION, else ``default``.
@@ -42,13 +46,9 @@ class Options:
         """
         if self.session:
             return self.session
-        if store is None:
+        if store is None or store.has_session(DEFAULT_SESSION):
             return DEFAULT_SESSION
-        with store.db.read() as txn:
-            if store.get_session(txn, DEFAULT_SESSION) is not None:
-                return DEFAULT_SESSION
-        from snapstore.history import latest_session
-        latest = latest_session(store)
+        latest = store.latest_session()
         if latest is None:
             return DEFAULT_SESSION
         if not self.json:
@@ -57,42 +57,25 @@ class Options:
         self.session = latest
         return latest
 
-    def store_dir(self, root: str | None) -> str | None:
-        explicit = os.environ.get("SNAPSTORE_DIR")
-        if explicit:
-            return os.path.abspath(explicit)
-        return None if root is None else os.path.join(root, STORE_DIRNAME)
-
-    def clock(self) -> Callable[[], float]:
-        """The clock; ``SNAPSTORE_NOW`` fixes it (hermetic tests, reproducible demos)."""
-        fixed = os.environ.get("SNAPSTORE_NOW")
-        if fixed:
-            value = float(fixed)
-            return lambda: value
-        return time.time
-
     def find_root(self) -> str | None:
         if self.root is not None:
             return os.path.realpath(self.root)
-        if os.environ.get("SNAPSTORE_DIR"):
-            return None  # the store records its workspace
-        root = find_root(os.getcwd())
-        if root is None:
-            raise NotFound(f"no snapstore store in {os.getcwd()} or any folder above it",
-                           hint="run `snapstore init`")
-        return root
+        return self.env.find_root(os.getcwd())
+
+    def store_dir(self) -> str | None:
+        """The store folder this command uses, without opening it."""
+        return self.env.store_dir_for(self.find_root())
 
     def open_store(self, create: bool = False) -> Store:
         root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
-        return Store(root, store_dir=self.store_dir(root), create=create, clock=self.clock(),
-                     lock_timeout=self.lock_timeout)
+        return self.env.open(root, create=create)
 
 
 def open_resuming() -> Store:
     """Open the store for a command that writes, first finishing any rewind a crash cut short."""
     store = options().open_store()
     try:
-        if store.pending_operations():
+        if store.unfinished_operations():
             for result in store.resume():
                 changed = len(result.restored) + len(result.merged) + len(result.deleted)
                 click.echo(f"snapstore: finished interrupted operation {result.undo_id} "
@@ -141,12 +124,12 @@ class Failure(click.ClickException):
 
 #: Each command's module and name; a command's module is imported only when it runs.
 COMMANDS = {
-    "init": "capture:init", "begin": "capture:begin", "end": "capture:end",
-    "pre-write": "capture:pre_write", "post-write": "capture:post_write",
-    "log": "history:log", "show": "history:show", "diff": "history:diff",
-    "rewind": "rewind:rewind", "undo": "rewind:undo", "status": "status:status",
-    "scan": "scan:scan_command", "watch": "scan:watch", "gc": "maintenance:gc",
-    "fsck": "maintenance:fsck", "hook": "hook:hook", "demo": "demo:demo",
+    "init": "cmd_capture:init", "begin": "cmd_capture:begin", "end": "cmd_capture:end",
+    "pre-write": "cmd_capture:pre_write", "post-write": "cmd_capture:post_write",
+    "log": "cmd_history:log", "show": "cmd_history:show", "diff": "cmd_history:diff",
+    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "status": "cmd_status:status",
+    "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
+    "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
 }
 
 
@@ -170,8 +153,8 @@ class SnapstoreGroup(click.Group):
         except SnapstoreError as exc:
             if opts.debug:
                 raise
-            message = exc.message + (f" ({exc.hint})" if exc.hint else "")
-            raise Failure(message, exc.exit_code, exc.code, opts.json) from exc
+            raise Failure(failures.message(exc, ctx.invoked_subcommand),
+                          failures.exit_code(exc), exc.code, opts.json) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
@@ -234,11 +217,8 @@ def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None
     opts.debug = debug
     if session:
         opts.session = session
-    env_timeout = os.environ.get("SNAPSTORE_LOCK_TIMEOUT")
     if lock_timeout is not None:
-        opts.lock_timeout = lock_timeout
-    elif env_timeout:
-        opts.lock_timeout = float(env_timeout)
+        opts.env.lock_timeout = lock_timeout
 
 
 #: Commands after which the store may have grown past its quota.
@@ -251,18 +231,22 @@ def auto_gc(*_: Any, **__: Any) -> None:
     if click.get_current_context().invoked_subcommand not in MUTATING:
         return
     from . import autogc
+    from .settings import Config
 
     opts = options()
     try:
-        store_dir = opts.store_dir(opts.find_root())
-        config = autogc.due(store_dir) if store_dir else None
-        if config is None:
+        store_dir = opts.store_dir()
+        if store_dir is None:
+            return
+        config = Config.load(store_dir)
+        if not autogc.due(store_dir, config):
             return
         with opts.open_store() as store:
-            note = autogc.run(store, config)
+            note = autogc.run_if_due(store, config)
     except SnapstoreError:
         return  # the command itself has reported any problem with the store
-    click.echo(f"snapstore: {note}", err=True)
+    if note is not None:
+        click.echo(f"snapstore: {note}", err=True)
 
 
 def run(args: list[str]) -> None:

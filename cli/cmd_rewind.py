@@ -8,9 +8,9 @@ import sys
 import click
 
 from snapstore.diffs import entry_diff
-from snapstore.rewind import MODES, POLICIES, RewindResult
+from snapstore.plan import MODES, POLICIES, RewindResult
 
-from .main import common_options, complete_turn, emit, open_resuming, options
+from .app import common_options, complete_turn, emit, open_resuming, options
 from .render import console, diff_text, result_summary
 
 

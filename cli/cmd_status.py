@@ -4,17 +4,9 @@ from __future__ import annotations
 
 import click
 
-from .main import common_options, emit, options
+from .app import common_options, emit, options
 from .render import console
-
-
-def _size(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+from .settings import format_size
 
 
 @click.command()
@@ -33,9 +25,9 @@ def status() -> None:
     def human() -> None:
         out = console()
         out.print(f"workspace  {st.root}")
-        out.print(f"store      {st.store}  ({_size(st.disk_bytes)} on disk)")
-        out.print(f"blobs      {st.blobs}: {_size(st.stored_bytes)} stored for "
-                  f"{_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)")
+        out.print(f"store      {st.store}  ({format_size(st.disk_bytes)} on disk)")
+        out.print(f"blobs      {st.blobs}: {format_size(st.stored_bytes)} stored for "
+                  f"{format_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)")
         out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
         out.print(f"session    {session}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")

@@ -16,9 +16,9 @@ from rich.text import Text
 from snapstore import NotFound
 from snapstore.scan import ScanResult
 
-from .config import Config, parse_size
-from .main import common_options, emit, open_resuming, options
+from .app import common_options, emit, open_resuming, options
 from .render import console
+from .settings import parse_size
 
 
 @contextmanager
@@ -80,11 +80,10 @@ def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
     """
     opts = options()
     with open_resuming() as store:
-        config = Config.load(store.store_dir)
-        limit = parse_size(max_file_size) if max_file_size else config.max_file_size
+        if max_file_size:
+            store.max_file_size = parse_size(max_file_size)
         with scan_progress(not opts.json) as progress:
-            result = store.scan(opts.session, progress=progress, max_file_size=limit,
-                                use_watcher=not no_watcher)
+            result = store.scan(opts.session, progress=progress, use_watcher=not no_watcher)
     emit(result.to_json(), lambda: scan_summary(result))
 
 
@@ -97,11 +96,10 @@ def _stop_watcher(store_dir: str, pid: int, timeout: float) -> bool:
     except ProcessLookupError:
         raise NotFound(f"the watcher's process {pid} is not visible from here") from None
     deadline = time.monotonic() + timeout
-    with options().open_store() as store:
-        while time.monotonic() < deadline:
-            if watcher_info(store) is None:
-                return True
-            time.sleep(0.05)
+    while time.monotonic() < deadline:
+        if watcher_info(store_dir) is None:
+            return True
+        time.sleep(0.05)
     return False
 
 
@@ -117,16 +115,16 @@ def watch(debounce: float, stop_running: bool) -> None:
     Scans (and the hooks' scans at each turn) then ask the watcher instead of
     walking the whole tree. Stop it with Ctrl-C, SIGTERM or `snapstore watch --stop`.
     """
-    from snapstore.watch import Watcher, WatchReport, watcher_info
+    from snapstore.watch import WatchReport, watcher_info
 
     opts = options()
     if stop_running:
         with opts.open_store() as store:
-            info = watcher_info(store)
             store_dir = store.store_dir
+        info = watcher_info(store_dir)
         if not info or not isinstance(info.get("pid"), int):
             raise NotFound("no watcher is running for this store")
-        stopped = _stop_watcher(store_dir, info["pid"], opts.lock_timeout)
+        stopped = _stop_watcher(store_dir, info["pid"], opts.env.lock_timeout)
         emit({"stopped": stopped, "pid": info["pid"]}, lambda: console(stderr=True).print(
             f"watcher {info['pid']} {'stopped' if stopped else 'did not stop in time'}"))
         return
@@ -144,9 +142,7 @@ def watch(debounce: float, stop_running: bool) -> None:
         signal.signal(signum, lambda *_: stop.set())
     started = time.monotonic()
     with opts.open_store() as store:
-        config = Config.load(store.store_dir)
-        watcher = Watcher(store, debounce=debounce, max_file_size=config.max_file_size,
-                          report=report)
+        watcher = store.watcher(debounce=debounce, report=report)
         with scan_progress(not opts.json) as progress:
             first = watcher.start(progress)
         if not opts.json:

@@ -1,7 +1,7 @@
 """The hook command group: `hook claude-code`, `hook gemini-cli`, `hook install`.
 
 `snapstore hook claude-code|gemini-cli` normally never reaches Click: the
-console script dispatches it straight to ``hookrun`` to keep agents fast. The
+console script dispatches it straight to ``entry.run_hook`` to keep agents fast. The
 commands here serve `--help`, completion, and calls with global options first.
 """
 
@@ -16,8 +16,8 @@ import click
 from snapstore.adapters import claude_code, gemini_cli
 from snapstore.adapters.install import merge_hooks
 
-from .hookrun import run_hook
-from .main import common_options, emit, options
+from .app import common_options, emit, options
+from .entry import run_hook
 from .render import console
 
 AGENTS = {"claude-code": (claude_code, ".claude"), "gemini-cli": (gemini_cli, ".gemini")}

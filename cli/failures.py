@@ -1,0 +1,62 @@
+"""What a library error means on the command line: its exit code and a hint.
+
+The library's errors say what went wrong and carry the facts (the turn, the
+session, the path); the words that tell a person what to type next live here,
+next to the exit codes of docs/cli.md. The most specific class wins: an
+``Unfinished`` is a ``RunActive`` with its own hint. Click-free, so the hook
+fast path uses it too.
+"""
+
+from __future__ import annotations
+
+from snapstore import errors as e
+
+#: Exit codes (docs/cli.md); the first class in an error's MRO found here decides.
+EXIT_CODES: dict[type[BaseException], int] = {
+    e.BadInput: 2,
+    e.RunActive: 3,
+    e.StoreLocked: 3,
+    e.StoreFull: 3,
+    e.NotFound: 4,
+    e.StoreCorrupt: 5,
+}
+
+#: Hints per class; ``{command}`` is the command that failed.
+_HINTS: dict[type[BaseException], str] = {
+    e.Unfinished: "run `snapstore rewind --resume`",
+    e.WatcherRunning: "stop it with `snapstore watch --stop`",
+    e.StoreLocked: "another snapstore process is writing; try again",
+    e.NoStore: "run `snapstore init`",
+    e.NotOnBranch: "see `snapstore log`",
+    e.SchemaMismatch: "use the snapstore release that made this store",
+}
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for an error: by its class, else 1."""
+    for cls in type(exc).__mro__:
+        if cls in EXIT_CODES:
+            return EXIT_CODES[cls]
+    return 1
+
+
+def hint(exc: BaseException, command: str | None = None) -> str | None:
+    """What to do next, worded for the command that failed (None when nothing helps)."""
+    if isinstance(exc, e.UnknownTurn):
+        return "see `snapstore log`" if getattr(exc, "count", None) is not None \
+            else "see `snapstore log --all`"
+    if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
+        if command == "rewind":
+            return "end it with `snapstore end`, or pass --force"
+        return "end it with `snapstore end` first" if command == "undo" \
+            else "end it with `snapstore end`"
+    for cls in type(exc).__mro__:
+        if cls in _HINTS:
+            return _HINTS[cls]
+    return None
+
+
+def message(exc: BaseException, command: str | None = None) -> str:
+    """The one line printed after ``snapstore: ``: what went wrong, then the hint."""
+    tip = hint(exc, command)
+    return f"{exc}{f' ({tip})' if tip else ''}"

@@ -1,0 +1,226 @@
+"""Where the command line's settings come from, and opening the store with them.
+
+The library never reads the environment or the store's settings file; this
+module does, once, for both front ends: the Click application and the fast
+path in ``entry`` (which must not import Click or rich). Everything a command
+needs to open its store is here.
+
+Environment variables (docs/cli.md):
+
+- ``SNAPSTORE_DIR``: the store folder, overriding discovery;
+- ``SNAPSTORE_SESSION``: the session when ``--session`` is not given;
+- ``SNAPSTORE_LOCK_TIMEOUT``: seconds to wait for a busy store (default 10);
+- ``SNAPSTORE_NOW``: a fixed clock (hermetic tests, reproducible demos);
+- ``SNAPSTORE_STRICT=1``: hooks exit 2 on their own failures instead of 0.
+
+The store's settings file, ``<store>/config`` (INI), holds scan mode, the scan
+file-size cap and automatic gc. Unknown sections and keys are kept when the
+file is rewritten, so a newer snapstore's settings survive an older one. Hooks
+open the store on every tool call, so loading costs nothing when there is no
+file (no ``configparser`` import).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from snapstore import BadInput, SnapstoreError, Store, find_root
+from snapstore.db import STORE_DIRNAME
+from snapstore.errors import NoStore
+from snapstore.fsio import DEFAULT_MAX_FILE_SIZE
+
+if TYPE_CHECKING:
+    import configparser
+
+DEFAULT_LOCK_TIMEOUT = 10.0
+CONFIG_FILE = "config"
+_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
+          "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def parse_size(text: str) -> int:
+    """'10MiB', '512k', '2G' or a plain number of bytes."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not match or match.group(2).lower() not in _UNITS:
+        raise BadInput(f"not a size: {text!r} (use e.g. 500MiB or 2GiB)")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def format_size(n: int) -> str:
+    """A size for people: '512 B', '16.0 KiB', '12.3 MiB', '2.0 GiB'."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+class Config:
+    """Settings from ``<store>/config``; the defaults when the file is absent.
+
+    Plain classes here, not NamedTuples: the hook path loads this module, and
+    defining a NamedTuple costs about 0.1 ms of every hook's start-up.
+    """
+
+    __slots__ = ("gc_auto", "gc_keep_days", "gc_keep_turns", "gc_max_size", "max_file_size",
+                 "track_shell")
+
+    def __init__(self, *, track_shell: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+                 gc_auto: bool = False, gc_max_size: int | None = None,
+                 gc_keep_days: float | None = 30.0, gc_keep_turns: int | None = None):
+        self.track_shell = track_shell  # scan mode: scan at each turn's edges
+        self.max_file_size = max_file_size  # scans skip (and report) larger files
+        self.gc_auto = gc_auto  # run gc after a command once the store passes gc_max_size
+        self.gc_max_size = gc_max_size
+        self.gc_keep_days = gc_keep_days
+        self.gc_keep_turns = gc_keep_turns
+
+    @classmethod
+    def load(cls, store_dir: str) -> Config:
+        if not os.path.exists(os.path.join(store_dir, CONFIG_FILE)):
+            return cls()
+        parser = _read(store_dir)
+        try:
+            max_size = parser.get("gc", "max_size", fallback=None)
+            keep_days = parser.get("gc", "keep_days", fallback=None)
+            keep_turns = parser.get("gc", "keep_turns", fallback=None)
+            return cls(
+                track_shell=parser.getboolean("capture", "track_shell", fallback=False),
+                max_file_size=parse_size(parser.get("capture", "max_file_size",
+                                                    fallback=str(DEFAULT_MAX_FILE_SIZE))),
+                gc_auto=parser.getboolean("gc", "auto", fallback=False),
+                gc_max_size=None if max_size is None else parse_size(max_size),
+                gc_keep_days=cls().gc_keep_days if keep_days is None else float(keep_days),
+                gc_keep_turns=None if keep_turns is None else int(keep_turns),
+            )
+        except ValueError as exc:
+            raise BadInput(f"{os.path.join(store_dir, CONFIG_FILE)}: {exc}") from None
+
+    def save(self, store_dir: str) -> None:
+        parser = _read(store_dir)
+        for section, key, value in (
+                ("capture", "track_shell", str(self.track_shell).lower()),
+                ("capture", "max_file_size", str(self.max_file_size))):
+            if not parser.has_section(section):
+                parser.add_section(section)
+            parser.set(section, key, value)
+        path = os.path.join(store_dir, CONFIG_FILE)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            parser.write(handle)
+        os.replace(tmp, path)
+
+
+def _read(store_dir: str) -> configparser.ConfigParser:
+    import configparser
+
+    parser = configparser.ConfigParser()
+    path = os.path.join(store_dir, CONFIG_FILE)
+    try:
+        parser.read(path, encoding="utf-8")
+    except configparser.Error as exc:
+        raise BadInput(f"{path} is not a valid settings file: {exc}") from None
+    return parser
+
+
+class Environment:
+    """What the process environment says about the store and how to use it."""
+
+    __slots__ = ("lock_timeout", "now", "session", "store_dir")
+
+    def __init__(self, store_dir: str | None = None, session: str | None = None,
+                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, now: float | None = None):
+        self.store_dir = store_dir  # SNAPSTORE_DIR, absolute
+        self.session = session
+        self.lock_timeout = lock_timeout  # seconds to wait for a busy store
+        self.now = now  # a fixed clock
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
+        env = os.environ if environ is None else environ
+        try:
+            timeout = float(env.get("SNAPSTORE_LOCK_TIMEOUT") or DEFAULT_LOCK_TIMEOUT)
+            now = float(env["SNAPSTORE_NOW"]) if env.get("SNAPSTORE_NOW") else None
+        except ValueError as exc:
+            raise BadInput(f"a SNAPSTORE_ environment variable is not a number: {exc}") from None
+        store_dir = env.get("SNAPSTORE_DIR")
+        return cls(os.path.abspath(store_dir) if store_dir else None,
+                   env.get("SNAPSTORE_SESSION") or None, timeout, now)
+
+    def clock(self) -> Callable[[], float]:
+        if self.now is None:
+            return time.time
+        fixed = self.now
+        return lambda: fixed
+
+    def store_dir_for(self, root: str | None) -> str | None:
+        """The store folder: ``SNAPSTORE_DIR``, else ``ROOT/.snapstore``."""
+        if self.store_dir:
+            return self.store_dir
+        return None if root is None else os.path.join(root, STORE_DIRNAME)
+
+    def find_root(self, start: str) -> str | None:
+        """The workspace holding a store at or above ``start`` (None: the store says, when
+        ``SNAPSTORE_DIR`` names it)."""
+        if self.store_dir:
+            return None  # the store records its workspace
+        root = find_root(start)
+        if root is None:
+            raise NoStore(f"no snapstore store in {start} or any folder above it", start=start)
+        return root
+
+    def open(self, root: str | None, *, create: bool = False) -> Store:
+        """Open (or create) the store of ``root`` with this environment's settings and the
+        store's own config (its scan file-size cap)."""
+        return self.open_with_config(root, create=create)[0]
+
+    def open_with_config(self, root: str | None, *, create: bool = False,
+                         warn: Callable[[str], None] | None = None) -> tuple[Store, Config]:
+        """The store and its settings. With ``warn``, a bad settings file is reported there
+        and the defaults are used, instead of failing."""
+        store_dir = self.store_dir_for(root)
+        config = Config()
+        if store_dir is not None:
+            try:
+                config = Config.load(store_dir)
+            except SnapstoreError as exc:
+                if warn is None:
+                    raise
+                warn(str(exc))
+        store = Store(root, store_dir=store_dir, create=create, clock=self.clock(),
+                      lock_timeout=self.lock_timeout, max_file_size=config.max_file_size,
+                      warn=warn)
+        return store, config
+
+
+def strict_hooks(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether hooks block the agent (exit 2) on snapstore's own failures."""
+    return (os.environ if environ is None else environ).get("SNAPSTORE_STRICT") == "1"
+
+
+def project_root(cwd: str) -> str:
+    """Where a hook creates a store when none exists: the git top level, else ``cwd``."""
+    return find_root(cwd, (".git",)) or cwd
+
+
+def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]
+                  ) -> tuple[Store, Config]:
+    """The store an agent's hook at ``cwd`` writes to, and its settings; the store is
+    created at the project root when there is none yet, never at the file system root
+    or the home folder. What goes wrong without stopping the hook goes to ``warn``."""
+    if env.store_dir:
+        return env.open_with_config(None, warn=warn)
+    root = find_root(cwd)
+    if root is not None:
+        return env.open_with_config(root, warn=warn)
+    project = os.path.realpath(project_root(cwd))
+    home = os.path.realpath(os.path.expanduser("~"))
+    if project in (os.path.sep, home):
+        raise NoStore(f"no snapstore store for {cwd}, and {project} is too broad to create one",
+                      start=cwd)
+    return env.open_with_config(project, create=True, warn=warn)
