@@ -1,24 +1,22 @@
-"""Shared fixtures: temp workspaces, a store with a fixed clock, and the real CLI."""
+"""Fixtures for every test: temp workspaces, a store with a fixed clock, the real CLI.
+
+Helpers that are not fixtures live in tests/support. Unit tests (tests/unit)
+drive the library in-process; end-to-end tests (tests/e2e) drive the real
+``snapstore`` command and real agent programs.
+"""
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
-import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from snapstore import Store
 
-from .trees import snapshot
-
-__all__ = ["snapshot"]  # re-exported: tests import it from here
-
-FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+from .support import CliResult, Clock, hermetic_env, snapstore_bin
+from .support.fuzz import COUNTS, Sentinel
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -37,84 +35,15 @@ def root(tmp_path: Path) -> Path:
     return ws.resolve()
 
 
-class Clock:
-    """A fixed clock that tests can move forward."""
-
-    def __init__(self, now: float = FIXED_NOW):
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def tick(self, seconds: float = 60.0) -> None:
-        self.now += seconds
-
-
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
 
 
 @pytest.fixture
-def store(root: Path, clock: Clock):
+def store(root: Path, clock: Clock) -> Iterator[Store]:
     with Store.init(root, clock=clock) as s:
         yield s
-
-
-def write(root: Path, rel: str, data: bytes | str) -> None:
-    path = root / rel
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-
-
-def read(root: Path, rel: str) -> bytes | None:
-    path = root / rel
-    return path.read_bytes() if path.exists() or path.is_symlink() else None
-
-
-def agent_write(store: Store, rel: str, data: bytes | str | None, tool: str = "Write",
-                session: str = "default") -> None:
-    """What an agent's tool layer does: capture, write (or delete), record."""
-    root = Path(store.root)
-    store.pre_write([rel], tool, session)
-    if data is None:
-        (root / rel).unlink()
-    else:
-        write(root, rel, data)
-    store.post_write([rel], session)
-
-
-def agent_turn(store: Store, prompt: str, edits: dict[str, bytes | str | None],
-               session: str = "default") -> str:
-    turn = store.begin_turn(session, prompt)
-    for rel, data in edits.items():
-        agent_write(store, rel, data, session=session)
-    store.end_turn(session)
-    return turn.id
-
-
-@dataclass
-class CliResult:
-    code: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self):
-        return json.loads(self.stdout)
-
-
-def snapstore_bin() -> list[str]:
-    exe = shutil.which("snapstore", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
-
-
-def hermetic_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
-    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120",
-                "TERM": "dumb"})
-    env.update(extra)
-    return env
 
 
 @pytest.fixture
@@ -129,3 +58,34 @@ def cli(root: Path):
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 3 MiB tmpfs, unmounted afterwards."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@pytest.fixture
+def sentinel(tmp_path: Path, root: Path) -> Iterator[Sentinel]:
+    """A tree outside the workspace that the test must never touch (checked at the end)."""
+    guard = Sentinel(tmp_path, root)
+    yield guard
+    guard.check()
+    guard.watcher.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _report_fuzz_counts() -> Iterator[None]:
+    yield
+    if COUNTS:
+        print(f"\nfuzz cases tried: {sum(COUNTS.values())} {COUNTS}")

@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .conftest import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore_bin
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_runs_and_verifies_itself(tmp_path: Path) -> None:

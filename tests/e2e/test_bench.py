@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.skipif(not (ROOT / "bench" / "__main__.py").exists(), reason="no bench/ here")

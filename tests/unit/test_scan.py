@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from snapstore import Store, scan
 from snapstore.records import AGENT, USER
 
-from .conftest import agent_write, read, snapshot, write
+from ..support import agent_write, changes_of, make_tree, read, shell, snapshot, write
 
 SHELL_TOOL = """
 sed -i 's/two/TWO/' src/a.txt
@@ -24,26 +20,11 @@ for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
 """
 
 
-def make_tree(root: Path) -> None:
-    write(root, "src/a.txt", "one\ntwo\nthree\n")
-    write(root, "src/b.txt", "bee\n")
-    write(root, "src/c.txt", "sea\n")
-    write(root, "run.sh", "#!/bin/sh\necho run\n")
-    write(root, "bin.dat", bytes(range(256)) * 4)
-    os.symlink("src/a.txt", root / "link")
-
-
-def shell(root: Path, script: str) -> None:
-    subprocess.run(["sh", "-ec", script], cwd=root, check=True)
-
 
 def index_keys(store: Store) -> set[str]:
     with store.repo.read() as v:
         return {os.fsdecode(k) for k in v.index_entries()}
 
-
-def changes_of(store: Store, turn: str) -> dict[str, str]:
-    return {c.path: c.source for c in store.changes(turn)}
 
 
 def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: Path) -> None:
@@ -57,6 +38,7 @@ def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: P
         for rel in index_keys(store):  # every file can come back
             entry = store.ws.read(rel)
             assert v.blob(v.path_digest(rel)) == entry.data
+
 
 
 def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
@@ -74,6 +56,7 @@ def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: P
     assert result.ok, result
     assert snapshot(root, dirs=True) == before  # the generator's folders are gone too
     assert store.scan().count == 0  # the rewind's writes are not seen as new changes
+
 
 
 def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root: Path) -> None:
@@ -97,6 +80,7 @@ def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root:
     assert read(root, "notes.txt") == b"my notes\n"
 
 
+
 def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     make_tree(root)
     store.scan()
@@ -110,6 +94,7 @@ def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     assert changes_of(store, turn.id) == {"src/a.txt": "hook", "src/b.txt": "hook"}
 
 
+
 def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Store,
                                                                      root: Path) -> None:
     make_tree(root)
@@ -121,6 +106,7 @@ def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Stor
     assert result.turn == second.id and not result.user
     with store.repo.read() as v:
         assert v.turn(second.id).kind == AGENT
+
 
 
 def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> None:
@@ -156,6 +142,7 @@ def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> Non
     assert read(root, "vendor/lib/.git/HEAD") == b"ref: refs/heads/main\n"  # left alone
 
 
+
 def test_a_changed_ignore_file_hides_and_reveals(store: Store, root: Path) -> None:
     write(root, "a.tmp", "scratch\n")
     write(root, "b.txt", "kept\n")
@@ -171,6 +158,7 @@ def test_a_changed_ignore_file_hides_and_reveals(store: Store, root: Path) -> No
     assert "a.tmp" in index_keys(store)
 
 
+
 def test_unchanged_files_are_not_read_again(store: Store, root: Path, monkeypatch) -> None:
     monkeypatch.setattr(scan, "RACY_NS", 0)  # nothing counts as just written
     make_tree(root)
@@ -179,6 +167,7 @@ def test_unchanged_files_are_not_read_again(store: Store, root: Path, monkeypatc
     write(root, "src/b.txt", "changed\n")
     result = store.scan()
     assert result.read == 1 and result.changed == ["src/b.txt"]
+
 
 
 def test_a_scan_of_some_paths_sees_only_them(store: Store, root: Path) -> None:
@@ -193,38 +182,6 @@ def test_a_scan_of_some_paths_sees_only_them(store: Store, root: Path) -> None:
     assert store.scan().changed == ["src/a.txt"]
 
 
-def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
-    """init --track-shell, then a Claude Code turn whose Bash tool edits files."""
-    make_tree(root)
-    started = cli("init", "--track-shell", "--json")
-    assert started.code == 0 and started.json["scan"]["baseline"], started.stderr
-    before = snapshot(root)
-    event = {"session_id": "abc", "transcript_path": str(root / "t.jsonl"), "cwd": str(root),
-             "permission_mode": "bypassPermissions"}
-    begin = cli("hook", "claude-code", input=json.dumps(
-        {**event, "hook_event_name": "UserPromptSubmit", "prompt": "clean up with bash"}))
-    assert begin.code == 0 and begin.stderr == "", begin.stderr
-    shell(root, SHELL_TOOL)
-    end = cli("hook", "claude-code", input=json.dumps(
-        {**event, "hook_event_name": "Stop", "stop_hook_active": False}))
-    assert end.code == 0 and end.stderr == "", end.stderr
-    write(root, "src/a.txt", "one\nTWO\nthree\nmine\n")  # the user, between turns
-    user = cli("scan", "--json")
-    assert user.code == 0 and user.json["changed"] == ["src/a.txt"] and user.json["user"]
-    assert set(user.json) >= {"changed", "added", "deleted", "seconds"}
-    rewound = cli("rewind", "1", "--yes", "--json", "--session", "claude-code/abc")
-    assert rewound.code == 0, rewound.stderr
-    assert rewound.json["merged"] == ["src/a.txt"]
-    expected = dict(before)
-    expected["src/a.txt"] = ("file", b"one\ntwo\nthree\nmine\n", 0o644)
-    assert snapshot(root) == expected
-
-
-@pytest.mark.parametrize("flag", ["--json", ""])
-def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
-    result = cli(*(a for a in ("scan", flag) if a))
-    assert result.code == 4 and "no snapstore store" in result.stderr
-
 
 def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store, root) -> None:
     from snapstore.scan import scan
@@ -237,3 +194,4 @@ def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store
     (root / "real.txt").write_text("user file")
     result = scan(store.repo)
     assert result.added == ["real.txt"]
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import read, write
+from ..support import read, write
 
 REWIND_KEYS = {"session", "target", "user_text", "turns_reverted", "restored", "deleted",
                "merged", "conflicts", "errors", "new_head", "undo_id", "dry_run"}

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,29 +18,16 @@ import pytest
 from snapstore import Store, StoreFull
 from snapstore.fsio import TEMP_NAME
 
-from .conftest import Clock, agent_turn, read, snapshot, write
-from .rawdb import database
+from ..support import Clock, agent_turn, read, snapshot, write
+from ..support.rawdb import database
 
 MIB = 1024 * 1024
 
 
-@pytest.fixture
-def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 3 MiB tmpfs, unmounted afterwards."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
 
 def _temp_files(root: Path) -> list[str]:
     return [name for _, _, files in os.walk(root) for name in files if TEMP_NAME.fullmatch(name)]
+
 
 
 def test_a_full_store_disk_is_a_clear_error_and_records_nothing(small_fs: Path, root: Path,
@@ -58,6 +43,7 @@ def test_a_full_store_disk_is_a_clear_error_and_records_nothing(small_fs: Path, 
         agent_turn(store, "still works", {"small.txt": "small again\n"})
         store.rewind(1)
         assert read(root, "small.txt") == b"small\n"
+
 
 
 def test_a_full_workspace_disk_fails_that_file_only(small_fs: Path, tmp_path: Path,
@@ -79,6 +65,7 @@ def test_a_full_workspace_disk_fails_that_file_only(small_fs: Path, tmp_path: Pa
         assert read(ws, "small.txt") == b"agent\n"
 
 
+
 class _Txn:
     """A write transaction whose commit fails as a full disk would make it fail."""
 
@@ -93,6 +80,7 @@ class _Txn:
         if exc[0] is None:
             raise lmdb.Error("mdb_txn_commit: No space left on device")
         return False
+
 
 
 class FailingEnv:
@@ -118,6 +106,7 @@ class FailingEnv:
         if size and self.fail_grow:
             raise lmdb.Error("mdb_env_set_mapsize: Cannot allocate memory")
         self.env.set_mapsize(size)
+
 
 
 def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -> None:
@@ -151,6 +140,7 @@ def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -
             assert snapshot(ws) == before
 
 
+
 def test_injected_enospc_while_writing_a_file(store: Store, root: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     write(root, "a.txt", "a\n" * 1000)
@@ -169,6 +159,7 @@ def test_injected_enospc_while_writing_a_file(store: Store, root: Path,
     assert [e["path"] for e in result.errors] == ["a.txt"]
     assert read(root, "a.txt") == b"agent a\n" and read(root, "b.txt") == b"b\n"
     assert _temp_files(root) == []
+
 
 
 def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
@@ -190,12 +181,3 @@ def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
         store.rewind(1)
         assert read(root, "small.txt") == b"small\n"
 
-
-def test_cli_reports_a_full_disk_in_one_line(cli, small_fs: Path, root: Path) -> None:
-    env = {"SNAPSTORE_DIR": str(small_fs / "store")}
-    assert cli("init", env=env).code == 0
-    write(root, "huge.bin", os.urandom(4 * MIB))
-    result = cli("pre-write", "huge.bin", env=env)
-    assert result.code == 3 and result.stderr.startswith("snapstore: ")
-    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
-    assert cli("fsck", env=env).code == 0

@@ -9,7 +9,7 @@ import pytest
 from snapstore import NotFound, RunActive, Store, UnsafePath, tracked
 from snapstore.records import AGENT, CLOSED, OPEN
 
-from .conftest import agent_write, read, write
+from ..support import agent_write, read, write
 
 
 def _changes(store: Store, turn_id: str):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore_bin
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 def payload(agent: str, name: str, root: Path, **changes: object) -> dict:

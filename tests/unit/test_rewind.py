@@ -9,8 +9,8 @@ import pytest
 
 from snapstore import BadInput, NotFound, RunActive, Store
 
-from .conftest import agent_turn, agent_write, read, snapshot, write
-from .rawdb import raw_put, raw_values
+from ..support import agent_turn, agent_write, read, snapshot, write
+from ..support.rawdb import raw_put, raw_values
 
 BASE = "".join(f"line {i}\n" for i in range(1, 21))
 

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import json
 import os
-import signal
-import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from snapstore import Store
-from snapstore.watch import WatchReport, ask_watcher, watcher_info
+from snapstore.watch import WatchReport, ask_watcher
 
-from .conftest import hermetic_env, read, snapshot, snapstore_bin, write
+from ..support import changes_of, snapshot, wait_until, write
 
 
 class Running:
@@ -32,6 +28,7 @@ class Running:
         return [r.kind for r in self.reports]
 
 
+
 @pytest.fixture
 def running(store: Store) -> Iterator[Running]:
     run = Running(store)
@@ -42,16 +39,6 @@ def running(store: Store) -> Iterator[Running]:
     run.thread.join()
     run.watcher.stop()
 
-
-def wait_until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.02)
-
-
-def changes_of(store: Store, turn: str) -> dict[str, str]:
-    return {c.path: c.source for c in store.changes(turn)}
 
 
 def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Path) -> None:
@@ -85,6 +72,7 @@ def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Pat
         run.watcher.stop()
 
 
+
 def test_changes_between_turns_are_recorded_as_the_users(running: Running, store: Store,
                                                          root: Path) -> None:
     write(root, "mine.txt", "typed by the user\n")
@@ -93,6 +81,7 @@ def test_changes_between_turns_are_recorded_as_the_users(running: Running, store
         turns = list(v.turns())
     assert [t.kind for t in turns] == ["user"]
     assert changes_of(store, turns[0].id) == {"mine.txt": "watch"}
+
 
 
 def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Store,
@@ -115,6 +104,7 @@ def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Sto
     assert changes_of(store, turn.id) == {f"lost/f{i}.txt": "watch" for i in range(200)}
 
 
+
 def _inotify_watch_of(inode: int) -> tuple[int, int]:
     """(inotify fd, watch descriptor) of the watch on ``inode`` in this process."""
     for fd in os.listdir("/proc/self/fd"):
@@ -130,6 +120,7 @@ def _inotify_watch_of(inode: int) -> tuple[int, int]:
                 if int(fields["ino"], 16) == inode:
                     return int(fd), int(fields["wd"], 16)
     raise AssertionError(f"no inotify watch on inode {inode}")
+
 
 
 def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root: Path) -> None:
@@ -157,39 +148,10 @@ def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root:
         run.watcher.stop()
 
 
+
 def test_a_second_watcher_is_refused(running: Running, store: Store) -> None:
     from snapstore import StoreLocked
 
     with pytest.raises(StoreLocked, match="already running"):
         store.watcher().start()
 
-
-def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
-    write(root, "a.txt", "a\n")
-    assert cli("init").code == 0
-    daemon = subprocess.Popen([*snapstore_bin(), "watch", "--json", "--debounce", "60"], cwd=root,
-                              env=hermetic_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
-    try:
-        with Store.open(root) as store:
-            wait_until(lambda: watcher_info(store.store_dir) is not None)
-        assert cli("scan", "--json").json["source"] == "watch"  # answered once it is watching
-        write(root, "a.txt", "changed\n")  # recorded when asked (the debounce is long)
-        scanned = cli("scan", "--json")
-        assert scanned.code == 0, scanned.stderr
-        assert scanned.json["source"] == "watch" and not scanned.json["full"]
-        assert scanned.json["changed"] == ["a.txt"]
-        stopped = cli("watch", "--stop", "--json")
-        assert stopped.code == 0 and stopped.json["stopped"], stopped.stderr
-        out, err = daemon.communicate(timeout=30)
-    finally:
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-            daemon.wait(timeout=30)
-    assert daemon.returncode == 0, err
-    assert "started" in err and "stopped" in err
-    with Store.open(root) as store:
-        assert watcher_info(store.store_dir) is None
-    assert cli("scan", "--json").json["source"] == "scan"  # no daemon: a full scan again
-    assert read(root, "a.txt") == b"changed\n"
-    assert json.loads(out)["recorded"] == 1

@@ -1,6 +1,6 @@
 """Crash injection: SIGKILL at seeded moments of capture, rewind, undo and gc.
 
-A child process (tests/crash_child.py) runs a seeded scenario; it is killed
+A child process (tests/support/crash_child.py) runs a seeded scenario; it is killed
 either at a fault point of the library (chosen through ``SNAPSTORE_FAULT``,
 which only the child reads) or after a seeded delay. After every kill:
 
@@ -28,11 +28,10 @@ from pathlib import Path
 from snapstore import Store
 from snapstore.fsio import TEMP_NAME
 
-from .conftest import hermetic_env, snapstore_bin
-from .crash_child import Runner
-from .trees import snapshot
+from ..support import hermetic_env, snapshot, snapstore_bin
+from ..support.crash_child import Runner
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 POINTS = ("capture.commit", "journal.journaled", "journal.wrote_path", "journal.before_finish",
           "fsio.before_rename", "gc.pruned", "gc.rebased", "db.compact_copied",
           "db.compact_swapped")
@@ -66,8 +65,8 @@ class Torture:
                                               f"hit:{self.rng.randint(1, 25)}")
                 else:
                     delay = self.rng.uniform(0.15, 0.6)
-            child = subprocess.Popen([sys.executable, "-m", "tests.crash_child", str(self.work),
-                                      str(self.seed)], cwd=REPO, env=env,
+            child = subprocess.Popen([sys.executable, "-m", "tests.support.crash_child",
+                                      str(self.work), str(self.seed)], cwd=REPO, env=env,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             try:
                 _, err = child.communicate(timeout=delay if delay is not None else 120)

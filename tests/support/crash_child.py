@@ -1,6 +1,6 @@
 """The child process of the crash tests: a seeded scenario that survives SIGKILL.
 
-    python -m tests.crash_child WORKDIR SEED
+    python -m tests.support.crash_child WORKDIR SEED
 
 runs a scenario of agent turns (two sessions), user edits, rewinds, undos and
 gc against ``WORKDIR/ws``, picking up after the last operation it finished.

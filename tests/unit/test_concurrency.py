@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing as mp
 import os
 from pathlib import Path
 
 from snapstore import Store, blobs
 
-from .conftest import agent_turn, read, write
-from .rawdb import database
+from ..support import agent_turn, read, write
+from ..support.rawdb import database
 
 CTX = mp.get_context("spawn")  # never share an LMDB environment across fork()
+
 
 
 def _capture_many(root: str, session: str, count: int, start: mp.Event) -> None:
@@ -27,6 +27,7 @@ def _capture_many(root: str, session: str, count: int, start: mp.Event) -> None:
             path.write_text(f"{session} {i}\n")
             store.post_write([rel], session)
         store.end_turn(session)
+
 
 
 def test_concurrent_pre_writes_lose_nothing(root: Path) -> None:
@@ -48,6 +49,7 @@ def test_concurrent_pre_writes_lose_nothing(root: Path) -> None:
             assert all(f.status == "added" for f in point.files)
 
 
+
 def _grow(root: str, ready: mp.Event, go: mp.Event, done: mp.Event) -> None:
     with Store.open(root, map_size=1 << 20) as store:
         ready.set()
@@ -60,6 +62,7 @@ def _grow(root: str, ready: mp.Event, go: mp.Event, done: mp.Event) -> None:
             store.post_write([rel], "grower")
         store.end_turn("grower")
         done.set()
+
 
 
 def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> None:
@@ -86,8 +89,13 @@ def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> No
         assert fresh.rewind_points("mine")[0].files[0].status == "modified"
 
 
+
 CALLS = 200
+
+
+
 SHARED = 3
+
 
 
 def _put_atomically(path: Path, data: str) -> None:
@@ -95,6 +103,7 @@ def _put_atomically(path: Path, data: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(data)
     os.replace(tmp, path)
+
 
 
 def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
@@ -120,6 +129,7 @@ def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
                 _put_atomically(Path(root, rel), f"{session} call {i}\n")
                 store.post_write([rel], session)
         store.end_turn(session)
+
 
 
 def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_path: Path) -> None:
@@ -161,6 +171,7 @@ def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_pat
             assert befores == sorted([initial, *[a for a in afters if a != final]])
 
 
+
 def test_rewinding_one_session_keeps_the_other_sessions_later_work(store: Store,
                                                                    root: Path) -> None:
     base = "".join(f"line {n}\n" for n in range(40))
@@ -179,6 +190,7 @@ def test_rewinding_one_session_keeps_the_other_sessions_later_work(store: Store,
         "line 30\n", "B\n").encode()
 
 
+
 def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(store: Store,
                                                                         root: Path) -> None:
     base = "".join(f"line {n}\n" for n in range(40))
@@ -190,27 +202,3 @@ def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(store: S
     assert [c["path"] for c in result.conflicts] == ["shared.py"]
     assert read(root, "shared.py") == b_version.encode()  # B's edit is never reverted
 
-
-def test_a_rewind_waits_for_a_busy_writer_then_gives_up_with_exit_3(cli, root: Path) -> None:
-    import fcntl
-    import subprocess
-
-    from .conftest import hermetic_env, snapstore_bin
-    cli("init")
-    cli("begin", "--prompt", "p")
-    cli("pre-write", "a.txt")
-    write(root, "a.txt", "agent\n")
-    cli("post-write", "a.txt")
-    cli("end")
-    with open(root / ".snapstore" / "write.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a writer that takes too long
-        refused = cli("--lock-timeout", "0.5", "rewind", "1", "--yes")
-        assert refused.code == 3 and "busy" in refused.stderr and "Traceback" not in refused.stderr
-        waiting = subprocess.Popen([*snapstore_bin(), "--lock-timeout", "120", "rewind", "1",
-                                    "--yes"], cwd=root, env=hermetic_env(),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            waiting.wait(1.0)
-        assert waiting.poll() is None and read(root, "a.txt") == b"agent\n"  # it waits
-    assert waiting.wait(120) == 0  # and goes on once the writer is done
-    assert read(root, "a.txt") is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore_bin
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

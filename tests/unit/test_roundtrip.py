@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from snapstore import Store
 
-from .conftest import Clock, snapshot
+from ..support import Clock, snapshot
 
 PATHS = ["a.txt", "b.py", "bin.dat", "sub/c.txt", "new/deep/d.md"]
 

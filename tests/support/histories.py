@@ -8,7 +8,7 @@ from pathlib import Path
 
 from snapstore import Store
 
-from .conftest import agent_turn
+from . import agent_turn
 
 
 def text(rng: random.Random, lines: int) -> str:

@@ -1,0 +1,122 @@
+"""Helpers shared by the unit and end-to-end tests (fixtures live in tests/conftest.py).
+
+Kept free of pytest so that the crash tests' child process can import it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from snapstore import Store
+
+from .trees import snapshot
+
+__all__ = ["FIXED_NOW", "CliResult", "Clock", "agent_turn", "agent_write", "changes_of",
+           "hermetic_env", "make_tree", "read", "shell", "snapshot", "snapstore_bin",
+           "wait_until", "write"]
+
+FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+class Clock:
+    """A fixed clock that tests can move forward."""
+
+    def __init__(self, now: float = FIXED_NOW):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self, seconds: float = 60.0) -> None:
+        self.now += seconds
+
+
+def write(root: Path, rel: str, data: bytes | str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def read(root: Path, rel: str) -> bytes | None:
+    path = root / rel
+    return path.read_bytes() if path.exists() or path.is_symlink() else None
+
+
+def make_tree(root: Path) -> None:
+    """A small workspace: text files in a folder, an executable, a binary and a symlink."""
+    write(root, "src/a.txt", "one\ntwo\nthree\n")
+    write(root, "src/b.txt", "bee\n")
+    write(root, "src/c.txt", "sea\n")
+    write(root, "run.sh", "#!/bin/sh\necho run\n")
+    write(root, "bin.dat", bytes(range(256)) * 4)
+    os.symlink("src/a.txt", root / "link")
+
+
+def shell(root: Path, script: str) -> None:
+    """Run a shell script in ``root``, as an agent's shell tool would."""
+    subprocess.run(["sh", "-ec", script], cwd=root, check=True)
+
+
+def agent_write(store: Store, rel: str, data: bytes | str | None, tool: str = "Write",
+                session: str = "default") -> None:
+    """What an agent's tool layer does: capture, write (or delete), record."""
+    root = Path(store.root)
+    store.pre_write([rel], tool, session)
+    if data is None:
+        (root / rel).unlink()
+    else:
+        write(root, rel, data)
+    store.post_write([rel], session)
+
+
+def agent_turn(store: Store, prompt: str, edits: dict[str, bytes | str | None],
+               session: str = "default") -> str:
+    turn = store.begin_turn(session, prompt)
+    for rel, data in edits.items():
+        agent_write(store, rel, data, session=session)
+    store.end_turn(session)
+    return turn.id
+
+
+def changes_of(store: Store, turn: str) -> dict[str, str]:
+    """Each path a turn changed, with the source that recorded it (hook, scan, watch)."""
+    return {c.path: c.source for c in store.changes(turn)}
+
+
+def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self):
+        return json.loads(self.stdout)
+
+
+def snapstore_bin() -> list[str]:
+    exe = shutil.which("snapstore", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
+
+
+def hermetic_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
+    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120",
+                "TERM": "dumb"})
+    env.update(extra)
+    return env
