@@ -20,6 +20,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from snapstore_cli.settings import format_size
 
 console = Console(stderr=True)
 
@@ -52,13 +53,7 @@ def seconds(value: float) -> str:
 
 
 def size(value: float | None) -> str:
-    if value is None:
-        return "n/a"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(value)
+    return "n/a" if value is None else format_size(int(value))
 
 
 def times(value: float) -> str:

@@ -13,8 +13,9 @@ reference over the bytes its blobs take.
 
 from __future__ import annotations
 
-import os
 from typing import Any
+
+from snapstore.db import store_size
 
 from .measure import ratio, timed
 from .session import SESSION, SessionRun
@@ -71,5 +72,4 @@ def history(run: SessionRun) -> dict[str, Any]:
     return {"turns": len(run.plans), "writes": edits, **size,
             "stored_over_raw": ratio(size["stored_bytes"], size["logical_bytes"]),
             "disk_over_raw": ratio(size["disk_bytes"], size["logical_bytes"]),
-            "lmdb_file_bytes": os.path.getsize(os.path.join(run.store.store_dir, "db",
-                                                            "data.mdb"))}
+            "lmdb_file_bytes": store_size(run.store.store_dir)}

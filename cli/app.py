@@ -1,6 +1,6 @@
 """The Click application: global options, store discovery, errors and output.
 
-Conventions (CLI.md): ``--json`` prints exactly one JSON document on stdout;
+Conventions (docs/cli.md): ``--json`` prints exactly one JSON document on stdout;
 messages for people go to stderr; errors are one line, ``snapstore: <what
 went wrong>``, with the exit code the library error carries; tracebacks only
 with ``--debug``.

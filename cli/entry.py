@@ -84,7 +84,7 @@ def run_hook(agent: str, args: list[str]) -> int:
                 store.resume()
             outcome = apply(store, action, scan=config.track_shell and action.kind in (BEGIN, END))
             warnings += outcome.warnings
-            if action.kind == END:
+            if action.kind == END and config.gc_auto:
                 from . import autogc
                 note = autogc.run_if_due(store, config)
                 if note is not None:

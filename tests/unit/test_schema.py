@@ -1,0 +1,62 @@
+"""Schema versions: a schema-1 store is upgraded in place; an unknown one is refused untouched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store, StoreCorrupt
+from snapstore.db import SCHEMA_VERSION
+
+from ..support import Clock, agent_turn, read, write
+from ..support.rawdb import raw_put, raw_values
+
+
+def _as_schema_1(store: Store) -> None:
+    """Rewrite the records the way schema 1 stored them (docs/format.md, history)."""
+    for key, raw in raw_values(store, "turns").items():
+        data = json.loads(raw)
+        data["pending"] = data.pop("open_changes")
+        raw_put(store, key, json.dumps(data).encode(), "turns")
+    meta = raw_values(store, "meta")
+    raw_put(store, b"pending", meta[b"unfinished"], "meta")
+    raw_put(store, b"unfinished", None, "meta")
+    raw_put(store, b"schema", b"1", "meta")
+
+
+def test_a_schema_1_store_is_upgraded_and_keeps_its_history(root: Path, clock: Clock) -> None:
+    write(root, "f.txt", "one\n")
+    with Store.init(root, clock=clock) as store:
+        agent_turn(store, "first", {"f.txt": "two\n"})
+        store.pre_write(["g.txt"])  # an implicit turn with a change awaiting its after
+        store.repo.write(lambda tx: tx.set_unfinished("0123456789ab", True))
+        _as_schema_1(store)
+    with Store.open(root, clock=clock) as store:
+        meta = raw_values(store, "meta")
+        assert meta[b"schema"] == str(SCHEMA_VERSION).encode()
+        assert b"pending" not in meta and json.loads(meta[b"unfinished"]) == ["0123456789ab"]
+        turns = [json.loads(raw) for raw in raw_values(store, "turns").values()]
+        assert all("pending" not in t for t in turns)
+        assert {"g.txt": 0} in [t["open_changes"] for t in turns]
+        assert any(e["type"] == "upgrade" for e in store.events())
+        store.repo.write(lambda tx: tx.set_unfinished("0123456789ab", False))
+        write(root, "g.txt", "new\n")
+        store.post_write(["g.txt"])  # the awaiting change survived the upgrade
+        store.end_turn()
+        store.rewind(2)
+        assert read(root, "f.txt") == b"one\n" and read(root, "g.txt") is None
+        assert store.fsck().ok
+
+
+def test_a_newer_schema_is_refused_and_left_as_it_is(root: Path) -> None:
+    with Store.init(root) as store:
+        raw_put(store, b"schema", str(SCHEMA_VERSION + 1).encode(), "meta")
+    data = root / ".snapstore" / "db" / "data.mdb"
+    before = data.read_bytes()
+    with pytest.raises(StoreCorrupt) as failure:
+        Store.open(root)
+    assert failure.value.found == SCHEMA_VERSION + 1 and failure.value.known == SCHEMA_VERSION
+    assert f"schema version {SCHEMA_VERSION + 1}" in str(failure.value)
+    assert data.read_bytes() == before
