@@ -7,17 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import make_tree, shell, snapshot, write
-
-SHELL_TOOL = """
-sed -i 's/two/TWO/' src/a.txt
-rm src/b.txt
-mv src/c.txt src/renamed.txt
-chmod +x run.sh
-mkdir -p gen/deep
-for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
-"""
-
+from ..support import SHELL_TOOL, make_tree, shell, snapshot, write
 
 
 def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:

@@ -19,9 +19,9 @@ from snapstore import Store
 
 from .trees import snapshot
 
-__all__ = ["FIXED_NOW", "CliResult", "Clock", "agent_turn", "agent_write", "changes_of",
-           "hermetic_env", "make_tree", "read", "shell", "snapshot", "snapstore_bin",
-           "wait_until", "write"]
+__all__ = ["FIXED_NOW", "SHELL_TOOL", "CliResult", "Clock", "agent_turn", "agent_write",
+           "changes_of", "hermetic_env", "make_tree", "read", "shell", "snapshot",
+           "snapstore_bin", "wait_until", "write"]
 
 FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 
@@ -48,6 +48,17 @@ def write(root: Path, rel: str, data: bytes | str) -> None:
 def read(root: Path, rel: str) -> bytes | None:
     path = root / rel
     return path.read_bytes() if path.exists() or path.is_symlink() else None
+
+
+#: What an agent's shell tool might run on :func:`make_tree`: edit, delete, rename, chmod, generate.
+SHELL_TOOL = """
+sed -i 's/two/TWO/' src/a.txt
+rm src/b.txt
+mv src/c.txt src/renamed.txt
+chmod +x run.sh
+mkdir -p gen/deep
+for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
+"""
 
 
 def make_tree(root: Path) -> None:

@@ -8,17 +8,7 @@ from pathlib import Path
 from snapstore import Store, scan
 from snapstore.records import AGENT, USER
 
-from ..support import agent_write, changes_of, make_tree, read, shell, snapshot, write
-
-SHELL_TOOL = """
-sed -i 's/two/TWO/' src/a.txt
-rm src/b.txt
-mv src/c.txt src/renamed.txt
-chmod +x run.sh
-mkdir -p gen/deep
-for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
-"""
-
+from ..support import SHELL_TOOL, agent_write, changes_of, make_tree, read, shell, snapshot, write
 
 
 def index_keys(store: Store) -> set[str]:
