@@ -129,3 +129,12 @@ def cli(root: Path):
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory):
+    """A real S3 server (SeaweedFS) on loopback for the whole session; see tests/seaweed.py."""
+    from .seaweed import start_seaweed
+
+    with start_seaweed(tmp_path_factory.mktemp("seaweed")) as server:
+        yield server
