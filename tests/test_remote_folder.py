@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapstore.errors import BadInput
-from snapstore.remote import RemoteURL, open_object_store, parse_url
+from snapstore.remote import ObjectMissing, RemoteURL, open_object_store, parse_url
 from snapstore.remote.base import check_key
 from snapstore.remote.folder import FolderObjectStore
 
@@ -89,3 +89,13 @@ def test_a_lost_nfs_reply_still_counts_as_created(tmp_path: Path, monkeypatch):
     assert store.get("config") == b"mine"
     assert store.put_if_absent("config", b"theirs") is False
 
+
+
+def test_errors_name_the_remote(tmp_path: Path):
+    store = open_object_store(tmp_path.as_uri(), name="origin")
+    with pytest.raises(ObjectMissing) as caught:
+        store.get("packs/none")
+    err = caught.value
+    assert str(err) == f"remote origin ({tmp_path.as_uri()}): packs/none: no such object"
+    assert (err.name, err.remote, err.key, err.code) == (
+        "origin", tmp_path.as_uri(), "packs/none", "remote_object_missing")
