@@ -10,6 +10,7 @@ fast path uses it too.
 from __future__ import annotations
 
 from snapstore import errors as e
+from snapstore.remote.errors import RemoteError
 
 #: Exit codes (docs/cli.md); the first class in an error's MRO found here decides.
 EXIT_CODES: dict[type[BaseException], int] = {
@@ -19,6 +20,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     e.StoreFull: 3,
     e.NotFound: 4,
     e.StoreCorrupt: 5,
+    RemoteError: 6,
 }
 
 #: Hints per class; ``{command}`` is the command that failed.

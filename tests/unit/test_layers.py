@@ -14,7 +14,11 @@ from ..support.layers import cycles, graph
 LAYERS = [
     # the record layer: records and their encodings, the database, the workspace's file I/O
     {"snapstore.errors", "snapstore.faults", "snapstore.merge", "snapstore.blobs",
-     "snapstore.records", "snapstore.db", "snapstore.fsio", "snapstore.repo"},
+     "snapstore.records", "snapstore.db", "snapstore.fsio", "snapstore.repo",
+     # the remote transport: object stores (S3, folders), the remote's errors
+     "snapstore.remote", "snapstore.remote.base", "snapstore.remote.credentials",
+     "snapstore.remote.errors", "snapstore.remote.folder", "snapstore.remote.location",
+     "snapstore.remote.s3", "snapstore.remote.verify"},
     # operations on the record layer
     {"snapstore.capture", "snapstore.history", "snapstore.plan", "snapstore.journal",
      "snapstore.rewind", "snapstore.ignore", "snapstore.scan", "snapstore.watch",
