@@ -169,10 +169,15 @@ class Workspace:
                         yield rel, entry
 
     def missing_parents(self, rel: str) -> int:
-        """How many of the parent folders of ``rel`` do not exist yet."""
+        """How many of the parent folders of ``rel`` are not folders yet (a symlink to a
+        folder, or a file, standing there counts as missing: a write replaces it)."""
         parts = rel.split("/")[:-1]
         for depth in range(len(parts), 0, -1):
-            if os.path.isdir(os.path.join(self.root, *parts[:depth])):
+            try:
+                st = os.lstat(os.path.join(self.root, *parts[:depth]))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 return len(parts) - depth
         return len(parts)
 
@@ -247,6 +252,18 @@ class Workspace:
                 os.fsync(fd)
         return removed
 
+    def remove_empty_tree(self, rel: str) -> None:
+        """Remove the folder ``rel`` if it holds nothing but empty folders; never a file.
+
+        A rewind calls this where a file must come back in place of a folder that the
+        rewind's own deletions emptied. A folder that still holds a file stays, and
+        the write that needs its place fails with a clear error.
+        """
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return
+            _remove_empty_tree(fd, _leaf(rel))
+
     def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
         """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
         parts = rel.split("/")[:-1]
@@ -265,6 +282,29 @@ class Workspace:
                 os.fsync(fd)
             removed.append(folder)
         return removed
+
+
+def _remove_empty_tree(parent_fd: int, name: str) -> None:
+    """Remove folder ``name`` of ``parent_fd`` and its empty subfolders, depth first, never
+    following a link; stops quietly at the first entry that is not an empty folder."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(fd):
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return
+            if not stat.S_ISDIR(st.st_mode):
+                return
+            _remove_empty_tree(fd, entry)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent_fd)
+        os.fsync(parent_fd)
 
 
 def _read_at(fd: int, name: str, rel: str) -> Entry | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from .blobs import parse_header
 from .errors import BadInput, UnknownTurn
 from .merge import is_binary, line_stats
-from .records import AGENT, OPEN, Change, Turn, Version
+from .records import AGENT, BRANCH_KINDS, OPEN, REWIND, Change, Turn, Version
 from .repo import Repo, View
 
 #: An argument of at most this many digits is a number from ``log``, not an id prefix.
@@ -91,17 +91,22 @@ def branch(v: View, session: str) -> list[Turn]:
     return turns
 
 
-def last_undoable(v: View, session: str) -> Turn | None:
-    """The rewind a plain ``undo`` takes back: the newest applied one not yet undone."""
-    record = v.session(session)
-    op_id = record.last_rewind if record else None
-    while op_id is not None:
-        turn = v.turn(op_id)
-        assert turn.op is not None
-        if turn.op.undoes is None and turn.op.undone_by is None and turn.op.status == "applied":
-            return turn
-        op_id = turn.op.prev_rewind
-    return None
+def undoable(turn: Turn) -> bool:
+    """Whether ``turn`` is a rewind or switch that was applied and not undone."""
+    op = turn.op
+    return turn.kind == REWIND and op is not None and op.undoes is None \
+        and op.undone_by is None and op.status == "applied"
+
+
+def last_undoable(v: View, session: str | None = None) -> Turn | None:
+    """What a plain ``undo`` takes back: the newest rewind or switch, applied and not
+    undone, in the whole store (or in ``session``)."""
+    newest = None
+    for turn in v.turns():
+        if undoable(turn) and (session is None or turn.session == session) and (
+                newest is None or turn.seq > newest.seq):
+            newest = turn
+    return newest
 
 
 def latest_session(repo: Repo) -> str | None:
@@ -109,14 +114,14 @@ def latest_session(repo: Repo) -> str | None:
     newest: Turn | None = None
     with repo.read() as v:
         for turn in v.turns():
-            if turn.kind == AGENT and (newest is None or turn.seq > newest.seq):
+            if turn.kind in BRANCH_KINDS and (newest is None or turn.seq > newest.seq):
                 newest = turn
     return newest.session if newest else None
 
 
 def session_turns(v: View, session: str) -> list[Turn]:
     """Every agent turn of a session, newest first, rewound branches included."""
-    turns = [t for t in v.turns() if t.session == session and t.kind == AGENT]
+    turns = [t for t in v.turns() if t.session == session and t.kind in BRANCH_KINDS]
     return sorted(turns, key=lambda t: t.seq, reverse=True)
 
 
@@ -170,20 +175,23 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
     """Rewind points newest first; numbered 1..N along the current branch."""
     with repo.read() as v:
         v.require_session(session)
-        on_branch = [t for t in branch(v, session) if t.kind == AGENT]
+        on_branch = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
         numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
         turns = session_turns(v, session) if all_branches else on_branch
         return [RewindPoint(numbers.get(t.id), t, turn_stats(v, t)) for t in turns]
 
 
-def resolve_turn(v: View, ref: str | int, session: str) -> Turn:
-    """A turn from a number on the current branch, or an id or unique id prefix."""
+def resolve_turn(v: View, ref: str | int, session: str | None) -> Turn:
+    """A turn from a number on ``session``'s current branch, or from an id or unique id
+    prefix of a turn of any session (those of ``session`` first)."""
     text = str(ref).strip()
     if not text:
         raise BadInput("empty turn reference")
-    v.require_session(session)
     if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
-        points = [t for t in branch(v, session) if t.kind == AGENT]
+        if session is None:
+            raise BadInput(f"turn number {text} needs a session", ref=text)
+        v.require_session(session)
+        points = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
         n = int(text)
         if not 1 <= n <= len(points):
             raise UnknownTurn(f"no rewind point {n} in session {session!r} "
@@ -191,13 +199,12 @@ def resolve_turn(v: View, ref: str | int, session: str) -> Turn:
                               count=len(points))
         return points[n - 1]
     matches = [t for t in v.turns() if t.id.startswith(text)]
-    in_session = [t for t in matches if t.session == session]
-    matches = in_session or matches
+    matches = [t for t in matches if t.session == session] or matches
     if not matches:
         raise UnknownTurn(f"unknown turn {text!r}", ref=text, session=session)
     if len(matches) > 1:
         raise BadInput(f"turn prefix {text!r} is ambiguous: "
-                       + ", ".join(sorted(t.id for t in matches)[:5]))
+                       + ", ".join(sorted(t.id for t in matches)[:5]), ref=text)
     return matches[0]
 
 

@@ -279,9 +279,19 @@ class Store:
         return rewind(self.repo, target, session, mode=mode, on_conflict=on_conflict,
                       paths=paths, dry_run=dry_run, force=force)
 
-    def undo(self, rewind_id: str | None = None, session: str = DEFAULT_SESSION, *,
+    def switch(self, target: str | int, session: str | None = None, *,
+               on_conflict: str = "skip", dry_run: bool = False,
+               force: bool = False) -> RewindResult:
+        """Make the workspace what it was right after ``target``: back, forward (redo) or on
+        another branch of its session. A number needs ``session``; an id does not."""
+        from .rewind import switch
+        return switch(self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run,
+                      force=force)
+
+    def undo(self, rewind_id: str | None = None, session: str | None = None, *,
              on_conflict: str = "skip", dry_run: bool = False) -> RewindResult:
-        """Take back the last rewind of the session (or the one given)."""
+        """Take back a rewind or switch: the one given, else the newest of ``session``, else
+        the newest in the store. The result names the session it acted on."""
         from .rewind import undo
         return undo(self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
 
