@@ -33,7 +33,6 @@ from .plan import (
     RESTORE,
     PathPlan,
     RewindResult,
-    read_current,
 )
 from .records import (
     CLOSED,
@@ -268,7 +267,7 @@ def resume(repo: Repo) -> list[RewindResult]:
 def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
     try:
         repo.ws.remove_temp_files(change.path)  # a write the crash cut short
-        entry, folder = read_current(repo.ws, change.path)
+        entry, folder = repo.ws.read_state(change.path, links_absent=True)
     except (SnapstoreError, OSError) as exc:
         return PathPlan(change.path, CONFLICT, reason=str(exc))
     current = version_of(entry)

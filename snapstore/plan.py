@@ -140,23 +140,12 @@ class _Conflict(Exception):
         self.plan = plan
 
 
-def read_current(ws: Workspace, path: str) -> tuple[Entry | None, bool]:
-    """What the path holds now, and whether that is a folder (then the entry is None)."""
-    try:
-        return ws.read(path), False
-    except SnapstoreError:
-        st = ws.lstat(path)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            return None, True
-        raise
-
-
 def plan_path(ws: Workspace, v: View, path: str, steps: list[Step], on_conflict: str,
               busy: str | None = None) -> PathPlan:
     """Fold ``steps`` from what the path holds now. ``busy`` says who else is writing the
     path right now: then it is left alone, whatever the policy."""
     try:
-        entry, folder = read_current(ws, path)
+        entry, folder = ws.read_state(path, links_absent=True)
     except SnapstoreError as exc:
         return PathPlan(path, ERROR, reason=str(exc))
     start = version_of(entry)
