@@ -17,8 +17,9 @@ The store's settings file, ``<store>/config`` (INI), holds scan mode, the scan
 file-size cap, automatic gc, and the remotes (``[remote.NAME]``, with ``[remote]
 auto_push = NAME``; a store with a remote records each new session's base).
 Unknown sections and keys are kept when the file is rewritten, so a newer
-snapstore's settings survive an older one. Hooks open the store on every tool call, so loading costs nothing when there is no
-file (no ``configparser`` import).
+snapstore's settings survive an older one. Hooks open the store on every tool
+call, so loading costs nothing when there is no file (no ``configparser``
+import).
 """
 
 from __future__ import annotations
