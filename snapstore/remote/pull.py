@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .. import blobs
+from .. import blobs, faults
 from ..base import base_changes, git_commit
 from ..errors import StoreCorrupt
 from ..records import AGENT, CLOSED, Change, Session, Turn, Version
@@ -93,6 +93,8 @@ def pull(repo: Repo, catalog: Catalog, names: list[str] | None = None,
     result.blobs = len(values)
     result.bytes = sum(len(x) for x in values.values())
 
+    faults.point("pull.fetched")
+
     def commit(tx: Tx) -> None:
         for blob_id in _base_first(values):
             _store_blob(tx, blob_id, values[blob_id], contents[blob_id])
@@ -100,6 +102,7 @@ def pull(repo: Repo, catalog: Catalog, names: list[str] | None = None,
             _import(tx, session, name, record, [records[t] for t in wanted if t in records])
         tx.event("pull", remote=catalog.url, turns=len(records),
                  sessions=[name for _, name, _, _ in plans])
+        faults.point("pull.commit")
 
     repo.write(commit)
     result.turns = len(records)
