@@ -233,6 +233,8 @@ def test_kill_9_during_push_and_pull_loses_nothing(tmp_path: Path, seaweed, slow
             made = {t.id: [(c.path, c.after) for c in va.changes(t.id)] for t in va.turns()}
             got = {t: [(c.path, c.after) for c in vb.changes(t)] for t in made}
         assert made == got
+    with open_object_store(url, endpoint_url=seaweed.endpoint,
+                           credentials=seaweed.credentials) as remote, Store.open(a) as sa:
         assert sa.remote_fsck(remote).ok
     print(f"\nremote crash injections: {kills} kills over {rounds} rounds; at fault points: "
           f"{dict(where)}, the rest at random moments")
