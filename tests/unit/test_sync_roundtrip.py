@@ -18,7 +18,7 @@ from snapstore import Store
 from snapstore.remote import CorruptObject, ObjectStore, RemoteError, layout, open_object_store
 from snapstore.remote.push import base_turn_id
 
-from ..support import Clock, agent_turn, write
+from ..support import Clock, agent_turn, snapshot, write
 from ..support.seaweed import BUCKET, FAST_RETRY
 
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
@@ -262,3 +262,42 @@ def test_without_git_the_base_has_no_commit(tmp_path: Path) -> None:
         agent_turn(store, "one", {"f.txt": "x\n"})
         with store.repo.read() as v:
             assert v.session("default").base == {"commit": None, "changes": [], "skipped": []}
+
+
+def tree(root: Path) -> dict[str, tuple[str, bytes, int]]:
+    """The workspace as a person sees it: every file but git's and the store's."""
+    return {p: v for p, v in snapshot(root).items() if not p.startswith(".git/")}
+
+
+def test_a_fresh_clone_switches_to_every_pulled_turn_byte_for_byte(
+        tmp_path: Path, remote: ObjectStore) -> None:
+    a_root = tmp_path / "a"
+    git_repo(a_root, {"app.py": "def main():\n    return 0\n", "lib/util.py": "X = 1\n",
+                      "README": "readme\n", "run.sh": "#!/bin/sh\n"})
+    write(a_root, "README", "readme, edited before the session\n")  # uncommitted
+    write(a_root, "scratch/notes.txt", "untracked notes\n")
+    after: dict[str, dict] = {}
+    with Store.init(a_root, clock=Clock(), record_base=True) as a:
+        for prompt, edits in [
+                ("one", {"app.py": "def main():\n    return 1\n", "new/deep/made.py": "m\n"}),
+                ("two", {"lib/util.py": None, "README": "readme, by the agent\n"}),
+                ("three", {"app.py": "def main():\n    return 3\n", "new/deep/made.py": None,
+                           "lib/other.py": "Y = 2\n"})]:
+            turn = agent_turn(a, prompt, edits)
+            after[turn] = tree(a_root)
+        a.pre_write(["run.sh"], "Bash")  # a mode change in a fourth turn
+        (a_root / "run.sh").chmod(0o755)
+        a.post_write(["run.sh"])
+        fourth = a.end_turn().id
+        after[fourth] = tree(a_root)
+        a.push(remote)
+    b_root = clone(a_root, tmp_path / "b")
+    with Store.init(b_root) as b:
+        pulled = b.pull(remote)
+        assert pulled.warnings == [] and pulled.turns == 4
+        order = list(after)
+        for turn in [*order, *reversed(order), order[1], order[3], order[0]]:
+            result = b.switch(turn)
+            assert result.ok, result
+            assert tree(b_root) == after[turn], turn
+        assert b.fsck().ok
