@@ -130,6 +130,7 @@ COMMANDS = {
     "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "status": "cmd_status:status",
     "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
+    "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
 }
 
 

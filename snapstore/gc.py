@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import blobs, faults
+from .base import base_keys
 from .history import last_undoable
 from .records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from .repo import Repo, Tx, View
@@ -145,6 +146,8 @@ class _Graph:
         for change in v.all_changes():
             refs.setdefault(change.turn, set()).update(_digests(change))
         roots = {digest for _, digest in v.path_digests()}
+        for session in v.sessions():
+            roots.update(base_keys(session.base))
         roots.update(value[FINGERPRINT.size:] for value in v.index_values()
                      if len(value) == FINGERPRINT.size + blobs.DIGEST_SIZE)
         page = repo.page_size()

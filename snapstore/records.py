@@ -159,6 +159,8 @@ class Session(NamedTuple):
     open_turn: str | None = None
     last_rewind: str | None = None
     turns: int = 0
+    base: dict[str, Any] | None = None  # what it started from (snapstore.base)
+    origin: dict[str, str] | None = None  # pulled: {"store": its store id, "name": its name}
 
 
 def _version(value: Any) -> Version | None:

@@ -307,6 +307,10 @@ class View:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
 
+    def store_id(self) -> str:
+        """The store's random id, fixed at creation (it names this store on remotes)."""
+        return bytes(self._get("meta", b"store_id") or b"").decode()
+
     def unfinished(self) -> list[str]:
         """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
         return list(self._meta_json(b"unfinished") or [])
@@ -350,6 +354,12 @@ class Tx(View):
                 break
             salt += 1
         return Turn(id=turn_id, session=session, seq=seq, created=self.clock(), **fields)
+
+    def allocate_seq(self) -> int:
+        """The next store-wide turn sequence number (a pulled turn keeps its id, not its seq)."""
+        seq = int(self._get("meta", b"turn_seq") or b"0") + 1
+        self._put("meta", b"turn_seq", str(seq).encode())
+        return seq
 
     def put_session(self, session: Session) -> None:
         self._put("sessions", session_key(session.name), dumps(session))

@@ -18,11 +18,14 @@ LAYERS = [
      # the remote transport: object stores (S3, folders), the remote's errors
      "snapstore.remote", "snapstore.remote.base", "snapstore.remote.credentials",
      "snapstore.remote.errors", "snapstore.remote.folder", "snapstore.remote.location",
-     "snapstore.remote.s3", "snapstore.remote.verify"},
+     "snapstore.remote.s3", "snapstore.remote.verify", "snapstore.remote.layout",
+     "snapstore.remote.catalog"},
     # operations on the record layer
     {"snapstore.capture", "snapstore.history", "snapstore.plan", "snapstore.journal",
      "snapstore.rewind", "snapstore.ignore", "snapstore.scan", "snapstore.watch",
-     "snapstore.gc", "snapstore.fsck", "snapstore.diffs"},
+     "snapstore.gc", "snapstore.fsck", "snapstore.diffs", "snapstore.base",
+     # remotes: push, pull, and their upkeep (log, fsck, gc)
+     "snapstore.remote.push", "snapstore.remote.pull", "snapstore.remote.upkeep"},
     # the facade and the public API
     {"snapstore.store", "snapstore"},
     # agent adapters, on top of the facade
