@@ -127,7 +127,8 @@ COMMANDS = {
     "init": "cmd_capture:init", "begin": "cmd_capture:begin", "end": "cmd_capture:end",
     "pre-write": "cmd_capture:pre_write", "post-write": "cmd_capture:post_write",
     "log": "cmd_history:log", "show": "cmd_history:show", "diff": "cmd_history:diff",
-    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "status": "cmd_status:status",
+    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "switch": "cmd_rewind:switch",
+    "status": "cmd_status:status",
     "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
     "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
@@ -223,7 +224,7 @@ def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None
 
 
 #: Commands after which the store may have grown past its quota.
-MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "scan"}
+MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "switch", "scan"}
 
 
 @cli.result_callback()

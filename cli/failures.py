@@ -48,7 +48,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
         return "see `snapstore log`" if getattr(exc, "count", None) is not None \
             else "see `snapstore log --all`"
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
-        if command == "rewind":
+        if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"
         return "end it with `snapstore end` first" if command == "undo" \
             else "end it with `snapstore end`"
