@@ -32,7 +32,10 @@ STORE_DIRNAME = ".snapstore"
 SCHEMA_VERSION = 2
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
 UPGRADABLE = (1,)
-DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events")
+DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events",
+             "counts")
+#: Databases that schema 1 lacked: the upgrade to 2 creates them.
+ADDED_IN_2 = ("counts",)
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
 COMPACT_DIR = "db.compact"
@@ -132,11 +135,19 @@ class Database:
     def _open_existing(self) -> dict[str, Any]:
         with self.env.begin() as txn:
             present = {key.decode() for key, _ in txn.cursor()}
-        missing = [name for name in DATABASES if name not in present]
+        older = False
+        if "meta" in present:
+            meta = self.env.open_db(b"meta", create=False)
+            with self.env.begin() as txn:
+                older = txn.get(b"schema", db=meta) == b"1"
+        missing = [name for name in DATABASES if name not in present
+                   and not (older and name in ADDED_IN_2)]
         if missing:
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
                                f"(missing {', '.join(missing)})")
-        return {name: self.env.open_db(name.encode(), create=False) for name in DATABASES}
+        # A schema-1 store gets the databases schema 2 added, empty (Repo then upgrades it).
+        return {name: self.env.open_db(name.encode(), create=name not in present)
+                for name in DATABASES}
 
     def _init_meta(self, meta: dict[bytes, bytes]) -> None:
         def put(txn: lmdb.Transaction) -> None:
@@ -185,10 +196,11 @@ class Database:
             txn.abort()
 
     @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        """Hold the writer lock (for operations that span several transactions)."""
+    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the writer lock (for operations that span several transactions), waiting up
+        to ``timeout`` (default: the store's lock timeout)."""
         fd = _flock(os.path.join(self.store_dir, "write.lock"), fcntl.LOCK_EX,
-                    self.lock_timeout, "the write lock")
+                    self.lock_timeout if timeout is None else timeout, "the write lock")
         try:
             yield
         finally:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .history import file_stats, resolve_turn
+from .history import net_changes, resolve_turn
 from .merge import is_binary, unified_diff
-from .records import LINK, Entry
+from .records import LINK, Entry, differs
 from .repo import Repo
 
 
@@ -41,8 +41,9 @@ def turn_diff(repo: Repo, ref: str | int, session: str,
     lines: list[str] = []
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
-        for stat in file_stats(v, v.changes(turn.id)):
-            if wanted is not None and stat.path not in wanted:
+        for net in net_changes(v.changes(turn.id)):
+            if (wanted is not None and net.path not in wanted) or not differs(net.before,
+                                                                              net.after):
                 continue
-            lines += entry_diff(stat.path, v.content(stat.before), v.content(stat.after))
+            lines += entry_diff(net.path, v.content(net.before), v.content(net.after))
     return lines

@@ -322,6 +322,7 @@ def _sweep(repo: Repo, result: GcResult) -> None:
         deltas = sorted((k for k in live if k in headers and headers[k].base is not None),
                         key=lambda k: headers[k].depth)  # bases before what rests on them
         dead = [k for k in headers if k not in live]
+        stale_counts = [k for k in snap.counted() if k[:32] not in live or k[32:] not in live]
 
         def commit(tx: Tx) -> tuple[int, int]:
             current = dict(headers)
@@ -343,6 +344,8 @@ def _sweep(repo: Repo, result: GcResult) -> None:
             faults.point("gc.rebased")
             for key in dead:
                 tx.delete_blob(key)
+            for key in stale_counts:
+                tx.forget_line_counts(key)
             return len(dead), rebased
 
         removed, rebased = repo.write(commit, locked=True)

@@ -32,7 +32,7 @@ import blake3
 
 from . import blobs
 from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database
-from .errors import BadInput, StoreCorrupt, UnknownSession, UnknownTurn
+from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
 from .fsio import Workspace
 from .records import (
     OPEN,
@@ -303,6 +303,19 @@ class View:
         cursor = self._txn.cursor(db=self._dbs["index"])
         return next(_prefixed(cursor, os.fsencode(folder) + b"/"), None) is not None
 
+    def line_counts(self, key: bytes) -> tuple[int, int, bool] | None:
+        """Lines added and removed between two versions, if counted before (``counts``)."""
+        raw = self._get("counts", key)
+        if raw is None:
+            return None
+        added, removed, binary = json.loads(raw)
+        return int(added), int(removed), bool(binary)
+
+    def counted(self) -> Iterator[bytes]:
+        """The keys of every kept line count."""
+        for key, _ in self._items("counts"):
+            yield bytes(key)
+
     def scan_state(self) -> dict[str, Any] | None:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
@@ -469,6 +482,12 @@ class Tx(View):
     def delete_index(self, rel: str) -> None:
         self._delete("index", os.fsencode(rel))
 
+    def put_line_counts(self, key: bytes, added: int, removed: int, binary: bool) -> None:
+        self._put("counts", key, json.dumps([added, removed, binary]).encode())
+
+    def forget_line_counts(self, key: bytes) -> None:
+        self._delete("counts", key)
+
     def set_scan_state(self, state: dict[str, Any]) -> None:
         self._put_meta_json(b"scan", state)
 
@@ -531,6 +550,15 @@ class Repo:
         """
         dbs, clock = self._db.dbs, self.clock
         return self._db.write(lambda txn: fn(Tx(txn, dbs, clock)), locked=locked)
+
+    def write_if_free(self, fn: Callable[[Tx], T]) -> T | None:
+        """Like :meth:`write`, but only if the write lock is free now (None otherwise):
+        for what a reader keeps in passing, which is never worth a wait."""
+        try:
+            with self._db.write_lock(timeout=0):
+                return self.write(fn, locked=True)
+        except StoreLocked:
+            return None
 
     def write_lock(self) -> Any:
         """Hold the writer lock across several commits (a rewind, a gc)."""
