@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
+from snapstore.errors import StoreDamaged
 from snapstore.fsck import FsckReport
 from snapstore.gc import GcPolicy, GcResult
 
-from .app import common_options, emit, open_resuming, options
+from . import failures
+from .app import Failure, common_options, emit, open_resuming, options
 from .render import console
 from .settings import Config, format_size, parse_size
 
@@ -59,11 +62,24 @@ def fsck(repair: bool) -> None:
 
     Exits 5 when anything is wrong (also after --repair, which lists what it dropped).
     """
-    with options().open_store() as store:
+    try:
+        store = options().open_store()
+    except StoreDamaged as exc:
+        _damaged(exc)
+    with store:
         report = store.fsck(repair)
     emit(report.to_json(), lambda: _fsck_human(report))
     if not report.ok:
         sys.exit(5)
+
+
+def _damaged(exc: StoreDamaged) -> NoReturn:
+    """A data file LMDB must not map: the report names it (with --json), and the one line says
+    what is wrong; nothing in the file is read."""
+    path = getattr(exc, "path", "")
+    report = FsckReport(corrupt=[{"kind": "data file", "key": path, "reason": str(exc)}])
+    emit(report.to_json(), lambda: None)
+    raise Failure(failures.message(exc, "fsck"), failures.exit_code(exc), exc.code)
 
 
 def _fsck_human(report: FsckReport) -> None:

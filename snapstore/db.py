@@ -300,8 +300,8 @@ class Database:
                                 reason=self.read_only)
 
     def _open_existing(self) -> dict[str, Any]:
-        with self.env.begin() as txn:
-            present = {key.decode() for key, _ in txn.cursor()}
+        with self.read() as txn:
+            present = {bytes(key).decode(errors="replace") for key, _ in txn.cursor()}
         missing = [name for name in DATABASES if name not in present]
         if missing:
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
