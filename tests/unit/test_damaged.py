@@ -143,8 +143,8 @@ def test_a_page_lmdb_finds_damaged_is_store_corrupt(store: Store) -> None:
     # Per meta page: transaction id at 144, and the main database's root page at 128
     # (its MDB_db follows the free database's, 48 bytes each, from offset 40).
     _txnid, root_page = max((int.from_bytes(data[off + 144:off + 152], "little"),
-                            int.from_bytes(data[off + 128:off + 136], "little"))
-                           for off in (0, page))
+                             int.from_bytes(data[off + 128:off + 136], "little"))
+                            for off in (0, page))
     flags_at = root_page * page + 10
     assert data[flags_at:flags_at + 2] != b"\0\0"
     data[flags_at:flags_at + 2] = b"\0\0"
