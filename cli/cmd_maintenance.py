@@ -13,7 +13,7 @@ from snapstore.gc import GcPolicy, GcResult
 
 from . import failures
 from .app import Failure, common_options, emit, open_resuming, options
-from .render import console
+from .render import console, printable
 from .settings import Config, format_size, parse_size
 
 
@@ -50,7 +50,7 @@ def _gc_human(result: GcResult) -> None:
               f"{'about ' if result.dry_run else ''}{format_size(result.freed_bytes)} freed; "
               f"the store is {format_size(result.store_bytes)}")
     for note in result.notes:
-        out.print(f"note: {note}", style="yellow")
+        out.print(f"note: {printable(note, quote=False)}", style="yellow")
 
 
 @click.command()
@@ -85,12 +85,13 @@ def _damaged(exc: StoreDamaged) -> NoReturn:
 def _fsck_human(report: FsckReport) -> None:
     out = console(stderr=True)
     for item in report.corrupt:
-        out.print(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}", style="red")
+        out.print(printable(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}",
+                            quote=False), style="red")
     for item in report.dangling:
-        out.print(f"dangling {item['kind']} {item['key'][:40]}: {item['reason']} "
-                  f"({item['missing'][:24]})", style="red")
+        out.print(printable(f"dangling {item['kind']} {item['key'][:40]}: {item['reason']} "
+                            f"({item['missing'][:24]})", quote=False), style="red")
     for line in report.repaired:
-        out.print(f"repaired: {line}", style="yellow")
+        out.print(f"repaired: {printable(line, quote=False)}", style="yellow")
     for op in report.pending:
         out.print(f"interrupted rewind {op}: finish it with `snapstore rewind --resume`",
                   style="yellow")

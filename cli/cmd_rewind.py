@@ -10,7 +10,16 @@ import click
 from snapstore.diffs import entry_diff
 from snapstore.plan import MODES, POLICIES, RewindResult
 
-from .app import common_options, complete_turn, emit, open_resuming, options
+from .app import (
+    common_options,
+    complete_turn,
+    emit,
+    is_new,
+    open_resuming,
+    options,
+    print_start,
+    require_turns,
+)
 from .render import console, diff_text, result_summary
 
 
@@ -24,8 +33,8 @@ def _report(result: RewindResult, verb: str) -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
-                    out.print(diff_text(entry_diff(plan.path, plan.current_entry, plan.content)),
-                              end="")
+                    out.print(diff_text(plan.path, entry_diff(plan.path, plan.current_entry,
+                                                              plan.content)), end="")
         result_summary(out, result, verb)
     emit(result.to_json(), human)
     if not result.ok:
@@ -64,6 +73,10 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
         session = opts.session_for(store)
+        if turn is None and is_new(store, session):  # the list of rewind points is empty
+            emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
+            return
+        require_turns(store, session, "nothing to rewind")
         if turn is None:
             from .picker import choose
             turn, mode = choose(store, session, mode, _interactive(), force)
@@ -89,6 +102,7 @@ def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
     """Take back the last rewind (or REWIND_ID): its files and its head move."""
     opts = options()
     with open_resuming() as store:
-        result = store.undo(rewind_id, opts.session_for(store), on_conflict=on_conflict,
-                            dry_run=dry_run)
+        session = opts.session_for(store)
+        require_turns(store, session, "nothing to undo")
+        result = store.undo(rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
     _report(result, "undone")

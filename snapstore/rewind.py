@@ -72,6 +72,10 @@ def _plan_rewind(repo: Repo, v: View, turn: Turn, session: str, mode: str, on_co
     reverted = on_branch[: ids.index(turn.id) + 1]
     changes = [c for t in reversed(reverted) for c in v.changes(t.id)]
     if rels is not None:
+        untouched = sorted(set(rels) - {c.path for c in changes})
+        if untouched:
+            raise BadInput(f"turn {turn.id} and the turns after it never changed "
+                           f"{', '.join(untouched)}", turn=turn.id, path=untouched[0])
         changes = [c for c in changes if c.path in rels]
     head = ids[0] if ids else None
     new_head = head if mode == "code" else turn.parent
