@@ -39,7 +39,7 @@ def print_points(store: Store, session: str) -> None:
 
     def human() -> None:
         if not points:
-            console(stderr=True).print(f"no rewind points in session {session}")
+            console(stderr=True).print(f"no rewind points in session {printable(session)}")
             return
         console().print(points_table(points, store.clock()))
         console(stderr=True).print("rewind with: snapstore rewind N", style="dim")
@@ -128,7 +128,7 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
         return None, mode
     points = store.rewind_points(session)
     if not points:
-        console(stderr=True).print(f"no rewind points in session {session}")
+        console(stderr=True).print(f"no rewind points in session {printable(session)}")
         return None, mode
     now = store.clock()
     index = menu("Rewind to before which turn?", [_point_row(p, now) for p in points],

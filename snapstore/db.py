@@ -128,10 +128,9 @@ def store_size(store_dir: str) -> int:
         return 0
 
 
-def _meta(fd: int, offset: int) -> tuple[int, int, int] | None:
-    """The page size, last page used and transaction id of the meta page at ``offset``
-    (None: no valid meta page there)."""
-    raw = os.pread(fd, _META.size, offset)
+def _meta(raw: bytes) -> tuple[int, int, int] | None:
+    """The page size, last page used and transaction id of a meta page read from the file
+    (None: too short, or not a valid meta page)."""
     if len(raw) < _META.size:
         return None
     flags, magic, version, page_size, last_page, txnid = _META.unpack(raw)
@@ -146,39 +145,42 @@ def check_data_file(fd: int, store_dir: str) -> None:
     LMDB picks the valid meta page with the higher transaction id; every page up
     to that meta page's last page must be in the file, or reading it is SIGBUS.
     A file with no LMDB magic is :class:`StoreCorrupt` (not a store); one that
-    starts as LMDB but is shorter than its meta pages claim, or whose second meta
-    page is unreadable, is :class:`StoreDamaged`.
+    starts as LMDB but is shorter than its meta pages claim, or whose meta pages
+    are unreadable, is :class:`StoreDamaged`. Costs one ``fstat`` and two
+    ``pread`` calls: it runs before every transaction.
     """
     size = os.fstat(fd).st_size
-    path = os.path.join(store_dir, DB_DIR, "data.mdb")
-
-    def damaged(what: str, needed: int | None = None) -> StoreDamaged:
-        return StoreDamaged(f"the store at {store_dir} is damaged: its data file {what}",
-                            path=path, size=size, needed=needed)
-
-    head = os.pread(fd, _MAGIC_END, 0)
+    head = os.pread(fd, _META.size, 0)
+    first = _meta(head)
+    if first is not None:
+        page_size = first[0]
+        if 512 <= page_size <= 65536 and not page_size & (page_size - 1):
+            second = _meta(os.pread(fd, _META.size, page_size))
+            if second is not None:
+                needed = (max(first, second, key=lambda meta: meta[2])[1] + 1) * page_size
+                if size >= needed:
+                    return
+                raise _damaged(store_dir, size, f"is truncated: {size} bytes, but its last "
+                               f"commit needs {needed}", needed)
+            if size < page_size + _META.size:
+                needed = (first[1] + 1) * page_size
+                raise _damaged(store_dir, size, f"is truncated: {size} bytes, but its last "
+                               f"commit needs {needed}", needed)
+            raise _damaged(store_dir, size, "has an unreadable second meta page")
+        raise _damaged(store_dir, size, f"records an impossible page size {page_size}")
     if len(head) < _MAGIC_END:
-        raise damaged(f"is {size} bytes, cut short or not a snapstore store")
-    if head[16:] != _MAGIC.to_bytes(4, "little"):
+        raise _damaged(store_dir, size, f"is {size} bytes, cut short or not a snapstore store")
+    if head[16:_MAGIC_END] != _MAGIC.to_bytes(4, "little"):
         raise StoreCorrupt(f"{store_dir} is not a snapstore store "
                            "(the database file is not LMDB)")
-    first = _meta(fd, 0)
-    if first is None:
-        raise damaged(f"is {size} bytes, cut short in its first meta page"
-                      if size < _META.size else "has an unreadable first meta page")
-    page_size = first[0]
-    if page_size < 512 or page_size > 65536 or page_size & (page_size - 1):
-        raise damaged(f"records an impossible page size {page_size}")
-    second = _meta(fd, page_size)
-    if second is None and size < page_size + _META.size:
-        needed = (first[1] + 1) * page_size
-        raise damaged(f"is truncated: {size} bytes, but its last commit needs {needed}", needed)
-    if second is None:
-        raise damaged("has an unreadable second meta page")
-    _, last_page, _ = max(first, second, key=lambda meta: meta[2])
-    needed = (last_page + 1) * page_size
-    if size < needed:
-        raise damaged(f"is truncated: {size} bytes, but its last commit needs {needed}", needed)
+    raise _damaged(store_dir, size, f"is {size} bytes, cut short in its first meta page"
+                   if size < _META.size else "has an unreadable first meta page")
+
+
+def _damaged(store_dir: str, size: int, what: str, needed: int | None = None) -> StoreDamaged:
+    return StoreDamaged(f"the store at {store_dir} is damaged: its data file {what}",
+                        path=os.path.join(store_dir, DB_DIR, "data.mdb"), size=size,
+                        needed=needed)
 
 
 def _is_enospc(exc: BaseException) -> bool:
