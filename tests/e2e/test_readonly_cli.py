@@ -9,6 +9,7 @@ modes alone do it) and a read-only bind mount, made in a private mount namespace
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -160,3 +161,25 @@ def test_a_read_only_reader_keeps_writers_out_while_it_reads(shared_root: Path) 
         reader.communicate("done\n", timeout=60)
     assert reader.returncode == 0
     assert _run([], root, "begin", "--prompt", "third").code == 0
+
+
+def test_creating_a_store_where_one_cannot_be_written(shared_root: Path) -> None:
+    """init, and an agent's hook that would create the store, in a folder the user cannot
+    write: one line; init exits 3, the hook lets the agent go on."""
+    root = shared_root
+    write(root, "a.txt", "zero\n")
+    os.chmod(root, 0o555)
+    prefix = NOBODY if os.geteuid() == 0 else []
+    result = _run(prefix, root, "init")
+    assert result.code == 3, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot create the store" in lines[0], lines
+    assert "permission denied" in lines[0] and "internal error" not in lines[0]
+    event = json.dumps({"session_id": "s1", "cwd": str(root), "prompt": "p",
+                        "hook_event_name": "UserPromptSubmit",
+                        "transcript_path": str(root / "t.jsonl")})
+    proc = subprocess.run([*prefix, *COMMAND, "hook", "claude-code"], cwd=root, input=event,
+                          capture_output=True, text=True, env=hermetic_env(), timeout=120)
+    assert proc.returncode == 0 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "cannot create the store" in proc.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["a.txt"]
