@@ -7,10 +7,20 @@ import sys
 
 import click
 
+from snapstore import DEFAULT_SESSION
 from snapstore.diffs import entry_diff
 from snapstore.plan import MODES, POLICIES, RewindResult
 
-from .app import common_options, complete_turn, emit, open_resuming, options
+from .app import (
+    common_options,
+    complete_turn,
+    emit,
+    is_new,
+    open_resuming,
+    options,
+    print_start,
+    require_turns,
+)
 from .render import console, diff_text, result_summary
 
 
@@ -24,8 +34,8 @@ def _report(result: RewindResult, verb: str) -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
-                    out.print(diff_text(entry_diff(plan.path, plan.current_entry, plan.content)),
-                              end="")
+                    out.print(diff_text(plan.path, entry_diff(plan.path, plan.current_entry,
+                                                              plan.content)), end="")
         result_summary(out, result, verb)
     emit(result.to_json(), human)
     if not result.ok:
@@ -64,6 +74,10 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
         session = opts.session_for(store)
+        if turn is None and is_new(store, session):  # the list of rewind points is empty
+            emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
+            return
+        require_turns(store, session, "nothing to rewind")
         if turn is None:
             from .picker import choose
             turn, mode = choose(store, session, mode, _interactive(), force)
@@ -123,6 +137,7 @@ def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
     """
     opts = options()
     with open_resuming() as store:
+        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
         result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)

@@ -17,6 +17,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     e.BadInput: 2,
     e.RunActive: 3,
     e.StoreLocked: 3,
+    e.StoreReadOnly: 3,
     e.StoreFull: 3,
     e.NotFound: 4,
     e.StoreCorrupt: 5,
@@ -31,6 +32,9 @@ _HINTS: dict[type[BaseException], str] = {
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",
     e.SchemaMismatch: "use the snapstore release that made this store",
+    e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",
+    e.StoreReadOnly: "log, show, diff, status and fsck still read it; make it writable to "
+                     "record or rewind",
 }
 
 

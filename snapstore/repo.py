@@ -536,6 +536,12 @@ class Repo:
     def lock_timeout(self) -> float:
         return self._db.lock_timeout
 
+    @property
+    def read_only(self) -> str | None:
+        """Why the store cannot be written (None when it can). A read-only store is still
+        read; every write raises :class:`~snapstore.errors.StoreReadOnly`."""
+        return self._db.read_only
+
     @contextmanager
     def read(self) -> Iterator[View]:
         """A consistent read-only view; readers never wait for writers."""

@@ -161,11 +161,10 @@ def _plan_rewind(repo: Repo, v: View, turn: Turn, session: str, mode: str, on_co
     head = ids[0]
     new_head = head if mode == "code" else turn.parent
     if rels is not None:
-        touched = {c.path for t in reverted for c in v.changes(t.id)}
-        untouched = [p for p in rels if p not in touched]
+        untouched = sorted(set(rels) - {c.path for c in _changes(v, reverted)})
         if untouched:
-            raise BadInput(f"{untouched[0]} was not changed by turn {turn.id} or any later "
-                           "turn on the branch", path=untouched[0], turn=turn.id)
+            raise BadInput(f"turn {turn.id} and the turns after it never changed "
+                           f"{', '.join(untouched)}", turn=turn.id, path=untouched[0])
     op = RewindOp(session, turn.id, mode, prev_head=head, new_head=new_head,
                   reverted=[] if mode == "code" else [t.id for t in reverted],
                   paths=rels or [], prev_rewind=v.require_session(session).last_rewind)

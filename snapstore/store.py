@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from .fsck import FsckReport
     from .fsio import Workspace
     from .gc import GcPolicy, GcResult
-    from .history import RewindPoint, StoreStatus, TurnDetail
+    from .history import FileStat, RewindPoint, StoreStatus, TurnDetail
     from .plan import RewindResult
     from .remote.base import ObjectStore
     from .remote.catalog import Catalog
@@ -269,6 +269,12 @@ class Store:
         """The lines of a git-style diff of one turn's changes (or only ``paths``)."""
         from .diffs import turn_diff
         return turn_diff(self.repo, ref, session, paths)
+
+    def diffs(self, ref: str | int, session: str = DEFAULT_SESSION,
+              paths: list[str] | None = None) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+        """One turn, and each file it changed (or only ``paths``) with its diff lines."""
+        from .diffs import turn_diffs
+        return turn_diffs(self.repo, ref, session, paths)
 
     def changes(self, turn_id: str) -> list[Change]:
         """The changes one turn recorded, in order."""
