@@ -28,7 +28,7 @@ import operator
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
-from itertools import accumulate, chain, compress, pairwise
+from itertools import accumulate, chain, compress, count, pairwise
 
 __all__ = [
     "MergeResult",
@@ -54,7 +54,7 @@ _WORK = 1 << 19
 _ROUNDS_MIN = 64
 # Beyond the budget, an exact common subsequence is taken when a box has at most this many
 # pairs of equal lines per line.
-_PAIRS_PER_LINE = 4
+_PAIRS_PER_LINE = 16
 # Boxes this small (lines on both sides) are cut by the search alone.
 _SMALL_BOX = 64
 # Longest prefix of a line shown after a hunk header, as git does.
@@ -109,6 +109,11 @@ def _find(flags: list[bool], value: bool, start: int) -> int:
         return flags.index(value, start)
     except ValueError:
         return len(flags)
+
+
+def _unchanged(flags: list[bool]) -> list[int]:
+    """Indices of the False entries."""
+    return list(compress(range(len(flags)), map(operator.not_, flags)))
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
@@ -262,14 +267,16 @@ def _chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
     top_pair: list[int] = []  # index in pairs of each pile's top
     back = [-1] * len(pairs)  # the pair below each one in its chain
     for n, (_, y) in enumerate(pairs):
+        if not tops or y > tops[-1]:  # a new pile: the common case, without a search
+            if tops:
+                back[n] = top_pair[-1]
+            tops.append(y)
+            top_pair.append(n)
+            continue
         pile = bisect_left(tops, y)
         if pile:
             back[n] = top_pair[pile - 1]
-        if pile == len(tops):
-            tops.append(y)
-            top_pair.append(n)
-        else:
-            tops[pile], top_pair[pile] = y, n
+        tops[pile], top_pair[pile] = y, n
     chain = []
     n = top_pair[-1] if top_pair else -1
     while n >= 0:
@@ -289,7 +296,9 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
     """
     alo, ahi, blo, bhi = box
     count_a, count_b = Counter(a[alo:ahi]), Counter(b[blo:bhi])
-    excess = sum(((count_a - count_b) + (count_b - count_a)).values())
+    shared = count_a.keys() & count_b.keys()
+    common = sum(map(min, map(count_a.__getitem__, shared), map(count_b.__getitem__, shared)))
+    excess = ahi - alo + bhi - blo - 2 * common
     where = {y: line for y, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
     unique = {line: y for y, line in where.items()}
     pairs = [(x, unique[line]) for x, line in enumerate(a[alo:ahi], alo)
@@ -297,7 +306,8 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
     if pairs:
         chain = _chain(pairs)
         return chain, excess + 2 * (len(pairs) - len(chain))
-    matches = sum(n * count_b[line] for line, n in count_a.items())
+    matches = sum(map(operator.mul, map(count_a.__getitem__, shared),
+                      map(count_b.__getitem__, shared)))
     if matches > _PAIRS_PER_LINE * (ahi - alo + bhi - blo):
         return [], excess
     places: dict[int, list[int]] = {}
@@ -328,7 +338,8 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
         while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
             ahi -= 1
             bhi -= 1
-        if alo == ahi or blo == bhi:
+        # With no line in common, every line is changed, however the box would be cut.
+        if alo == ahi or blo == bhi or set(a[alo:ahi]).isdisjoint(b[blo:bhi]):
             changed_a[alo:ahi] = [True] * (ahi - alo)
             changed_b[blo:bhi] = [True] * (bhi - blo)
             continue
@@ -345,10 +356,6 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
             if anchors:
                 for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
                     stack.append((x0 + 1, x1, y0 + 1, y1, False))
-                continue
-            if floor == ahi - alo + bhi - blo:  # no line in common
-                changed_a[alo:ahi] = [True] * (ahi - alo)
-                changed_b[blo:bhi] = [True] * (bhi - blo)
                 continue
             gits = False
         x, y, _ = _split(a, b, fwd, bwd, box, rounds)
@@ -367,7 +374,7 @@ class _Slider:
 
     def __init__(self, lines: list[int], changed: list[bool], other: list[bool]) -> None:
         self.lines, self.changed = lines, changed
-        self.kept = list(compress(range(len(other)), map(operator.not_, other)))
+        self.kept = _unchanged(other)
         self.other_size = len(other)
         self.start = self.end = self.index = 0
 
@@ -402,13 +409,21 @@ class _Slider:
         return True
 
     def run(self) -> None:
+        lines, changed = self.lines, self.changed
+        end = 0
         while True:
-            start = _find(self.changed, True, self.end)
-            if start == len(self.lines):
+            start = _find(changed, True, end)
+            if start == len(lines):
                 return
-            self.index += start - self.end
-            self.start, self.end = start, _find(self.changed, False, start)
-            self._place()
+            self.index += start - end
+            end = _find(changed, False, start)
+            # Most groups cannot move at all.
+            if (start and lines[start - 1] == lines[end - 1]) or (
+                end < len(lines) and lines[start] == lines[end]
+            ):
+                self.start, self.end = start, end
+                self._place()
+                end = self.end
 
     def _place(self) -> None:
         while True:
@@ -459,16 +474,15 @@ def _diff(a: list[int], b: list[int]) -> list[Hunk]:
     changed_a, changed_b = _changes(a, b)
     _Slider(a, changed_a, changed_b).run()
     _Slider(b, changed_b, changed_a).run()
-    hunks: list[Hunk] = []
-    i = j = 0
-    while True:
-        skip = min(_find(changed_a, True, i) - i, _find(changed_b, True, j) - j)
-        i, j = i + skip, j + skip
-        if i == len(a) and j == len(b):
-            return hunks
-        i2, j2 = _find(changed_a, False, i), _find(changed_b, False, j)
-        hunks.append((i, i2, j, j2))
-        i, j = i2, j2
+    # The unchanged lines pair up; a hunk sits between two pairs where either side skips.
+    kept_a = [-1, *_unchanged(changed_a), len(a)]
+    kept_b = [-1, *_unchanged(changed_b), len(b)]
+    steps = map(operator.add, map(operator.sub, kept_a[1:], kept_a),
+                map(operator.sub, kept_b[1:], kept_b))
+    return [
+        (kept_a[t] + 1, kept_a[t + 1], kept_b[t] + 1, kept_b[t + 1])
+        for t in compress(count(), map((2).__lt__, steps))
+    ]
 
 
 def _hunks(a: list[bytes], b: list[bytes]) -> list[Hunk]:
@@ -509,6 +523,9 @@ def line_stats(old: bytes, new: bytes) -> tuple[int, int]:
 # Merge
 
 
+_SIDES = ("ours", "theirs")
+
+
 @dataclass(frozen=True)
 class _Region:
     """A stretch of base that one or both sides changed, and what each side has there."""
@@ -521,23 +538,27 @@ class _Region:
 
 def _regions(ours: list[Hunk], theirs: list[Hunk]) -> list[_Region]:
     """Group the changes of both sides; changes that overlap or merely touch share a region."""
-    changes = sorted([(h, "ours") for h in ours] + [(h, "theirs") for h in theirs])
-    grouped: list[tuple[int, int, list[tuple[Hunk, str]]]] = []
-    for hunk, side in changes:
-        if grouped and hunk[0] <= grouped[-1][1]:
-            start, end, members = grouped[-1]
-            grouped[-1] = (start, max(end, hunk[1]), [*members, (hunk, side)])
-        else:
-            grouped.append((hunk[0], hunk[1], [(hunk, side)]))
+    changes = sorted([(*h, 0) for h in ours] + [(*h, 1) for h in theirs])
     regions = []
-    shift = {"ours": 0, "theirs": 0}  # side line number minus base line number so far
-    for start, end, members in grouped:
-        before = dict(shift)
-        for (i1, i2, j1, j2), side in members:
+    shift = [0, 0]  # side line number minus base line number so far, for ours and theirs
+    n = 0
+    while n < len(changes):
+        start = end = changes[n][0]
+        before = shift.copy()
+        sides = set()
+        while n < len(changes) and changes[n][0] <= end:
+            i1, i2, j1, j2, side = changes[n]
+            end = max(end, i2)
             shift[side] += (j2 - j1) - (i2 - i1)
-        span = {side: (start + before[side], end + shift[side]) for side in shift}
+            sides.add(_SIDES[side])
+            n += 1
         regions.append(
-            _Region((start, end), span["ours"], span["theirs"], frozenset(s for _, s in members))
+            _Region(
+                (start, end),
+                (start + before[0], end + shift[0]),
+                (start + before[1], end + shift[1]),
+                frozenset(sides),
+            )
         )
     return regions
 
@@ -589,6 +610,37 @@ def _conflict(
     return out
 
 
+def _line_ending(*texts: bytes) -> bytes:
+    """The ending a merge gives a last line that lacks one: CRLF when the last complete line
+    of every input that has one ends with CRLF, else LF."""
+    crlf = [text[: text.rfind(b"\n") + 1].endswith(b"\r\n") for text in texts if b"\n" in text]
+    return b"\r\n" if crlf and all(crlf) else b"\n"
+
+
+def _merge_lines(
+    b: list[bytes], o: list[bytes], t: list[bytes], labels: tuple[str, str, str]
+) -> tuple[list[bytes], int]:
+    """diff3 of lists of lines: the merged lines and the number of conflicts."""
+    ib, io, it = _ids(b, o, t)
+    out: list[bytes] = []
+    conflicts = 0
+    pos = 0
+    for region in _regions(_diff(ib, io), _diff(ib, it)):
+        out.extend(b[pos : region.base[0]])
+        pos = region.base[1]
+        ours_part, theirs_part = o[slice(*region.ours)], t[slice(*region.theirs)]
+        if region.sides == {"ours"} or ours_part == theirs_part:
+            out.extend(ours_part)
+        elif region.sides == {"theirs"}:
+            out.extend(theirs_part)
+        else:
+            conflicts += 1
+            eol = _marker_eol(b, o, t, region)
+            out.extend(_conflict(ours_part, b[slice(*region.base)], theirs_part, labels, eol))
+    out.extend(b[pos:])
+    return out, conflicts
+
+
 def merge3(
     base: bytes,
     ours: bytes,
@@ -598,8 +650,12 @@ def merge3(
 ) -> MergeResult:
     """Three-way merge of byte strings, line based.
 
-    Matches ``git merge-file -p ours base theirs`` on cleanliness and, when clean, on bytes.
-    Conflicts are written diff3 style::
+    The result is ``git merge-file -p ours base theirs``'s, except where git conflicts and an
+    input (not empty) lacks its final newline: the final newline is then merged apart. Each
+    file that lacks one gets one (CRLF in CRLF files) and the lines are merged again; if that
+    is clean, it is the result, ending as ours ends if ours changed that from base, else as
+    theirs ends (an empty file has no say). So a final newline that one side added or
+    removed is never a conflict. Conflicts are written diff3 style::
 
         <<<<<<< {labels[0]}
         ours lines
@@ -619,23 +675,19 @@ def merge3(
         return MergeResult(theirs, 0)
     if is_binary(base) or is_binary(ours) or is_binary(theirs):
         return MergeResult(ours, 1)
-    b, o, t = split_lines(base), split_lines(ours), split_lines(theirs)
-    out: list[bytes] = []
-    conflicts = 0
-    pos = 0
-    for region in _regions(_hunks(b, o), _hunks(b, t)):
-        out.extend(b[pos : region.base[0]])
-        pos = region.base[1]
-        ours_part, theirs_part = o[slice(*region.ours)], t[slice(*region.theirs)]
-        if region.sides == {"ours"} or ours_part == theirs_part:
-            out.extend(ours_part)
-        elif region.sides == {"theirs"}:
-            out.extend(theirs_part)
-        else:
-            conflicts += 1
-            eol = _marker_eol(b, o, t, region)
-            out.extend(_conflict(ours_part, b[slice(*region.base)], theirs_part, labels, eol))
-    out.extend(b[pos:])
+    texts = (base, ours, theirs)
+    out, conflicts = _merge_lines(*map(split_lines, texts), labels)
+    # Whether each input ends with a newline; an empty file has no last line to say.
+    ended = [text.endswith(b"\n") if text else None for text in texts]
+    if conflicts and False in ended:
+        eol = _line_ending(*texts)
+        lines = [split_lines(text + eol if end is False else text)
+                 for text, end in zip(texts, ended, strict=True)]
+        apart, still = _merge_lines(*lines, labels)
+        if not still:
+            if apart and (ended[1] if ended[1] != ended[0] else ended[2]) is False:
+                apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]
+            return MergeResult(b"".join(apart), 0)
     return MergeResult(b"".join(out), conflicts)
 
 
