@@ -54,7 +54,7 @@ _WORK = 1 << 19
 _ROUNDS_MIN = 64
 # Beyond the budget, an exact common subsequence is taken when a box has at most this many
 # pairs of equal lines per line.
-_PAIRS_PER_LINE = 16
+_PAIRS_PER_LINE = 4
 # Boxes this small (lines on both sides) are cut by the search alone.
 _SMALL_BOX = 64
 # Longest prefix of a line shown after a hunk header, as git does.
@@ -288,32 +288,45 @@ def _chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
 def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int]], int]:
     """Anchors to cut a box at, and a lower bound on the cost of any path through it.
 
-    The anchors are the patience anchors: the longest chain of lines found exactly once on
-    each side. Failing those, when the box has few pairs of equal lines (a few per line), the
-    longest chain of all of them, which is a longest common subsequence (Hunt and Szymanski).
-    Every copy of a line that one side has more of must be edited, and so must every unique
-    line left out of the patience chain: their count is the bound.
+    The anchors are the longest chain (see :func:`_chain`) of pairs of equal lines taken
+    from, in this order of preference:
+
+    * the lines found exactly once on each side (patience diff's anchors);
+    * every pair of equal lines, when there are few (at most ``_PAIRS_PER_LINE`` per line):
+      the chain is then a longest common subsequence (Hunt and Szymanski);
+    * for each line found on both sides, its n-th copy on one side with its n-th on the other.
+
+    They are empty only when no line is on both sides. Every copy of a line that one side has
+    more of must be edited, and so must every unique line left out of the patience chain:
+    their count is the bound.
     """
     alo, ahi, blo, bhi = box
     count_a, count_b = Counter(a[alo:ahi]), Counter(b[blo:bhi])
     shared = count_a.keys() & count_b.keys()
     common = sum(map(min, map(count_a.__getitem__, shared), map(count_b.__getitem__, shared)))
     excess = ahi - alo + bhi - blo - 2 * common
-    where = {y: line for y, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
-    unique = {line: y for y, line in where.items()}
+    unique = {line: y for y, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
     pairs = [(x, unique[line]) for x, line in enumerate(a[alo:ahi], alo)
              if count_a[line] == 1 and line in unique]
     if pairs:
         chain = _chain(pairs)
         return chain, excess + 2 * (len(pairs) - len(chain))
+    places: dict[int, list[int]] = {}
     matches = sum(map(operator.mul, map(count_a.__getitem__, shared),
                       map(count_b.__getitem__, shared)))
-    if matches > _PAIRS_PER_LINE * (ahi - alo + bhi - blo):
-        return [], excess
-    places: dict[int, list[int]] = {}
-    for y in range(bhi - 1, blo - 1, -1):
-        places.setdefault(b[y], []).append(y)
-    pairs = [(x, y) for x in range(alo, ahi) for y in places.get(a[x], ())]
+    if matches <= _PAIRS_PER_LINE * (ahi - alo + bhi - blo):
+        for y in range(bhi - 1, blo - 1, -1):
+            places.setdefault(b[y], []).append(y)
+        pairs = [(x, y) for x in range(alo, ahi) for y in places.get(a[x], ())]
+    else:
+        for y in range(blo, bhi):
+            places.setdefault(b[y], []).append(y)
+        seen: Counter[int] = Counter()
+        for x in range(alo, ahi):
+            line = a[x]
+            if seen[line] < len(copies := places.get(line, ())):
+                pairs.append((x, copies[seen[line]]))
+                seen[line] += 1
     return _chain(pairs), excess
 
 
@@ -322,8 +335,9 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
     subsequence: git's divide and conquer, within a search budget (see the module notes).
 
     A box is "git's" when git would cut the files the same way up to it. Such a box is cut
-    where git cuts it when the search ends within budget; otherwise, and in every box below
-    that, cheaper cuts take over: anchors first, a bounded search when there are none.
+    where git cuts it when the search ends within budget. Otherwise, and in every box below
+    that, the box is cut at all its anchors (see :func:`_anchors`) at once, unless it is
+    small enough for a search that always ends within budget.
     """
     size = len(a) + len(b) + 3
     cap = max(_COST_MIN, _bogosqrt(size))
@@ -353,11 +367,9 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
                     stack.append((x, ahi, y, bhi, True))
                     stack.append((alo, x, blo, y, True))
                     continue
-            if anchors:
-                for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
-                    stack.append((x0 + 1, x1, y0 + 1, y1, False))
-                continue
-            gits = False
+            for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
+                stack.append((x0 + 1, x1, y0 + 1, y1, False))
+            continue
         x, y, _ = _split(a, b, fwd, bwd, box, rounds)
         stack.append((x, ahi, y, bhi, gits))
         stack.append((alo, x, blo, y, gits))
