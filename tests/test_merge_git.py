@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from snapstore import merge as merge_module
 from snapstore.merge import line_stats, merge3, unified_diff
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not on PATH")
@@ -309,6 +310,19 @@ def git_diff(root: Path, env: dict[str, str], *options: str) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
+def git_unified_diffs(root: Path, env: dict[str, str]) -> dict[int, list[str]]:
+    """``git diff --no-indent-heuristic`` of the pairs under root, per pair, from ``---``."""
+    diffs: dict[int, list[str]] = {}
+    current: list[str] = []
+    for line in git_diff(root, env, "--no-indent-heuristic").split("\n")[:-1]:
+        header = re.fullmatch(r"diff --git a/A/(\d+) b/B/\d+", line)
+        if header:
+            current = diffs.setdefault(int(header.group(1)), [])
+        elif current or line.startswith("--- "):
+            current.append(line)
+    return diffs
+
+
 def test_line_stats_agree_with_git_numstat(tmp_path: Path, git_env: dict[str, str]) -> None:
     pairs = (
         diff_pairs(200)
@@ -330,15 +344,81 @@ def test_line_stats_agree_with_git_numstat(tmp_path: Path, git_env: dict[str, st
 def test_unified_diff_agrees_with_git_diff(tmp_path: Path, git_env: dict[str, str]) -> None:
     pairs = diff_pairs(400) + rewrite_pairs(400)
     write_pairs(pairs, tmp_path)
-    git: dict[int, list[str]] = {}
-    current: list[str] = []
-    for line in git_diff(tmp_path, git_env, "--no-indent-heuristic").split("\n")[:-1]:
-        header = re.fullmatch(r"diff --git a/A/(\d+) b/B/\d+", line)
-        if header:
-            current = git.setdefault(int(header.group(1)), [])
-        elif current or line.startswith("--- "):
-            current.append(line)
+    git = git_unified_diffs(tmp_path, git_env)
     assert len(git) > 600
     for i, (old, new) in enumerate(pairs):
         ours = unified_diff(old, new, f"a/A/{i}", f"b/B/{i}")
         assert ours == git.get(i, []), (old, new)
+
+
+def heavy_cases(count: int) -> list[Case]:
+    """Files of 300 to 900 lines from a small alphabet, rewritten all over by both sides
+    (lines replaced, runs moved): diffs that cost more than git's cap of 256 edits, so that
+    git cuts its search short. Up to 2,048 lines in all, merge.py cuts it short the same way
+    (beyond, its own budget takes over; see test_merge_large.py)."""
+    rng = random.Random(SEED + 3)
+
+    def rewrite(lines: list[str], alphabet: int) -> list[str]:
+        keep = rng.random()
+        out = [line if rng.random() < keep else f"l{rng.randrange(alphabet)}\n" for line in lines]
+        for _ in range(rng.randrange(20)):
+            at, width = rng.randrange(len(out)), rng.randint(1, 40)
+            moved = out[at : at + width]
+            del out[at : at + width]
+            out[rng.randint(0, len(out)) : 0] = moved
+        return out
+
+    cases = []
+    for index in range(count):
+        alphabet = rng.choice((20, 100, 1000))
+        base = [f"l{rng.randrange(alphabet)}\n" for _ in range(rng.randint(300, 900))]
+        sides = [base, rewrite(base, alphabet), rewrite(base, alphabet)]
+        cases.append(Case(index, "heavy", *("".join(side).encode() for side in sides)))
+    return cases
+
+
+def test_large_rewrites_agree_with_git_past_its_cost_cap(
+    tmp_path: Path, git_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where git's search gives up at its cost cap and cuts at the furthest point reached,
+    so does merge.py: stats and merges agree."""
+    capped = []
+    split = merge_module._split
+
+    def counting(*args: object) -> tuple[int, int, bool]:
+        cut = split(*args)  # type: ignore[arg-type]
+        capped.append(not cut[2])
+        return cut
+
+    monkeypatch.setattr(merge_module, "_split", counting)
+    cases = heavy_cases(40)
+    write_pairs([(case.base, case.ours) for case in cases], tmp_path)
+    git = {}
+    for line in git_diff(tmp_path, git_env, "--numstat").splitlines():
+        added, removed, name = line.split("\t")
+        index = re.fullmatch(r"\{A => B\}/(\d+)", name)
+        assert index, line
+        git[int(index.group(1))] = (int(added), int(removed))
+    for case in cases:
+        assert line_stats(case.base, case.ours) == git[case.index], case.index
+    assert sum(capped) > 20  # the cap was reached, many times
+    answers = git_merge_files(cases, tmp_path, git_env)
+    for case, (status, output) in zip(cases, answers, strict=True):
+        result = merge3(case.base, case.ours, case.theirs, labels=LABELS)
+        assert result.clean == (status == 0), case.index
+        assert not result.clean or result.content == output, case.index
+
+
+def test_capped_search_breaks_ties_as_git_does(tmp_path: Path, git_env: dict[str, str]) -> None:
+    """At its cap, git cuts at the furthest point of the forward search unless the backward
+    one got strictly further. Files that are their own mirror image make both equally far."""
+    rng = random.Random(SEED + 4)
+    pairs = []
+    for _ in range(30):
+        alphabet = rng.choice((3, 5, 10))
+        halves = [[f"l{rng.randrange(alphabet)}\n" for _ in range(400)] for _ in range(2)]
+        pairs.append(tuple("".join(half + half[::-1]).encode() for half in halves))
+    write_pairs(pairs, tmp_path)
+    git = git_unified_diffs(tmp_path, git_env)
+    for i, (old, new) in enumerate(pairs):
+        assert unified_diff(old, new, f"a/A/{i}", f"b/B/{i}") == git[i], i
