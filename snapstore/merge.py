@@ -726,14 +726,15 @@ def _hunk_range(start: int, count: int) -> str:
     return f"{start + (count > 0)},{count}"
 
 
-def _funcname(lines: list[bytes], before: int) -> str:
-    """git's default hunk-header context: the nearest earlier line starting with a letter,
-    ``_`` or ``$``, cut to 80 bytes and stripped of trailing whitespace."""
-    for index in range(before - 1, -1, -1):
+def _funcname(lines: list[bytes], before: int, since: int, found: str) -> str:
+    """git's default hunk-header context: the nearest line before ``before`` starting with a
+    letter, ``_`` or ``$``, cut to 80 bytes and stripped of trailing whitespace. Only lines
+    from ``since`` on are looked at; ``found`` is the answer for ``since``."""
+    for index in range(before - 1, since - 1, -1):
         first = lines[index][:1]
         if first.isalpha() or first in (b"_", b"$"):
             return " " + lines[index][:_FUNCNAME_MAX].rstrip().decode("utf-8", "replace")
-    return ""
+    return found
 
 
 def _text(prefix: str, line: bytes) -> list[str]:
@@ -770,15 +771,15 @@ def unified_diff(
         else:
             groups.append([hunk])
     out = [f"--- {old_name}", f"+++ {new_name}"]
+    since, name = 0, ""  # each header's search stops where the previous one started
     for group in groups:
         first, last = group[0], group[-1]
         lead = min(context, first[0])
         trail = min(context, len(a) - last[1])
         a1, b1 = first[0] - lead, first[2] - lead
         a2, b2 = last[1] + trail, last[3] + trail
-        out.append(
-            f"@@ -{_hunk_range(a1, a2 - a1)} +{_hunk_range(b1, b2 - b1)} @@" + _funcname(a, a1)
-        )
+        since, name = a1, _funcname(a, a1, since, name)
+        out.append(f"@@ -{_hunk_range(a1, a2 - a1)} +{_hunk_range(b1, b2 - b1)} @@" + name)
         pos = a1
         for i1, i2, j1, j2 in group:
             for line in a[pos:i1]:
