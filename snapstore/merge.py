@@ -17,17 +17,15 @@ edits, N the lines searched, stops and cuts at the point furthest from its corne
 matched by observing git as a black box, and the tests check them against git. They differ
 in two places only, on purpose:
 
-* **Cost.** Python runs that search some 50 times slower than C, so each search has a
+* **Cost.** Python runs that search 50 to 100 times slower than C, so each search has a
   budget of R = 2**19 / N rounds (at least 64, at most git's cap). Up to 2,048 lines
   searched, R is git's cap and the diff is git's. Beyond, a part of the files whose search
   would outrun R (known in advance when a lower bound on its cost exceeds 2R) is cut at
-  anchors instead, and so is every part below it: unique lines in order, else all pairs of
-  equal lines when few, else the n-th copy of a line with its n-th. So only dense rewrites
-  (over 2R edits in one stretch) of files over 1,024 lines can align differently: stats of
-  such rewrites are within a few lines of git's, reorders of whole functions count up to a
-  quarter more lines changed. git's "good snake" heuristic starts after 256 edits of one
-  search, so only past that budget, and is left out. The cost is O(N log N) plus R**2 per
-  search: ``python -m bench merge`` (bench/merge.py) measures it against git.
+  anchors instead, and so is every part below it (see :func:`_anchors`). So only dense
+  rewrites (over 2R edits in one stretch) of files over 1,024 lines may align differently:
+  docs/merge.md says by how much. git's "good snake" heuristic starts after 256 edits of
+  one search, so only past that budget, and is left out. The cost is about N * R search
+  steps plus N log N for anchors, never N**2: ``python -m bench merge`` measures it.
 * **The final newline.** Where git conflicts and an input lacks its final newline, the
   lines are merged again with it restored, and the final newline on its own (see
   :func:`merge3`): appending a line to a file without one is then no conflict.
@@ -307,11 +305,12 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
     * the lines found exactly once on each side (patience diff's anchors);
     * every pair of equal lines, when there are few (at most ``_PAIRS_PER_LINE`` per line):
       the chain is then a longest common subsequence (Hunt and Szymanski);
-    * for each line found on both sides, its n-th copy on one side with its n-th on the other.
+    * when less than half of the lines could be matched at all (say, blank lines between
+      rewritten ones), each line's n-th copy on one side with its n-th on the other.
 
-    They are empty only when no line is on both sides. Every copy of a line that one side has
-    more of must be edited, and so must every unique line left out of the patience chain:
-    their count is the bound.
+    Otherwise (lines from a small set, repeated all over) there are none, and the box is
+    left to a bounded search. Every copy of a line that one side has more of must be edited,
+    and so must every unique line left out of the patience chain: their count is the bound.
     """
     alo, ahi, blo, bhi = box
     count_a, count_b = Counter(a[alo:ahi]), Counter(b[blo:bhi])
@@ -331,6 +330,8 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
         for y in range(bhi - 1, blo - 1, -1):
             places.setdefault(b[y], []).append(y)
         pairs = [(x, y) for x in range(alo, ahi) for y in places.get(a[x], ())]
+    elif 4 * common >= ahi - alo + bhi - blo:
+        return [], excess
     else:
         for y in range(blo, bhi):
             places.setdefault(b[y], []).append(y)
@@ -349,8 +350,9 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
 
     A box is "git's" when git would cut the files the same way up to it. Such a box is cut
     where git cuts it when the search ends within budget. Otherwise, and in every box below
-    that, the box is cut at all its anchors (see :func:`_anchors`) at once, unless it is
-    small enough for a search that always ends within budget.
+    that, the box is cut at all its anchors (see :func:`_anchors`) at once; a box that is
+    small, or has no anchors, is cut by a search within budget (git's rule at its cap when
+    the search does not end).
     """
     size = len(a) + len(b) + 3
     cap = max(_COST_MIN, _bogosqrt(size))
@@ -380,9 +382,11 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
                     stack.append((x, ahi, y, bhi, True))
                     stack.append((alo, x, blo, y, True))
                     continue
-            for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
-                stack.append((x0 + 1, x1, y0 + 1, y1, False))
-            continue
+            if anchors:
+                for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
+                    stack.append((x0 + 1, x1, y0 + 1, y1, False))
+                continue
+            gits = False
         x, y, _ = _split(a, b, fwd, bwd, box, rounds)
         stack.append((x, ahi, y, bhi, gits))
         stack.append((alo, x, blo, y, gits))
