@@ -373,21 +373,20 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
             changed_b[blo:bhi] = [True] * (bhi - blo)
             continue
         box = (alo, ahi, blo, bhi)
+        cut = None
         if rounds < cap and ahi - alo + bhi - blo > _SMALL_BOX:
             anchors, floor = _anchors(a, b, box)
             # The search cannot end within budget when the cost is known to exceed 2 rounds.
             if gits and floor <= 2 * rounds:
-                x, y, gits = _split(a, b, fwd, bwd, box, rounds)
-                if gits:
-                    stack.append((x, ahi, y, bhi, True))
-                    stack.append((alo, x, blo, y, True))
+                cut = _split(a, b, fwd, bwd, box, rounds)
+            if not (cut and cut[2]):
+                gits = False
+                if anchors:
+                    for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors,
+                                                        (ahi, bhi)]):
+                        stack.append((x0 + 1, x1, y0 + 1, y1, False))
                     continue
-            if anchors:
-                for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
-                    stack.append((x0 + 1, x1, y0 + 1, y1, False))
-                continue
-            gits = False
-        x, y, _ = _split(a, b, fwd, bwd, box, rounds)
+        x, y, _ = cut or _split(a, b, fwd, bwd, box, rounds)
         stack.append((x, ahi, y, bhi, gits))
         stack.append((alo, x, blo, y, gits))
 
