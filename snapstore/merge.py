@@ -537,7 +537,8 @@ def diff_opcodes(a: list[bytes], b: list[bytes]) -> list[tuple[str, int, int, in
 
 
 def line_stats(old: bytes, new: bytes) -> tuple[int, int]:
-    """Return (lines added, lines removed) from old to new, as ``git diff --numstat`` counts.
+    """Return (lines added, lines removed) from old to new, as ``git diff --numstat`` counts
+    (dense rewrites of large files aside: see the module notes).
 
     Binary data (see :func:`is_binary`) has no line counts and gives (0, 0).
     """
