@@ -646,6 +646,19 @@ def _line_ending(*texts: bytes) -> bytes:
     return b"\r\n" if crlf and all(crlf) else b"\n"
 
 
+def _final_newline(base: bytes, ours: bytes, theirs: bytes) -> bool | None:
+    """Whether a merge of the three ends with a newline, merged on its own: as ours ends if
+    ours changed that from base, else as theirs ends. An empty side has no last line, so it
+    leaves that as base has it. None when ours and theirs changed it differently, which only
+    an empty base allows."""
+    base_end = base.endswith(b"\n") if base else None
+    ours_end = ours.endswith(b"\n") if ours else base_end
+    theirs_end = theirs.endswith(b"\n") if theirs else base_end
+    if base_end not in (ours_end, theirs_end) and ours_end != theirs_end:
+        return None
+    return ours_end if ours_end != base_end else theirs_end
+
+
 def _merge_lines(
     b: list[bytes], o: list[bytes], t: list[bytes], labels: tuple[str, str, str]
 ) -> tuple[list[bytes], int]:
@@ -682,8 +695,8 @@ def merge3(
     The result is ``git merge-file -p ours base theirs``'s, except where git conflicts and an
     input (not empty) lacks its final newline: the final newline is then merged apart. Each
     file that lacks one gets one (CRLF in CRLF files) and the lines are merged again; if that
-    is clean, it is the result, ending as ours ends if ours changed that from base, else as
-    theirs ends (an empty file has no say). So a final newline that one side added or
+    is clean, it is the result, ending as :func:`_final_newline` says: as ours ends if ours
+    changed that from base, else as theirs ends. So a final newline that one side added or
     removed is never a conflict. Conflicts are written diff3 style::
 
         <<<<<<< {labels[0]}
@@ -706,17 +719,17 @@ def merge3(
         return MergeResult(ours, 1)
     texts = (base, ours, theirs)
     out, conflicts = _merge_lines(*map(split_lines, texts), labels)
-    # Whether each input ends with a newline; an empty file has no last line to say.
-    ended = [text.endswith(b"\n") if text else None for text in texts]
-    if conflicts and False in ended:
-        eol = _line_ending(*texts)
-        lines = [split_lines(text + eol if end is False else text)
-                 for text, end in zip(texts, ended, strict=True)]
-        apart, still = _merge_lines(*lines, labels)
-        if not still:
-            if apart and (ended[1] if ended[1] != ended[0] else ended[2]) is False:
-                apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]
-            return MergeResult(b"".join(apart), 0)
+    if conflicts and any(text and not text.endswith(b"\n") for text in texts):
+        final = _final_newline(*texts)
+        if final is not None:
+            eol = _line_ending(*texts)
+            lines = [split_lines(text if not text or text.endswith(b"\n") else text + eol)
+                     for text in texts]
+            apart, still = _merge_lines(*lines, labels)
+            if not still:
+                if apart and not final:
+                    apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]
+                return MergeResult(b"".join(apart), 0)
     return MergeResult(b"".join(out), conflicts)
 
 

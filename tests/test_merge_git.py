@@ -135,17 +135,22 @@ def lacks_final_newline(case: Case) -> bool:
     return any(data and not data.endswith(b"\n") for data in (case.base, case.ours, case.theirs))
 
 
-def completed(case: Case) -> tuple[Case, bytes, bool]:
+def completed(case: Case) -> tuple[Case, bytes, bool | None]:
     """The case with every missing final newline restored (CRLF when the last complete line
     of every input that has one ends with CRLF), that ending, and whether the merge must end
     with a newline: as ours ends if ours changed that from base, else as theirs ends (an
-    empty file has no say)."""
+    empty side leaves it as base has it). None when ours and theirs both changed it,
+    differently."""
     texts = (case.base, case.ours, case.theirs)
     crlf = [text[: text.rfind(b"\n") + 1].endswith(b"\r\n") for text in texts if b"\n" in text]
     eol = b"\r\n" if crlf and all(crlf) else b"\n"
-    ended = [text.endswith(b"\n") if text else None for text in texts]
-    final = (ended[1] if ended[1] != ended[0] else ended[2]) is not False
-    fixed = [text + eol if end is False else text for text, end in zip(texts, ended, strict=True)]
+    base_end = case.base.endswith(b"\n") if case.base else None
+    ours_end, theirs_end = (text.endswith(b"\n") if text else base_end
+                            for text in (case.ours, case.theirs))
+    final = None
+    if base_end in (ours_end, theirs_end) or ours_end == theirs_end:
+        final = (ours_end if ours_end != base_end else theirs_end) is not False
+    fixed = [text if not text or text.endswith(b"\n") else text + eol for text in texts]
     return Case(case.index, case.variant, *fixed), eol, final
 
 
@@ -158,10 +163,12 @@ def reference(
     That is ``git merge-file``'s answer on the case, except (the one place where merge3
     departs from git on purpose) where git conflicts and the case lacks a final newline:
     there, if git merges the completed case cleanly, git's output for it, without its final
-    newline if the merge must lack one.
+    newline if the merge must lack one (and if the sides agree on no final newline, git's
+    conflict).
     """
     answers = git_merge_files(cases, workdir, env)
-    retry = [n for n, case in enumerate(cases) if answers[n][0] and lacks_final_newline(case)]
+    retry = [n for n, case in enumerate(cases) if answers[n][0] and lacks_final_newline(case)
+             and completed(case)[2] is not None]
     fixes = [completed(cases[n]) for n in retry]
     merged = 0
     for n, (_, eol, final), (status, output) in zip(

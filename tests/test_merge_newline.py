@@ -65,10 +65,15 @@ def test_one_side_changes_only_the_final_newline() -> None:
     assert merge3(b"x\r\ny", b"x\r\ny\r\n", b"X\r\ny") == MergeResult(b"X\r\ny\r\n", 0)
 
 
-def test_an_empty_base_has_no_say() -> None:
-    # The agent emptied the file; the user wrote it again, ending it as they chose.
-    assert merge3(b"", b"x", b"x\n") == MergeResult(b"x", 0)
-    assert merge3(b"", b"x\n", b"x") == MergeResult(b"x\n", 0)
+def test_empty_files_have_no_last_line() -> None:
+    # An emptied side leaves the final newline to the other side.
+    assert merge3(b"a", b"", b"a\n") == MergeResult(b"", 0)
+    # From an empty base, both sides wrote the same lines, ending them differently: that is
+    # no agreement, and stays git's conflict, whichever side is ours.
+    assert merge3(b"", b"x\ny", b"x\ny\n").conflicts == 1
+    assert merge3(b"", b"x\ny\n", b"x\ny").conflicts == 1
+    # ...while the same lines, ended the same way, are no conflict at all.
+    assert merge3(b"", b"x\ny", b"x\ny") == MergeResult(b"x\ny", 0)
 
 
 def test_real_conflicts_stay_conflicts() -> None:
