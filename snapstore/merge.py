@@ -317,9 +317,10 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
     shared = count_a.keys() & count_b.keys()
     common = sum(map(min, map(count_a.__getitem__, shared), map(count_b.__getitem__, shared)))
     excess = ahi - alo + bhi - blo - 2 * common
-    unique = {line: y for y, line in enumerate(b[blo:bhi], blo) if count_b[line] == 1}
-    pairs = [(x, unique[line]) for x, line in enumerate(a[alo:ahi], alo)
-             if count_a[line] == 1 and line in unique]
+    once = {line for line, n in count_a.items() if n == 1}
+    once &= {line for line, n in count_b.items() if n == 1}
+    where = {line: y for y, line in enumerate(b[blo:bhi], blo) if line in once}
+    pairs = [(x, where[line]) for x, line in enumerate(a[alo:ahi], alo) if line in where]
     if pairs:
         chain = _chain(pairs)
         return chain, excess + 2 * (len(pairs) - len(chain))
