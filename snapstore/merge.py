@@ -25,7 +25,7 @@ in two places only, on purpose:
   rewrites (over 2R edits in one stretch) of files over 1,024 lines may align differently:
   docs/merge.md says by how much. git's "good snake" heuristic starts after 256 edits of
   one search, so only past that budget, and is left out. The cost is about N * R search
-  steps plus N log N for anchors, never N**2: ``python -m bench merge`` measures it.
+  steps plus N log N for anchors, not N**2: ``python -m bench merge`` measures it.
 * **The final newline.** Where git conflicts and an input lacks its final newline, the
   lines are merged again with it restored, and the final newline on its own (see
   :func:`merge3`): appending a line to a file without one is then no conflict.
