@@ -6,6 +6,7 @@
     python -m bench real                 # downloads 11 Django releases once, into bench/.cache
     python -m bench --repo ~/src/myproject
     python -m bench processes --quick    # every command as a process, installed (about 1 min)
+    python -m bench merge                # merges and line stats of large files against git
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -85,7 +86,11 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    suites, cfg, show = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:  # a suite of its own, with its own options: bench/merge.py
+        from . import merge
+        return merge.main(argv[1:])
+    suites, cfg, show = parse(argv)
     os.makedirs(cfg.out, exist_ok=True)
     started = time.time()
     figures = []
