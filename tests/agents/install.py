@@ -1,0 +1,147 @@
+"""Install pinned agent CLIs from the npm registry into a cache outside the repository.
+
+Each CLI goes to `<cache>/<package>@<version>/` (the cache is `$SNAPSTORE_TEST_AGENTS_CACHE`, or
+`~/.cache/snapstore-test-agents`), is reused between runs, and is installed under a lock file so
+that two pytest processes never install the same package at once. An install goes to a temporary
+prefix first and is renamed into place when npm succeeded, so a killed install leaves no half tree.
+
+Run `python -m tests.agents.install [AGENT ...]` to fill the cache and print the time each took.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CACHE_ENV = "SNAPSTORE_TEST_AGENTS_CACHE"
+INSTALL_TIMEOUT = 600.0  # seconds for one `npm install`; a cold Copilot or opencode is ~100 MB
+
+
+@dataclass(frozen=True)
+class Pin:
+    """One agent CLI: its npm package, the version tested, and its command inside the package."""
+
+    package: str
+    version: str
+    bin: str  # the executable's name in node_modules/.bin
+
+    @property
+    def slug(self) -> str:
+        return f"{self.package.replace('/', '+')}@{self.version}"
+
+
+PINS: dict[str, Pin] = {
+    "claude-code": Pin("@anthropic-ai/claude-code", "2.1.332", "claude"),
+    "gemini-cli": Pin("@google/gemini-cli", "0.61.0", "gemini"),
+    "codex": Pin("@openai/codex", "0.171.0", "codex"),
+    "qwen-code": Pin("@qwen-code/qwen-code", "0.24.4", "qwen"),
+    "copilot": Pin("@github/copilot", "1.0.102", "copilot"),
+    "opencode": Pin("opencode-ai", "1.18.33", "opencode"),
+    "cline": Pin("cline", "3.0.65", "cline"),
+    "auggie": Pin("@augmentcode/auggie", "0.36.0", "auggie"),
+}
+
+
+class InstallError(RuntimeError):
+    """npm could not install a CLI; the message says why in one or two lines."""
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "snapstore-test-agents")
+
+
+def installed_bin(pin: Pin, cache: Path | None = None) -> Path | None:
+    """The CLI's executable if it is already in the cache, else None."""
+    prefix = (cache or cache_dir()) / pin.slug
+    exe = prefix / "node_modules" / ".bin" / pin.bin
+    return exe if (prefix / ".complete").exists() and exe.exists() else None
+
+
+def install(agent: str, cache: Path | None = None, timeout: float = INSTALL_TIMEOUT) -> Path:
+    """Return the path of AGENT's CLI, installing its pinned version first if needed."""
+    pin = PINS[agent]
+    cache = cache or cache_dir()
+    cache.mkdir(parents=True, exist_ok=True)
+    if exe := installed_bin(pin, cache):
+        return exe
+    with open(cache / f"{pin.slug}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it right now
+        if exe := installed_bin(pin, cache):
+            return exe
+        final = cache / pin.slug
+        tmp = cache / f"{pin.slug}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(final, ignore_errors=True)  # an old incomplete tree
+        tmp.mkdir()
+        _npm_install(pin, tmp, timeout)
+        (tmp / ".complete").write_text(f"{pin.package}@{pin.version}\n")
+        tmp.rename(final)
+    exe = installed_bin(pin, cache)
+    if exe is None:
+        raise InstallError(f"npm installed {pin.package}@{pin.version} but it has no "
+                           f"`{pin.bin}` command")
+    return exe
+
+
+def _npm_install(pin: Pin, prefix: Path, timeout: float) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise InstallError("npm is not on PATH: install Node.js 20 or newer to run the agent tests")
+    cmd = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
+           "--loglevel=error", "--fetch-retries=1", "--fetch-timeout=60000",
+           f"{pin.package}@{pin.version}"]
+    env = {**os.environ, "npm_config_update_notifier": "false"}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=env, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise InstallError(f"npm install {pin.package}@{pin.version} took more than "
+                           f"{timeout:.0f} s; is the npm registry reachable?") from None
+    if proc.returncode != 0:
+        shutil.rmtree(prefix, ignore_errors=True)
+        raise InstallError(f"npm install {pin.package}@{pin.version} failed "
+                           f"(exit {proc.returncode}): {_why(out)}")
+
+
+def _why(npm_output: str) -> str:
+    """The line of npm's output that says why, e.g. `ENOTFOUND registry.npmjs.org`."""
+    lines = [ln.removeprefix("npm error ").strip() for ln in npm_output.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("A complete log", "Log files"))]
+    for key in ("ENOTFOUND", "ECONNREFUSED", "ETIMEDOUT", "EAI_AGAIN", "E404", "ENETUNREACH"):
+        for ln in lines:
+            if key in ln:
+                return f"{ln} (the npm registry could not be reached or has no such version)"
+    return " / ".join(lines[-3:]) or "no output"
+
+
+def main(argv: list[str]) -> int:
+    agents = argv or list(PINS)
+    for agent in agents:
+        pin = PINS[agent]
+        cached = installed_bin(pin) is not None
+        t0 = time.monotonic()
+        try:
+            exe = install(agent)
+        except InstallError as e:
+            print(f"{agent}: {e}", file=sys.stderr)
+            return 1
+        size = sum(f.stat().st_size for f in (cache_dir() / pin.slug).rglob("*")
+                   if f.is_file() and not f.is_symlink())
+        print(f"{agent:12} {pin.package}@{pin.version:10} {'cached' if cached else 'cold':6} "
+              f"{time.monotonic() - t0:6.1f} s  {size / 2**20:6.0f} MiB  {exe}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
