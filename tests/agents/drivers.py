@@ -1,0 +1,176 @@
+"""How to drive each agent CLI: its tool vocabulary, its model endpoint, its hook config, its
+headless command line and how it continues a session.
+
+A driver never runs anything itself; `session.Session` calls it. Each one says, for its agent:
+- `tool_call`: the concrete tool call for an abstract step (write, edit, shell);
+- `env` and `setup`: how the CLI finds the fake model and stays off the network, and what its
+  home folder needs (trust, provider config) before the first run;
+- `hook_config`: where hooks live (project scope, and the personal scope for this machine's
+  commands) and `install_hooks`: writing one command per event in the agent's own format;
+- `command` and `after_run`: one headless turn, and what it must remember for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .fake_model import Edit, Shell, Step, ToolCall, Write
+
+if TYPE_CHECKING:
+    from .session import Run, Session
+
+RECORDER = Path(__file__).with_name("recorder.py")
+Command = Callable[[str], str]  # event name -> the shell command a hook runs for it
+
+
+def recorder_command(log: Path, stdout: str = "") -> Command:
+    """The hook command that records each event to LOG and prints STDOUT."""
+    def command(event: str) -> str:
+        args = [sys.executable, str(RECORDER), str(log), event]
+        return shlex.join([*args, stdout] if stdout else args)
+    return command
+
+
+def merge_json(path: Path, update: Callable[[dict[str, Any]], None]) -> None:
+    """Load a JSON config file (or start one), let `update` change it, write it back."""
+    data = json.loads(path.read_text()) if path.exists() else {}
+    update(data)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+class Driver:
+    """The parts every agent shares; subclasses fill in the rest."""
+
+    name = ""
+    events: tuple[str, ...] = ()  # every hook event the recorder listens to
+    allow_stdout = ""  # what a hook prints to let the agent go on
+    scopes: dict[str, str] = {}  # scope name -> hook config file, relative to the workspace
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        raise NotImplementedError
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {}
+
+    def setup(self, s: Session) -> None:
+        """Prepare the home folder before the first run."""
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        raise NotImplementedError
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        raise NotImplementedError
+
+    def after_run(self, s: Session, run: Run) -> None:
+        """Remember what the next turn needs (a session id)."""
+
+
+def _abs(ws: str, rel: str) -> str:
+    return rel if os.path.isabs(rel) else os.path.join(ws, rel)
+
+
+def _claude_style_hooks(path: Path, events: tuple[str, ...], command: Command,
+                        with_matcher: set[str], extra: dict[str, Any] | None = None) -> None:
+    """`{"hooks": {EVENT: [{"matcher": "*", "hooks": [{"type": "command", ...}]}]}}`, the format
+    Claude Code started and Gemini CLI, Qwen Code and Codex CLI share."""
+    def update(cfg: dict[str, Any]) -> None:
+        hooks = cfg.setdefault("hooks", {})
+        for event in events:
+            group: dict[str, Any] = {"hooks": [{"type": "command", "command": command(event),
+                                                **(extra or {})}]}
+            if event in with_matcher:
+                group = {"matcher": "*", **group}
+            hooks.setdefault(event, []).append(group)
+    merge_json(path, update)
+
+
+class ClaudeCode(Driver):
+    name = "claude-code"
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+              "SessionEnd")
+    scopes = {"project": ".claude/settings.json", "local": ".claude/settings.local.json"}
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("Write", {"file_path": _abs(ws, step.path), "content": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("Edit", {"file_path": _abs(ws, step.path), "old_string": step.old,
+                                     "new_string": step.new})
+        return ToolCall("Bash", {"command": step.command, "description": "Run a command"})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"ANTHROPIC_BASE_URL": s.model.url, "ANTHROPIC_API_KEY": "sk-ant-fake",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        # --allowedTools, not bypassPermissions: that one refuses to run as root (CI is root)
+        cmd = [str(s.exe), "-p", prompt, "--output-format", "json",
+               "--allowedTools", "Write,Edit,Bash"]
+        return cmd if first else [*cmd, "--resume", s.state["session_id"]]
+
+    def after_run(self, s: Session, run: Run) -> None:
+        try:
+            s.state.setdefault("session_id", json.loads(run.stdout)["session_id"])
+        except (ValueError, KeyError, TypeError):
+            pass
+
+
+class GeminiCli(Driver):
+    name = "gemini-cli"
+    events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent",
+              "SessionEnd")
+    scopes = {"project": ".gemini/settings.json"}
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("write_file", {"file_path": _abs(ws, step.path),
+                                           "content": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("replace", {"file_path": _abs(ws, step.path), "old_string": step.old,
+                                        "new_string": step.new, "instruction": "Edit it"})
+        return ToolCall("run_shell_command", {"command": step.command,
+                                              "description": "Run a command"})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"GEMINI_API_KEY": "fake-key", "GOOGLE_GEMINI_BASE_URL": s.model.url,
+                "GEMINI_CLI_NO_RELAUNCH": "true"}
+
+    def setup(self, s: Session) -> None:
+        # Project hooks run only in a trusted folder: trust the workspace as a user would
+        gemini = s.home / ".gemini"
+        merge_json(gemini / "trustedFolders.json",
+                   lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"}))
+        merge_json(gemini / "settings.json", lambda cfg: cfg.update({
+            "privacy": {"usageStatisticsEnabled": False},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "telemetry": {"enabled": False},
+            # with only GOOGLE_GEMINI_BASE_URL set, 0.61.0 picks the "gateway" auth type, which
+            # its headless check then rejects ("Invalid auth method selected."); the API-key
+            # type still sends every request to GOOGLE_GEMINI_BASE_URL
+            "security": {"auth": {"selectedType": "gemini-api-key"}},
+        }))
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        _claude_style_hooks(path, self.events, command, {"BeforeTool", "AfterTool"})
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        cmd = [str(s.exe), "-p", prompt, "--output-format", "json", "--approval-mode", "yolo"]
+        return cmd if first else [*cmd, "--resume", "latest"]
+
+
+DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli)}

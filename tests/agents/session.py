@@ -1,0 +1,139 @@
+"""Run a real agent CLI through a multi-turn session against the fake model, and clean up.
+
+A `Session` owns a temporary workspace and home folder, the fake model, the dead-end proxy, and
+the agent's driver. `run(prompt)` starts the CLI headless in its own process group with a time
+limit, continues the same conversation from the second turn on, and kills the whole group when
+the CLI returns or runs out of time, so nothing it spawned outlives the turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .drivers import DRIVERS, Driver
+from .egress import Blackhole, off_loopback, strace_connects
+from .fake_model import FakeModel, Turn
+from .install import install
+
+RUN_TIMEOUT = 180.0  # seconds for one headless turn; a cold Node CLI on 2 busy cores needs ~10
+
+
+@dataclass
+class Run:
+    prompt: str
+    code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    def brief(self) -> str:
+        """What the CLI said, cut to fit an assertion message."""
+        return (f"exit {self.code}{' (timed out)' if self.timed_out else ''} after "
+                f"{self.seconds:.1f} s\nstdout: {self.stdout[-1500:]}\nstderr: "
+                f"{self.stderr[-1500:]}")
+
+
+@dataclass
+class Session:
+    agent: str
+    base: Path  # an empty temporary folder
+    turns: list[Turn]
+    strace: bool = False
+    driver: Driver = field(init=False)
+    model: FakeModel = field(init=False)
+    proxy: Blackhole = field(init=False)
+    runs: list[Run] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)  # the driver's memory between turns
+
+    def __post_init__(self) -> None:
+        self.driver = DRIVERS[self.agent]()
+        self.workspace = self.base / "ws"
+        self.home = self.base / "home"
+        for d in (self.workspace, self.home):
+            d.mkdir(parents=True, exist_ok=True)
+        self.workspace = self.workspace.resolve()
+        self.exe = install(self.agent)
+        self.model = FakeModel(self.turns, self.driver.tool_call, str(self.workspace))
+        self.proxy = Blackhole()
+
+    def __enter__(self) -> Session:
+        self.model.start()
+        self.proxy.start()
+        self.driver.setup(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.model.stop()
+        self.proxy.stop()
+
+    def env(self) -> dict[str, str]:
+        """A hermetic environment: a fresh home, every proxy variable at the dead end, no
+        colour, and the agent's own switches for its model URL, telemetry and updates."""
+        h = self.home
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(h), "USER": "tester",
+            "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "FORCE_COLOR": "0", "CI": "1",
+            "XDG_CONFIG_HOME": str(h / ".config"), "XDG_DATA_HOME": str(h / ".local/share"),
+            "XDG_CACHE_HOME": str(h / ".cache"), "XDG_STATE_HOME": str(h / ".local/state"),
+            "TMPDIR": str(self.base), "PYTHON": sys.executable,
+        }
+        for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+            env[var] = env[var.lower()] = self.proxy.url
+        env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
+        env.update(self.driver.env(self))
+        return env
+
+    def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> Run:
+        """Run one turn headless; the driver continues the session from the second turn on."""
+        cmd = self.driver.command(self, prompt, first=not self.runs)
+        if self.strace:
+            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o",
+                   str(self.base / f"strace.{len(self.runs) + 1}"), *cmd]
+        t0 = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=self.workspace, env=self.env(), text=True,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        timed_out = False
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc.pid)
+            out, err = proc.communicate()
+        _kill_group(proc.pid)  # whatever the CLI left running in its group
+        run = Run(prompt, proc.returncode, out, err, time.monotonic() - t0, timed_out)
+        self.runs.append(run)
+        self.driver.after_run(self, run)
+        return run
+
+    def connects(self) -> list[str]:
+        """Every address a straced run connected to."""
+        return [a for i in range(1, len(self.runs) + 1)
+                for a in strace_connects(self.base / f"strace.{i}")]
+
+    def egress(self) -> list[str]:
+        """Anything that tried to leave loopback: proxy requests and off-loopback connects."""
+        return self.proxy.requests + off_loopback(self.connects())
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    """The recorder's lines, in the order the hooks ran."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
