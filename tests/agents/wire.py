@@ -151,14 +151,14 @@ def gemini(model: FakeModel, method: str, body: dict[str, Any]) -> tuple[int, st
 
 def fill_schema(schema: dict[str, Any]) -> Any:
     """A value that fits a JSON schema: each enum's first choice, empty strings and lists,
-    false, the least number allowed. It answers side requests such as Gemini CLI's next-speaker and routing checks."""
+    false, the least number allowed (1 when unsaid). It answers side requests such as Gemini CLI's next-speaker and routing checks."""
     if "enum" in schema:
         return schema["enum"][0]
     kind = str(schema.get("type", "object")).lower()
     if kind == "object":
         return {k: fill_schema(v) for k, v in (schema.get("properties") or {}).items()}
     if kind in ("integer", "number"):
-        return schema.get("minimum", 0)
+        return schema.get("minimum", 1)  # scores such as "complexity from 1-100"
     return {"array": [], "string": "", "boolean": False}.get(kind)
 
 
