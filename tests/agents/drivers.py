@@ -173,4 +173,52 @@ class GeminiCli(Driver):
         return cmd if first else [*cmd, "--resume", "latest"]
 
 
-DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli)}
+class CodexCli(Driver):
+    name = "codex"
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+              "SessionEnd")
+    scopes = {"project": ".codex/hooks.json"}
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            body = "".join(f"+{line}\n" for line in step.content.splitlines())
+            return ToolCall("apply_patch", f"*** Begin Patch\n*** Add File: {step.path}\n{body}"
+                                           "*** End Patch\n")
+        if isinstance(step, Edit):
+            return ToolCall("apply_patch", f"*** Begin Patch\n*** Update File: {step.path}\n@@\n"
+                                           f"-{step.old}\n+{step.new}\n*** End Patch\n")
+        return ToolCall("exec_command", {"cmd": step.command})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"CODEX_HOME": str(s.home / ".codex"), "FAKE_MODEL_KEY": "sk-fake"}
+
+    def setup(self, s: Session) -> None:
+        home = s.home / ".codex"
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text(
+            # a model Codex knows, so that it offers its apply_patch (freeform) tool
+            'model = "gpt-5.5"\nmodel_provider = "fake"\n'
+            "check_for_update_on_startup = false\n"
+            "[analytics]\nenabled = false\n"
+            # these reach github.com and chatgpt.com at start-up
+            "[features]\napps = false\nplugins = false\nremote_plugin = false\n"
+            "plugin_sharing = false\nin_app_updates = false\n"
+            "[model_providers.fake]\n"
+            f'name = "fake"\nbase_url = "{s.model.url}/v1"\nenv_key = "FAKE_MODEL_KEY"\n'
+            'wire_api = "responses"\n'
+            f'[projects."{s.workspace}"]\ntrust_level = "trusted"\n')
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        opts = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
+                "--dangerously-bypass-hook-trust"]
+        if first:
+            return [str(s.exe), "exec", *opts, prompt]
+        return [str(s.exe), "exec", "resume", *opts, "--last", prompt]
+
+
+DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli)}
