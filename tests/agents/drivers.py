@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .fake_model import Edit, Shell, Step, ToolCall, Write
+from .fake_model import Edit, Read, Step, ToolCall, Turn, Write
 
 if TYPE_CHECKING:
     from .session import Run, Session
@@ -52,6 +52,15 @@ class Driver:
     events: tuple[str, ...] = ()  # every hook event the recorder listens to
     allow_stdout = ""  # what a hook prints to let the agent go on
     scopes: dict[str, str] = {}  # scope name -> hook config file, relative to the workspace
+    read_before_edit = False  # the agent refuses to edit a file it has not read this session
+
+    def script(self, turns: list[Turn]) -> list[Turn]:
+        """The turns as this agent needs them: a read before each edit where it insists."""
+        if not self.read_before_edit:
+            return turns
+        return [Turn(t.prompt, tuple(x for step in t.steps for x in (
+            (Read(step.path), step) if isinstance(step, Edit) else (step,))), t.answer)
+            for t in turns]
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         raise NotImplementedError
@@ -103,6 +112,8 @@ class ClaudeCode(Driver):
         if isinstance(step, Edit):
             return ToolCall("Edit", {"file_path": _abs(ws, step.path), "old_string": step.old,
                                      "new_string": step.new})
+        if isinstance(step, Read):
+            return ToolCall("Read", {"file_path": _abs(ws, step.path)})
         return ToolCall("Bash", {"command": step.command, "description": "Run a command"})
 
     def env(self, s: Session) -> dict[str, str]:
@@ -141,6 +152,8 @@ class GeminiCli(Driver):
         if isinstance(step, Edit):
             return ToolCall("replace", {"file_path": _abs(ws, step.path), "old_string": step.old,
                                         "new_string": step.new, "instruction": "Edit it"})
+        if isinstance(step, Read):
+            return ToolCall("read_file", {"file_path": _abs(ws, step.path)})
         return ToolCall("run_shell_command", {"command": step.command,
                                               "description": "Run a command"})
 
@@ -187,6 +200,8 @@ class CodexCli(Driver):
         if isinstance(step, Edit):
             return ToolCall("apply_patch", f"*** Begin Patch\n*** Update File: {step.path}\n@@\n"
                                            f"-{step.old}\n+{step.new}\n*** End Patch\n")
+        if isinstance(step, Read):
+            return ToolCall("exec_command", {"cmd": f"cat {shlex.quote(step.path)}"})
         return ToolCall("exec_command", {"cmd": step.command})
 
     def env(self, s: Session) -> dict[str, str]:
@@ -221,4 +236,50 @@ class CodexCli(Driver):
         return [str(s.exe), "exec", "resume", *opts, "--last", prompt]
 
 
-DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli)}
+class QwenCode(Driver):
+    name = "qwen-code"
+    read_before_edit = True
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
+              "SessionEnd")
+    scopes = {"project": ".qwen/settings.json"}
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("write_file", {"file_path": _abs(ws, step.path),
+                                           "content": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("edit", {"file_path": _abs(ws, step.path), "old_string": step.old,
+                                     "new_string": step.new})
+        if isinstance(step, Read):
+            return ToolCall("read_file", {"file_path": _abs(ws, step.path)})
+        return ToolCall("run_shell_command", {"command": step.command, "is_background": False,
+                                              "description": "Run a command"})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"OPENAI_BASE_URL": f"{s.model.url}/v1", "OPENAI_API_KEY": "sk-fake",
+                "OPENAI_MODEL": "fake-model"}
+
+    def setup(self, s: Session) -> None:
+        qwen = s.home / ".qwen"
+        merge_json(qwen / "trustedFolders.json",
+                   lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"}))
+        merge_json(qwen / "settings.json", lambda cfg: cfg.update({
+            "privacy": {"usageStatisticsEnabled": False},
+            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+            "telemetry": {"enabled": False},
+            "security": {"auth": {"selectedType": "openai"}},
+        }))
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        cmd = [str(s.exe), "--output-format", "json", "--approval-mode", "yolo",
+               "--auth-type", "openai", prompt]
+        return cmd if first else [*cmd, "--continue"]
+
+
+DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli,
+                                                        QwenCode)}

@@ -43,13 +43,20 @@ class Edit:
 
 
 @dataclass(frozen=True)
+class Read:
+    """Read a file (some agents refuse to edit a file they have not read in this session)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
 class Shell:
     """Run one shell command in the workspace."""
 
     command: str
 
 
-Step = Write | Edit | Shell
+Step = Write | Edit | Read | Shell
 
 
 @dataclass(frozen=True)

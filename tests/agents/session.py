@@ -62,7 +62,8 @@ class Session:
             d.mkdir(parents=True, exist_ok=True)
         self.workspace = self.workspace.resolve()
         self.exe = install(self.agent)
-        self.model = FakeModel(self.turns, self.driver.tool_call, str(self.workspace))
+        self.model = FakeModel(self.driver.script(self.turns), self.driver.tool_call,
+                               str(self.workspace))
         self.proxy = Blackhole()
 
     def __enter__(self) -> Session:
