@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .fake_model import Edit, Read, Step, ToolCall, Turn, Write
+from .install import PINS
 
 if TYPE_CHECKING:
     from .session import Run, Session
@@ -281,5 +282,126 @@ class QwenCode(Driver):
         return cmd if first else [*cmd, "--continue"]
 
 
+class CopilotCli(Driver):
+    name = "copilot"
+    events = ("sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
+              "sessionEnd")
+    scopes = {"project": ".github/hooks/snapstore.json",
+              "local": ".github/copilot/settings.local.json"}
+    read_before_edit = True
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("create", {"path": _abs(ws, step.path), "file_text": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("edit", {"path": _abs(ws, step.path), "old_str": step.old,
+                                     "new_str": step.new})
+        if isinstance(step, Read):
+            return ToolCall("view", {"path": _abs(ws, step.path)})
+        return ToolCall("bash", {"command": step.command, "description": "Run a command"})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"COPILOT_PROVIDER_BASE_URL": f"{s.model.url}/v1", "COPILOT_PROVIDER_TYPE": "openai",
+                "COPILOT_PROVIDER_API_KEY": "sk-fake", "COPILOT_MODEL": "fake-model",
+                "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
+                # exactly "true" also trusts the folder, so that .github/hooks loads
+                "COPILOT_ALLOW_ALL": "true",
+                "COPILOT_PKG_CACHE_HOME": str(s.exe.parent.parent.parent / "pkg-cache")}
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        def update(cfg: dict[str, Any]) -> None:
+            cfg.setdefault("version", 1)
+            hooks = cfg.setdefault("hooks", {})
+            for event in self.events:
+                hooks.setdefault(event, []).append({"type": "command", "bash": command(event),
+                                                    "timeoutSec": 30})
+        merge_json(path, update)
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        cmd = [str(s.exe), "-p", prompt, "--output-format", "json", "--allow-all-tools",
+               "--disable-client-telemetry", "--no-auto-update"]
+        return cmd if first else [*cmd, "--continue"]
+
+
+OPENCODE_PLUGIN = """\
+// Runs one shell command per opencode plugin event, with the event as JSON on its stdin.
+import { spawnSync } from "node:child_process";
+const COMMANDS = %s;
+function fire(name, payload) {
+  const cmd = COMMANDS[name];
+  if (cmd) spawnSync("/bin/sh", ["-c", cmd], {input: JSON.stringify(payload),
+                                             stdio: ["pipe", "ignore", "inherit"]});
+}
+export const HookBridge = async ({ directory, worktree }) => ({
+  "tool.execute.before": async (input, output) =>
+    fire("tool.execute.before", { input, output, directory, worktree }),
+  "tool.execute.after": async (input, output) =>
+    fire("tool.execute.after", { input, output, directory, worktree }),
+  "chat.message": async (input, output) =>
+    fire("chat.message", { input, output, directory, worktree }),
+  event: async ({ event }) => fire(event.type, { event, directory, worktree }),
+});
+"""
+
+
+class Opencode(Driver):
+    name = "opencode"
+    events = ("session.created", "chat.message", "tool.execute.before", "tool.execute.after",
+              "file.edited", "session.idle")
+    scopes = {"project": ".opencode/plugin/snapstore-hooks.js"}
+    read_before_edit = True
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("write", {"filePath": _abs(ws, step.path), "content": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("edit", {"filePath": _abs(ws, step.path), "oldString": step.old,
+                                     "newString": step.new})
+        if isinstance(step, Read):
+            return ToolCall("read", {"filePath": _abs(ws, step.path)})
+        return ToolCall("bash", {"command": step.command, "description": "Run a command"})
+
+    def env(self, s: Session) -> dict[str, str]:
+        return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
+                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
+
+    @staticmethod
+    def _deps_installed(config_dir: Path) -> None:
+        """At start-up opencode installs `@opencode-ai/plugin` from npm into every config folder
+        (~/.config/opencode, .opencode) and, where there is a plugin, waits for it: over a minute
+        of retries with no network. It skips a folder whose node_modules exists and whose
+        package-lock.json lists the package; our plugin imports nothing from it."""
+        (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+        lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {
+            "@opencode-ai/plugin": PINS["opencode"].version}}}}
+        (config_dir / "package-lock.json").write_text(json.dumps(lock))
+
+    def setup(self, s: Session) -> None:
+        self._deps_installed(s.home / ".config/opencode")
+        merge_json(s.home / ".config/opencode/opencode.json", lambda cfg: cfg.update({
+            "autoupdate": False, "share": "disabled", "model": "fake/fake-model",
+            "permission": {"edit": "allow", "bash": "allow", "read": "allow"},
+            "provider": {"fake": {
+                "npm": "@ai-sdk/openai-compatible", "name": "Fake",
+                "options": {"baseURL": f"{s.model.url}/v1", "apiKey": "sk-fake"},
+                "models": {"fake-model": {"name": "Fake model", "tool_call": True}}}},
+        }))
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        path = s.workspace / self.scopes[scope]
+        self._deps_installed(path.parent.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        commands = {event: command(event) for event in self.events}
+        path.write_text(OPENCODE_PLUGIN % json.dumps(commands, indent=2))
+        return path
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        cmd = [str(s.exe), "run", "--format", "json", "--model", "fake/fake-model", prompt]
+        return cmd if first else [*cmd, "--continue"]
+
+
 DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli,
-                                                        QwenCode)}
+                                                        QwenCode, CopilotCli, Opencode)}
