@@ -12,13 +12,14 @@ A driver never runs anything itself; `session.Session` calls it. Each one says, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .fake_model import Edit, Read, Step, ToolCall, Turn, Write
 from .install import PINS
@@ -52,7 +53,7 @@ class Driver:
     name = ""
     events: tuple[str, ...] = ()  # every hook event the recorder listens to
     allow_stdout = ""  # what a hook prints to let the agent go on
-    scopes: dict[str, str] = {}  # scope name -> hook config file, relative to the workspace
+    scopes: ClassVar[dict[str, str]] = {}  # scope name -> hook config file, relative to the workspace
     read_before_edit = False  # the agent refuses to edit a file it has not read this session
 
     def script(self, turns: list[Turn]) -> list[Turn]:
@@ -105,7 +106,7 @@ class ClaudeCode(Driver):
     name = "claude-code"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes = {"project": ".claude/settings.json", "local": ".claude/settings.local.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".claude/settings.json", "local": ".claude/settings.local.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -134,17 +135,15 @@ class ClaudeCode(Driver):
         return cmd if first else [*cmd, "--resume", s.state["session_id"]]
 
     def after_run(self, s: Session, run: Run) -> None:
-        try:
+        with contextlib.suppress(ValueError, KeyError, TypeError):
             s.state.setdefault("session_id", json.loads(run.stdout)["session_id"])
-        except (ValueError, KeyError, TypeError):
-            pass
 
 
 class GeminiCli(Driver):
     name = "gemini-cli"
     events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent",
               "SessionEnd")
-    scopes = {"project": ".gemini/settings.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".gemini/settings.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -191,7 +190,7 @@ class CodexCli(Driver):
     name = "codex"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes = {"project": ".codex/hooks.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".codex/hooks.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -242,7 +241,7 @@ class QwenCode(Driver):
     read_before_edit = True
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes = {"project": ".qwen/settings.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".qwen/settings.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -286,7 +285,7 @@ class CopilotCli(Driver):
     name = "copilot"
     events = ("sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
               "sessionEnd")
-    scopes = {"project": ".github/hooks/snapstore.json",
+    scopes: ClassVar[dict[str, str]] = {"project": ".github/hooks/snapstore.json",
               "local": ".github/copilot/settings.local.json"}
     read_before_edit = True
 
@@ -350,7 +349,7 @@ class Opencode(Driver):
     name = "opencode"
     events = ("session.created", "chat.message", "tool.execute.before", "tool.execute.after",
               "file.edited", "session.idle")
-    scopes = {"project": ".opencode/plugin/snapstore-hooks.js"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".opencode/plugin/snapstore-hooks.js"}
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:

@@ -8,6 +8,7 @@ the CLI returns or runs out of time, so nothing it spawned outlives the turn.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -127,10 +128,8 @@ class Session:
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .fake_model import FakeModel, Reply
+    from .fake_model import FakeModel
 
 SSE = "text/event-stream"
 JSON = "application/json"
@@ -80,8 +80,8 @@ def anthropic(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
     conv = []
     for m in body.get("messages", []):
         content = m.get("content")
-        results = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result") \
-            if isinstance(content, list) else 0
+        blocks = content if isinstance(content, list) else []
+        results = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result")
         conv.append(Message(m.get("role", ""), _text(content), results))
     reply = model.reply(conv, bool(body.get("tools")))
     if reply.call is not None:
@@ -151,7 +151,8 @@ def gemini(model: FakeModel, method: str, body: dict[str, Any]) -> tuple[int, st
 
 def fill_schema(schema: dict[str, Any]) -> Any:
     """A value that fits a JSON schema: each enum's first choice, empty strings and lists,
-    false, the least number allowed (1 when unsaid). It answers side requests such as Gemini CLI's next-speaker and routing checks."""
+    false, the least number allowed (1 when unsaid). It answers side requests such as Gemini
+    CLI's next-speaker and routing checks."""
     if "enum" in schema:
         return schema["enum"][0]
     kind = str(schema.get("type", "object")).lower()

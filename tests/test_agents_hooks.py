@@ -1,0 +1,97 @@
+"""The real agent CLIs, installed from npm, driven by a scripted model on loopback: what they send
+their hooks through a three-turn session with a hand edit between turns.
+
+Each CLI installs once into a cache outside the repository (tests/agents/install.py; the first
+run downloads about 2 GB for all six). Nothing but loopback is reached: every connect() the CLI and
+its children make is traced, and every proxy variable points at a dead end that records what
+asked for it. Deselect these tests with `-k "not agents"` on a machine without the npm registry.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .agents.drivers import recorder_command
+from .agents.events import Seen, describe
+from .agents.fake_model import Edit, Shell, Turn, Write
+from .agents.install import InstallError, install
+from .agents.session import Session, read_log
+
+AGENTS = ["claude-code", "gemini-cli", "codex", "qwen-code", "copilot", "opencode"]
+
+NOTES = "alpha\nbeta\n"
+SCRIPT = [
+    Turn("Create notes.txt with two lines", (Write("notes.txt", NOTES),), "Created."),
+    Turn("Change beta to gamma in notes.txt", (Edit("notes.txt", "beta", "gamma"),), "Edited."),
+    Turn("Append a line to other.txt from the shell",
+         (Shell("printf 'added by shell\\n' >> other.txt"),), "Appended."),
+]
+
+# the tool each agent used for the write, the edit and the shell command
+TOOLS = {
+    "claude-code": ("Write", "Edit", "Bash"),
+    "gemini-cli": ("write_file", "replace", "run_shell_command"),
+    "codex": ("apply_patch", "apply_patch", "Bash"),
+    "qwen-code": ("write_file", "edit", "run_shell_command"),
+    "copilot": ("create", "edit", "bash"),
+    "opencode": ("write", "edit", "bash"),
+}
+
+
+@pytest.fixture
+def session(request: pytest.FixtureRequest, tmp_path: Path):
+    agent = request.param
+    try:
+        install(agent)
+    except InstallError as e:
+        pytest.fail(f"could not install the {agent} CLI: {e}", pytrace=False)
+    with Session(agent, tmp_path, SCRIPT, strace=True) as s:
+        yield s
+
+
+def expected(agent: str) -> list[tuple[str, str, tuple[str, ...]]]:
+    write, edit, shell = TOOLS[agent]
+    out = []
+    for tool, paths in ((write, ("notes.txt",)), (edit, ("notes.txt",)), (shell, ())):
+        out += [("begin", "", ()), ("pre", tool, paths), ("post", tool, paths), ("end", "", ())]
+    return out
+
+
+def significant(seen: list[Seen]) -> list[Seen]:
+    """Turn begins and ends, and the write, edit and shell tools: no reads, no session events,
+    no continuation prompts."""
+    return [s for s in seen if s.kind in ("begin", "end")
+            or (s.kind in ("pre", "post") and s.category != "read")]
+
+
+@pytest.mark.parametrize("session", AGENTS, indirect=True)
+def test_a_real_cli_sends_its_hooks_every_write_edit_and_shell_call(session: Session) -> None:
+    s, agent = session, session.agent
+    log = s.base / "hooks.jsonl"
+    config = s.driver.install_hooks(s, recorder_command(log, s.driver.allow_stdout))
+    assert config.is_relative_to(s.workspace)  # project scope
+    (s.workspace / "other.txt").write_text("original\n")
+
+    for i, turn in enumerate(SCRIPT):
+        if i == 1:  # the user edits by hand between turns
+            (s.workspace / "notes.txt").write_text(NOTES + "hand\n")
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+
+    assert (s.workspace / "notes.txt").read_text() == "alpha\ngamma\nhand\n"
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+
+    seen = [describe(agent, r, str(s.workspace)) for r in read_log(log)]
+    got = [(x.kind, x.tool, x.paths) for x in significant(seen)]
+    assert got == expected(agent), "\n".join(map(str, seen))
+    prompts = [x.prompt for x in seen if x.kind == "begin"]
+    assert [p.strip('"') for p in prompts] == [t.prompt for t in SCRIPT]
+    shell = [x for x in seen if x.category == "shell"]
+    assert all("other.txt" in x.command for x in shell) and len(shell) == 2
+    sessions = {x.session for x in seen if x.kind in ("begin", "pre", "post")}
+    assert len(sessions) == 1 and "" not in sessions, "turns 2 and 3 continue the session"
+    assert s.connects(), "strace saw the CLI connect to the fake model"
+    assert s.egress() == [], "nothing may leave loopback"
+    assert len(s.model.requests) >= 6  # a tool call and an answer per turn at least
