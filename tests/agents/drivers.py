@@ -53,7 +53,8 @@ class Driver:
     name = ""
     events: tuple[str, ...] = ()  # every hook event the recorder listens to
     allow_stdout = ""  # what a hook prints to let the agent go on
-    scopes: ClassVar[dict[str, str]] = {}  # scope name -> hook config file, relative to the workspace
+    # scope name -> hook config file, relative to the workspace
+    scopes: ClassVar[dict[str, str]] = {}
     read_before_edit = False  # the agent refuses to edit a file it has not read this session
 
     def script(self, turns: list[Turn]) -> list[Turn]:
@@ -106,7 +107,8 @@ class ClaudeCode(Driver):
     name = "claude-code"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".claude/settings.json", "local": ".claude/settings.local.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".claude/settings.json",
+                                        "local": ".claude/settings.local.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
