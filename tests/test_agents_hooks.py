@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from .agents.drivers import recorder_command
+from .agents.egress import off_loopback
 from .agents.events import Seen, describe
 from .agents.fake_model import Edit, Shell, Turn, Write
 from .agents.install import InstallError, install
 from .agents.session import Session, read_log
 
-AGENTS = ["claude-code", "gemini-cli", "codex", "qwen-code", "copilot", "opencode"]
+AGENTS = ["claude-code", "gemini-cli", "codex", "qwen-code", "copilot", "opencode", "cline"]
 
 NOTES = "alpha\nbeta\n"
 SCRIPT = [
@@ -37,7 +38,15 @@ TOOLS = {
     "qwen-code": ("write_file", "edit", "run_shell_command"),
     "copilot": ("create", "edit", "bash"),
     "opencode": ("write", "edit", "bash"),
+    "cline": ("editor", "editor", "run_commands"),
 }
+# Cline's headless mode cannot continue a session (`--id` needs the TUI): a task per prompt,
+# whose TaskStart carries no prompt, and which Cline does not wait for: a tool's PreToolUse
+# can come first
+ONE_TASK_PER_PROMPT = {"cline"}
+# Cline 3.0.65 sends telemetry with no opt-out found; it honours HTTPS_PROXY, so the dead-end
+# proxy stops it before it leaves the machine
+BLOCKED = {"cline": {"CONNECT otel.cline.bot:443 HTTP/1.1", "CONNECT data.cline.bot:443 HTTP/1.1"}}
 
 
 @pytest.fixture
@@ -85,13 +94,22 @@ def test_a_real_cli_sends_its_hooks_every_write_edit_and_shell_call(session: Ses
 
     seen = [describe(agent, r, str(s.workspace)) for r in read_log(log)]
     got = [(x.kind, x.tool, x.paths) for x in significant(seen)]
-    assert got == expected(agent), "\n".join(map(str, seen))
-    prompts = [x.prompt for x in seen if x.kind == "begin"]
-    assert [p.strip('"') for p in prompts] == [t.prompt for t in SCRIPT]
+    want = expected(agent)
+    if agent in ONE_TASK_PER_PROMPT:
+        got, want = ([x for x in lst if x[0] != "begin"] for lst in (got, want))
+        assert sum(x.kind == "begin" for x in seen) == len(SCRIPT)
+    assert got == want, "\n".join(map(str, seen))
     shell = [x for x in seen if x.category == "shell"]
     assert all("other.txt" in x.command for x in shell) and len(shell) == 2
     sessions = {x.session for x in seen if x.kind in ("begin", "pre", "post")}
-    assert len(sessions) == 1 and "" not in sessions, "turns 2 and 3 continue the session"
+    assert "" not in sessions
+    if agent in ONE_TASK_PER_PROMPT:
+        assert len(sessions) == 3
+    else:
+        assert len(sessions) == 1, "turns 2 and 3 continue the session"
+        prompts = [x.prompt for x in seen if x.kind == "begin"]
+        assert [p.strip('"') for p in prompts] == [t.prompt for t in SCRIPT]
     assert s.connects(), "strace saw the CLI connect to the fake model"
-    assert s.egress() == [], "nothing may leave loopback"
+    assert off_loopback(s.connects()) == [], "nothing may leave loopback"
+    assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests
     assert len(s.model.requests) >= 6  # a tool call and an answer per turn at least

@@ -404,5 +404,43 @@ class Opencode(Driver):
         return cmd if first else [*cmd, "--continue"]
 
 
+class ClineCli(Driver):
+    name = "cline"
+    events = ("TaskStart", "TaskResume", "UserPromptSubmit", "PreToolUse", "PostToolUse",
+              "TaskComplete")
+    scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks"}
+
+    def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Write):
+            return ToolCall("editor", {"path": _abs(ws, step.path), "new_text": step.content})
+        if isinstance(step, Edit):
+            return ToolCall("editor", {"path": _abs(ws, step.path), "old_text": step.old,
+                                       "new_text": step.new})
+        if isinstance(step, Read):
+            return ToolCall("read_files", {"files": [{"path": _abs(ws, step.path)}]})
+        return ToolCall("run_commands", {"commands": [step.command]})
+
+    def setup(self, s: Session) -> None:
+        import subprocess
+
+        subprocess.run([str(s.exe), "auth", "-p", "openai", "-k", "sk-fake", "-m", "fake-model",
+                        "-b", f"{s.model.url}/v1"], cwd=s.workspace, env=s.env(),
+                       capture_output=True, check=True, timeout=60)
+
+    def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
+        folder = s.workspace / self.scopes[scope]
+        folder.mkdir(parents=True, exist_ok=True)
+        for event in self.events:
+            hook = folder / event
+            hook.write_text(f"#!/bin/sh\nexec {command(event)}\n")
+            hook.chmod(0o755)
+        return folder
+
+    def command(self, s: Session, prompt: str, first: bool) -> list[str]:
+        # `--id SESSION` resumes only in the interactive TUI ("interactive mode requires a
+        # TTY"), so each headless prompt is a task of its own
+        return [str(s.exe), "--json", "-t", "120", prompt]
+
+
 DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli,
-                                                        QwenCode, CopilotCli, Opencode)}
+                                                        QwenCode, CopilotCli, Opencode, ClineCli)}

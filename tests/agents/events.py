@@ -27,6 +27,8 @@ KINDS: dict[str, dict[str, str]] = {
                 "agentStop": "end"},
     "opencode": {"chat.message": "begin", "tool.execute.before": "pre",
                  "tool.execute.after": "post", "session.idle": "end"},
+    "cline": {"TaskStart": "begin", "UserPromptSubmit": "begin", "PreToolUse": "pre",
+              "PostToolUse": "post", "TaskComplete": "end"},
 }
 
 # tool name -> category, per agent
@@ -41,6 +43,8 @@ TOOLS: dict[str, dict[str, str]] = {
     "copilot": {"create": "write", "edit": "edit", "bash": "shell", "view": "read"},
     "opencode": {"write": "write", "edit": "edit", "apply_patch": "patch", "bash": "shell",
                  "read": "read"},
+    "cline": {"editor": "edit", "apply_patch": "patch", "run_commands": "shell",
+              "read_files": "read"},
 }
 
 PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
@@ -86,12 +90,17 @@ def _args(agent: str, p: dict[str, Any]) -> dict[str, Any]:
         return args if isinstance(args, dict) else {}
     if agent == "opencode":
         return (p.get("output") or {}).get("args") or (p.get("input") or {}).get("args") or {}
+    if agent == "cline":
+        call = p.get("preToolUse") or p.get("postToolUse") or {}
+        return call.get("parameters") or (p.get("tool_result") or {}).get("input") or {}
     return p.get("tool_input") or {}
 
 
 def _session(agent: str, p: dict[str, Any]) -> str:
     if agent == "copilot":
         return str(p.get("sessionId", ""))
+    if agent == "cline":
+        return str((p.get("sessionContext") or {}).get("rootSessionId") or p.get("taskId", ""))
     if agent == "opencode":
         event = p.get("event") or {}
         return str((p.get("input") or {}).get("sessionID")
@@ -114,17 +123,25 @@ def describe(agent: str, record: dict[str, Any], workspace: str) -> Seen:
     session = _session(agent, p)
     if kind in ("begin", "end"):
         prompt = _prompt(agent, p)
-        if kind == "begin" and not prompt.strip():
+        if kind == "begin" and not prompt.strip() and agent != "cline":
             kind = "other"  # Qwen Code re-fires UserPromptSubmit, empty, after tool results
         return Seen(kind, session=session, prompt=prompt)
     if kind == "other":
         return Seen("other", session=session)
-    tool = str(p.get("tool_name") or p.get("toolName") or (p.get("input") or {}).get("tool", ""))
+    tool = str(p.get("tool_name") or p.get("toolName") or (p.get("input") or {}).get("tool", "")
+               or (p.get("preToolUse") or p.get("postToolUse") or {}).get("toolName", ""))
     category = TOOLS[agent].get(tool, "")
     args = _args(agent, p)
     cwd = str(p.get("cwd") or p.get("directory") or workspace)
     if category == "shell":
-        return Seen(kind, tool, category, command=str(args.get("command", "")), session=session)
+        commands = args.get("commands") or []
+        if isinstance(commands, str):  # Cline's hook payload: the array as a JSON string
+            try:
+                commands = json.loads(commands)
+            except ValueError:
+                commands = [commands]
+        command = args.get("command") or " && ".join(map(str, commands))
+        return Seen(kind, tool, category, command=str(command), session=session)
     if category == "patch":
         text = args.get("command") or args.get("patchText") or args.get("input") or ""
         paths = patch_paths(text)

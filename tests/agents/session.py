@@ -97,22 +97,30 @@ class Session:
     def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> Run:
         """Run one turn headless; the driver continues the session from the second turn on."""
         cmd = self.driver.command(self, prompt, first=not self.runs)
-        if self.strace:
-            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o",
-                   str(self.base / f"strace.{len(self.runs) + 1}"), *cmd]
+        n = len(self.runs) + 1
+        code_path = self.base / f"exit.{n}"
+        if self.strace:  # a shell between strace and the CLI keeps the CLI's exit status
+            trace = str(self.base / f"strace.{n}")
+            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", trace,
+                   "/bin/sh", "-c", '"$@"; echo $? > "$0.tmp"; mv "$0.tmp" "$0"',
+                   str(code_path), *cmd]
+        out_path, err_path = self.base / f"stdout.{n}", self.base / f"stderr.{n}"
         t0 = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=self.workspace, env=self.env(), text=True,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-        timed_out = False
-        try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc.pid)
-            out, err = proc.communicate()
+        # files, not pipes: a daemon the CLI leaves behind (Cline's hub) would hold a pipe open
+        with open(out_path, "w") as out, open(err_path, "w") as err:
+            proc = subprocess.Popen(cmd, cwd=self.workspace, env=self.env(), text=True,
+                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    start_new_session=True)
+            timed_out = not _wait_for_cli(proc, timeout, code_path if self.strace else None)
         _kill_group(proc.pid)  # whatever the CLI left running in its group
-        run = Run(prompt, proc.returncode, out, err, time.monotonic() - t0, timed_out)
+        _kill_strays(self.base)  # and daemons that left it (Cline's hub)
+        proc.wait()
+        code = proc.returncode
+        if self.strace:
+            text = code_path.read_text().strip() if code_path.exists() else ""
+            code = int(text) if text else -9
+        out, err = out_path.read_text(errors="replace"), err_path.read_text(errors="replace")
+        run = Run(prompt, code, out, err, time.monotonic() - t0, timed_out)
         self.runs.append(run)
         self.driver.after_run(self, run)
         return run
@@ -127,9 +135,37 @@ class Session:
         return self.proxy.requests + off_loopback(self.connects())
 
 
+def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None) -> bool:
+    """Wait until the CLI exits; False when it ran out of time. Under strace, which waits for
+    every descendant (daemons included), the CLI has exited when its shell wrote EXIT_FILE."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None or (exit_file is not None and exit_file.exists()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
+
+
+def _kill_strays(base: Path) -> None:
+    """Kill the processes a CLI left behind in their own session: those whose command line or
+    working folder lies in this session's unique temporary folder, so none but ours."""
+    mark = str(base)
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if mark in cmdline or cwd == mark or cwd.startswith(mark + os.sep):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
