@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from .agents.drivers import recorder_command
+from .agents.drivers import DRIVERS, recorder_command
 from .agents.egress import off_loopback
 from .agents.events import Seen, describe
 from .agents.fake_model import Edit, Shell, Turn, Write
@@ -113,3 +113,28 @@ def test_a_real_cli_sends_its_hooks_every_write_edit_and_shell_call(session: Ses
     assert off_loopback(s.connects()) == [], "nothing may leave loopback"
     assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests
     assert len(s.model.requests) >= 6  # a tool call and an answer per turn at least
+
+
+PERSONAL = [(agent, scope) for agent in AGENTS for scope in DRIVERS[agent].scopes
+            if scope != "project"]
+
+
+@pytest.mark.parametrize(("agent", "scope"), PERSONAL, ids=[f"{a}-{s}" for a, s in PERSONAL])
+def test_hooks_in_a_personal_scope_run_too(agent: str, scope: str, tmp_path: Path) -> None:
+    """Machine-specific hook commands belong in a scope nobody commits: a local settings file
+    where the agent has one, else the user's own config. The hooks there must fire as well."""
+    try:
+        install(agent)
+    except InstallError as e:
+        pytest.fail(f"could not install the {agent} CLI: {e}", pytrace=False)
+    with Session(agent, tmp_path, SCRIPT[:1]) as s:
+        log = s.base / "hooks.jsonl"
+        config = s.driver.install_hooks(s, recorder_command(log, s.driver.allow_stdout), scope)
+        assert not config.is_relative_to(s.workspace / s.driver.scopes["project"])
+        run = s.run(SCRIPT[0].prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        assert (s.workspace / "notes.txt").read_text() == NOTES
+        seen = [describe(agent, r, str(s.workspace)) for r in read_log(log)]
+        write = TOOLS[agent][0]
+        got = [(x.kind, x.tool, x.paths) for x in significant(seen) if x.kind in ("pre", "post")]
+        assert got == [("pre", write, ("notes.txt",)), ("post", write, ("notes.txt",))], seen

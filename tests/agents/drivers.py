@@ -53,7 +53,7 @@ class Driver:
     name = ""
     events: tuple[str, ...] = ()  # every hook event the recorder listens to
     allow_stdout = ""  # what a hook prints to let the agent go on
-    # scope name -> hook config file, relative to the workspace
+    # scope name -> hook config file: relative to the workspace, or to the home folder (~/)
     scopes: ClassVar[dict[str, str]] = {}
     read_before_edit = False  # the agent refuses to edit a file it has not read this session
 
@@ -76,6 +76,10 @@ class Driver:
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         raise NotImplementedError
+
+    def config_path(self, s: Session, scope: str) -> Path:
+        where = self.scopes[scope]
+        return s.home / where[2:] if where.startswith("~/") else s.workspace / where
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
         raise NotImplementedError
@@ -126,7 +130,7 @@ class ClaudeCode(Driver):
                 "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
         return path
 
@@ -145,7 +149,8 @@ class GeminiCli(Driver):
     name = "gemini-cli"
     events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent",
               "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".gemini/settings.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".gemini/settings.json",
+                                        "user": "~/.gemini/settings.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -179,7 +184,7 @@ class GeminiCli(Driver):
         }))
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         _claude_style_hooks(path, self.events, command, {"BeforeTool", "AfterTool"})
         return path
 
@@ -192,7 +197,8 @@ class CodexCli(Driver):
     name = "codex"
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".codex/hooks.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".codex/hooks.json",
+                                        "user": "~/.codex/hooks.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -226,7 +232,7 @@ class CodexCli(Driver):
             f'[projects."{s.workspace}"]\ntrust_level = "trusted"\n')
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
         return path
 
@@ -243,7 +249,8 @@ class QwenCode(Driver):
     read_before_edit = True
     events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
               "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".qwen/settings.json"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".qwen/settings.json",
+                                        "user": "~/.qwen/settings.json"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -273,7 +280,7 @@ class QwenCode(Driver):
         }))
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         _claude_style_hooks(path, self.events, command, {"PreToolUse", "PostToolUse"})
         return path
 
@@ -288,7 +295,8 @@ class CopilotCli(Driver):
     events = ("sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
               "sessionEnd")
     scopes: ClassVar[dict[str, str]] = {"project": ".github/hooks/snapstore.json",
-              "local": ".github/copilot/settings.local.json"}
+                                        "local": ".github/copilot/settings.local.json",
+                                        "user": "~/.copilot/hooks/snapstore.json"}
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
@@ -310,9 +318,10 @@ class CopilotCli(Driver):
                 "COPILOT_PKG_CACHE_HOME": str(s.exe.parent.parent.parent / "pkg-cache")}
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         def update(cfg: dict[str, Any]) -> None:
-            cfg.setdefault("version", 1)
+            if scope != "local":  # a hooks file has a version; settings.local.json does not
+                cfg.setdefault("version", 1)
             hooks = cfg.setdefault("hooks", {})
             for event in self.events:
                 hooks.setdefault(event, []).append({"type": "command", "bash": command(event),
@@ -351,7 +360,8 @@ class Opencode(Driver):
     name = "opencode"
     events = ("session.created", "chat.message", "tool.execute.before", "tool.execute.after",
               "file.edited", "session.idle")
-    scopes: ClassVar[dict[str, str]] = {"project": ".opencode/plugin/snapstore-hooks.js"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".opencode/plugin/snapstore-hooks.js",
+                                        "user": "~/.config/opencode/plugin/snapstore-hooks.js"}
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
@@ -392,7 +402,7 @@ class Opencode(Driver):
         }))
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        path = s.workspace / self.scopes[scope]
+        path = self.config_path(s, scope)
         self._deps_installed(path.parent.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
         commands = {event: command(event) for event in self.events}
@@ -408,7 +418,8 @@ class ClineCli(Driver):
     name = "cline"
     events = ("TaskStart", "TaskResume", "UserPromptSubmit", "PreToolUse", "PostToolUse",
               "TaskComplete")
-    scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks"}
+    scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks",
+                                        "user": "~/.cline/hooks"}
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -428,7 +439,7 @@ class ClineCli(Driver):
                        capture_output=True, check=True, timeout=60)
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
-        folder = s.workspace / self.scopes[scope]
+        folder = self.config_path(s, scope)
         folder.mkdir(parents=True, exist_ok=True)
         for event in self.events:
             hook = folder / event
