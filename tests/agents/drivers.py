@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from .fake_model import Edit, Read, Step, ToolCall, Turn, Write
-from .install import PINS
+from .install import PINS, cache_env
 
 if TYPE_CHECKING:
     from .session import Run, Session
@@ -314,8 +314,7 @@ class CopilotCli(Driver):
                 "COPILOT_PROVIDER_API_KEY": "sk-fake", "COPILOT_MODEL": "fake-model",
                 "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
                 # exactly "true" also trusts the folder, so that .github/hooks loads
-                "COPILOT_ALLOW_ALL": "true",
-                "COPILOT_PKG_CACHE_HOME": str(s.exe.parent.parent.parent / "pkg-cache")}
+                "COPILOT_ALLOW_ALL": "true", **cache_env(PINS["copilot"], s.exe)}
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -443,7 +442,7 @@ class ClineCli(Driver):
         folder.mkdir(parents=True, exist_ok=True)
         for event in self.events:
             hook = folder / event
-            hook.write_text(f"#!/bin/sh\nexec {command(event)}\n")
+            hook.write_text(f"#!/bin/sh\n{command(event)}\n")
             hook.chmod(0o755)
         return folder
 

@@ -31,6 +31,10 @@ class Pin:
     package: str
     version: str
     bin: str  # the executable's name in node_modules/.bin
+    # variables naming folders inside the install (made there by a first `--version` run):
+    # Copilot unpacks 235 MB into $COPILOT_PKG_CACHE_HOME on its first start, else into each
+    # test's fresh home folder
+    caches: tuple[str, ...] = ()
 
     @property
     def slug(self) -> str:
@@ -42,7 +46,7 @@ PINS: dict[str, Pin] = {
     "gemini-cli": Pin("@google/gemini-cli", "0.61.0", "gemini"),
     "codex": Pin("@openai/codex", "0.171.0", "codex"),
     "qwen-code": Pin("@qwen-code/qwen-code", "0.24.4", "qwen"),
-    "copilot": Pin("@github/copilot", "1.0.102", "copilot"),
+    "copilot": Pin("@github/copilot", "1.0.102", "copilot", ("COPILOT_PKG_CACHE_HOME",)),
     "opencode": Pin("opencode-ai", "1.18.33", "opencode"),
     "cline": Pin("cline", "3.0.65", "cline"),
     "auggie": Pin("@augmentcode/auggie", "0.36.0", "auggie"),
@@ -55,6 +59,12 @@ class InstallError(RuntimeError):
 
 def cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "snapstore-test-agents")
+
+
+def cache_env(pin: Pin, exe: Path) -> dict[str, str]:
+    """The variables that point the CLI at the caches inside its install."""
+    prefix = exe.parent.parent.parent
+    return {var: str(prefix / var.lower()) for var in pin.caches}
 
 
 def installed_bin(pin: Pin, cache: Path | None = None) -> Path | None:
@@ -81,6 +91,8 @@ def install(agent: str, cache: Path | None = None, timeout: float = INSTALL_TIME
         shutil.rmtree(final, ignore_errors=True)  # an old incomplete tree
         tmp.mkdir()
         _npm_install(pin, tmp, timeout)
+        if pin.caches:
+            _warm_up(pin, tmp)
         (tmp / ".complete").write_text(f"{pin.package}@{pin.version}\n")
         tmp.rename(final)
     exe = installed_bin(pin, cache)
@@ -114,6 +126,18 @@ def _npm_install(pin: Pin, prefix: Path, timeout: float) -> None:
                            f"(exit {proc.returncode}): {_why(out)}")
 
 
+def _warm_up(pin: Pin, prefix: Path) -> None:
+    exe = prefix / "node_modules" / ".bin" / pin.bin
+    home = prefix / "warm-up-home"
+    home.mkdir()
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), **cache_env(pin, exe)}
+    proc = subprocess.run([str(exe), "--version"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    shutil.rmtree(home, ignore_errors=True)
+    if proc.returncode != 0:
+        raise InstallError(f"{pin.bin} --version failed after install: {proc.stderr[-300:]}")
+
+
 def _why(npm_output: str) -> str:
     """The line of npm's output that says why, e.g. `ENOTFOUND registry.npmjs.org`."""
     lines = [ln.removeprefix("npm error ").strip() for ln in npm_output.splitlines()]
@@ -138,7 +162,7 @@ def main(argv: list[str]) -> int:
             return 1
         size = sum(f.stat().st_size for f in (cache_dir() / pin.slug).rglob("*")
                    if f.is_file() and not f.is_symlink())
-        print(f"{agent:12} {pin.package}@{pin.version:10} {'cached' if cached else 'cold':6} "
+        print(f"{agent:12} {pin.package + '@' + pin.version:32} {'cached' if cached else 'cold':6} "
               f"{time.monotonic() - t0:6.1f} s  {size / 2**20:6.0f} MiB  {exe}")
     return 0
 
