@@ -139,14 +139,21 @@ def _warm_up(pin: Pin, prefix: Path) -> None:
 
 
 def _why(npm_output: str) -> str:
-    """The line of npm's output that says why, e.g. `ENOTFOUND registry.npmjs.org`."""
-    lines = [ln.removeprefix("npm error ").strip() for ln in npm_output.splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(("A complete log", "Log files"))]
-    for key in ("ENOTFOUND", "ECONNREFUSED", "ETIMEDOUT", "EAI_AGAIN", "E404", "ENETUNREACH"):
-        for ln in lines:
-            if key in ln:
-                return f"{ln} (the npm registry could not be reached or has no such version)"
-    return " / ".join(lines[-3:]) or "no output"
+    """One line saying why npm failed, e.g. `request to https://registry.npmjs.org/... failed,
+    reason: getaddrinfo ENOTFOUND registry.npmjs.org (ENOTFOUND: is the npm registry
+    reachable?)`."""
+    lines = [ln.removeprefix("npm error").strip() for ln in npm_output.splitlines()]
+    code = next((ln.split()[1] for ln in lines if ln.startswith("code ") and len(ln.split()) > 1),
+                "")
+    reason = next((ln.split("FetchError: ", 1)[1] for ln in lines if "FetchError: " in ln), "")
+    if code in ("E404", "ETARGET"):
+        return f"{code}: the npm registry has no such package or version"
+    if reason or code.startswith(("ECONN", "ENOTFOUND", "ETIMEDOUT", "EAI_", "ENETUNREACH")) \
+            or any(ln.startswith("network") for ln in lines):
+        what = f"{reason} ({code})" if reason else f"npm error {code or 'network'}"
+        return f"{what}: is the npm registry reachable?"
+    useful = [ln for ln in lines if ln and not ln.startswith(("A complete log", "at "))]
+    return " / ".join(useful[-3:]) or "no output"
 
 
 def main(argv: list[str]) -> int:
