@@ -16,7 +16,7 @@ import pytest
 from .agents.drivers import DRIVERS, recorder_command
 from .agents.egress import off_loopback
 from .agents.events import Seen, describe
-from .agents.fake_model import Edit, Shell, Turn, Write
+from .agents.fake_model import Edit, Patch, Shell, Turn, Write
 from .agents.install import InstallError, install
 from .agents.session import Session, read_log
 
@@ -52,12 +52,16 @@ BLOCKED = {"cline": {"CONNECT otel.cline.bot:443 HTTP/1.1", "CONNECT data.cline.
 @pytest.fixture
 def session(request: pytest.FixtureRequest, tmp_path: Path):
     agent = request.param
-    try:
-        install(agent)
-    except InstallError as e:
-        pytest.fail(f"could not install the {agent} CLI: {e}", pytrace=False)
+    installed(agent)
     with Session(agent, tmp_path, SCRIPT, strace=True) as s:
         yield s
+
+
+def installed(agent: str) -> None:
+    try:
+        install(DRIVERS[agent].pin or agent)
+    except InstallError as e:
+        pytest.fail(f"could not install the {agent} CLI: {e}", pytrace=False)
 
 
 def expected(agent: str) -> list[tuple[str, str, tuple[str, ...]]]:
@@ -123,10 +127,7 @@ PERSONAL = [(agent, scope) for agent in AGENTS for scope in DRIVERS[agent].scope
 def test_hooks_in_a_personal_scope_run_too(agent: str, scope: str, tmp_path: Path) -> None:
     """Machine-specific hook commands belong in a scope nobody commits: a local settings file
     where the agent has one, else the user's own config. The hooks there must fire as well."""
-    try:
-        install(agent)
-    except InstallError as e:
-        pytest.fail(f"could not install the {agent} CLI: {e}", pytrace=False)
+    installed(agent)
     with Session(agent, tmp_path, SCRIPT[:1]) as s:
         log = s.base / "hooks.jsonl"
         config = s.driver.install_hooks(s, recorder_command(log, s.driver.allow_stdout), scope)
@@ -138,3 +139,28 @@ def test_hooks_in_a_personal_scope_run_too(agent: str, scope: str, tmp_path: Pat
         write = TOOLS[agent][0]
         got = [(x.kind, x.tool, x.paths) for x in significant(seen) if x.kind in ("pre", "post")]
         assert got == [("pre", write, ("notes.txt",)), ("post", write, ("notes.txt",))], seen
+
+
+PATCH = ("*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Update File: old.txt\n"
+         "*** Move to: moved.txt\n@@\n-old\n+changed\n*** Delete File: gone.txt\n*** End Patch\n")
+
+
+@pytest.mark.parametrize("agent", ["codex", "opencode-gpt"])
+def test_one_apply_patch_names_every_file_it_adds_moves_and_deletes(agent: str,
+                                                                     tmp_path: Path) -> None:
+    installed(agent)
+    turn = Turn("Tidy the files", (Patch(PATCH),), "Tidied.")
+    with Session(agent, tmp_path, [turn]) as s:
+        (s.workspace / "old.txt").write_text("old\n")
+        (s.workspace / "gone.txt").write_text("bye\n")
+        log = s.base / "hooks.jsonl"
+        s.driver.install_hooks(s, recorder_command(log, s.driver.allow_stdout))
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        assert sorted(p.name for p in s.workspace.iterdir() if not p.name.startswith(".")) == [
+            "moved.txt", "new.txt"]
+        assert (s.workspace / "moved.txt").read_text() == "changed\n"
+        seen = [describe(agent, r, str(s.workspace)) for r in read_log(log)]
+        paths = ("new.txt", "old.txt", "moved.txt", "gone.txt")
+        got = [(x.kind, x.tool, x.paths) for x in seen if x.kind in ("pre", "post")]
+        assert got == [("pre", "apply_patch", paths), ("post", "apply_patch", paths)], seen

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .fake_model import Edit, Read, Step, ToolCall, Turn, Write
+from .fake_model import Edit, Patch, Read, Step, ToolCall, Turn, Write
 from .install import PINS, cache_env
 
 if TYPE_CHECKING:
@@ -51,6 +51,7 @@ class Driver:
     """The parts every agent shares; subclasses fill in the rest."""
 
     name = ""
+    pin = ""  # the npm package (install.PINS key) when it is not `name`
     events: tuple[str, ...] = ()  # every hook event the recorder listens to
     allow_stdout = ""  # what a hook prints to let the agent go on
     # scope name -> hook config file: relative to the workspace, or to the home folder (~/)
@@ -210,6 +211,8 @@ class CodexCli(Driver):
                                            f"-{step.old}\n+{step.new}\n*** End Patch\n")
         if isinstance(step, Read):
             return ToolCall("exec_command", {"cmd": f"cat {shlex.quote(step.path)}"})
+        if isinstance(step, Patch):
+            return ToolCall("apply_patch", step.text)
         return ToolCall("exec_command", {"cmd": step.command})
 
     def env(self, s: Session) -> dict[str, str]:
@@ -357,6 +360,7 @@ export const HookBridge = async ({ directory, worktree }) => ({
 
 class Opencode(Driver):
     name = "opencode"
+    model = "fake-model"  # opencode offers write and edit to most models
     events = ("session.created", "chat.message", "tool.execute.before", "tool.execute.after",
               "file.edited", "session.idle")
     scopes: ClassVar[dict[str, str]] = {"project": ".opencode/plugin/snapstore-hooks.js",
@@ -371,6 +375,8 @@ class Opencode(Driver):
                                      "newString": step.new})
         if isinstance(step, Read):
             return ToolCall("read", {"filePath": _abs(ws, step.path)})
+        if isinstance(step, Patch):
+            return ToolCall("apply_patch", {"patchText": step.text})
         return ToolCall("bash", {"command": step.command, "description": "Run a command"})
 
     def env(self, s: Session) -> dict[str, str]:
@@ -392,12 +398,12 @@ class Opencode(Driver):
     def setup(self, s: Session) -> None:
         self._deps_installed(s.home / ".config/opencode")
         merge_json(s.home / ".config/opencode/opencode.json", lambda cfg: cfg.update({
-            "autoupdate": False, "share": "disabled", "model": "fake/fake-model",
+            "autoupdate": False, "share": "disabled", "model": f"fake/{self.model}",
             "permission": {"edit": "allow", "bash": "allow", "read": "allow"},
             "provider": {"fake": {
                 "npm": "@ai-sdk/openai-compatible", "name": "Fake",
                 "options": {"baseURL": f"{s.model.url}/v1", "apiKey": "sk-fake"},
-                "models": {"fake-model": {"name": "Fake model", "tool_call": True}}}},
+                "models": {self.model: {"name": "Fake model", "tool_call": True}}}},
         }))
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
@@ -409,8 +415,16 @@ class Opencode(Driver):
         return path
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
-        cmd = [str(s.exe), "run", "--format", "json", "--model", "fake/fake-model", prompt]
+        cmd = [str(s.exe), "run", "--format", "json", "--model", f"fake/{self.model}", prompt]
         return cmd if first else [*cmd, "--continue"]
+
+
+class OpencodeGpt(Opencode):
+    """opencode with a GPT model: it offers apply_patch instead of write and edit."""
+
+    name = "opencode-gpt"
+    pin = "opencode"
+    model = "gpt-5.5"
 
 
 class ClineCli(Driver):
@@ -453,4 +467,5 @@ class ClineCli(Driver):
 
 
 DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli,
-                                                        QwenCode, CopilotCli, Opencode, ClineCli)}
+                                                        QwenCode, CopilotCli, Opencode, OpencodeGpt,
+                                                        ClineCli)}

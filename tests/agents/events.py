@@ -118,6 +118,7 @@ def _prompt(agent: str, p: dict[str, Any]) -> str:
 def describe(agent: str, record: dict[str, Any], workspace: str) -> Seen:
     """One recorder line as a `Seen`. The event name is the one the hook was configured for
     (Copilot's payload names none)."""
+    agent = agent.removesuffix("-gpt")  # opencode-gpt: opencode with a GPT model
     p = record["payload"] if isinstance(record["payload"], dict) else {}
     kind = KINDS[agent].get(record["event"], "other")
     session = _session(agent, p)

@@ -50,13 +50,20 @@ class Read:
 
 
 @dataclass(frozen=True)
+class Patch:
+    """An apply_patch text (`*** Begin Patch` ... `*** End Patch`), for agents that have one."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Shell:
     """Run one shell command in the workspace."""
 
     command: str
 
 
-Step = Write | Edit | Read | Shell
+Step = Write | Edit | Read | Patch | Shell
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ class Session:
         for d in (self.workspace, self.home):
             d.mkdir(parents=True, exist_ok=True)
         self.workspace = self.workspace.resolve()
-        self.exe = install(self.agent)
+        self.exe = install(self.driver.pin or self.agent)
         self.model = FakeModel(self.driver.script(self.turns), self.driver.tool_call,
                                str(self.workspace))
         self.proxy = Blackhole()
