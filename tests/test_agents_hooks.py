@@ -164,3 +164,23 @@ def test_one_apply_patch_names_every_file_it_adds_moves_and_deletes(agent: str,
         paths = ("new.txt", "old.txt", "moved.txt", "gone.txt")
         got = [(x.kind, x.tool, x.paths) for x in seen if x.kind in ("pre", "post")]
         assert got == [("pre", "apply_patch", paths), ("post", "apply_patch", paths)], seen
+
+
+def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Path) -> None:
+    """Copilot CLI reads .claude/settings.json and settings.local.json too (changelog 1.0.12):
+    a `snapstore hook claude-code` installed there also runs under Copilot, once per file, with
+    Claude's event and tool names but Copilot's arguments (`path`, not `file_path`), and env
+    COPILOT_CLI=1 as the only sign of who called."""
+    installed("copilot")
+    turn = Turn("Write and run", (Write("notes.txt", NOTES), Shell("true")), "Done.")
+    with Session("copilot", tmp_path, [turn]) as s:
+        log = s.base / "hooks.jsonl"
+        DRIVERS["claude-code"]().install_hooks(s, recorder_command(log), "project")
+        run = s.run(turn.prompt)
+        assert run.code == 0, run.brief()
+        pre = [r for r in read_log(log) if r["event"] == "PreToolUse"]
+        assert [r["payload"]["hook_event_name"] for r in pre] == ["PreToolUse"] * 2
+        assert [r["payload"]["tool_name"] for r in pre] == ["Write", "Bash"]
+        assert pre[0]["payload"]["tool_input"] == {"path": str(s.workspace / "notes.txt"),
+                                                   "file_text": NOTES}
+        assert all(r["env"].get("COPILOT_CLI") == "1" for r in pre)
