@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shlex
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -445,8 +446,6 @@ class ClineCli(Driver):
         return ToolCall("run_commands", {"commands": [step.command]})
 
     def setup(self, s: Session) -> None:
-        import subprocess
-
         subprocess.run([str(s.exe), "auth", "-p", "openai", "-k", "sk-fake", "-m", "fake-model",
                         "-b", f"{s.model.url}/v1"], cwd=s.workspace, env=s.env(),
                        capture_output=True, check=True, timeout=60)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .drivers import DRIVERS, Driver
-from .egress import Blackhole, off_loopback, strace_connects
+from .egress import Blackhole, strace_connects
 from .fake_model import FakeModel, Turn
 from .install import install
 
@@ -70,10 +70,15 @@ class Session:
     def __enter__(self) -> Session:
         self.model.start()
         self.proxy.start()
-        self.driver.setup(self)
+        try:
+            self.driver.setup(self)
+        except BaseException:
+            self.__exit__()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
+        _kill_strays(self.base)
         self.model.stop()
         self.proxy.stop()
 
@@ -129,10 +134,6 @@ class Session:
         """Every address a straced run connected to."""
         return [a for i in range(1, len(self.runs) + 1)
                 for a in strace_connects(self.base / f"strace.{i}")]
-
-    def egress(self) -> list[str]:
-        """Anything that tried to leave loopback: proxy requests and off-loopback connects."""
-        return self.proxy.requests + off_loopback(self.connects())
 
 
 def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None) -> bool:
