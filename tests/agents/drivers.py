@@ -58,6 +58,7 @@ class Driver:
     # scope name -> hook config file: relative to the workspace, or to the home folder (~/)
     scopes: ClassVar[dict[str, str]] = {}
     read_before_edit = False  # the agent refuses to edit a file it has not read this session
+    daemons: tuple[str, ...] = ()  # command-line marks of processes it leaves running on purpose
 
     def script(self, turns: list[Turn]) -> list[Turn]:
         """The turns as this agent needs them: a read before each edit where it insists."""
@@ -434,6 +435,7 @@ class ClineCli(Driver):
               "TaskComplete")
     scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks",
                                         "user": "~/.cline/hooks"}
+    daemons = ("--cline-hub-daemon",)
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
@@ -444,6 +446,11 @@ class ClineCli(Driver):
         if isinstance(step, Read):
             return ToolCall("read_files", {"files": [{"path": _abs(ws, step.path)}]})
         return ToolCall("run_commands", {"commands": [step.command]})
+
+    def env(self, s: Session) -> dict[str, str]:
+        # its OTLP telemetry has no off switch; a short export timeout stops it waiting 10 s at
+        # exit for the dead-end proxy
+        return {"OTEL_EXPORTER_OTLP_TIMEOUT": "200"}
 
     def setup(self, s: Session) -> None:
         subprocess.run([str(s.exe), "auth", "-p", "openai", "-k", "sk-fake", "-m", "fake-model",

@@ -117,6 +117,8 @@ class Session:
                                     stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                     start_new_session=True)
             timed_out = not _wait_for_cli(proc, timeout, code_path if self.strace else None)
+        if not timed_out:
+            _let_hooks_finish(proc.pid, self.base, self.driver.daemons)
         _kill_group(proc.pid)  # whatever the CLI left running in its group
         _kill_strays(self.base)  # and daemons that left it (Cline's hub)
         proc.wait()
@@ -147,15 +149,42 @@ def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None
     return False
 
 
+def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...],
+                      grace: float = 10.0) -> None:
+    """Give hook commands the CLI did not wait for time to end on their own, as they would for
+    a user (Cline runs each hook in a session of its own and exits while its TaskComplete hook
+    still runs): wait until nothing but the group's leader (the CLI, or strace) and the agent's
+    known daemons is left."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        hooks = [pid for pid, cmdline in _strays(base)
+                 if pid != pgid and not any(d in cmdline for d in daemons)]
+        if not hooks and not _group_members(pgid) - {pgid}:
+            return
+        time.sleep(0.05)
+
+
+def _group_members(pgid: int) -> set[int]:
+    members = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.add(int(stat.parent.name))
+    return members
+
+
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _kill_strays(base: Path) -> None:
-    """Kill the processes a CLI left behind in their own session: those whose command line or
-    working folder lies in this session's unique temporary folder, so none but ours."""
-    mark = str(base)
+def _strays(base: Path) -> list[tuple[int, str]]:
+    """(pid, command line) of every process whose command line or working folder lies in this
+    session's unique temporary folder: only ours."""
+    mark, found = str(base), []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit() or int(proc.name) == os.getpid():
             continue
@@ -165,8 +194,15 @@ def _kill_strays(base: Path) -> None:
         except OSError:
             continue
         if mark in cmdline or cwd == mark or cwd.startswith(mark + os.sep):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(proc.name), signal.SIGKILL)
+            found.append((int(proc.name), cmdline))
+    return found
+
+
+def _kill_strays(base: Path) -> None:
+    """Kill what a CLI left behind outside its process group (Cline's hub daemon)."""
+    for pid, _ in _strays(base):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:
