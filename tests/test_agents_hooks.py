@@ -9,6 +9,7 @@ asked for it. Deselect these tests with `-k "not agents"` on a machine without t
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,9 @@ BLOCKED = {"cline": {"CONNECT otel.cline.bot:443 HTTP/1.1", "CONNECT data.cline.
 def session(request: pytest.FixtureRequest, tmp_path: Path):
     agent = request.param
     installed(agent)
+    if shutil.which("strace") is None:
+        pytest.fail("strace is not installed (apt-get install strace): it proves that nothing "
+                    "left loopback", pytrace=False)
     with Session(agent, tmp_path, SCRIPT, strace=True) as s:
         yield s
 
