@@ -4,7 +4,8 @@ their hooks through a three-turn session with a hand edit between turns.
 Each CLI installs once into a cache outside the repository (tests/support/agents/install.py;
 the first run downloads about 2 GB for all of them). Nothing but loopback is reached: every
 connect() the CLI and its children make is traced, and every proxy variable points at a dead
-end that records what asked for it. Deselect these tests with `-k "not agents"` on a machine without the npm registry.
+end that records what asked for it. Deselect these tests with `-k "not agents"` on a machine
+without the npm registry.
 """
 
 from __future__ import annotations
