@@ -1,0 +1,280 @@
+"""A hypothesis state machine against a reference model: never a silently wrong tree.
+
+Two sessions and the user act on one workspace: turns begin and end; agents write,
+delete, change modes, swap a file for a folder, call tools in parallel on one file;
+the user edits what the agents touched and what they did not; sessions rewind,
+switch and undo; gc runs. After every step the workspace must be exactly what
+``tests.support.model`` says, fsck must pass, and every session's branch must be
+the model's: every turn whose edits are in the workspace is on it and rewinds by
+number, every turn taken back is off it.
+
+The model works in slots (see its docstring) so that the right answer, merges
+and conflicts included, is exact. Runs 2,000 examples; ``--slow`` runs 50,000.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from snapstore import NotFound, RunActive, Store
+from snapstore.gc import GcPolicy
+
+from ..support import Clock, snapshot
+from ..support.model import SLOTS, Model, Outcome, State
+
+SESSIONS = ("a", "b")
+TEXT = ("t0.txt", "t1.txt", "sub/t2.txt")
+ALL = (*TEXT, "b.dat", "ln", "cfg", "cfg/x.txt")
+#: Every order of two tool calls' events on one file that an agent can produce: each call's
+#: pre-write (P), write (W) and post-write (Q) in that order, the second write after the first.
+PARALLEL = [order for order in itertools.permutations(("P1", "W1", "Q1", "P2", "W2", "Q2"))
+            if all(order.index(a) < order.index(b) for a, b in (
+                ("P1", "W1"), ("W1", "Q1"), ("P2", "W2"), ("W2", "Q2"), ("W1", "W2")))]
+#: A tmpfs makes each durable commit cheap; the test's meaning does not depend on it.
+TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
+class Workspace(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tmp = tempfile.mkdtemp(dir=TMP, prefix="snapstore-sm-")
+        self.root = Path(self.tmp) / "ws"
+        self.root.mkdir()
+        self.clock = Clock()
+        self.store = Store.init(self.root, clock=self.clock)
+        self.model = Model()
+
+    def teardown(self) -> None:
+        self.store.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- the file system, as an agent's tool or the user changes it ----------------------
+
+    def _put(self, path: str, state: State | None) -> None:
+        full = self.root / path
+        if full.is_symlink() or full.is_file():
+            full.unlink()
+        if state is None:
+            return
+        if full.is_dir():
+            full.rmdir()  # an empty folder (one left by a delete) gives way to the file
+        full.parent.mkdir(parents=True, exist_ok=True)
+        kind, data, mode = state.render()
+        if kind == "link":
+            os.symlink(data.decode(), full)
+            return
+        full.write_bytes(data)
+        os.chmod(full, mode)
+
+    def _edited(self, path: str, how: str, who: str) -> State | None:
+        """What ``path`` holds after an edit of kind ``how``, or None for a delete."""
+        cur = self.model.files.get(path)
+        if how == "delete":
+            return None
+        if path == "ln":
+            return State("link", self.model.token(who), 0o777)
+        if path == "b.dat":
+            return State("bin", self.model.token(who), 0o644 if cur is None else cur.mode)
+        if cur is None or how == "new":
+            mode = 0o644 if cur is None else cur.mode
+            return State("text", tuple(self.model.token(who) for _ in range(SLOTS)), mode)
+        if how == "chmod":
+            return cur._replace(mode=0o755 if cur.mode == 0o644 else 0o644)
+        slot = int(how[-1]) % SLOTS
+        value = list(cur.value)
+        value[slot] = self.model.token(who)
+        return cur._replace(value=tuple(value))
+
+    def _allowed(self, path: str, state: State | None) -> bool:
+        """A file and a folder of the same name cannot both be there."""
+        if path == "cfg" and state is not None:
+            return "cfg/x.txt" not in self.model.files
+        if path == "cfg/x.txt" and state is not None:
+            return "cfg" not in self.model.files
+        return True
+
+    # -- capture --------------------------------------------------------------------------
+
+    @rule(session=st.sampled_from(SESSIONS))
+    def begin(self, session: str) -> None:
+        turn_id = self.model.open.get(session)
+        if turn_id is not None and not self.model.turns[turn_id].implicit:
+            with pytest.raises(RunActive):
+                self.store.begin_turn(session, "refused")
+            return
+        if turn_id is not None:
+            self.model.end(session)  # an implicit turn is closed by the next begin
+        self.clock.tick()
+        turn = self.store.begin_turn(session, f"prompt {self.model.token('p')}")
+        self.model.begin(turn.id, session)
+
+    @rule(session=st.sampled_from(SESSIONS))
+    def end(self, session: str) -> None:
+        if session not in self.model.open:
+            with pytest.raises(NotFound):
+                self.store.end_turn(session)
+            return
+        self.store.end_turn(session)
+        self.model.end(session)
+
+    def _write(self, session: str, path: str, state: State | None,
+               tool: str = "Write") -> None:
+        """One tool call: capture, write, record."""
+        before = self.model.files.get(path)
+        result = self.store.pre_write([path], tool, session)
+        if session not in self.model.open:
+            self.model.begin(result.turn, session, implicit=True)
+        self._put(path, state)
+        self.store.post_write([path], session)
+        self.model.record(session, path, before, state)
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(ALL),
+          how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]))
+    def agent_edit(self, session: str, path: str, how: str) -> None:
+        state = self._edited(path, how, "agent")
+        if self._allowed(path, state) and not (state is None and path not in self.model.files):
+            self._write(session, path, state)
+
+    @rule(session=st.sampled_from(SESSIONS), order=st.sampled_from(PARALLEL))
+    def parallel_calls_on_one_file(self, session: str, order: tuple[str, ...]) -> None:
+        """Two tool calls on one file at once, their pre-writes, writes and post-writes in
+        any order a real agent allows; the second write builds on the first."""
+        path = "t0.txt"
+        before = self.model.files.get(path)
+        first = self._edited(path, "slot1", "agent")
+        self.model.set(path, first)
+        second = self._edited(path, "slot2", "agent")
+        self.model.set(path, before)
+        for event in order:
+            if event[0] == "P":
+                result = self.store.pre_write([path], "Edit", session)
+                if session not in self.model.open:
+                    self.model.begin(result.turn, session, implicit=True)
+            elif event[0] == "W":
+                self._put(path, first if event == "W1" else second)
+            else:
+                self.store.post_write([path], session)
+        self.model.record(session, path, before, second)
+
+    @rule(session=st.sampled_from(SESSIONS))
+    def agent_swaps_a_file_and_a_folder(self, session: str) -> None:
+        """``cfg`` becomes ``cfg/x.txt``, or the other way round: two tool calls."""
+        if "cfg" in self.model.files:
+            old, new = "cfg", "cfg/x.txt"
+        elif "cfg/x.txt" in self.model.files:
+            old, new = "cfg/x.txt", "cfg"
+        else:
+            return
+        content = self.model.files[old]
+        self._write(session, old, None, "Delete")
+        self._write(session, new, content._replace(value=tuple(
+            self.model.token("agent") for _ in range(SLOTS))), "Write")
+
+    # -- the user ---------------------------------------------------------------------------
+
+    @rule(path=st.sampled_from(ALL),
+          how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]))
+    def user_edit(self, path: str, how: str) -> None:
+        state = self._edited(path, how, "user")
+        if not self._allowed(path, state) or (state is None and path not in self.model.files):
+            return
+        self._put(path, state)
+        self.model.set(path, state)
+
+    # -- going back and forth ------------------------------------------------------------------
+
+    def _check_result(self, result, outcome: Outcome) -> None:
+        assert {e["path"] for e in result.errors} == outcome.errors, result.errors
+        assert {c["path"] for c in result.conflicts} == outcome.conflicts, result.conflicts
+
+    @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6))
+    def rewind(self, session: str, n: int) -> None:
+        branch = self.model.branch(session)
+        if session in self.model.open:
+            if branch:
+                with pytest.raises(RunActive):
+                    self.store.rewind(1, session)
+            return
+        if n > len(branch):
+            return
+        target = branch[n - 1]
+        back, outcome = self.model.plan_rewind(session, target)
+        result = self.store.rewind(n, session)
+        self._check_result(result, outcome)
+        self.model.apply(result.undo_id, session, "rewind", outcome, branch[0],
+                         self.model.turns[target].parent, [t.id for t in back], [])
+
+    @rule(data=st.data())
+    def switch(self, data: st.DataObject) -> None:
+        choices = [t.id for t in self.model.turns.values()  # in the order they came
+                   if t.session not in self.model.open]
+        if not choices:
+            return
+        target = data.draw(st.sampled_from(choices))
+        session = self.model.turns[target].session
+        back, forward, outcome = self.model.plan_switch(target)
+        result = self.store.switch(target)
+        self._check_result(result, outcome)
+        self.model.apply(result.undo_id, session, "switch", outcome,
+                         self.model.heads.get(session), target, [t.id for t in back],
+                         [t.id for t in forward])
+
+    @rule()
+    def undo(self) -> None:
+        op = self.model.last_undoable()
+        if op is None:
+            with pytest.raises(NotFound):
+                self.store.undo()
+            return
+        if op.session in self.model.open:
+            with pytest.raises(RunActive):
+                self.store.undo()
+            return
+        outcome = self.model.plan_undo(op)
+        result = self.store.undo()
+        assert result.target == op.id and result.session == op.session
+        self._check_result(result, outcome)
+        self.model.undo(op, result.undo_id, outcome, result.new_head)
+
+    @rule()
+    def gc(self) -> None:
+        """gc keeping every turn only sweeps and compacts: nothing anyone sees changes."""
+        result = self.store.gc(GcPolicy(keep_days=None))
+        assert result.removed_turns == []
+
+    # -- what must hold after every step ---------------------------------------------------
+
+    @invariant()
+    def the_workspace_is_what_the_model_says(self) -> None:
+        assert snapshot(self.root) == self.model.tree()
+
+    @invariant()
+    def every_branch_is_the_models(self) -> None:
+        for session in SESSIONS:
+            if session in self.model.heads:
+                points = [p.turn.id for p in self.store.rewind_points(session)]
+                assert points == self.model.branch(session), session
+        with self.store.repo.read() as v:
+            for turn in self.model.turns.values():
+                assert v.turn(turn.id).state == turn.state, turn.id
+
+    @invariant()
+    def the_store_verifies(self) -> None:
+        report = self.store.fsck()
+        assert report.ok, report
+
+
+def test_state_machine(slow: bool) -> None:
+    Workspace.TestCase.settings = settings(
+        max_examples=50_000 if slow else 2_000, stateful_step_count=25, deadline=None,
+        suppress_health_check=list(HealthCheck), derandomize=not slow)
+    Workspace.TestCase().runTest()
