@@ -42,6 +42,7 @@ from .records import (
     Turn,
     Version,
     dumps,
+    index_version,
     loads,
     unscanned_fingerprint,
 )
@@ -271,6 +272,22 @@ class View:
     def path_digest(self, rel: str) -> bytes | None:
         """The latest digest recorded for ``rel`` (the delta base for its next version)."""
         return self._get("paths", os.fsencode(rel))
+
+    def path_version(self, rel: str, like: Version | None = None) -> Version | None:
+        """The latest version recorded for ``rel``; None when there is none.
+
+        ``paths`` keeps only the digest. The kind and mode are those of the scan
+        index when it describes the same digest, else those of ``like``.
+        """
+        digest = self.path_digest(rel)
+        if digest is None:
+            return None
+        indexed = self.index_entry(os.fsencode(rel))
+        if indexed is not None and indexed.endswith(digest):
+            return index_version(bytes(indexed))
+        if like is None:
+            return Version(bytes(digest).hex())
+        return Version(bytes(digest).hex(), like.mode, like.kind)
 
     def path_digests(self) -> Iterator[tuple[str, bytes]]:
         for key, digest in self._items("paths"):

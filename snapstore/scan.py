@@ -50,6 +50,7 @@ from .records import (
     Version,
     differs,
     fingerprint,
+    index_version,
 )
 from .repo import Repo, Tx, View
 
@@ -114,18 +115,6 @@ def _stored(st: os.stat_result, now_ns: int) -> bytes:
     if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
         return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
     return fingerprint(st)
-
-
-def _version_of(entry_mode: int, digest: bytes) -> Version:
-    if stat.S_ISLNK(entry_mode):
-        return Version(digest.hex(), 0o777, LINK)
-    return Version(digest.hex(), stat.S_IMODE(entry_mode), FILE)
-
-
-def index_version(value: bytes) -> Version:
-    """The version an index entry describes."""
-    st_mode = FINGERPRINT.unpack_from(value)[4]
-    return _version_of(st_mode, value[FP_SIZE:])
 
 
 def _decode(rel: bytes) -> str:

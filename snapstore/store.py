@@ -156,10 +156,14 @@ class Store:
         return pre_write(self.repo, paths, tool, session)
 
     def post_write(self, paths: Iterable[str | os.PathLike[str]],
-                   session: str = DEFAULT_SESSION) -> CaptureResult:
-        """Record what the agent wrote to ``paths``."""
+                   session: str = DEFAULT_SESSION, tool: str = "") -> CaptureResult:
+        """Record what the agent wrote to ``paths``.
+
+        ``tool`` names the tool of a change this opens itself, when the path's
+        pre-write never reached the store.
+        """
         from .capture import post_write
-        return post_write(self.repo, paths, session)
+        return post_write(self.repo, paths, session, tool)
 
     def end_turn(self, session: str = DEFAULT_SESSION, *, scan: bool = False) -> Turn:
         """Close the session's open turn, recording any ``after`` still missing.
@@ -191,7 +195,7 @@ class Store:
         try:
             yield result
         finally:
-            self.post_write(paths, session)
+            self.post_write(paths, session, tool)
 
     # -- scan mode (snapstore.scan, snapstore.watch) -------------------------------
 

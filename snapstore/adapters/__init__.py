@@ -129,7 +129,7 @@ def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
         if action.kind == PRE:
             result = store.pre_write(action.paths, action.tool, action.session)
         else:
-            result = store.post_write(action.paths, action.session)
+            result = store.post_write(action.paths, action.session, action.tool)
         return HookOutcome(action, result.turn, result.paths,
                            [f"{path}: {reason}" for path, reason in result.skipped])
     if action.kind == END and store.open_turn(action.session) is not None:

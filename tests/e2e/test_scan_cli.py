@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import SHELL_TOOL, make_tree, shell, snapshot, write
+from ..support import SHELL_TOOL, make_tree, read, shell, snapshot, write
 
 
 def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
@@ -43,3 +43,86 @@ def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
     result = cli(*(a for a in ("scan", flag) if a))
     assert result.code == 4 and "no snapstore store" in result.stderr
 
+
+
+def _claude(cli, session: str, root: Path, event: str, **fields: object) -> None:
+    """One Claude Code hook event for ``session``, through the real hook command."""
+    payload = {"session_id": session, "transcript_path": str(root / "t.jsonl"),
+               "cwd": str(root), "permission_mode": "bypassPermissions",
+               "hook_event_name": event, **fields}
+    done = cli("hook", "claude-code", input=json.dumps(payload))
+    assert done.code == 0 and done.stderr == "", done.stderr
+
+
+def _bash(cli, session: str, root: Path, call: str, script: str) -> None:
+    """The agent's shell tool: PreToolUse, the command itself, PostToolUse."""
+    tool = {"tool_name": "Bash", "tool_input": {"command": script}, "tool_use_id": call}
+    _claude(cli, session, root, "PreToolUse", **tool)
+    shell(root, script)
+    _claude(cli, session, root, "PostToolUse", **tool, tool_response={"stdout": ""})
+
+
+def test_one_sessions_shell_edit_stays_out_of_another_sessions_turn(cli, root: Path) -> None:
+    """Two agents in scan mode: A's end-of-turn scan must not take B's shell edit."""
+    write(root, "a.txt", "for agent A\n")
+    write(root, "b.txt", "for agent B\n")
+    assert cli("init", "--track-shell").code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="A: edit a.txt")
+    _claude(cli, "B", root, "UserPromptSubmit", prompt="B: edit b.txt")
+    _bash(cli, "A", root, "toolu_A1", "echo 'A was here' >> a.txt")
+    _bash(cli, "B", root, "toolu_B1", "echo 'B was here' >> b.txt")
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    _claude(cli, "B", root, "Stop", stop_hook_active=False)
+
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0, rewound.stderr
+    assert rewound.json["restored"] == ["a.txt"]
+    assert read(root, "a.txt") == b"for agent A\n"
+    assert read(root, "b.txt") == b"for agent B\nB was here\n"  # B's work is B's
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/B")
+    assert rewound.code == 0 and rewound.json["restored"] == ["b.txt"], rewound.stderr
+    assert read(root, "b.txt") == b"for agent B\n"
+
+
+def test_the_users_edit_during_a_long_turn_is_not_the_agents(cli, root: Path) -> None:
+    write(root, "code.py", "print('v1')\n")
+    write(root, "notes.txt", "mine\n")
+    assert cli("init", "--track-shell").code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="update the code")
+    _bash(cli, "A", root, "toolu_1", "sed -i s/v1/v2/ code.py")
+    write(root, "notes.txt", "mine, edited while the agent works\n")  # between tool calls
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0 and rewound.json["restored"] == ["code.py"], rewound.stdout
+    assert read(root, "code.py") == b"print('v1')\n"
+    assert read(root, "notes.txt") == b"mine, edited while the agent works\n"
+
+
+def test_an_outer_rewind_never_touches_an_inner_store(cli, root: Path) -> None:
+    """A workspace inside the workspace, with its own store: the outer scan skips it."""
+    write(root, "outer.txt", "outer\n")
+    inner = root / "inner"
+    write(inner, "inner.txt", "inner v1\n")
+    assert cli("init", "--track-shell").code == 0
+    assert cli("init", cwd=inner).code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="work in both")
+    tool = {"tool_name": "Bash", "tool_input": {"command": "..."}, "tool_use_id": "toolu_1"}
+    _claude(cli, "A", root, "PreToolUse", **tool)
+    write(root, "outer.txt", "outer, edited\n")
+    for args in (("begin", "--prompt", "inner turn"), ("pre-write", "inner.txt")):
+        assert cli(*args, cwd=inner).code == 0
+    write(inner, "inner.txt", "inner v2\n")
+    for args in (("post-write", "inner.txt"), ("end",)):
+        assert cli(*args, cwd=inner).code == 0
+    _claude(cli, "A", root, "PostToolUse", **tool, tool_response={"stdout": ""})
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    store_files = snapshot(inner / ".snapstore")
+    shown = cli("--json", "show", "1", "--session", "claude-code/A")
+    assert sorted(c["path"] for c in shown.json["changes"]) == ["inner/inner.txt", "outer.txt"]
+
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0, rewound.stderr
+    assert read(root, "outer.txt") == b"outer\n"
+    assert snapshot(inner / ".snapstore") == store_files  # byte for byte
+    inner_log = cli("--json", "log", cwd=inner)
+    assert inner_log.code == 0 and [p["prompt"] for p in inner_log.json] == ["inner turn"]
