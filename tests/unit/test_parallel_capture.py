@@ -23,7 +23,7 @@ SLOW = settings(PROPS, max_examples=3000)
 #: What a tool call writes: new text (one line edited, or fresh), or None (it deletes the file).
 contents = st.one_of(
     st.none(),
-    st.lists(st.sampled_from(LINES + ["ALPHA\n", "zeta\n", "x" * 50 + "\n"]), min_size=0,
+    st.lists(st.sampled_from([*LINES, "ALPHA\n", "zeta\n", "x" * 50 + "\n"]), min_size=0,
              max_size=6).map(lambda lines: "".join(lines).encode()),
 )
 
