@@ -134,6 +134,16 @@ def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> T
     return repo.write(commit, locked=True)
 
 
+def open_implicit_turn(repo: Repo, session: str) -> Turn:
+    """The session's open turn; an implicit one is opened when there is none."""
+    with repo.read() as v:
+        turn = v.open_turn(session)
+    if turn is not None:
+        return turn
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None,
+                                                                       True))
+
+
 def end_turn(repo: Repo, session: str) -> Turn:
     """Close the session's open turn."""
     with repo.write_lock():

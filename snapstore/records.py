@@ -152,6 +152,7 @@ class Turn(NamedTuple):
     open_changes: dict[str, int] | None = None  # path -> seq of its change awaiting ``after``
     op: RewindOp | None = None
     open_calls: dict[str, int] | None = None  # path -> tool calls in flight on it, when over 1
+    unattributed: list[str] | None = None  # a ``user`` turn seen in sessions' shared windows
 
 
 class Session(NamedTuple):

@@ -324,6 +324,10 @@ class View:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
 
+    def shell_windows(self) -> dict[str, list[str]]:
+        """Scan mode: each session's shell tool calls in progress, by call id."""
+        return dict(self._meta_json(b"shell") or {})
+
     def unfinished(self) -> list[str]:
         """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
         return list(self._meta_json(b"unfinished") or [])
@@ -478,6 +482,12 @@ class Tx(View):
 
     def set_scan_state(self, state: dict[str, Any]) -> None:
         self._put_meta_json(b"scan", state)
+
+    def set_shell_windows(self, windows: dict[str, list[str]]) -> None:
+        if windows:
+            self._put_meta_json(b"shell", windows)
+        elif self._get("meta", b"shell") is not None:
+            self._delete("meta", b"shell")
 
 
 class Repo:

@@ -17,7 +17,8 @@ LAYERS = [
      "snapstore.records", "snapstore.db", "snapstore.fsio", "snapstore.repo"},
     # operations on the record layer
     {"snapstore.capture", "snapstore.history", "snapstore.plan", "snapstore.journal",
-     "snapstore.rewind", "snapstore.ignore", "snapstore.scan", "snapstore.watch",
+     "snapstore.rewind", "snapstore.ignore", "snapstore.shell", "snapstore.scan",
+     "snapstore.watch",
      "snapstore.gc", "snapstore.fsck", "snapstore.diffs"},
     # the facade and the public API
     {"snapstore.store", "snapstore"},

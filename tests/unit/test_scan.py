@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from snapstore import Store, scan
-from snapstore.records import AGENT, USER
+from snapstore.records import USER
 
 from ..support import SHELL_TOOL, agent_write, changes_of, make_tree, read, shell, snapshot, write
 
@@ -36,7 +36,9 @@ def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: P
     store.scan()
     before = snapshot(root, dirs=True)
     turn = store.begin_turn("s", "refactor with the shell", scan=True)
+    store.shell_begin("s", "call-1")
     shell(root, SHELL_TOOL)
+    store.shell_end("s", "call-1")
     store.end_turn("s", scan=True)
     recorded = changes_of(store, turn.id)
     assert set(recorded) == {"src/a.txt", "src/b.txt", "src/c.txt", "src/renamed.txt",
@@ -53,7 +55,9 @@ def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root:
     make_tree(root)
     store.scan()
     turn = store.begin_turn("s", "edit", scan=True)
+    store.shell_begin("s")
     shell(root, "sed -i 's/one/ONE/' src/a.txt")
+    store.shell_end("s")
     store.end_turn("s", scan=True)
     write(root, "src/a.txt", "ONE\ntwo\nthree\nmine\n")  # the user, between turns
     write(root, "notes.txt", "my notes\n")
@@ -82,20 +86,6 @@ def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     store.post_write(["src/b.txt"], "s")
     store.end_turn("s", scan=True)
     assert changes_of(store, turn.id) == {"src/a.txt": "hook", "src/b.txt": "hook"}
-
-
-
-def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Store,
-                                                                     root: Path) -> None:
-    make_tree(root)
-    store.scan()
-    store.begin_turn("a", "first")
-    second = store.begin_turn("b", "second")
-    write(root, "src/a.txt", "changed\n")
-    result = store.scan()
-    assert result.turn == second.id and not result.user
-    with store.repo.read() as v:
-        assert v.turn(second.id).kind == AGENT
 
 
 
