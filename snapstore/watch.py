@@ -447,8 +447,8 @@ class Watcher:
             if folder == f"{self.store_rel}/{REQUEST_DIR}" and name.startswith("req-"):
                 return "request", name[4:]
             return None
-        if "/.git/" in f"/{rel}/":
-            return None
+        if "/.git/" in f"/{rel}/" or self.repo.ws.store_of(rel) is not None:
+            return None  # a repository's own folder, or another store nested here
         return "dirty", path
 
 

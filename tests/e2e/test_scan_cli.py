@@ -92,6 +92,36 @@ def test_the_users_edit_during_a_long_turn_is_not_the_agents(cli, root: Path) ->
     assert read(root, "notes.txt") == b"mine, edited while the agent works\n"
 
 
+def test_an_outer_rewind_never_touches_an_inner_store(cli, root: Path) -> None:
+    """A workspace inside the workspace, with its own store: the outer scan skips it."""
+    write(root, "outer.txt", "outer\n")
+    inner = root / "inner"
+    write(inner, "inner.txt", "inner v1\n")
+    assert cli("init", "--track-shell").code == 0
+    assert cli("init", cwd=inner).code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="work in both")
+    tool = {"tool_name": "Bash", "tool_input": {"command": "..."}, "tool_use_id": "toolu_1"}
+    _claude(cli, "A", root, "PreToolUse", **tool)
+    write(root, "outer.txt", "outer, edited\n")
+    for args in (("begin", "--prompt", "inner turn"), ("pre-write", "inner.txt")):
+        assert cli(*args, cwd=inner).code == 0
+    write(inner, "inner.txt", "inner v2\n")
+    for args in (("post-write", "inner.txt"), ("end",)):
+        assert cli(*args, cwd=inner).code == 0
+    _claude(cli, "A", root, "PostToolUse", **tool, tool_response={"stdout": ""})
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    store_files = snapshot(inner / ".snapstore")
+    shown = cli("--json", "show", "1", "--session", "claude-code/A")
+    assert sorted(c["path"] for c in shown.json["changes"]) == ["inner/inner.txt", "outer.txt"]
+
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0, rewound.stderr
+    assert read(root, "outer.txt") == b"outer\n"
+    assert snapshot(inner / ".snapstore") == store_files  # byte for byte
+    inner_log = cli("--json", "log", cwd=inner)
+    assert inner_log.code == 0 and [p["prompt"] for p in inner_log.json] == ["inner turn"]
+
+
 def test_calls_that_overlap_across_sessions_are_reported_unattributed(cli, root: Path) -> None:
     write(root, "shared.txt", "before\n")
     assert cli("init", "--track-shell").code == 0
