@@ -324,9 +324,10 @@ class View:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
 
-    def shell_windows(self) -> dict[str, list[str]]:
-        """Scan mode: each session's shell tool calls in progress, by call id."""
-        return dict(self._meta_json(b"shell") or {})
+    def shell_windows(self) -> dict[str, list[tuple[str, float]]]:
+        """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""
+        return {session: [(call, float(opened)) for call, opened in calls]
+                for session, calls in (self._meta_json(b"shell") or {}).items()}
 
     def unfinished(self) -> list[str]:
         """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
@@ -483,7 +484,7 @@ class Tx(View):
     def set_scan_state(self, state: dict[str, Any]) -> None:
         self._put_meta_json(b"scan", state)
 
-    def set_shell_windows(self, windows: dict[str, list[str]]) -> None:
+    def set_shell_windows(self, windows: dict[str, list[tuple[str, float]]]) -> None:
         if windows:
             self._put_meta_json(b"shell", windows)
         elif self._get("meta", b"shell") is not None:

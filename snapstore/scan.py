@@ -485,7 +485,7 @@ class _Committer:
 
     def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
         """The open agent turn the changes go to, or the sessions a user turn names."""
-        who = owner(tx.shell_windows(), self.actions)
+        who = owner(tx.shell_windows(), self.actions, tx.clock())
         if who.session is None:
             return None, who.shared
         turn = tx.open_turn(who.session)
@@ -547,8 +547,8 @@ class _Committer:
             tx.set_scan_state(new_state)
             if self.result.baseline:
                 tx.event("scan_baseline", files=self.result.files)
-        if final and self.actions:
-            apply_actions(tx, self.actions)
+        if final:
+            apply_actions(tx, self.actions)  # and drop stale windows
         return (turn if recorded else None), recorded
 
 

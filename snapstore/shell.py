@@ -17,8 +17,11 @@ it happened inside that agent's own window:
 
 A window whose end never comes (the agent died, or refused the call) is
 closed when the session's turn ends or its next prompt comes; what the scan
-then finds is unattributed too. The windows are kept in ``meta/shell``
-(docs/format.md), so every process agrees on them.
+then finds is unattributed too. A session that never comes back would keep
+its window open for good, and every other session's changes unattributed:
+so a window open for longer than :data:`STALE_AFTER` is closed the same way
+by the next scan. The windows are kept in ``meta/shell`` (docs/format.md),
+so every process agrees on them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ from typing import NamedTuple
 from .repo import Repo, Tx
 
 OPEN, CLOSE, END = "open", "close", "end"
+#: Seconds after which an open window is taken for a call whose end never came. Claude
+#: Code stops a Bash call after 10 minutes at most; a longer job runs in the background,
+#: and its call has returned.
+STALE_AFTER = 3600.0
+#: session -> its shell calls in progress, each (call id, when its window opened)
+Windows = dict[str, list[tuple[str, float]]]
 
 
 class WindowAction(NamedTuple):
@@ -63,44 +72,51 @@ class Owner(NamedTuple):
     shared: tuple[str, ...] = ()  # the sessions whose windows were open, when not one's alone
 
 
-def owner(windows: dict[str, list[str]], actions: Iterable[WindowAction]) -> Owner:
-    """Whose the changes are that a scan commits while ``windows`` are open.
+def owner(windows: Windows, actions: Iterable[WindowAction], now: float) -> Owner:
+    """Whose the changes are that a scan commits at ``now`` while ``windows`` are open.
 
     A session whose turn is ending with a window still open lost track of that
-    call: what happened in it is nobody's for certain.
+    call, as did one whose every window is stale: what happened in them is
+    nobody's for certain.
     """
-    ending = {a.session for a in actions if a.kind == END and a.session in windows}
+    lost = {a.session for a in actions if a.kind == END} | {
+        session for session, calls in windows.items() if not _live(calls, now)}
     sessions = tuple(sorted(windows))
-    if len(sessions) == 1 and not ending:
+    if len(sessions) == 1 and sessions[0] not in lost:
         return Owner(sessions[0])
     return Owner(None, sessions)
 
 
-def applied(windows: dict[str, list[str]], actions: Iterable[WindowAction]
-            ) -> dict[str, list[str]]:
-    """The windows after ``actions``. A call opens once; closing an unknown call of a
-    session that has anonymous calls closes one of those."""
-    result = {session: list(calls) for session, calls in windows.items()}
+def applied(windows: Windows, actions: Iterable[WindowAction], now: float) -> Windows:
+    """The windows after ``actions`` at ``now``, stale ones dropped. A call opens once;
+    closing an unknown call of a session that has anonymous calls closes one of those."""
+    result = {session: _live(calls, now) for session, calls in windows.items()}
     for action in actions:
         calls = result.setdefault(action.session, [])
+        ids = [call for call, _ in calls]
         if action.kind == OPEN:
-            if not action.call or action.call not in calls:
-                calls.append(action.call)
+            if not action.call or action.call not in ids:
+                calls.append((action.call, now))
         elif action.kind == CLOSE:
-            if action.call in calls:
-                calls.remove(action.call)
-            elif "" in calls:
-                calls.remove("")
+            if action.call in ids:
+                del calls[ids.index(action.call)]
+            elif "" in ids:
+                del calls[ids.index("")]
         else:
             calls.clear()
-        if not calls:
-            del result[action.session]
-    return result
+    return {session: calls for session, calls in result.items() if calls}
+
+
+def _live(calls: list[tuple[str, float]], now: float) -> list[tuple[str, float]]:
+    return [(call, opened) for call, opened in calls if now - opened <= STALE_AFTER]
 
 
 def apply_actions(tx: Tx, actions: Iterable[WindowAction]) -> None:
-    """Open or close windows in this commit."""
-    tx.set_shell_windows(applied(tx.shell_windows(), actions))
+    """Open or close windows in this commit (and drop stale ones)."""
+    windows = tx.shell_windows()
+    after = applied(windows, actions, tx.clock())
+    if after != windows:
+        tx.set_shell_windows(after)
 
 
 def act_alone(repo: Repo, actions: list[WindowAction]) -> None:
@@ -108,7 +124,7 @@ def act_alone(repo: Repo, actions: list[WindowAction]) -> None:
     repo.write(lambda tx: apply_actions(tx, actions))
 
 
-def open_windows(repo: Repo) -> dict[str, list[str]]:
-    """Every session's shell calls in progress (their ids)."""
+def open_windows(repo: Repo) -> Windows:
+    """Every session's shell calls in progress; stale ones count as closed."""
     with repo.read() as v:
-        return v.shell_windows()
+        return applied(v.shell_windows(), (), repo.clock())

@@ -12,9 +12,18 @@ import pytest
 
 from snapstore import Store
 from snapstore.records import USER
-from snapstore.shell import CLOSE, END, OPEN, WindowAction, applied, open_windows, owner
+from snapstore.shell import (
+    CLOSE,
+    END,
+    OPEN,
+    STALE_AFTER,
+    WindowAction,
+    applied,
+    open_windows,
+    owner,
+)
 
-from ..support import agent_write, changes_of, read, shell, wait_until, write
+from ..support import FIXED_NOW, agent_write, changes_of, read, shell, wait_until, write
 
 
 @pytest.fixture
@@ -98,7 +107,7 @@ def test_two_parallel_shell_calls_of_one_session_are_its(scanned: Store, root: P
     scanned.shell_begin("A", "t2")
     shell(root, "echo one >> a.txt")
     scanned.shell_end("A", "t1")
-    assert open_windows(scanned.repo) == {"A": ["t2"]}
+    assert [call for call, _ in open_windows(scanned.repo)["A"]] == ["t2"]
     shell(root, "echo two >> b.txt")  # t2 still runs
     scanned.shell_end("A", "t2")
     assert open_windows(scanned.repo) == {}
@@ -131,8 +140,9 @@ def test_windows_are_in_the_store_for_every_process(scanned: Store, root: Path) 
     scanned.shell_begin("A", "t1")
     shell(root, "echo A >> a.txt")
     subprocess.run([sys.executable, "-c", "import sys; from snapstore import Store\n"
-                    "with Store.open(sys.argv[1]) as s: s.shell_end('A', 't1')", str(root)],
-                   check=True)  # another hook process
+                    "with Store.open(sys.argv[1], clock=lambda: float(sys.argv[2])) as s:\n"
+                    "    s.shell_end('A', 't1')", str(root), str(FIXED_NOW)],
+                   check=True)  # another hook process (on the same clock as this test's)
     assert open_windows(scanned.repo) == {}
     scanned.end_turn("A", scan=True)
     assert changes_of(scanned, scanned.resolve_turn(1, "A").id) == {"a.txt": "scan"}
@@ -176,25 +186,47 @@ def test_a_failed_scan_still_opens_and_closes_the_window(scanned: Store, root: P
 
     monkeypatch.setattr(snapstore.scan, "scan", busy)
     scanned.shell_begin("A", "t1")
-    assert open_windows(scanned.repo) == {"A": ["t1"]}
+    assert [call for call, _ in open_windows(scanned.repo)["A"]] == ["t1"]
     scanned.shell_end("A", "t1")
     assert open_windows(scanned.repo) == {} and len(warnings) == 2
 
 
 def test_the_window_rules() -> None:
-    assert owner({}, []) == (None, ())
-    assert owner({"A": ["1", "2"]}, []) == ("A", ())
-    assert owner({"A": ["1"], "B": [""]}, []) == (None, ("A", "B"))
-    assert owner({"A": ["1"]}, [WindowAction(END, "A")]) == (None, ("A",))
-    assert owner({"A": ["1"]}, [WindowAction(END, "B")]) == ("A", ())
+    now = 1000.0
+    assert owner({}, [], now) == (None, ())
+    assert owner({"A": [("1", now), ("2", now)]}, [], now) == ("A", ())
+    assert owner({"A": [("1", now)], "B": [("", now)]}, [], now) == (None, ("A", "B"))
+    assert owner({"A": [("1", now)]}, [WindowAction(END, "A")], now) == (None, ("A",))
+    assert owner({"A": [("1", now)]}, [WindowAction(END, "B")], now) == ("A", ())
     windows = applied({}, [WindowAction(OPEN, "A", "1"), WindowAction(OPEN, "A", "1"),
-                           WindowAction(OPEN, "G"), WindowAction(OPEN, "G")])
-    assert windows == {"A": ["1"], "G": ["", ""]}
-    windows = applied(windows, [WindowAction(CLOSE, "G"), WindowAction(CLOSE, "A", "9")])
-    assert windows == {"A": ["1"], "G": [""]}
-    assert applied(windows, [WindowAction(END, "G"), WindowAction(CLOSE, "A", "1")]) == {}
+                           WindowAction(OPEN, "G"), WindowAction(OPEN, "G")], now)
+    assert windows == {"A": [("1", now)], "G": [("", now), ("", now)]}
+    windows = applied(windows, [WindowAction(CLOSE, "G"), WindowAction(CLOSE, "A", "9")], now)
+    assert windows == {"A": [("1", now)], "G": [("", now)]}
+    assert applied(windows, [WindowAction(END, "G"), WindowAction(CLOSE, "A", "1")], now) == {}
+    later = now + STALE_AFTER + 1  # a call whose end never came, from a session never back
+    assert owner(windows, [], later) == (None, ("A", "G"))
+    assert applied(windows, [], later) == {}
+    fresh = {"A": [("1", now), ("2", later)]}  # one stale call beside one running
+    assert owner(fresh, [], later) == ("A", ())
+    assert applied(fresh, [], later) == {"A": [("2", later)]}
     assert WindowAction.from_json(["open", "A", "1"]) == WindowAction(OPEN, "A", "1")
     assert WindowAction.from_json(["drop", "A", "1"]) is None
+
+
+def test_a_window_left_open_by_a_session_that_never_returns_goes_stale(
+        scanned: Store, root: Path, clock) -> None:
+    """Otherwise every other session's changes would be unattributed for good."""
+    scanned.begin_turn("A", "dies", scan=True)
+    scanned.shell_begin("A", "t1")  # and A is never heard of again
+    clock.tick(STALE_AFTER + 60)
+    b = scanned.begin_turn("B", "b", scan=True)
+    assert open_windows(scanned.repo) == {}
+    scanned.shell_begin("B", "t1")
+    shell(root, "echo B >> b.txt")
+    scanned.shell_end("B", "t1")
+    scanned.end_turn("B", scan=True)
+    assert changes_of(scanned, b.id) == {"b.txt": "scan"}
 
 
 def test_the_watcher_records_nothing_itself_while_a_window_is_open(scanned: Store,
