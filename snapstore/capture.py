@@ -316,8 +316,9 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
 
     - a call of another session began on the path and is still in flight (its
       change starts where ``paths`` is): this change ends there;
-    - such a call began and has ended (its change ends where ``paths`` is):
-      this change keeps what came before it began, and what came after it ended.
+    - such a call began and has ended, its turn still open (its change ends
+      where ``paths`` is): this change keeps what came before it began, and
+      what came after it ended.
 
     Otherwise the change keeps its whole window, even where something else
     recorded a part of it too: a write of its own is never left out.
@@ -359,19 +360,19 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
 
 
 def _other_call(v: View, session: str, rel: str, latest: bytes | None) -> Change | None:
-    """Another session's change on ``rel`` that explains ``paths`` holding ``latest``: one
-    in flight that starts there, or else the last one that ended there.
+    """A change on ``rel`` in another session's open turn that explains ``paths`` holding
+    ``latest``: one in flight that starts there, or else the last one that ended there.
 
     Only calls that began after this session's pre-write can be found so: an
     older call that ends while this one is in flight stops where this one
-    began, and leaves ``paths`` alone.
+    began, and leaves ``paths`` alone. Closed turns are not looked at: a
+    rewind (which needs its session's turn closed) moves ``paths`` to what it
+    wrote, and is no call inside this one.
     """
     found = None
     for record in v.sessions():
-        if record.name == session:
-            continue
-        turn_id = record.open_turn or v.head(record.name)
-        for other in v.changes(turn_id) if turn_id is not None else ():
+        turn = v.open_turn(record.name) if record.name != session else None
+        for other in v.changes(turn.id) if turn is not None else ():
             if other.path != rel:
                 continue
             if not other.done and _key(other.before) == latest:

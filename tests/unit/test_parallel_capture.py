@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from snapstore import Store, capture
 
-from ..support import Clock, read, write
+from ..support import Clock, agent_turn, read, write
 
 F = "f.txt"
 LINES = ["alpha\n", "beta\n", "gamma\n", "delta\n", "epsilon\n"]
@@ -250,3 +250,24 @@ def test_a_call_of_another_session_inside_a_call_keeps_its_own_part(store: Store
     rewound = store.rewind(1, "B")
     assert rewound.ok and rewound.merged == [F]
     assert read(root, F) == V0.replace("one", "ONE").replace("five", "FIVE").encode()
+
+
+def test_a_rewind_of_another_session_during_a_call_is_no_call_of_that_session(
+        store: Store, root: Path) -> None:
+    """Session B's rewind moves ``paths`` back to what an older turn of B recorded while A's
+    call is in flight. That older change is no call inside A's: A's change must not be cut
+    around it (which would claim to take the file back past B's older turn)."""
+    write(root, F, V0)
+    agent_turn(store, "B1", {F: V0.replace("one", "ONE")}, session="B")
+    agent_turn(store, "B2", {F: V0.replace("one", "ONE").replace("two", "TWO")}, session="B")
+    store.begin_turn("A", "a")
+    store.pre_write([F], "Edit", "A")
+    assert store.rewind(1, "B").ok  # B2 taken back: paths now names B1's after
+    write(root, F, V0.replace("one", "ONE").replace("five", "FIVE"))
+    store.post_write([F], "A")
+    store.end_turn("A")
+    ends = [end for c in store.changes(store.resolve_turn(1, "A").id)
+            for end in (c.before, c.after)]
+    with store.repo.read() as v:
+        contents = [v.content(end).data if end else None for end in ends]
+    assert V0.encode() not in contents and None not in contents, contents
