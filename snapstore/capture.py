@@ -173,7 +173,7 @@ def pre_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], tool: str, se
         now = tx.clock()
         for rel in rels:
             if rel in open_changes:
-                calls[rel] = calls.get(rel, 1) + 1  # a parallel call on a protected path
+                calls[rel] = _in_flight(turn, rel) + 1  # a parallel call on a protected path
                 continue
             item = prepared[rel]
             if item.key is not None:
@@ -231,26 +231,22 @@ def _commit_post(tx: Tx, repo: Repo, session: str, tool: str, rels: list[str],
                  prepared: dict[str, _Prepared], check: bool) -> CaptureResult | None:
     """One post-write's commit; None (and nothing written) when a read went stale."""
     turn = tx.open_turn(session)
-    open_changes = (turn.open_changes or {}) if turn is not None else {}
-    calls = dict((turn.open_calls or {}) if turn is not None else {})
-    if check and any(not _still_there(repo, prepared[rel]) for rel in rels
-                     if calls.get(rel, 1) == 1):
+    if check and any(_in_flight(turn, rel) <= 1 and not _still_there(repo, prepared[rel])
+                     for rel in rels):
         return None
     recorded, skipped = [], []
     for rel in rels:
         item = prepared[rel]
-        seq = open_changes.get(rel)
-        if seq is not None and calls.get(rel, 1) > 1:
-            calls[rel] -= 1  # other calls on the path are still in flight: the change stays open
-            if calls[rel] == 1:
-                del calls[rel]
-            recorded.append(rel)
-            continue
-        if turn is not None:
-            turn = turn._replace(open_calls=calls or None)
-        if seq is not None:
-            assert turn is not None
-            turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
+        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        if turn is not None and seq is not None:
+            if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
+                calls = dict(turn.open_calls or {})
+                calls[rel] -= 1
+                if calls[rel] == 1:
+                    del calls[rel]
+                turn = turn._replace(open_calls=calls or None)
+            else:
+                turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
             recorded.append(rel)
             continue
         known, before = _latest_known(tx, turn, rel, item.version)
@@ -268,12 +264,18 @@ def _commit_post(tx: Tx, repo: Repo, session: str, tool: str, rels: list[str],
                              "hook", tx.clock()))
         tx.set_path_digest(rel, item.version)
         turn = turn._replace(next_change=turn.next_change + 1)
-        calls = dict(turn.open_calls or {})
     if turn is not None:
         tx.put_turn(turn)
     tx.event("post_write", session=session, turn=turn.id if turn else None, paths=recorded)
     faults.point("capture.commit")
     return CaptureResult(session, turn.id if turn else None, recorded, skipped)
+
+
+def _in_flight(turn: Turn | None, rel: str) -> int:
+    """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
+    if turn is None or rel not in (turn.open_changes or {}):
+        return 0
+    return (turn.open_calls or {}).get(rel, 1)
 
 
 def _still_there(repo: Repo, item: _Prepared) -> bool:

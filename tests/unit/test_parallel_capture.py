@@ -18,7 +18,7 @@ F = "f.txt"
 LINES = ["alpha\n", "beta\n", "gamma\n", "delta\n", "epsilon\n"]
 PROPS = settings(max_examples=120, deadline=None, derandomize=True,
                  suppress_health_check=list(HealthCheck))
-SLOW = settings(PROPS, max_examples=3000)
+SLOW = settings(PROPS, max_examples=2000)
 
 #: What a tool call writes: new text (one line edited, or fresh), or None (it deletes the file).
 contents = st.one_of(
@@ -114,6 +114,17 @@ def _check_one_turn(data: st.DataObject, plan: tuple[bytes | None, list]) -> Non
 @given(data=st.data(), plan=calls(sessions=2))
 def test_any_interleaving_across_two_sessions(data: st.DataObject,
                                               plan: tuple[bytes | None, list]) -> None:
+    _check_two_sessions(data, plan)
+
+
+@pytest.mark.skipif("not config.getoption('--slow')")
+@SLOW
+@given(data=st.data(), plan=calls(sessions=2))
+def test_any_interleaving_across_two_sessions_slow(data: st.DataObject, plan) -> None:
+    _check_two_sessions(data, plan)
+
+
+def _check_two_sessions(data: st.DataObject, plan: tuple[bytes | None, list]) -> None:
     """Two sessions' turns, their calls on one file interleaved.
 
     Taking both turns back, in one of the two orders, gives the bytes from
