@@ -329,16 +329,15 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
         tx.put_blob(item.key, item.value, item.data)
     latest = tx.path_digest(change.path)
     settled = True  # whether ``paths`` now holds what was read
-    if latest == _key(change.before):
-        spans = [(change.before, item.version)]
-    else:
-        other = _other_call(tx, turn.session, change.path, latest)
-        if other is not None and not other.done:
-            spans, settled = [(change.before, other.before)], False
-        elif other is not None:
-            spans = [(change.before, other.before), (other.after, item.version)]
-        else:
-            spans = [(change.before, item.version)]
+    spans = [(change.before, item.version)]
+    if latest != _key(change.before):
+        others = _other_calls(tx, turn.session, change)
+        if others:
+            spans = [(change.before, others[0].before)]
+            if others[-1].done:
+                spans.append((others[-1].after, item.version))
+            else:
+                settled = False
     kept = False
     for before, after in spans:
         if not differs(before, after):
@@ -361,27 +360,37 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
     return turn._replace(open_changes=open_changes, open_calls=calls or None)
 
 
-def _other_call(v: View, session: str, rel: str, latest: bytes | None) -> Change | None:
-    """A change on ``rel`` in another session's open turn that explains ``paths`` holding
-    ``latest``: one in flight that starts there, or else the last one that ended there.
+def _other_calls(v: View, session: str, change: Change) -> list[Change]:
+    """The calls of other sessions on the path that began while ``change``'s was in
+    flight, oldest first: the chain of their changes that leads to what ``paths`` names.
 
-    Only calls that began after this session's pre-write can be found so: an
-    older call that ends while this one is in flight stops where this one
-    began, and leaves ``paths`` alone. Closed turns are not looked at: a
-    rewind (which needs its session's turn closed) moves ``paths`` to what it
-    wrote, and is no call inside this one.
+    Walking back from ``paths``: a change in flight that starts there, or else one
+    that ended there, then the one that ended where that one started, and so on,
+    until the chain reaches where ``change`` started or no change continues it.
+    Only calls that began after this one can be found so: an older call that ends
+    while this one is in flight stops where this one began, and leaves ``paths``
+    alone. Only open turns are looked at: a rewind (which needs its session's turn
+    closed) moves ``paths`` to what it wrote, and is no call inside this one.
     """
-    found = None
+    candidates = []
     for record in v.sessions():
         turn = v.open_turn(record.name) if record.name != session else None
-        for other in v.changes(turn.id) if turn is not None else ():
-            if other.path != rel:
-                continue
-            if not other.done and _key(other.before) == latest:
-                return other
-            if other.done and _key(other.after) == latest:
-                found = other
-    return found
+        if turn is not None:
+            candidates += [c for c in v.changes(turn.id) if c.path == change.path]
+    chain: list[Change] = []
+    current = v.path_digest(change.path)
+    start = _key(change.before)
+    while current != start:
+        found = next((c for c in reversed(candidates) if not c.done
+                      and not chain and _key(c.before) == current), None)
+        found = found or next((c for c in reversed(candidates)
+                               if c.done and _key(c.after) == current), None)
+        if found is None:
+            break
+        candidates.remove(found)
+        chain.insert(0, found)
+        current = _key(found.before)
+    return chain
 
 
 def _key(version: Version | None) -> bytes | None:

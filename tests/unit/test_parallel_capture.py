@@ -95,7 +95,7 @@ def test_any_interleaving_in_one_turn_slow(data: st.DataObject, plan) -> None:
 
 def _check_one_turn(data: st.DataObject, plan: tuple[bytes | None, list]) -> None:
     initial, events = plan
-    written = {call: data.draw(contents) for _, call, _ in events}
+    written = {call: data.draw(contents) for call in sorted({c for _, c, _ in events})}
     tmp, root, store = _fresh(initial)
     with tmp, store:
         store.begin_turn("s0", "parallel edits")
@@ -135,7 +135,7 @@ def _check_two_sessions(data: st.DataObject, plan: tuple[bytes | None, list]) ->
     all over before the other's began, each turn is exactly its own.
     """
     initial, events = plan
-    written = {call: data.draw(contents) for _, call, _ in events}
+    written = {call: data.draw(contents) for call in sorted({c for _, c, _ in events})}
     states = [initial] + [written[call] for kind, call, _ in events if kind == "write"]
     # Bytes that come back to an earlier state across sessions: a rewind cannot tell
     # whose that state is (it takes "already as before" for "already taken back").
@@ -282,3 +282,26 @@ def test_a_rewind_of_another_session_during_a_call_is_no_call_of_that_session(
     with store.repo.read() as v:
         contents = [v.content(end).data if end else None for end in ends]
     assert V0.encode() not in contents and None not in contents, contents
+
+
+def test_a_call_that_outlasts_two_calls_of_another_session(store: Store, root: Path) -> None:
+    """Found by the property test: A's call spans B's first call and the start of B's
+    second. A's change ends where B's first began; B's calls keep the rest."""
+    store.begin_turn("A", "a")
+    store.begin_turn("B", "b")
+    store.pre_write([F], "Write", "A")  # F does not exist yet
+    write(root, F, "alpha\n")
+    store.pre_write([F], "Write", "B")
+    write(root, F, "")
+    store.post_write([F], "B")
+    store.pre_write([F], "Write", "B")
+    store.post_write([F], "A")
+    write(root, F, "beta\n")
+    store.end_turn("A")
+    store.end_turn("B")
+    with store.repo.read() as v:
+        (a,) = store.changes(store.resolve_turn(1, "A").id)
+        assert a.before is None and v.content(a.after).data == b"alpha\n"
+    for session in ("B", "A"):
+        assert store.rewind(1, session).ok
+    assert read(root, F) is None
