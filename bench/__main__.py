@@ -5,6 +5,8 @@
     python -m bench synthetic --files 10000 --turns 30
     python -m bench real                 # downloads 11 Django releases once, into bench/.cache
     python -m bench --repo ~/src/myproject
+    python -m bench processes --quick    # every command as a process, installed (about 1 min)
+    python -m bench merge                # merges and line stats of large files against git
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -19,15 +21,16 @@ from collections.abc import Callable
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import report
+from . import processes, report
 from .suites import SUITES, Config, run_suite
 from .tree import CorrectnessError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+SUITES["processes"] = processes.suite
 QUICK = dict(files=[1_000], turns=12, depths=[1, 10], rewind_reps=1, probe_rounds=60,
              hook_reps=12, prewrite_reps=200, restic=False)
 # Latency-sensitive suites first: the big trees' clean-up does not overlap them.
-DEFAULT_SUITES = ["hook", "prewrite", "history", "real", "synthetic"]
+DEFAULT_SUITES = ["hook", "prewrite", "history", "processes", "real", "synthetic"]
 QUICK_SUITES = ["hook", "prewrite", "history", "synthetic"]
 
 
@@ -83,7 +86,11 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    suites, cfg, show = parse(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["merge"]:  # a suite of its own, with its own options: bench/merge.py
+        from . import merge
+        return merge.main(argv[1:])
+    suites, cfg, show = parse(argv)
     os.makedirs(cfg.out, exist_ok=True)
     started = time.time()
     figures = []

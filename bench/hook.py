@@ -129,8 +129,13 @@ def _captured(root: str) -> int:
 
 def _importtime(cmd: list[str], stdin: bytes) -> dict[str, tuple[int, int]]:
     proc = subprocess.run(cmd, input=stdin, capture_output=True, env=_env(), check=False)
+    return parse_importtime(proc.stderr.decode(errors="replace"))
+
+
+def parse_importtime(stderr: str) -> dict[str, tuple[int, int]]:
+    """``-X importtime`` output: module -> (self, cumulative) microseconds."""
     modules = {}
-    for line in proc.stderr.decode(errors="replace").splitlines():
+    for line in stderr.splitlines():
         if line.startswith("import time:") and "|" in line and "self [us]" not in line:
             self_us, cumulative, name = (p.strip() for p in line[12:].split("|"))
             modules[name] = (int(self_us), int(cumulative))

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import capture, hook, real, report, rewinds, sizes
+from . import capture, hook, real, remote, report, rewinds, sizes
 from .report import Charts, Figure, seconds, size, times
 from .session import SessionRun
 from .workloads import Workload, repo_workload, synthetic_workload
@@ -296,7 +296,8 @@ def history_suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
 
 SUITES: dict[str, Callable[[Config, Step, Charts], Outcome]] = {
     "synthetic": synthetic, "real": real_suite, "hook": hook_suite,
-    "prewrite": prewrite_suite, "history": history_suite, "repo": repo_suite}
+    "prewrite": prewrite_suite, "history": history_suite, "repo": repo_suite,
+    "remote": remote.suite}
 
 
 def run_suite(name: str, cfg: Config, step: Step) -> Outcome:

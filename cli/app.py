@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from snapstore import DEFAULT_SESSION, SnapstoreError, Store, __version__
+from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__
 
 from . import failures
 from .settings import Environment
@@ -52,8 +52,9 @@ class Options:
         if latest is None:
             return DEFAULT_SESSION
         if not self.json:
-            click.echo(f"snapstore: session {latest} (the most recent; choose one with "
-                       "--session)", err=True)
+            from .render import printable
+            click.echo(f"snapstore: session {printable(latest)} (the most recent; choose one "
+                       "with --session)", err=True)
         self.session = latest
         return latest
 
@@ -84,6 +85,31 @@ def open_resuming() -> Store:
         store.close()
         raise
     return store
+
+
+#: How to start recording, for a store that has no turns yet.
+HOOK_INSTALLS = ("snapstore hook install claude-code", "snapstore hook install gemini-cli")
+START = "install your agent's hooks in this project: " + " or ".join(
+    f"`{command}`" for command in HOOK_INSTALLS)
+
+
+def print_start(first: str) -> None:
+    """Tell a person, on stderr, that the store is new and how to start recording."""
+    click.echo("\n".join([first, "To record your agent's turns, install its hooks in this "
+                          "project:", *(f"  {command}" for command in HOOK_INSTALLS)]), err=True)
+
+
+def is_new(store: Store, session: str) -> bool:
+    """Whether ``session`` has no record because the store has recorded no turn at all."""
+    return not store.has_session(session) and store.latest_session() is None
+
+
+def require_turns(store: Store, session: str, nothing: str) -> None:
+    """Refuse a command that acts on a turn in a store that has none yet (exit 4, not found:
+    there is nothing to act on), saying ``nothing`` and how to start."""
+    if is_new(store, session):
+        raise NotFound(f"{nothing}: this store has no turns yet; to record them, {START}",
+                       session=session)
 
 
 def options() -> Options:
@@ -119,7 +145,8 @@ class Failure(click.ClickException):
         if self.as_json:
             click.echo(json.dumps({"error": {"code": self.code, "message": self.message,
                                              "exit_code": self.exit_code}}))
-        click.echo(f"snapstore: {self.message}", err=True)
+        from .render import printable  # the message may quote what was typed, as it was
+        click.echo(f"snapstore: {printable(self.message, quote=False)}", err=True)
 
 
 #: Each command's module and name; a command's module is imported only when it runs.
@@ -127,9 +154,11 @@ COMMANDS = {
     "init": "cmd_capture:init", "begin": "cmd_capture:begin", "end": "cmd_capture:end",
     "pre-write": "cmd_capture:pre_write", "post-write": "cmd_capture:post_write",
     "log": "cmd_history:log", "show": "cmd_history:show", "diff": "cmd_history:diff",
-    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "status": "cmd_status:status",
+    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "switch": "cmd_rewind:switch",
+    "status": "cmd_status:status",
     "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
+    "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
 }
 
 
@@ -222,7 +251,7 @@ def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None
 
 
 #: Commands after which the store may have grown past its quota.
-MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "scan"}
+MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "switch", "scan"}
 
 
 @cli.result_callback()
@@ -249,6 +278,12 @@ def auto_gc(*_: Any, **__: Any) -> None:
         click.echo(f"snapstore: {note}", err=True)
 
 
+def _asks_for_json(args: list[str]) -> bool:
+    """Whether the command line holds ``--json`` (before a ``--``), wherever it stands: a usage
+    error can stop Click before it reads the option, and still owes one JSON document."""
+    return "--json" in (args[:args.index("--")] if "--" in args else args)
+
+
 def run(args: list[str]) -> None:
     """Run the application; every error ends as one line on stderr and an exit code."""
     try:
@@ -257,7 +292,7 @@ def run(args: list[str]) -> None:
         ctx = exc.ctx
         where = ctx.command_path if ctx is not None else "snapstore"
         opts = ctx.find_object(Options) if ctx is not None else None
-        as_json = bool(opts and opts.json) or bool(ctx and ctx.find_root().params.get("as_json"))
+        as_json = bool(opts and opts.json) or _asks_for_json(args)
         Failure(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code, "usage",
                 as_json).show()
         sys.exit(exc.exit_code)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 import click
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from snapstore.scan import ScanResult
 
 from .app import common_options, emit, open_resuming, options
-from .render import console
+from .render import console, printable
 
 
 def _abs(paths: tuple[str, ...]) -> list[str]:
@@ -41,7 +41,8 @@ def init(track_shell: bool) -> None:
             data["scan"] = baseline.to_json()
     def human() -> None:
         out = console(stderr=True)
-        out.print(f"{'Created' if created else 'Found'} the snapstore store in {data['store']}")
+        out.print(f"{'Created' if created else 'Found'} the snapstore store in "
+                  f"{printable(data['store'])}")
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
         if baseline is not None:
@@ -64,23 +65,42 @@ def _track_shell(store: Store) -> ScanResult:
         return store.scan(progress=progress, use_watcher=False)
 
 
+def _prompt_text(prompt: str | None, prompt_file: BinaryIO | None) -> str:
+    """The prompt as text. Bytes that are not UTF-8 (in the file, or in the command line's
+    argument) become U+FFFD, with a one-line warning: a prompt is only shown and handed back,
+    and refusing it would lose the turn's start (docs/cli.md, `begin`)."""
+    if prompt_file is not None:
+        raw, source = prompt_file.read(), f"--prompt-file {prompt_file.name}"
+    elif prompt is not None:
+        raw, source = prompt.encode("utf-8", "surrogateescape"), "--prompt"
+    else:
+        return ""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        console(stderr=True).print(printable(
+            f"snapstore: {source} is not valid UTF-8 (byte {exc.start}); invalid bytes are "
+            "kept as U+FFFD", quote=False))
+        return raw.decode("utf-8", "replace")
+
+
 @click.command()
 @click.option("--prompt", "prompt", metavar="TEXT", help="The user's message.")
-@click.option("--prompt-file", type=click.File("r"), help="Read the user's message from a file.")
+@click.option("--prompt-file", type=click.File("rb"), help="Read the user's message from a file.")
 @click.option("--message-id", metavar="ID", help="The agent's id for the message.")
 @common_options
-def begin(prompt: str | None, prompt_file: click.utils.LazyFile | None,
-          message_id: str | None) -> None:
+def begin(prompt: str | None, prompt_file: BinaryIO | None, message_id: str | None) -> None:
     """Open a turn for the user's message."""
     if prompt is not None and prompt_file is not None:
         raise click.UsageError("give --prompt or --prompt-file, not both")
-    text = prompt_file.read() if prompt_file is not None else prompt or ""
+    text = _prompt_text(prompt, prompt_file)
     opts = options()
     session = opts.session_for()
     with open_resuming() as store:
         turn = store.begin_turn(session, text, message_id)
     emit({"session": session, "turn": turn.id},
-         lambda: console(stderr=True).print(f"turn {turn.id} begun in session {session}"))
+         lambda: console(stderr=True).print(
+             f"turn {turn.id} begun in session {printable(session)}"))
 
 
 @click.command()
@@ -122,6 +142,7 @@ def post_write(paths: tuple[str, ...]) -> None:
         out = console(stderr=True)
         out.print(f"recorded {len(result.paths)} path(s) in turn {result.turn}")
         for path, reason in result.skipped:
-            out.print(f"  skipped {path}: {reason}", style="yellow")
+            out.print(f"  skipped {printable(path)}: {printable(reason, quote=False)}",
+                      style="yellow")
     emit({"session": result.session, "turn": result.turn, "recorded": result.paths,
           "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, human)

@@ -8,6 +8,7 @@ not give the expected bytes.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -78,6 +79,19 @@ class Demo:
         self.run("post-write", path)
         self.run("end")
 
+    def numbers(self) -> dict[str, int]:
+        """Each rewind point's number as `log` shows it, by prompt, so that what the demo says
+        matches the screen."""
+        proc = subprocess.run([sys.executable, "-m", "snapstore_cli", "--json", "log"],
+                              cwd=self.root, env=self.env, text=True, capture_output=True)
+        if proc.returncode != 0:
+            raise click.ClickException(f"demo step failed: snapstore --json log: {proc.stderr}")
+        return {point["prompt"]: point["n"] for point in json.loads(proc.stdout)}
+
+    @staticmethod
+    def listed(words: list[str]) -> str:
+        return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
     def show(self, path: str) -> None:
         target = self.root / path
         if not target.exists():
@@ -111,15 +125,24 @@ class Demo:
         self.show("app.py")
 
         self.out.print()
-        self.say("The rewind points, newest first:")
+        self.say("The rewind points, newest first: 1 is the latest turn.")
         self.run("log")
+        n = self.numbers()
+        louder, notes, settings = (n["Make the greeting louder"], n["Delete the old release notes"],
+                                   n["Add a settings module"])
+        prompts = {number: prompt for prompt, number in n.items()}
+        newer = sorted(number for number in n.values() if number < louder)
         self.out.print()
-        self.say("Rewind to before turn 2 (takes back turns 2 and 3):")
-        self.run("rewind", "2", "--yes")
-        self.expect("NOTES.md", NOTES, "NOTES.md restored byte for byte (exact restore)")
+        self.say(f'Rewind to before turn {louder} ("Make the greeting louder"): it takes back '
+                 f"turn {louder} and the newer turn{'s' if len(newer) > 1 else ''} "
+                 + self.listed([f'{k} ("{prompts[k]}")' for k in newer]) + ":")
+        self.run("rewind", str(louder), "--yes")
+        self.expect("NOTES.md", NOTES, f"NOTES.md, deleted by turn {notes}, restored byte for "
+                    "byte (exact restore)")
         self.expect("app.py", APP_V1 + APP_USER_LINE,
-                    "app.py lost the agent's change and kept your line (three-way merge)")
-        self.expect("settings.py", GREETING, "settings.py from turn 1 is untouched")
+                    f"app.py lost turn {louder}'s change and kept your line (three-way merge)")
+        self.expect("settings.py", GREETING,
+                    f"settings.py, written by the older turn {settings}, is untouched")
         self.show("app.py")
 
         self.out.print()
@@ -127,7 +150,12 @@ class Demo:
         self.run("undo")
         self.expect("app.py", APP_AGENT + APP_USER_LINE, "app.py has the agent's change again")
         self.expect("NOTES.md", None, "NOTES.md is deleted again, as the agent left it")
+        self.out.print()
+        self.say(f"The undo put turns {self.listed([str(k) for k in [*newer, louder]])} back "
+                 "on the branch, numbered as before:")
         self.run("log", "--all")
+        if self.numbers() != n:
+            raise click.ClickException("demo check failed: the log after the undo differs")
         from rich.rule import Rule
         self.out.print()
         self.out.print(Rule("demo finished: exact restore, merge and undo all checked"))

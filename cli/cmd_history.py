@@ -8,8 +8,17 @@ import click
 
 from snapstore.history import FileStat, RewindPoint
 
-from .app import common_options, complete_turn, emit, options
-from .render import console, diff_text, file_table, first_line, iso, points_table, stats_text
+from .app import common_options, complete_turn, emit, is_new, options, print_start, require_turns
+from .render import (
+    console,
+    diff_text,
+    file_table,
+    first_line,
+    iso,
+    points_table,
+    printable,
+    stats_text,
+)
 
 
 def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
@@ -26,15 +35,19 @@ def log(all_branches: bool) -> None:
     opts = options()
     with opts.open_store() as store:
         session = opts.session_for(store)
-        points = store.rewind_points(session, all_branches)
+        new = is_new(store, session)
+        points = [] if new else store.rewind_points(session, all_branches)
         now = store.clock()
     data = points_json(points)
 
     def human() -> None:
-        if not points:
-            console(stderr=True).print(f"no turns yet in session {session}")
-            return
-        console().print(points_table(points, now))
+        if new:
+            print_start("No turns yet: this store has recorded nothing.")
+        elif not points:
+            console(stderr=True).print(f"no rewind points on the current branch of session "
+                                       f"{printable(session)} (see `snapstore log --all`)")
+        else:
+            console().print(points_table(points, now))
     emit(data, human)
 
 
@@ -50,7 +63,9 @@ def show(turn: str) -> None:
     """Show one turn and the files it changed."""
     opts = options()
     with opts.open_store() as store:
-        detail = store.show(turn, opts.session_for(store))
+        session = opts.session_for(store)
+        require_turns(store, session, f"no turn {turn} to show")
+        detail = store.show(turn, session)
     t = detail.turn
     data = {"turn": t.id, "session": t.session, "prompt": t.prompt, "created": iso(t.created),
             "state": t.state, "parent": t.parent, "message_id": t.message_id,
@@ -58,9 +73,9 @@ def show(turn: str) -> None:
 
     def human() -> None:
         out = console()
-        out.print(f"turn {t.id}  [{t.state}]  {iso(t.created)}  session {t.session}",
+        out.print(f"turn {t.id}  [{t.state}]  {iso(t.created)}  session {printable(t.session)}",
                   style="bold")
-        out.print(first_line(t.prompt))
+        out.print(printable(first_line(t.prompt)))
         added = sum(f.added for f in detail.files)
         removed = sum(f.removed for f in detail.files)
         out.print(stats_text(added, removed, len(detail.files)))
@@ -78,5 +93,15 @@ def diff(turn: str, paths: tuple[str, ...]) -> None:
     opts = options()
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with opts.open_store() as store:
-        lines = store.diff(turn, opts.session_for(store), wanted)
-    console().print(diff_text(lines), end="")
+        session = opts.session_for(store)
+        require_turns(store, session, f"no turn {turn} to diff")
+        t, files = store.diffs(turn, session, wanted)
+    data = {"turn": t.id, "session": t.session,
+            "files": [{**_change_json(stat), "binary": stat.binary,
+                       "diff": "".join(line + "\n" for line in lines)} for stat, lines in files]}
+
+    def human() -> None:
+        out = console()
+        for stat, lines in files:
+            out.print(diff_text(stat.path, lines), end="")
+    emit(data, human)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 import click
 
+from snapstore.errors import StoreDamaged
 from snapstore.fsck import FsckReport
 from snapstore.gc import GcPolicy, GcResult
 
-from .app import common_options, emit, open_resuming, options
-from .render import console
+from . import failures
+from .app import Failure, common_options, emit, open_resuming, options
+from .render import console, printable
 from .settings import Config, format_size, parse_size
 
 
@@ -47,7 +50,7 @@ def _gc_human(result: GcResult) -> None:
               f"{'about ' if result.dry_run else ''}{format_size(result.freed_bytes)} freed; "
               f"the store is {format_size(result.store_bytes)}")
     for note in result.notes:
-        out.print(f"note: {note}", style="yellow")
+        out.print(f"note: {printable(note, quote=False)}", style="yellow")
 
 
 @click.command()
@@ -59,22 +62,36 @@ def fsck(repair: bool) -> None:
 
     Exits 5 when anything is wrong (also after --repair, which lists what it dropped).
     """
-    with options().open_store() as store:
+    try:
+        store = options().open_store()
+    except StoreDamaged as exc:
+        _damaged(exc)
+    with store:
         report = store.fsck(repair)
     emit(report.to_json(), lambda: _fsck_human(report))
     if not report.ok:
         sys.exit(5)
 
 
+def _damaged(exc: StoreDamaged) -> NoReturn:
+    """A data file LMDB must not map: the report names it (with --json), and the one line says
+    what is wrong; nothing in the file is read."""
+    path = getattr(exc, "path", "")
+    report = FsckReport(corrupt=[{"kind": "data file", "key": path, "reason": str(exc)}])
+    emit(report.to_json(), lambda: None)
+    raise Failure(failures.message(exc, "fsck"), failures.exit_code(exc), exc.code)
+
+
 def _fsck_human(report: FsckReport) -> None:
     out = console(stderr=True)
     for item in report.corrupt:
-        out.print(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}", style="red")
+        out.print(printable(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}",
+                            quote=False), style="red")
     for item in report.dangling:
-        out.print(f"dangling {item['kind']} {item['key'][:40]}: {item['reason']} "
-                  f"({item['missing'][:24]})", style="red")
+        out.print(printable(f"dangling {item['kind']} {item['key'][:40]}: {item['reason']} "
+                            f"({item['missing'][:24]})", quote=False), style="red")
     for line in report.repaired:
-        out.print(f"repaired: {line}", style="yellow")
+        out.print(f"repaired: {printable(line, quote=False)}", style="yellow")
     for op in report.pending:
         out.print(f"interrupted rewind {op}: finish it with `snapstore rewind --resume`",
                   style="yellow")

@@ -1,4 +1,4 @@
-"""Commands that take turns back: rewind and undo."""
+"""Commands that move between turns: rewind, switch and undo."""
 
 from __future__ import annotations
 
@@ -7,10 +7,20 @@ import sys
 
 import click
 
+from snapstore import DEFAULT_SESSION
 from snapstore.diffs import entry_diff
 from snapstore.plan import MODES, POLICIES, RewindResult
 
-from .app import common_options, complete_turn, emit, open_resuming, options
+from .app import (
+    common_options,
+    complete_turn,
+    emit,
+    is_new,
+    open_resuming,
+    options,
+    print_start,
+    require_turns,
+)
 from .render import console, diff_text, result_summary
 
 
@@ -24,8 +34,8 @@ def _report(result: RewindResult, verb: str) -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
-                    out.print(diff_text(entry_diff(plan.path, plan.current_entry, plan.content)),
-                              end="")
+                    out.print(diff_text(plan.path, entry_diff(plan.path, plan.current_entry,
+                                                              plan.content)), end="")
         result_summary(out, result, verb)
     emit(result.to_json(), human)
     if not result.ok:
@@ -64,6 +74,10 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
         session = opts.session_for(store)
+        if turn is None and is_new(store, session):  # the list of rewind points is empty
+            emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
+            return
+        require_turns(store, session, "nothing to rewind")
         if turn is None:
             from .picker import choose
             turn, mode = choose(store, session, mode, _interactive(), force)
@@ -81,14 +95,50 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
 
 
 @click.command()
+@click.argument("turn", shell_complete=complete_turn)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True,
+              help="skip: leave the file alone; markers: write conflict markers; "
+                   "theirs: force the turn's version.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
+@common_options
+def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -> None:
+    """Make the workspace what it was right after TURN: back, forward, or on another branch.
+
+    TURN is a number from `snapstore log` or the id of any turn, rewound ones included
+    (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
+    """
+    opts = options()
+    with open_resuming() as store:
+        session = opts.session  # an id names its own session; a number needs one
+        if session is None and turn.strip().isdigit():
+            session = opts.session_for(store)
+        if not (yes or dry_run) and _interactive():
+            preview = store.switch(turn, session, on_conflict=on_conflict, dry_run=True,
+                                   force=force)
+            result_summary(console(), preview, "switch")
+            click.confirm("Switch?", abort=True)
+        result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run,
+                              force=force)
+    _report(result, "switched")
+
+
+@click.command()
 @click.argument("rewind_id", required=False)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @common_options
 def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
-    """Take back the last rewind (or REWIND_ID): its files and its head move."""
+    """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
+
+    With --session, the last one of that session. When turns came after it, the undo
+    becomes a turn of its own on top of them, which `snapstore rewind` can take back.
+    """
     opts = options()
     with open_resuming() as store:
-        result = store.undo(rewind_id, opts.session_for(store), on_conflict=on_conflict,
-                            dry_run=dry_run)
+        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
+        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+    if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
+        click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
     _report(result, "undone")

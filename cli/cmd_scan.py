@@ -17,7 +17,7 @@ from snapstore import NotFound
 from snapstore.scan import ScanResult
 
 from .app import common_options, emit, open_resuming, options
-from .render import console
+from .render import console, printable
 from .settings import parse_size
 
 
@@ -60,9 +60,10 @@ def scan_summary(result: ScanResult) -> None:
                                    ("added", result.added, "green"),
                                    ("deleted", result.deleted, "red")):
             for path in paths:
-                out.print(Text.assemble("  ", (f"{name:<8}", style), f" {path}"))
+                out.print(Text.assemble("  ", (f"{name:<8}", style), f" {printable(path)}"))
     for item in result.skipped:
-        out.print(f"  skipped  {item['path']}: {item['reason']}", style="dim")
+        out.print(f"  skipped  {printable(item['path'])}: "
+                  f"{printable(item['reason'], quote=False)}", style="dim")
 
 
 @click.command("scan")
@@ -134,7 +135,8 @@ def watch(debounce: float, stop_running: bool) -> None:
 
     def report(item: WatchReport) -> None:
         if item.kind != "answered":  # what an answer recorded is reported as "recorded"
-            out.print(f"{time.strftime('%H:%M:%S')} {item.kind:<9} {item.message}",
+            out.print(f"{time.strftime('%H:%M:%S')} {item.kind:<9} "
+                      f"{printable(item.message, quote=False)}",
                       style="yellow" if item.kind in ("fallback", "coverage", "error") else "")
 
     stop = threading.Event()

@@ -8,7 +8,7 @@ import click
 from rich.text import Text
 
 from .app import common_options, emit, options
-from .render import console
+from .render import console, printable
 from .settings import format_size
 
 
@@ -20,20 +20,23 @@ def status() -> None:
     with opts.open_store() as store:
         session = opts.session_for(store)
         st = store.status(session)
+        read_only = store.repo.read_only
     data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,
             "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
             "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
             "dedup_ratio": round(st.dedup_ratio, 3), "disk_bytes": st.disk_bytes,
+            "read_only": read_only,
             "unattributed": [asdict(item) for item in st.unattributed]}
 
     def human() -> None:
         out = console()
-        out.print(f"workspace  {st.root}")
-        out.print(f"store      {st.store}  ({format_size(st.disk_bytes)} on disk)")
+        out.print(f"workspace  {printable(st.root)}")
+        out.print(f"store      {printable(st.store)}  ({format_size(st.disk_bytes)} on disk"
+                  f"{f'; read-only: {read_only}' if read_only else ''})")
         out.print(f"blobs      {st.blobs}: {format_size(st.stored_bytes)} stored for "
                   f"{format_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)")
         out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
-        out.print(f"session    {session}: head {st.head or '-'}, "
+        out.print(f"session    {printable(session)}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
         if st.unattributed:
             count = sum(len(item.paths) for item in st.unattributed)
@@ -42,5 +45,6 @@ def status() -> None:
                       "no rewind takes them back", style="yellow")
             for item in st.unattributed:
                 for path in item.paths:
-                    out.print(Text(f"  {path}  (turn {item.turn}; {', '.join(item.sessions)})"))
+                    sessions = ", ".join(printable(name) for name in item.sessions)
+                    out.print(Text(f"  {printable(path)}  (turn {item.turn}; {sessions})"))
     emit(data, human)

@@ -91,6 +91,12 @@ def run_hook(agent: str, args: list[str]) -> int:
                 note = autogc.run_if_due(store, config)
                 if note is not None:
                     warnings.append(note)
+            if action.kind == END and config.auto_push:
+                from . import autopush
+                try:
+                    autopush.start(store_dir, store.root, config.auto_push)
+                except OSError as exc:
+                    warnings.append(f"automatic push could not start: {exc}")
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             _log(store_dir, agent, warning)

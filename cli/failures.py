@@ -10,15 +10,18 @@ fast path uses it too.
 from __future__ import annotations
 
 from snapstore import errors as e
+from snapstore.remote.errors import RemoteError
 
 #: Exit codes (docs/cli.md); the first class in an error's MRO found here decides.
 EXIT_CODES: dict[type[BaseException], int] = {
     e.BadInput: 2,
     e.RunActive: 3,
     e.StoreLocked: 3,
+    e.StoreReadOnly: 3,
     e.StoreFull: 3,
     e.NotFound: 4,
     e.StoreCorrupt: 5,
+    RemoteError: 6,
 }
 
 #: Hints per class; ``{command}`` is the command that failed.
@@ -29,6 +32,9 @@ _HINTS: dict[type[BaseException], str] = {
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",
     e.SchemaMismatch: "use the snapstore release that made this store",
+    e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",
+    e.StoreReadOnly: "log, show, diff, status and fsck still read it; make it writable to "
+                     "record or rewind",
 }
 
 
@@ -46,7 +52,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
         return "see `snapstore log`" if getattr(exc, "count", None) is not None \
             else "see `snapstore log --all`"
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
-        if command == "rewind":
+        if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"
         return "end it with `snapstore end` first" if command == "undo" \
             else "end it with `snapstore end`"

@@ -24,7 +24,7 @@ from snapstore.plan import RewindResult
 
 from .app import emit
 from .cmd_history import points_json
-from .render import console, first_line, points_table, relative_time
+from .render import console, first_line, points_table, printable, relative_time
 
 MODE_CHOICES = [("both", "Rewind code and conversation"),
                 ("conversation", "Rewind conversation only"),
@@ -39,7 +39,7 @@ def print_points(store: Store, session: str) -> None:
 
     def human() -> None:
         if not points:
-            console(stderr=True).print(f"no rewind points in session {session}")
+            console(stderr=True).print(f"no rewind points in session {printable(session)}")
             return
         console().print(points_table(points, store.clock()))
         console(stderr=True).print("rewind with: snapstore rewind N", style="dim")
@@ -90,17 +90,18 @@ def menu(title: str, items: list[str], details: Callable[[int], list[str]] | Non
 
 def _point_row(point: RewindPoint, now: float) -> str:
     return (f"{point.n:>2}  {relative_time(point.turn.created, now):<11} "
-            f"{first_line(point.turn.prompt)[:60]:<60}  {len(point.files)} file(s) "
+            f"{printable(first_line(point.turn.prompt))[:60]:<60}  {len(point.files)} file(s) "
             f"+{point.added} -{point.removed}")
 
 
 def _point_details(point: RewindPoint) -> list[str]:
     prompt = point.turn.prompt.strip().splitlines() or ["(no prompt)"]
-    lines = ["", "Prompt:"] + ["  " + line for line in prompt[:PREVIEW_LINES]]
+    lines = ["", "Prompt:"] + ["  " + printable(line) for line in prompt[:PREVIEW_LINES]]
     if len(prompt) > PREVIEW_LINES:
         lines.append("  …")
     lines.append("Files:")
-    lines += [f"  {f.status:<8} {f.path}  +{f.added} -{f.removed}" for f in point.files[:10]]
+    lines += [f"  {f.status:<8} {printable(f.path)}  +{f.added} -{f.removed}"
+              for f in point.files[:10]]
     if len(point.files) > 10:
         lines.append(f"  … and {len(point.files) - 10} more")
     if not point.files:
@@ -109,11 +110,13 @@ def _point_details(point: RewindPoint) -> list[str]:
 
 
 def _plan_lines(plan: RewindResult) -> list[str]:
-    lines = [f"  restore  {p}" for p in plan.restored]
-    lines += [f"  merge    {p}  (keeps your edits)" for p in plan.merged]
-    lines += [f"  delete   {p}" for p in plan.deleted]
-    lines += [f"  conflict {c['path']}: {c['reason']} (left alone)" for c in plan.conflicts]
-    lines += [f"  error    {e['path']}: {e['reason']}" for e in plan.errors]
+    lines = [f"  restore  {printable(p)}" for p in plan.restored]
+    lines += [f"  merge    {printable(p)}  (keeps your edits)" for p in plan.merged]
+    lines += [f"  delete   {printable(p)}" for p in plan.deleted]
+    lines += [f"  conflict {printable(c['path'])}: {printable(c['reason'], quote=False)} "
+              "(left alone)" for c in plan.conflicts]
+    lines += [f"  error    {printable(e['path'])}: {printable(e['reason'], quote=False)}"
+              for e in plan.errors]
     return lines or ["  no files to change"]
 
 
@@ -125,7 +128,7 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
         return None, mode
     points = store.rewind_points(session)
     if not points:
-        console(stderr=True).print(f"no rewind points in session {session}")
+        console(stderr=True).print(f"no rewind points in session {printable(session)}")
         return None, mode
     now = store.clock()
     index = menu("Rewind to before which turn?", [_point_row(p, now) for p in points],
@@ -134,11 +137,12 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
         console(stderr=True).print("cancelled; nothing changed")
         return None, mode
     point = points[index]
-    console(stderr=True).print(f"turn {point.n}: {first_line(point.turn.prompt)}", style="bold")
+    prompt = printable(first_line(point.turn.prompt))
+    console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
     changed_files = any(p.files for p in points[: index + 1])
     plan = store.rewind(point.turn.id, session, mode="both", dry_run=True, force=force)
     choices = [c for c in MODE_CHOICES if changed_files or c[0] == "conversation"]
-    title = (f"Rewind to before turn {point.n} ({first_line(point.turn.prompt)[:50]}), "
+    title = (f"Rewind to before turn {point.n} ({prompt[:50]}), "
              f"taking back {len(plan.turns_reverted)} turn(s):\n"
              + "\n".join(_plan_lines(plan) if changed_files else ["  no files changed"]))
     picked = menu(title, [label for _, label in choices] + ["Cancel"])

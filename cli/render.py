@@ -3,12 +3,18 @@
 Colour appears only on a terminal, and never when ``NO_COLOR`` is set (rich
 honours both). Everything meant to be read by a program goes through ``--json``
 instead.
+
+Text from the store or the disk (file names, prompts, session and tool names,
+reasons) passes through :func:`printable` before it reaches a terminal, so that a
+name cannot clear the screen, forge a line or reorder what follows it. JSON keeps
+the raw strings.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -19,6 +25,44 @@ from rich.text import Text
 if TYPE_CHECKING:
     from snapstore.history import FileStat, RewindPoint
     from snapstore.plan import RewindResult
+
+
+#: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
+#: paragraph separators, the bidirectional controls that reorder what follows them
+#: ("Trojan source"), and lone surrogates (a name's bytes that are not UTF-8).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e"
+                     "\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
+          "\f": "\\f", "\r": "\\r"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    # os.fsdecode keeps an undecodable byte b as the surrogate U+DC00 + b: show the byte.
+    data = bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else \
+        char.encode("utf-8", "surrogatepass")
+    return "".join(f"\\{byte:03o}" for byte in data)
+
+
+def printable(text: str, quote: bool = True) -> str:
+    """``text`` safe to show on a terminal.
+
+    Text whose every character shows is returned as it is. Otherwise each character a
+    terminal would act on becomes a C escape (``\\n``, ``\\t``, ``\\033`` for ESC, the
+    octal UTF-8 bytes of a bidi control, the octal byte of an undecodable one), and the
+    whole is quoted the way git's ``core.quotePath`` quotes a path, with ``\\`` and ``"``
+    escaped too, so it reads back unambiguously: ``"bad\\033[2Jname\\n.txt"``. With
+    ``quote=False`` (a sentence that holds a name) only the escapes are made, as ``ls -b``
+    makes them.
+    """
+    if not _UNSAFE.search(text):
+        return text
+    if not quote:
+        return _UNSAFE.sub(_escape, text)
+    return '"' + _UNSAFE.sub(_escape, text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
 
 
 def console(stderr: bool = False) -> Console:
@@ -77,7 +121,7 @@ def points_table(points: list[RewindPoint], now: float | None = None) -> Table:
         state = Text(turn.state, style="yellow" if turn.state == "rewound" else
                      "cyan" if turn.state == "open" else "")
         table.add_row(str(point.n) if point.n is not None else "-", turn.id[:8],
-                      relative_time(turn.created, now), first_line(turn.prompt), state,
+                      relative_time(turn.created, now), printable(first_line(turn.prompt)), state,
                       stats_text(point.added, point.removed, len(point.files)))
     return table
 
@@ -91,18 +135,24 @@ def file_table(files: list[FileStat]) -> Table:
     colours = {"added": "green", "deleted": "red", "modified": "yellow"}
     for stat in files:
         lines = Text("binary", style="dim") if stat.binary else stats_text(stat.added, stat.removed)
-        table.add_row(Text(stat.status, style=colours.get(stat.status, "")), stat.path,
-                      lines, stat.tool or stat.source)
+        table.add_row(Text(stat.status, style=colours.get(stat.status, "")),
+                      printable(stat.path), lines, printable(stat.tool or stat.source))
     return table
 
 
-def diff_text(lines: list[str]) -> Text:
-    """A unified diff coloured the git way."""
+def diff_text(path: str, lines: list[str]) -> Text:
+    """One file's unified diff coloured the git way, its name quoted as git quotes it in the
+    header lines when it holds what a terminal would act on (the content is as it is)."""
     text = Text()
+    quoted = printable(path)
+    header = True
     for line in lines:
         style = ""
-        if line.startswith(("diff --git", "new file", "deleted file", "old mode", "new mode",
-                            "index ", "Binary")) or line.startswith(("+++", "---")):
+        header = header and not line.startswith("@@")
+        if header and quoted != path:
+            line = line.replace(f"a/{path}", printable(f"a/{path}")).replace(
+                f"b/{path}", printable(f"b/{path}"))
+        if header:  # diff --git, modes, ---/+++ or Binary: everything before the first hunk
             style = "bold"
         elif line.startswith("@@"):
             style = "cyan"
@@ -121,13 +171,13 @@ def result_summary(out: Console, result: RewindResult, verb: str) -> None:
               ("deleted", result.deleted, "red")]
     for name, paths, style in groups:
         for path in paths:
-            out.print(Text.assemble((f"  {prefix}{name:<9}", style), f" {path}"))
+            out.print(Text.assemble((f"  {prefix}{name:<9}", style), f" {printable(path)}"))
     for item in result.conflicts:
-        out.print(Text.assemble(("  conflict ", "bold yellow"), f" {item['path']}: ",
-                                (item["reason"], "yellow")))
+        out.print(Text.assemble(("  conflict ", "bold yellow"), f" {printable(item['path'])}: ",
+                                (printable(item["reason"], quote=False), "yellow")))
     for item in result.errors:
-        out.print(Text.assemble(("  failed   ", "bold red"), f" {item['path']}: ",
-                                (item["reason"], "red")))
+        out.print(Text.assemble(("  failed   ", "bold red"), f" {printable(item['path'])}: ",
+                                (printable(item["reason"], quote=False), "red")))
     changed = len(result.restored) + len(result.merged) + len(result.deleted)
     if not (changed or result.conflicts or result.errors):
         out.print("  no files to change")

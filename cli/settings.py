@@ -14,10 +14,12 @@ Environment variables (docs/cli.md):
 - ``SNAPSTORE_STRICT=1``: hooks exit 2 on their own failures instead of 0.
 
 The store's settings file, ``<store>/config`` (INI), holds scan mode, the scan
-file-size cap and automatic gc. Unknown sections and keys are kept when the
-file is rewritten, so a newer snapstore's settings survive an older one. Hooks
-open the store on every tool call, so loading costs nothing when there is no
-file (no ``configparser`` import).
+file-size cap, automatic gc, and the remotes (``[remote.NAME]``, with ``[remote]
+auto_push = NAME``; a store with a remote records each new session's base).
+Unknown sections and keys are kept when the file is rewritten, so a newer
+snapstore's settings survive an older one. Hooks open the store on every tool
+call, so loading costs nothing when there is no file (no ``configparser``
+import).
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 CONFIG_FILE = "config"
+#: ``[remote.NAME]`` sections hold one remote each (url, endpoint_url, conditional_writes).
+REMOTE_SECTION = "remote."
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
           "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
 
@@ -67,12 +71,15 @@ class Config:
     defining a NamedTuple costs about 0.1 ms of every hook's start-up.
     """
 
-    __slots__ = ("gc_auto", "gc_keep_days", "gc_keep_turns", "gc_max_size", "max_file_size",
-                 "track_shell")
+    __slots__ = ("auto_push", "gc_auto", "gc_keep_days", "gc_keep_turns", "gc_max_size",
+                 "max_file_size", "remotes", "track_shell")
 
     def __init__(self, *, track_shell: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
                  gc_auto: bool = False, gc_max_size: int | None = None,
-                 gc_keep_days: float | None = 30.0, gc_keep_turns: int | None = None):
+                 gc_keep_days: float | None = 30.0, gc_keep_turns: int | None = None,
+                 remotes: dict[str, dict[str, str]] | None = None, auto_push: str | None = None):
+        self.remotes = remotes or {}  # name -> url, endpoint_url, conditional_writes
+        self.auto_push = auto_push  # a remote's name: the hook pushes there at each turn end
         self.track_shell = track_shell  # scan mode: scan at each turn's edges
         self.max_file_size = max_file_size  # scans skip (and report) larger files
         self.gc_auto = gc_auto  # run gc after a command once the store passes gc_max_size
@@ -97,6 +104,9 @@ class Config:
                 gc_max_size=None if max_size is None else parse_size(max_size),
                 gc_keep_days=cls().gc_keep_days if keep_days is None else float(keep_days),
                 gc_keep_turns=None if keep_turns is None else int(keep_turns),
+                remotes={section[len(REMOTE_SECTION):]: dict(parser[section])
+                         for section in parser.sections() if section.startswith(REMOTE_SECTION)},
+                auto_push=parser.get("remote", "auto_push", fallback=None) or None,
             )
         except ValueError as exc:
             raise BadInput(f"{os.path.join(store_dir, CONFIG_FILE)}: {exc}") from None
@@ -109,11 +119,29 @@ class Config:
             if not parser.has_section(section):
                 parser.add_section(section)
             parser.set(section, key, value)
-        path = os.path.join(store_dir, CONFIG_FILE)
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            parser.write(handle)
-        os.replace(tmp, path)
+        _write(store_dir, parser)
+
+
+def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> None:
+    """Add (or with None, remove) the remote ``name`` in ``<store>/config``, keeping the rest."""
+    parser = _read(store_dir)
+    section = REMOTE_SECTION + name
+    parser.remove_section(section)
+    if settings is not None:
+        parser.add_section(section)
+        for key, value in settings.items():
+            parser.set(section, key, value)
+    elif parser.get("remote", "auto_push", fallback=None) == name:
+        parser.remove_option("remote", "auto_push")
+    _write(store_dir, parser)
+
+
+def _write(store_dir: str, parser: configparser.ConfigParser) -> None:
+    path = os.path.join(store_dir, CONFIG_FILE)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        parser.write(handle)
+    os.replace(tmp, path)
 
 
 def _read(store_dir: str) -> configparser.ConfigParser:
@@ -194,7 +222,7 @@ class Environment:
                 warn(str(exc))
         store = Store(root, store_dir=store_dir, create=create, clock=self.clock(),
                       lock_timeout=self.lock_timeout, max_file_size=config.max_file_size,
-                      warn=warn)
+                      warn=warn, record_base=bool(config.remotes))
         return store, config
 
 

@@ -52,7 +52,7 @@ def prepare(repo: Repo, rels: Iterable[str], bases: dict[str, bytes | None] | No
     The delta base is the path's latest recorded version unless ``bases`` says
     otherwise.
     """
-    entries = {rel: repo.ws.read(rel) for rel in rels}
+    entries = {rel: repo.ws.read_state(rel)[0] for rel in rels}
     prepared = {}
     with repo.read() as v:
         for rel, entry in entries.items():

@@ -10,6 +10,17 @@ file and nobody may have the old one mapped.
 When a write finds the map full it doubles the map and retries the whole
 transaction. Another process that later sees ``MapResizedError`` adopts the new
 size with ``set_mapsize(0)``.
+
+LMDB maps the data file and trusts it: a page past the end of a truncated file
+kills the process with SIGBUS. So before the file is mapped, and before every
+transaction after that, its size is checked against what its meta pages claim
+(:func:`check_data_file`), and a short file is refused as :class:`StoreDamaged`.
+
+A store that cannot be written (read-only files or file system) is opened
+read-only: LMDB without its lock file, which would need write access. Instead
+the store holds a shared ``flock`` on ``write.lock`` (taking an ``flock`` needs
+no write access) for as long as it is open, so no snapstore writer commits
+while it reads. Its writes raise :class:`StoreReadOnly`.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import struct
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,27 +37,72 @@ from typing import Any, TypeVar
 import lmdb
 
 from . import faults
-from .errors import NoStore, SchemaMismatch, SnapstoreError, StoreCorrupt, StoreFull, StoreLocked
+from .errors import (
+    NoStore,
+    SchemaMismatch,
+    SnapstoreError,
+    StoreCorrupt,
+    StoreDamaged,
+    StoreFull,
+    StoreLocked,
+    StoreReadOnly,
+)
 
 #: The store's folder in a workspace root.
 STORE_DIRNAME = ".snapstore"
 SCHEMA_VERSION = 2
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
 UPGRADABLE = (1,)
-DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events")
+DATABASES = ("meta", "blobs", "sessions", "turns", "changes", "heads", "paths", "index", "events",
+             "counts")
+#: Databases that schema 1 lacked: the upgrade to 2 creates them.
+ADDED_IN_2 = ("counts",)
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
 COMPACT_DIR = "db.compact"
 #: Below this much free space, a commit that fails with EIO is taken for a full disk.
 LOW_SPACE = 64 * 1024 * 1024
-#: An LMDB data file begins with a meta page: a 16-byte page header, then 0xBEEFC0DE.
-LMDB_MAGIC_AT, LMDB_MAGIC = 16, (0xBEEFC0DE).to_bytes(4, "little")
+#: An LMDB data file begins with two meta pages (``MDB_meta`` in LMDB's mdb.c; little-endian
+#: and 64-bit in the builds py-lmdb ships): a 16-byte page header (page number, pad, flags),
+#: then the magic, the format version, the map's address and size, the free and main
+#: databases (48 bytes each; the first one's ``md_pad`` is the page size), the last page used
+#: and the id of the transaction that wrote it. The second meta page starts one page in.
+_META = struct.Struct("<8x2xH4xII16xI92xQQ")
+_P_META, _MAGIC, _DATA_VERSION = 0x08, 0xBEEFC0DE, 1
+#: Where the magic sits; a file too short to show it cannot be told from a foreign one.
+_MAGIC_END = 20
 T = TypeVar("T")
+#: What an open or a write that the file system refused says about why.
+_DENIED = {errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+           errno.EROFS: "read-only file system"}
 
 
-def _flock(path: str, mode: int, timeout: float, what: str) -> int:
-    """Open ``path`` and take an flock on it, polling until ``timeout`` seconds pass."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+def _denied(exc: BaseException) -> str | None:
+    """Why the store cannot be written, when ``exc`` is the file system refusing a write."""
+    if isinstance(exc, OSError):
+        return _DENIED.get(exc.errno or 0)
+    if isinstance(exc, lmdb.ReadonlyError):  # LMDB's name for EACCES
+        return _DENIED[errno.EACCES]
+    if isinstance(exc, lmdb.Error) and os.strerror(errno.EROFS) in str(exc):
+        return _DENIED[errno.EROFS]
+    return None
+
+
+def _flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = False) -> int:
+    """Open ``path`` and take an flock on it, polling until ``timeout`` seconds pass.
+
+    ``readonly`` opens an existing file without write access (flock needs none);
+    otherwise a refused open is :class:`StoreReadOnly`.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC) if readonly else \
+            os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        reason = _denied(exc)
+        if reason is None or readonly:
+            raise
+        raise StoreReadOnly(f"the store at {os.path.dirname(path)} is read-only ({reason})",
+                            reason=reason) from None
     deadline = time.monotonic() + timeout
     delay = 0.001
     while True:
@@ -74,6 +131,66 @@ def store_size(store_dir: str) -> int:
         return 0
 
 
+def _meta(raw: bytes) -> tuple[int, int, int] | None:
+    """The page size, last page used and transaction id of a meta page read from the file
+    (None: too short, or not a valid meta page)."""
+    if len(raw) < _META.size:
+        return None
+    flags, magic, version, page_size, last_page, txnid = _META.unpack(raw)
+    if not flags & _P_META or magic != _MAGIC or version != _DATA_VERSION:
+        return None
+    return page_size, last_page, txnid
+
+
+def check_data_file(fd: int, store_dir: str) -> None:
+    """Refuse a data file that LMDB must not map (``fd`` is open on it).
+
+    LMDB picks the valid meta page with the higher transaction id; every page up
+    to that meta page's last page must be in the file, or reading it is SIGBUS.
+    A file with no LMDB magic is :class:`StoreCorrupt` (not a store); one that
+    starts as LMDB but is shorter than its meta pages claim, or whose meta pages
+    are unreadable, is :class:`StoreDamaged`. Costs one ``fstat`` and two
+    ``pread`` calls: it runs before every transaction.
+    """
+    head = os.pread(fd, _META.size, 0)
+    first = _meta(head)
+    if first is not None:
+        page_size = first[0]
+        if 512 <= page_size <= 65536 and not page_size & (page_size - 1):
+            second = _meta(os.pread(fd, _META.size, page_size))
+            # The size after the meta pages: a writer extends the file with its pages
+            # before it writes the meta page naming them, so a commit that lands
+            # between the two reads can only make the file larger than they need.
+            size = os.fstat(fd).st_size
+            if second is not None:
+                needed = (max(first, second, key=lambda meta: meta[2])[1] + 1) * page_size
+                if size >= needed:
+                    return
+                raise _damaged(store_dir, size, f"is truncated: {size} bytes, but its last "
+                               f"commit needs {needed}", needed)
+            if size < page_size + _META.size:
+                needed = (first[1] + 1) * page_size
+                raise _damaged(store_dir, size, f"is truncated: {size} bytes, but its last "
+                               f"commit needs {needed}", needed)
+            raise _damaged(store_dir, size, "has an unreadable second meta page")
+        raise _damaged(store_dir, os.fstat(fd).st_size,
+                       f"records an impossible page size {page_size}")
+    size = os.fstat(fd).st_size
+    if len(head) < _MAGIC_END:
+        raise _damaged(store_dir, size, f"is {size} bytes, cut short or not a snapstore store")
+    if head[16:_MAGIC_END] != _MAGIC.to_bytes(4, "little"):
+        raise StoreCorrupt(f"{store_dir} is not a snapstore store "
+                           "(the database file is not LMDB)")
+    raise _damaged(store_dir, size, f"is {size} bytes, cut short in its first meta page"
+                   if size < _META.size else "has an unreadable first meta page")
+
+
+def _damaged(store_dir: str, size: int, what: str, needed: int | None = None) -> StoreDamaged:
+    return StoreDamaged(f"the store at {store_dir} is damaged: its data file {what}",
+                        path=os.path.join(store_dir, DB_DIR, "data.mdb"), size=size,
+                        needed=needed)
+
+
 def _is_enospc(exc: BaseException) -> bool:
     return "No space left" in str(exc) or getattr(exc, "errno", None) == errno.ENOSPC
 
@@ -85,17 +202,34 @@ class Database:
                  map_size: int = INITIAL_MAP_SIZE, meta: dict[bytes, bytes] | None = None):
         self.store_dir = store_dir
         self.lock_timeout = lock_timeout
+        #: Why the store cannot be written (None: it can); see :meth:`_open_read_only`.
+        self.read_only: str | None = None
         self._pid = os.getpid()
+        self._open_fd: int | None = None
+        self._guard_fd: int | None = None
+        self._data_fd: int | None = None
         if create and not os.path.lexists(store_dir):
-            _build(store_dir, meta or {}, map_size)
+            try:
+                _build(store_dir, meta or {}, map_size)
+            except OSError as exc:
+                reason = _denied(exc)
+                if reason is None:
+                    raise
+                raise StoreReadOnly(f"cannot create the store at {store_dir} ({reason})",
+                                    reason=reason) from None
         _check_store_dir(store_dir, create)
         # An existing database is opened strictly, even by init: keys are never added to a
         # database that is not ours.
         fresh = create and not os.path.exists(data_file(store_dir))
-        self._open_fd = _flock(os.path.join(store_dir, "open.lock"), fcntl.LOCK_SH,
-                               lock_timeout, "compaction lock")
         try:
-            self.env = self._open_env(fresh, map_size)
+            try:
+                self._open_fd = _flock(os.path.join(store_dir, "open.lock"), fcntl.LOCK_SH,
+                                       lock_timeout, "compaction lock")
+                self.env = self._open_env(fresh, map_size)
+            except StoreReadOnly as exc:
+                if fresh:
+                    raise
+                self._open_read_only(exc.reason, map_size)
             self.dbs = {name: self.env.open_db(name.encode(), create=True)
                         for name in DATABASES} if fresh else self._open_existing()
             self.env.reader_check()
@@ -108,35 +242,89 @@ class Database:
             self.close()
             raise
 
-    def _open_env(self, create: bool, map_size: int) -> lmdb.Environment:
+    def _open_env(self, create: bool, map_size: int, readonly: bool = False
+                  ) -> lmdb.Environment:
         path = os.path.join(self.store_dir, DB_DIR)
         if create:
             os.makedirs(path, exist_ok=True)
         elif not os.path.isfile(data_file(self.store_dir)):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
-        elif not _looks_like_lmdb(data_file(self.store_dir)):
-            # LMDB would initialise an empty file: refuse before it writes a byte.
-            raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
-                               "(the database file is not LMDB)")
+        else:
+            # LMDB would initialise an empty file, and maps a short one: refuse before either.
+            self._open_data_fd()
+            self._check_data()
         try:
-            return lmdb.open(path, subdir=True, create=create, map_size=map_size,
-                             max_dbs=len(DATABASES) + 2, readahead=False, meminit=False)
+            env = lmdb.open(path, subdir=True, create=create, map_size=map_size,
+                            max_dbs=len(DATABASES) + 2, readahead=False, meminit=False,
+                            readonly=readonly, lock=not readonly)
         except lmdb.InvalidError:
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
                                "(the database file is not LMDB)") from None
         except lmdb.Error as exc:
+            reason = _denied(exc)
+            if reason is not None:
+                raise StoreReadOnly(f"the store at {self.store_dir} is read-only ({reason})",
+                                    reason=reason) from None
             if _is_enospc(exc):
                 raise StoreFull(f"no space left to open the store: {exc}") from None
             raise StoreCorrupt(f"cannot open the store at {self.store_dir}: {exc}") from None
+        if create:
+            self._open_data_fd()
+        return env
+
+    def _open_read_only(self, reason: str, map_size: int) -> None:
+        """Open a store that cannot be written, safely, for reading only.
+
+        LMDB's lock file needs write access, so the environment is opened
+        without it. Its readers then are not registered, and a writer (another
+        user's, with write access) could reuse the pages they read: instead the
+        store holds a shared ``flock`` on ``write.lock``, which every snapstore
+        writer takes exclusively, for as long as it is open. On a read-only file
+        system no one can write, and the lock file may be left out.
+        """
+        self.read_only = reason
+        lock_dir = self.store_dir
+        if self._open_fd is None:
+            self._open_fd = _flock_existing(os.path.join(lock_dir, "open.lock"), fcntl.LOCK_SH,
+                                            self.lock_timeout, "compaction lock")
+        self._guard_fd = _flock_existing(os.path.join(lock_dir, "write.lock"), fcntl.LOCK_SH,
+                                         self.lock_timeout, "the write lock")
+        if self._guard_fd is None and not _read_only_fs(lock_dir):
+            raise StoreReadOnly(f"the store at {self.store_dir} is read-only ({reason}) and has "
+                                "no write.lock to keep writers out while it is read",
+                                reason=reason)
+        self.env = self._open_env(False, map_size, readonly=True)
+
+    def _open_data_fd(self) -> None:
+        if self._data_fd is None:
+            self._data_fd = os.open(data_file(self.store_dir), os.O_RDONLY | os.O_CLOEXEC)
+
+    def _check_data(self) -> None:
+        """Refuse a data file shorter than its last commit, before LMDB maps a missing page."""
+        assert self._data_fd is not None
+        check_data_file(self._data_fd, self.store_dir)
+
+    def _refuse_writes(self) -> None:
+        if self.read_only is not None:
+            raise StoreReadOnly(f"the store at {self.store_dir} is read-only ({self.read_only})",
+                                reason=self.read_only)
 
     def _open_existing(self) -> dict[str, Any]:
-        with self.env.begin() as txn:
-            present = {key.decode() for key, _ in txn.cursor()}
-        missing = [name for name in DATABASES if name not in present]
+        with self.read() as txn:
+            present = {bytes(key).decode(errors="replace") for key, _ in txn.cursor()}
+        older = False
+        if "meta" in present:
+            meta = self.env.open_db(b"meta", create=False)
+            with self.read() as txn:
+                older = txn.get(b"schema", db=meta) == b"1"
+        missing = [name for name in DATABASES if name not in present
+                   and not (older and name in ADDED_IN_2)]
         if missing:
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store "
                                f"(missing {', '.join(missing)})")
-        return {name: self.env.open_db(name.encode(), create=False) for name in DATABASES}
+        # A schema-1 store gets the databases schema 2 added, empty (Repo then upgrades it).
+        return {name: self.env.open_db(name.encode(), create=name not in present)
+                for name in DATABASES}
 
     def _init_meta(self, meta: dict[bytes, bytes]) -> None:
         def put(txn: lmdb.Transaction) -> None:
@@ -174,6 +362,7 @@ class Database:
     def read(self) -> Iterator[lmdb.Transaction]:
         """A read-only transaction; adopts a map grown by another process."""
         self._check_fork()
+        self._check_data()
         try:
             txn = self.env.begin()
         except lmdb.MapResizedError:
@@ -181,14 +370,18 @@ class Database:
             txn = self.env.begin()
         try:
             yield txn
+        except (lmdb.CorruptedError, lmdb.PageNotFoundError) as exc:
+            raise StoreCorrupt(f"the store at {self.store_dir} is damaged: {exc}") from None
         finally:
             txn.abort()
 
     @contextmanager
-    def write_lock(self) -> Iterator[None]:
-        """Hold the writer lock (for operations that span several transactions)."""
+    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
+        """Hold the writer lock (for operations that span several transactions), waiting up
+        to ``timeout`` (default: the store's lock timeout)."""
+        self._refuse_writes()
         fd = _flock(os.path.join(self.store_dir, "write.lock"), fcntl.LOCK_EX,
-                    self.lock_timeout, "the write lock")
+                    self.lock_timeout if timeout is None else timeout, "the write lock")
         try:
             yield
         finally:
@@ -201,6 +394,7 @@ class Database:
         Pass ``locked=True`` when the caller already holds :meth:`write_lock`.
         """
         self._check_fork()
+        self._refuse_writes()
         if not locked:
             with self.write_lock():
                 return self._write(fn)
@@ -208,6 +402,7 @@ class Database:
 
     def _write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
         while True:
+            self._check_data()
             try:
                 with self.env.begin(write=True) as txn:
                     return fn(txn)
@@ -215,6 +410,8 @@ class Database:
                 self._grow()
             except lmdb.MapResizedError:
                 self.env.set_mapsize(0)
+            except (lmdb.CorruptedError, lmdb.PageNotFoundError) as exc:
+                raise StoreCorrupt(f"the store at {self.store_dir} is damaged: {exc}") from None
             except lmdb.Error as exc:
                 raise self._write_failed(exc) from None
 
@@ -271,6 +468,7 @@ class Database:
             faults.point("db.compact_copied")
             map_size = self.env.info()["map_size"]
             self.env.close()
+            self._close_data_fd()
             os.replace(os.path.join(tmp, "data.mdb"), os.path.join(db_dir, "data.mdb"))
             _fsync(db_dir)
             faults.point("db.compact_swapped")
@@ -286,10 +484,17 @@ class Database:
         if env is not None and os.getpid() == self._pid:
             env.close()
         self.env = None
-        fd = getattr(self, "_open_fd", None)
-        if fd is not None:
-            os.close(fd)
-            self._open_fd = None
+        self._close_data_fd()
+        for name in ("_guard_fd", "_open_fd"):
+            fd = getattr(self, name, None)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
+
+    def _close_data_fd(self) -> None:
+        if getattr(self, "_data_fd", None) is not None:
+            os.close(self._data_fd)
+            self._data_fd = None
 
 
 def _upgrade(fd: int, timeout: float) -> bool:
@@ -310,19 +515,24 @@ def _upgrade(fd: int, timeout: float) -> bool:
             time.sleep(0.01)
 
 
+def _flock_existing(path: str, mode: int, timeout: float, what: str) -> int | None:
+    """An flock on an existing lock file opened without write access (None: there is none)."""
+    try:
+        return _flock(path, mode, timeout, what, readonly=True)
+    except FileNotFoundError:
+        return None
+
+
+def _read_only_fs(path: str) -> bool:
+    return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+
+
 def _fsync(path: str) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _looks_like_lmdb(path: str) -> bool:
-    """Whether the file starts with an LMDB meta page (its magic after the page header)."""
-    with open(path, "rb") as handle:
-        head = handle.read(LMDB_MAGIC_AT + 4)
-    return head[LMDB_MAGIC_AT:] == LMDB_MAGIC
 
 
 def _initial_meta(meta: dict[bytes, bytes]) -> dict[bytes, bytes]:

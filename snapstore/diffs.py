@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .history import file_stats, resolve_turn
+from .history import FileStat, LineCounter, file_stats, keep_counts, resolve_turn
 from .merge import is_binary, unified_diff
-from .records import LINK, Entry
+from .records import LINK, Entry, Turn
 from .repo import Repo
 
 
@@ -34,15 +34,23 @@ def entry_diff(path: str, old: Entry | None, new: Entry | None) -> list[str]:
     return lines + unified_diff(old_data, new_data, old_name, new_name)
 
 
+def turn_diffs(repo: Repo, ref: str | int, session: str, paths: list[str] | None = None
+               ) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+    """One turn, and each path it changed (or each of ``paths``) with its diff lines."""
+    wanted = None if paths is None else {repo.ws.relpath(p) for p in paths}
+    files: list[tuple[FileStat, list[str]]] = []
+    with repo.read() as v:
+        turn = resolve_turn(v, ref, session)
+        count = LineCounter(v)
+        for stat in file_stats(v, v.changes(turn.id), count):
+            if wanted is None or stat.path in wanted:
+                files.append((stat, entry_diff(stat.path, v.content(stat.before),
+                                               v.content(stat.after))))
+    keep_counts(repo, count)
+    return turn, files
+
+
 def turn_diff(repo: Repo, ref: str | int, session: str,
               paths: list[str] | None = None) -> list[str]:
     """The diff of everything one turn changed (or only ``paths``)."""
-    wanted = None if paths is None else {repo.ws.relpath(p) for p in paths}
-    lines: list[str] = []
-    with repo.read() as v:
-        turn = resolve_turn(v, ref, session)
-        for stat in file_stats(v, v.changes(turn.id)):
-            if wanted is not None and stat.path not in wanted:
-                continue
-            lines += entry_diff(stat.path, v.content(stat.before), v.content(stat.after))
-    return lines
+    return [line for _, lines in turn_diffs(repo, ref, session, paths)[1] for line in lines]

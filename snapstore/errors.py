@@ -78,6 +78,13 @@ class WatcherRunning(StoreLocked):
     """A watcher already runs for this store (field: ``pid``)."""
 
 
+class StoreReadOnly(SnapstoreError):
+    """The store cannot be written: its files or its file system are read-only
+    (field: ``reason``). Reading it still works."""
+
+    code = "read_only"
+
+
 class StoreFull(SnapstoreError):
     """The disk under the store or the workspace has no room left."""
 
@@ -107,6 +114,11 @@ class StoreCorrupt(SnapstoreError):
     """The store failed verification: bad digest, malformed record, not a store."""
 
     code = "corrupt"
+
+
+class StoreDamaged(StoreCorrupt):
+    """The store's data file is damaged where LMDB would map it: cut short, or a meta page
+    unreadable (fields: ``path``, ``size``, ``needed``). Nothing in it is read."""
 
 
 class SchemaMismatch(StoreCorrupt):

@@ -107,11 +107,14 @@ class Workspace:
     # -- descriptors -------------------------------------------------------------
 
     @contextmanager
-    def _parent(self, rel: str, create: bool = False) -> Iterator[tuple[int | None, int]]:
+    def _parent(self, rel: str, create: bool = False, links_absent: bool = False
+                ) -> Iterator[tuple[int | None, int]]:
         """Open the parent folder of ``rel`` without following symlinks.
 
-        Yields ``(fd, created)``: ``fd`` is None when a folder is missing and
-        ``create`` is false; ``created`` counts the folders made.
+        Yields ``(fd, created)``: ``fd`` is None when a folder is missing, or a
+        file stands in its place, and ``create`` is false; ``created`` counts the
+        folders made. A symlink in place of a folder is refused (UnsafePath),
+        unless ``links_absent``: then there is nothing below it either.
         """
         parts = rel.split("/")[:-1]
         fd = os.open(self.root, _DIR_FLAGS)
@@ -132,6 +135,12 @@ class Workspace:
                         pass  # another writer made it meanwhile
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
+                    if not create and _stands_for_a_folder(part, fd, links_absent):
+                        # A file (or, when asked, a link) stands where a folder would be:
+                        # nothing is below it as far as the workspace's paths go.
+                        os.close(fd)
+                        fd = -1
+                        break
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         where = "/".join(parts[: i + 1])
                         raise UnsafePath(f"{rel}: {where} is a symlink or not a folder; "
@@ -163,6 +172,28 @@ class Workspace:
         with self._parent(rel) as (fd, _):
             return None if fd is None else _read_at(fd, _leaf(rel), rel)
 
+    def read_state(self, rel: str, links_absent: bool = False) -> tuple[Entry | None, bool]:
+        """What ``rel`` holds as a versioned object, and whether a folder stands there.
+
+        Folders are not versioned: one standing at the path counts as absent (an
+        agent that turns a folder into a file captures the file's absence first).
+        With ``links_absent``, a symlink standing in place of a parent folder means
+        the path is absent rather than refused (a rewind restoring the folder
+        removes the link first; nothing is ever read through it).
+        """
+        with self._parent(rel, links_absent=links_absent) as (fd, _):
+            if fd is None:
+                return None, False
+            try:
+                st = os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None, False
+            except OSError as exc:
+                raise BadInput(f"cannot read {rel}: {exc.strerror}", path=rel) from None
+            if stat.S_ISDIR(st.st_mode):
+                return None, True
+            return _read_at(fd, _leaf(rel), rel), False
+
     def read_many(self, rels: Iterable[str]
                   ) -> Iterator[tuple[str, Entry | SnapstoreError | None]]:
         """Read many paths, opening each run of paths in one folder once (a scan's reads).
@@ -186,10 +217,15 @@ class Workspace:
                         yield rel, entry
 
     def missing_parents(self, rel: str) -> int:
-        """How many of the parent folders of ``rel`` do not exist yet."""
+        """How many of the parent folders of ``rel`` are not folders yet (a symlink to a
+        folder, or a file, standing there counts as missing: a write replaces it)."""
         parts = rel.split("/")[:-1]
         for depth in range(len(parts), 0, -1):
-            if os.path.isdir(os.path.join(self.root, *parts[:depth])):
+            try:
+                st = os.lstat(os.path.join(self.root, *parts[:depth]))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
                 return len(parts) - depth
         return len(parts)
 
@@ -246,9 +282,12 @@ class Workspace:
                 os.fsync(fd)
 
     def sync_folders(self, rels: Iterable[str]) -> None:
-        """Sync the folder of each path once, making renames and unlinks in it durable."""
+        """Sync the folder of each path once, making renames and unlinks in it durable.
+
+        A folder that is gone, or that a file or link has replaced since, is skipped.
+        """
         for _, group in itertools.groupby(sorted(rels, key=_folder), key=_folder):
-            with self._parent(next(group)) as (fd, _):
+            with self._parent(next(group), links_absent=True) as (fd, _):
                 if fd is not None:
                     os.fsync(fd)
 
@@ -265,6 +304,18 @@ class Workspace:
             if removed:
                 os.fsync(fd)
         return removed
+
+    def remove_empty_tree(self, rel: str) -> None:
+        """Remove the folder ``rel`` if it holds nothing but empty folders; never a file.
+
+        A rewind calls this where a file must come back in place of a folder that the
+        rewind's own deletions emptied. A folder that still holds a file stays, and
+        the write that needs its place fails with a clear error.
+        """
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return
+            _remove_empty_tree(fd, _leaf(rel))
 
     def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
         """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
@@ -284,6 +335,38 @@ class Workspace:
                 os.fsync(fd)
             removed.append(folder)
         return removed
+
+
+def _stands_for_a_folder(name: str, dir_fd: int, links: bool) -> bool:
+    """Whether ``name`` in ``dir_fd`` is a regular file (or, with ``links``, a symlink)."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or (links and stat.S_ISLNK(mode))
+
+
+def _remove_empty_tree(parent_fd: int, name: str) -> None:
+    """Remove folder ``name`` of ``parent_fd`` and its empty subfolders, depth first, never
+    following a link; stops quietly at the first entry that is not an empty folder."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(fd):
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return
+            if not stat.S_ISDIR(st.st_mode):
+                return
+            _remove_empty_tree(fd, entry)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent_fd)
+        os.fsync(parent_fd)
 
 
 def _read_at(fd: int, name: str, rel: str) -> Entry | None:

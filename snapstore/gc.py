@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from . import blobs, faults
+from .base import base_keys
 from .history import last_undoable
 from .records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from .repo import Repo, Tx, View
@@ -145,6 +146,8 @@ class _Graph:
         for change in v.all_changes():
             refs.setdefault(change.turn, set()).update(_digests(change))
         roots = {digest for _, digest in v.path_digests()}
+        for session in v.sessions():
+            roots.update(base_keys(session.base))
         roots.update(value[FINGERPRINT.size:] for value in v.index_values()
                      if len(value) == FINGERPRINT.size + blobs.DIGEST_SIZE)
         page = repo.page_size()
@@ -319,6 +322,7 @@ def _sweep(repo: Repo, result: GcResult) -> None:
         deltas = sorted((k for k in live if k in headers and headers[k].base is not None),
                         key=lambda k: headers[k].depth)  # bases before what rests on them
         dead = [k for k in headers if k not in live]
+        stale_counts = [k for k in snap.counted() if k[:32] not in live or k[32:] not in live]
 
         def commit(tx: Tx) -> tuple[int, int]:
             current = dict(headers)
@@ -340,6 +344,8 @@ def _sweep(repo: Repo, result: GcResult) -> None:
             faults.point("gc.rebased")
             for key in dead:
                 tx.delete_blob(key)
+            for key in stale_counts:
+                tx.forget_line_counts(key)
             return len(dead), rebased
 
         removed, rebased = repo.write(commit, locked=True)

@@ -6,13 +6,15 @@ and removed by a turn are counted between the blobs it recorded.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .blobs import parse_header
-from .errors import BadInput, UnknownTurn
-from .merge import is_binary, line_stats
-from .records import AGENT, OPEN, Change, Turn, Version
-from .repo import Repo, View
+from .errors import BadInput, SnapstoreError, UnknownTurn
+from .merge import is_binary, line_stats, split_lines
+from .records import AGENT, BRANCH_KINDS, FILE, LINK, OPEN, REWIND, Change, Turn, Version
+from .repo import Repo, Tx, View
 
 #: An argument of at most this many digits is a number from ``log``, not an id prefix.
 MAX_NUMBER_DIGITS = 6
@@ -103,17 +105,22 @@ def branch(v: View, session: str) -> list[Turn]:
     return turns
 
 
-def last_undoable(v: View, session: str) -> Turn | None:
-    """The rewind a plain ``undo`` takes back: the newest applied one not yet undone."""
-    record = v.session(session)
-    op_id = record.last_rewind if record else None
-    while op_id is not None:
-        turn = v.turn(op_id)
-        assert turn.op is not None
-        if turn.op.undoes is None and turn.op.undone_by is None and turn.op.status == "applied":
-            return turn
-        op_id = turn.op.prev_rewind
-    return None
+def undoable(turn: Turn) -> bool:
+    """Whether ``turn`` is a rewind or switch that was applied and not undone."""
+    op = turn.op
+    return turn.kind == REWIND and op is not None and op.undoes is None \
+        and op.undone_by is None and op.status == "applied"
+
+
+def last_undoable(v: View, session: str | None = None) -> Turn | None:
+    """What a plain ``undo`` takes back: the newest rewind or switch, applied and not
+    undone, in the whole store (or in ``session``)."""
+    newest = None
+    for turn in v.turns():
+        if undoable(turn) and (session is None or turn.session == session) and (
+                newest is None or turn.seq > newest.seq):
+            newest = turn
+    return newest
 
 
 def latest_session(repo: Repo) -> str | None:
@@ -121,19 +128,29 @@ def latest_session(repo: Repo) -> str | None:
     newest: Turn | None = None
     with repo.read() as v:
         for turn in v.turns():
-            if turn.kind == AGENT and (newest is None or turn.seq > newest.seq):
+            if turn.kind in BRANCH_KINDS and (newest is None or turn.seq > newest.seq):
                 newest = turn
     return newest.session if newest else None
 
 
 def session_turns(v: View, session: str) -> list[Turn]:
     """Every agent turn of a session, newest first, rewound branches included."""
-    turns = [t for t in v.turns() if t.session == session and t.kind == AGENT]
+    turns = [t for t in v.turns() if t.session == session and t.kind in BRANCH_KINDS]
     return sorted(turns, key=lambda t: t.seq, reverse=True)
 
 
-def file_stats(v: View, changes: list[Change]) -> list[FileStat]:
-    """Per-path stats of a list of changes: first ``before`` against last ``after``."""
+class NetChange(NamedTuple):
+    """What a list of changes did to one path: its first ``before``, its last ``after``."""
+
+    path: str
+    before: Version | None
+    after: Version | None
+    last: Change
+    tools: str
+
+
+def net_changes(changes: list[Change]) -> list[NetChange]:
+    """Per path, in the order first seen: first ``before`` against last recorded ``after``."""
     first: dict[str, Change] = {}
     last: dict[str, Change] = {}
     tools: dict[str, dict[str, None]] = {}
@@ -141,61 +158,104 @@ def file_stats(v: View, changes: list[Change]) -> list[FileStat]:
         first.setdefault(change.path, change)
         last[change.path] = change
         tools.setdefault(change.path, {})[change.tool] = None
+    return [NetChange(path, opening.before,
+                      last[path].after if last[path].done else opening.before, last[path],
+                      ", ".join(t for t in tools[path] if t))
+            for path, opening in first.items()]
+
+
+class LineCounter:
+    """Lines added and removed between two versions of a file.
+
+    A count is read from the store (``counts``, keyed by the two digests) when it
+    was made before, else made once by a diff and gathered in ``fresh`` for
+    :func:`keep_counts`. Reading history therefore never diffs the same pair twice.
+    """
+
+    def __init__(self, v: View):
+        self.v = v
+        self.fresh: dict[bytes, tuple[int, int, bool]] = {}
+
+    def __call__(self, before: Version | None, after: Version | None) -> tuple[int, int, bool]:
+        old = before if before is not None and before.kind == FILE else None
+        new = after if after is not None and after.kind == FILE else None
+        key = old.key + new.key if old is not None and new is not None else None
+        found = None if key is None else self.fresh.get(key) or self.v.line_counts(key)
+        if found is None:
+            old_data = self.v.blob(old.key) if old is not None else b""
+            new_data = self.v.blob(new.key) if new is not None else b""
+            binary = is_binary(old_data) or is_binary(new_data)
+            if binary:
+                found = (0, 0, True)
+            elif old is None or new is None:  # added or deleted whole: no diff to make
+                found = (len(split_lines(new_data)), len(split_lines(old_data)), False)
+            else:
+                found = (*line_stats(old_data, new_data), False)
+            if key is not None:
+                self.fresh[key] = found
+        return found
+
+
+def keep_counts(repo: Repo, counter: LineCounter) -> None:
+    """Keep the counts made while reading, when the store can take them without a wait."""
+    if not counter.fresh:
+        return
+
+    def put(tx: Tx) -> None:
+        for key, (added, removed, binary) in counter.fresh.items():
+            tx.put_line_counts(key, added, removed, binary)
+
+    with contextlib.suppress(SnapstoreError):  # a busy, read-only or full store: next time
+        repo.write_if_free(put)
+
+
+def file_stats(v: View, changes: list[Change], count: LineCounter | None = None
+               ) -> list[FileStat]:
+    """Per-path stats of a list of changes: first ``before`` against last ``after``."""
+    count = count or LineCounter(v)
     stats = []
-    for path, opening in first.items():
-        closing = last[path]
-        before = opening.before
-        after = closing.after if closing.done else before
-        stat = _stat(v, path, before, after, closing)
-        if stat is not None:
-            stat.tool = ", ".join(t for t in tools[path] if t)
-            stats.append(stat)
+    for net in net_changes(changes):
+        before, after = net.before, net.after
+        if before is None and after is None:
+            continue
+        status = "added" if before is None else "deleted" if after is None else "modified"
+        if before is not None and after is not None and before.digest == after.digest:
+            if before.mode == after.mode and before.kind == after.kind:
+                continue
+            status = "mode"
+        added, removed, binary = count(before, after)
+        if LINK in (getattr(before, "kind", None), getattr(after, "kind", None)):
+            status = "link" if status == "modified" else status
+        stats.append(FileStat(net.path, status, added, removed, net.tools, net.last.source,
+                              binary, before, after))
     return stats
-
-
-def _stat(v: View, path: str, before: Version | None, after: Version | None,
-          change: Change) -> FileStat | None:
-    if before is None and after is None:
-        return None
-    status = "added" if before is None else "deleted" if after is None else "modified"
-    if before is not None and after is not None and before.digest == after.digest:
-        if before.mode == after.mode and before.kind == after.kind:
-            return None
-        status = "mode"
-    old = v.content(before) if before and before.kind == "file" else None
-    new = v.content(after) if after and after.kind == "file" else None
-    old_data = old.data if old else b""
-    new_data = new.data if new else b""
-    binary = is_binary(old_data) or is_binary(new_data)
-    added, removed = (0, 0) if binary else line_stats(old_data, new_data)
-    if "link" in (getattr(before, "kind", None), getattr(after, "kind", None)):
-        status = "link" if status == "modified" else status
-    return FileStat(path, status, added, removed, change.tool, change.source, binary,
-                    before, after)
-
-
-def turn_stats(v: View, turn: Turn) -> list[FileStat]:
-    return file_stats(v, v.changes(turn.id))
 
 
 def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
     """Rewind points newest first; numbered 1..N along the current branch."""
     with repo.read() as v:
         v.require_session(session)
-        on_branch = [t for t in branch(v, session) if t.kind == AGENT]
+        on_branch = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
         numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
         turns = session_turns(v, session) if all_branches else on_branch
-        return [RewindPoint(numbers.get(t.id), t, turn_stats(v, t)) for t in turns]
+        count = LineCounter(v)
+        points = [RewindPoint(numbers.get(t.id), t, file_stats(v, v.changes(t.id), count))
+                  for t in turns]
+    keep_counts(repo, count)
+    return points
 
 
-def resolve_turn(v: View, ref: str | int, session: str) -> Turn:
-    """A turn from a number on the current branch, or an id or unique id prefix."""
+def resolve_turn(v: View, ref: str | int, session: str | None) -> Turn:
+    """A turn from a number on ``session``'s current branch, or from an id or unique id
+    prefix of a turn of any session (those of ``session`` first)."""
     text = str(ref).strip()
     if not text:
         raise BadInput("empty turn reference")
-    v.require_session(session)
     if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
-        points = [t for t in branch(v, session) if t.kind == AGENT]
+        if session is None:
+            raise BadInput(f"turn number {text} needs a session", ref=text)
+        v.require_session(session)
+        points = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
         n = int(text)
         if not 1 <= n <= len(points):
             raise UnknownTurn(f"no rewind point {n} in session {session!r} "
@@ -203,20 +263,22 @@ def resolve_turn(v: View, ref: str | int, session: str) -> Turn:
                               count=len(points))
         return points[n - 1]
     matches = [t for t in v.turns() if t.id.startswith(text)]
-    in_session = [t for t in matches if t.session == session]
-    matches = in_session or matches
+    matches = [t for t in matches if t.session == session] or matches
     if not matches:
         raise UnknownTurn(f"unknown turn {text!r}", ref=text, session=session)
     if len(matches) > 1:
         raise BadInput(f"turn prefix {text!r} is ambiguous: "
-                       + ", ".join(sorted(t.id for t in matches)[:5]))
+                       + ", ".join(sorted(t.id for t in matches)[:5]), ref=text)
     return matches[0]
 
 
 def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
-        return TurnDetail(turn, turn_stats(v, turn))
+        count = LineCounter(v)
+        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count))
+    keep_counts(repo, count)
+    return detail
 
 
 def status(repo: Repo, session: str) -> StoreStatus:

@@ -19,11 +19,12 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from . import faults
-from .errors import SnapstoreError, StoreCorrupt
+from .errors import SnapstoreError, StoreCorrupt, StoreFull
 from .plan import (
     CONFLICT,
     DELETE,
@@ -33,7 +34,16 @@ from .plan import (
     PathPlan,
     RewindResult,
 )
-from .records import CLOSED, REWIND, REWOUND, Change, RewindOp, fingerprint, version_of
+from .records import (
+    CLOSED,
+    REVERT,
+    REWIND,
+    REWOUND,
+    Change,
+    RewindOp,
+    fingerprint,
+    version_of,
+)
 from .repo import Repo, Tx, View
 
 #: Threads writing a rewind's files at once.
@@ -63,6 +73,12 @@ def execute(repo: Repo, operation: Operation) -> RewindResult:
     return _finish(repo, op_id, errors)
 
 
+def _describe(op: RewindOp) -> str:
+    """The operation record's prompt line."""
+    verb = {"undo": "undo", "switch": "switch to"}.get(op.action, "rewind to")
+    return f"{verb} {op.target}"
+
+
 def _journal(repo: Repo, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
@@ -78,19 +94,22 @@ def _journal(repo: Repo, operation: Operation) -> str:
 
     def commit(tx: Tx) -> str:
         op = operation.op._replace(result=summary)
-        turn = tx.new_turn(op.session, kind=REWIND, state=CLOSED, op=op,
-                           prompt=("undo " if op.undoes else "rewind to ") + str(op.target))
+        # An undo that cannot move the head back stands on the branch as a turn of its own.
+        turn = tx.new_turn(op.session, kind=REVERT if op.on_branch else REWIND, state=CLOSED,
+                           parent=op.prev_head if op.on_branch else None, prompt=_describe(op))
+        if op.on_branch:
+            op = op._replace(new_head=turn.id)
         for key, value in encoded.items():
             tx.put_blob(key, value)
         for seq, plan in enumerate(writes):
             tx.put_change(Change(turn.id, seq, plan.path, plan.current, plan.result, True,
                                  "snapstore", "rewind", tx.clock(), plan.mkdirs))
-        tx.put_turn(turn._replace(closed=turn.created, next_change=len(writes)))
+        tx.put_turn(turn._replace(op=op, closed=turn.created, next_change=len(writes)))
         record = tx.require_session(op.session)
         tx.put_session(record._replace(last_rewind=turn.id))
         tx.set_unfinished(turn.id, True)
-        tx.event("undo_begin" if op.undoes else "rewind_begin", session=op.session,
-                 turn=turn.id, target=op.target, paths=[p.path for p in writes])
+        tx.event(f"{op.action}_begin", session=op.session, turn=turn.id, target=op.target,
+                 paths=[p.path for p in writes])
         return turn.id
 
     return repo.write(commit, locked=True)
@@ -99,49 +118,84 @@ def _journal(repo: Repo, operation: Operation) -> str:
 def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
     """Write each planned path once; a path that changed since planning is left alone.
 
-    Every file is synced before its rename; the folders are synced once each
-    after all the writes, before the caller's finish commit. Folders emptied by
-    deletions go last, once every file in them has been handled.
+    The newer structure goes first, then the old comes back: files are deleted,
+    then the folders emptied by this operation that stand where a file must come
+    back are removed, then files are written. Every file is synced before its
+    rename; the folders are synced once each after all the writes, before the
+    caller's finish commit. The other emptied folders go last.
     """
-    errors = []
+    deletes = [p for p in plans if p.writes and p.content is None]
+    writes = [p for p in plans if p.writes and p.content is not None]
     emptied = [p for p in plans if p.action == KEEP and p.result is None and p.rmdirs]
-    writes = [p for p in plans if p.writes]
+
+    full: set[str] = set()
 
     def write(plan: PathPlan) -> str | None:
-        """Write one path; the reason it was left alone, or None."""
+        """Write (or delete) one path; the reason it was left alone, or None."""
         try:
             if not _unchanged(repo, plan):
                 raise SnapstoreError(f"{plan.path} changed while the rewind ran; left alone",
                                      path=plan.path)
+            if plan.folder and plan.content is not None:
+                repo.ws.remove_empty_tree(plan.path)  # emptied by this operation's deletes
             repo.ws.write(plan.path, plan.content, sync_folder=False)
+        except StoreFull as exc:
+            full.add(plan.path)
+            return str(exc)
         except (SnapstoreError, OSError) as exc:
             return str(exc)
         faults.point("journal.wrote_path")
         return None
 
+    failed: dict[str, str] = {}
+    done: list[PathPlan] = []
+
+    def run(batch: list[PathPlan]) -> None:
+        for plan, failure in zip(batch, pool.map(write, batch), strict=True):
+            if failure is None:
+                done.append(plan)
+            else:
+                failed[plan.path] = failure
+        # On a nearly full disk, parallel writes can starve each other: each file that
+        # found no room is tried once more alone, so only what does not fit fails.
+        for plan in [p for p in batch if p.path in full]:
+            full.discard(plan.path)
+            failure = write(plan)
+            if failure is None:
+                del failed[plan.path]
+                done.append(plan)
+
     # Paths are independent, and most of a write is waiting for the disk.
-    with ThreadPoolExecutor(min(WRITERS, len(writes) or 1)) as pool:
-        failures = list(pool.map(write, writes))
-    for plan, failure in zip(writes, failures, strict=True):
-        if failure is not None:
-            errors.append({"path": plan.path, "reason": failure})
-        elif plan.content is None and plan.rmdirs:
-            emptied.append(plan)
-    repo.ws.sync_folders(p.path for p, f in zip(writes, failures, strict=True) if f is None)
-    for plan in sorted(emptied, key=lambda p: -p.path.count("/")):
+    with ThreadPoolExecutor(WRITERS) as pool:
+        run(deletes)
+        emptied += [p for p in deletes if p.rmdirs and p.path not in failed]
+        blocking = tuple(p.path + "/" for p in writes if p.folder)
+        first = [p for p in emptied if p.path.startswith(blocking)]
+        _remove_emptied(repo, first)
+        run(writes)
+    repo.ws.sync_folders(p.path for p in done)
+    _remove_emptied(repo, [p for p in emptied if p not in first])
+    return [{"path": path, "reason": reason} for path, reason in failed.items()]
+
+
+def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> None:
+    """Remove the folders these plans emptied, deepest first."""
+    for plan in sorted(plans, key=lambda p: -p.path.count("/")):
         # A folder that cannot go is only clutter, never lost work.
         with contextlib.suppress(SnapstoreError, OSError):
             repo.ws.remove_empty_parents(plan.path, plan.rmdirs)
-    return errors
 
 
 def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     """Whether the path still holds what the plan was made from.
 
     The stat fingerprint read at planning time settles it cheaply; only when
-    that moved is the file read and hashed again.
+    that moved is the file read and hashed again. A folder that stood at the
+    path may still stand there, or be gone.
     """
     now = repo.ws.lstat(plan.path)
+    if plan.folder:
+        return now is None or stat.S_ISDIR(now.st_mode)
     then = plan.current_entry.stat if plan.current_entry is not None else None
     if now is None or then is None:
         if now is None and plan.current is None:
@@ -162,40 +216,32 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         summary = dict(op.result)
         summary.pop("rmdirs", None)
         result = RewindResult(**summary)
-        result.undo_id = op_id
+        result.undo_id, result.new_head = op_id, op.new_head
         for key in ("restored", "deleted", "merged"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
         for change in tx.changes(op_id):
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
-        if op.undoes is not None:
-            _finish_undo(tx, op, op_id)
-        elif op.mode != "code":
+        if op.mode != "code":
             tx.set_head(op.session, op.new_head)
-            for turn_id in op.reverted:
-                tx.put_turn(tx.turn(turn_id)._replace(state=REWOUND))
+            for turn_ids, state in ((op.reverted, REWOUND), (op.forward, CLOSED)):
+                for turn_id in turn_ids:
+                    moved = tx.find_turn(turn_id)  # gc may have dropped it since
+                    if moved is not None and moved.state != state:
+                        tx.put_turn(moved._replace(state=state))
+        if op.undoes is not None:
+            undone = tx.turn(op.undoes)
+            assert undone.op is not None
+            tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
         tx.put_turn(turn._replace(op=op._replace(status="applied", result=result.to_json())))
         tx.set_unfinished(op_id, False)
-        tx.event("undo" if op.undoes else "rewind", session=op.session, turn=op_id,
-                 target=op.target, new_head=op.new_head, errors=len(result.errors),
+        tx.event(op.action, session=op.session, turn=op_id, target=op.target,
+                 new_head=op.new_head, errors=len(result.errors),
                  conflicts=len(result.conflicts))
         return result
 
     return repo.write(commit, locked=True)
-
-
-def _finish_undo(tx: Tx, op: RewindOp, op_id: str) -> None:
-    assert op.undoes is not None
-    undone = tx.turn(op.undoes)
-    assert undone.op is not None
-    if undone.op.mode != "code":
-        tx.set_head(op.session, op.new_head)
-        for turn_id in undone.op.reverted:
-            reverted = tx.turn(turn_id)
-            if reverted.state == REWOUND:
-                tx.put_turn(reverted._replace(state=CLOSED))
-    tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
 
 
 def resume(repo: Repo) -> list[RewindResult]:
@@ -221,11 +267,11 @@ def resume(repo: Repo) -> list[RewindResult]:
 def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
     try:
         repo.ws.remove_temp_files(change.path)  # a write the crash cut short
-        entry = repo.ws.read(change.path)
+        entry, folder = repo.ws.read_state(change.path, links_absent=True)
     except (SnapstoreError, OSError) as exc:
         return PathPlan(change.path, CONFLICT, reason=str(exc))
     current = version_of(entry)
-    if current == change.after:
+    if current == change.after and not (folder and change.after is not None):
         return PathPlan(change.path, KEEP, current, entry, current, entry, rmdirs=rmdirs)
     if current != change.before:
         return PathPlan(change.path, CONFLICT, current, entry,
@@ -235,4 +281,5 @@ def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
     except SnapstoreError as exc:
         return PathPlan(change.path, CONFLICT, current, entry, reason=str(exc))
     action = DELETE if change.after is None else RESTORE if change.before else MERGE
-    return PathPlan(change.path, action, current, entry, change.after, content, rmdirs=rmdirs)
+    return PathPlan(change.path, action, current, entry, change.after, content, rmdirs=rmdirs,
+                    folder=folder)

@@ -2,30 +2,44 @@
 
 When a user edits a file after an agent's turn and then rewinds that turn, snapstore takes out
 only the agent's change: a three-way merge with the agent's version as base, the file as it is
-now as "ours", and the file as it was before the turn as "theirs".
+now as "ours", and the file as it was before the turn as "theirs". docs/merge.md has the rules.
 
 The usual Python building blocks for this (merge3, patiencediff) are GPL, and git's xdiff is
-LGPL, so this module is our own implementation, written from the published algorithms:
+LGPL, so this module is our own, written from published algorithms: Myers, "An O(ND)
+Difference Algorithm and Its Variations" (1986), linear-space divide and conquer; the diff3
+merge of Khanna, Kunal and Pierce, "A Formal Investigation of Diff3" (2007); patience diff's
+unique-line anchors (B. Cohen) and Hunt and Szymanski's common subsequence (1977).
 
-* E. W. Myers, "An O(ND) Difference Algorithm and Its Variations" (1986), using the
-  linear-space "middle snake" divide and conquer;
-* the diff3 merge described by Khanna, Kunal and Pierce, "A Formal Investigation of Diff3"
-  (2007).
+Agreement with git. Diffs follow git's default (Myers) diff and merges ``git merge-file``'s
+defaults. The finer points (which lines take part in the search, the order of diagonals,
+where ambiguous hunks slide to, git's cost cap: a search that has spent max(256, ~sqrt(N))
+edits, N the lines searched, stops and cuts at the point furthest from its corner) were
+matched by observing git as a black box, and the tests check them against git. They differ
+in two places only, on purpose:
 
-Results are meant to agree with ``git merge-file`` (default settings). The finer points that
-decide between equally short diffs (which lines take part in the search, the order in which
-diagonals are tried, where ambiguous hunks slide to) were matched by observing git as a black
-box, and are checked against it by the test suite. One known difference: for diffs costing
-more than about 256 edits, git trades minimality for speed, while this module stays exact, so
-alignments of very large rewrites can differ.
+* **Cost.** Python runs that search 50 to 100 times slower than C, so each search has a
+  budget of R = 2**19 / N rounds (at least 64, at most git's cap). Up to 2,048 lines
+  searched, R is git's cap and the diff is git's. Beyond, a part of the files whose search
+  would outrun R (known in advance when a lower bound on its cost exceeds 2R) is cut at
+  anchors instead, and so is every part below it (see :func:`_anchors`). So only dense
+  rewrites (over 2R edits in one stretch) of files over 1,024 lines may align differently:
+  docs/merge.md says by how much. git's "good snake" heuristic starts after 256 edits of
+  one search, so only past that budget, and is left out. The cost is about N * R search
+  steps plus N log N for anchors, not N**2: ``python -m bench merge`` measures it.
+* **The final newline.** Where git conflicts and an input lacks its final newline, the
+  lines are merged again with it restored, and the final newline on its own (see
+  :func:`merge3`): appending a line to a file without one is then no conflict.
 
 Only the standard library is used.
 """
 
 from __future__ import annotations
 
+import operator
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass
+from itertools import accumulate, chain, compress, count, pairwise
 
 __all__ = [
     "MergeResult",
@@ -40,8 +54,20 @@ __all__ = [
 Hunk = tuple[int, int, int, int]  # a[i1:i2] is replaced by b[j1:j2]
 
 _BINARY_SNIFF = 8192
-# How far _search_mask looks around a common line.
+# How far _search_mask looks around a common line, and git's cap on what counts as common.
 _SCAN_WINDOW = 100
+_MAX_EQUAL = 1024
+# git's smallest cap on the edits one middle-snake search may cost.
+_COST_MIN = 256
+# Our own budget for one search, in rounds: _WORK divided by the lines searched, at least
+# _ROUNDS_MIN, at most git's cap (see the module notes).
+_WORK = 1 << 19
+_ROUNDS_MIN = 64
+# Beyond the budget, an exact common subsequence is taken when a box has at most this many
+# pairs of equal lines per line.
+_PAIRS_PER_LINE = 4
+# Boxes this small (lines on both sides) are cut by the search alone.
+_SMALL_BOX = 64
 # Longest prefix of a line shown after a hunk header, as git does.
 _FUNCNAME_MAX = 80
 
@@ -83,149 +109,309 @@ def split_lines(data: bytes) -> list[bytes]:
 # Diff
 
 
+def _bogosqrt(n: int) -> int:
+    """The smallest power of two whose square is at least ``n`` (git's cheap square root)."""
+    return 1 << ((n.bit_length() + 1) // 2)
+
+
+def _find(flags: list[bool], value: bool, start: int) -> int:
+    """Index of the first ``value`` in ``flags[start:]``, or ``len(flags)``."""
+    try:
+        return flags.index(value, start)
+    except ValueError:
+        return len(flags)
+
+
+def _unchanged(flags: list[bool]) -> list[int]:
+    """Indices of the False entries."""
+    return list(compress(range(len(flags)), map(operator.not_, flags)))
+
+
+def _common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the common prefix, by bisection on slice comparisons (done in C)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
+    """Length of the common suffix, at most ``limit``."""
+    lo, hi, na, nb = 0, limit, len(a), len(b)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[na - mid : na - lo] == b[nb - mid : nb - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
 def _search_mask(lines: list[int], lo: int, hi: int, other: Counter[int]) -> list[bool]:
     """Say which of ``lines[lo:hi]`` take part in the Myers search.
 
     A line that does not occur in the other file can never match, so it is left out. A line
     that occurs very often in the other file (at least a power of two between sqrt(n) and
-    2 * sqrt(n) times, n being this file's length) is left out too when it sits in a stretch
-    of lines that are all unmatched or common, with unmatched lines on both sides of it that
-    outnumber the common ones (counting this line twice) more than three to one; at most 100
-    lines each way are looked at. Such lines would only produce coincidental matches in the
-    middle of rewritten text.
+    2 * sqrt(n) times, n being this file's length, and at most 1024) is left out too when it
+    sits in a stretch of lines that are all unmatched or common, with unmatched lines on both
+    sides of it that outnumber the common ones (counting this line twice) more than three to
+    one; at most 100 lines each way are looked at. Such lines would only produce coincidental
+    matches in the middle of rewritten text. Linear time: prefix sums replace the scans.
     """
-    limit = 2 ** ((len(lines).bit_length() + 1) // 2)
+    limit = min(_bogosqrt(len(lines)), _MAX_EQUAL)
+    count = other.get
     # 0: never matches, 1: ordinary, 2: common
-    kinds = []
-    for line in lines[lo:hi]:
-        count = other[line]
-        kinds.append(0 if count == 0 else 2 if count >= limit else 1)
-
-    def run(start: int, stop: int, step: int) -> tuple[int, int]:
-        unmatched = common = 0
-        for k in range(start, stop, step):
-            if kinds[k] == 1:
-                break
-            if kinds[k] == 0:
-                unmatched += 1
-            else:
-                common += 1
-        return unmatched, common
-
-    keep = []
-    for i, kind in enumerate(kinds):
-        if kind != 2:
-            keep.append(kind == 1)
-            continue
-        before = run(i - 1, max(i - _SCAN_WINDOW, 0) - 1, -1)
-        after = run(i + 1, min(i + _SCAN_WINDOW + 1, len(kinds)), 1)
-        common = before[1] + after[1] + 2
-        unmatched = before[0] + after[0]
-        drop = before[0] > 0 and after[0] > 0 and unmatched > 3 * common
-        keep.append(not drop)
+    kinds = [0 if (c := count(line, 0)) == 0 else 2 if c >= limit else 1 for line in lines[lo:hi]]
+    keep = [kind == 1 for kind in kinds]
+    commons = [i for i, kind in enumerate(kinds) if kind == 2]
+    if not commons:
+        return keep
+    ordinary = list(compress(range(len(kinds)), keep))
+    unmatched = list(accumulate(map(operator.not_, kinds), initial=0))
+    common = list(accumulate(map((2).__eq__, kinds), initial=0))
+    for i in commons:
+        r = bisect_left(ordinary, i)
+        first = max(ordinary[r - 1] + 1 if r else 0, i - _SCAN_WINDOW)
+        stop = min(ordinary[r] if r < len(ordinary) else len(kinds), i + _SCAN_WINDOW + 1)
+        before, after = unmatched[i] - unmatched[first], unmatched[stop] - unmatched[i + 1]
+        around = common[stop] - common[first] - 1
+        keep[i] = not (before and after and before + after > 3 * (around + 2))
     return keep
 
 
-def _middle(a: list[int], b: list[int], alo: int, ahi: int, blo: int, bhi: int) -> tuple[int, int]:
-    """Return a point (x, y) that an optimal edit path from (alo, blo) to (ahi, bhi) crosses.
+def _split(
+    a: list[int], b: list[int], fwd: list[int], bwd: list[int], box: Hunk, rounds: int
+) -> tuple[int, int, bool]:
+    """Find where to cut ``a[alo:ahi]`` / ``b[blo:bhi]`` (both ends known to differ) in two.
 
     This is Myers' bidirectional search: furthest-reaching D-paths are grown alternately from
-    both corners until they meet. Diagonals are numbered k = x - y and scanned from the highest
-    to the lowest; both ends of the box are already known to differ.
+    both corners until they meet, diagonals k = x - y scanned from the highest to the lowest.
+    Returns ``(x, y, True)`` for a point an optimal path crosses. After ``rounds`` rounds
+    without a meeting it gives up and returns ``(x, y, False)``, (x, y) being the point
+    furthest from its corner among both frontiers (the forward one unless the backward one
+    got strictly further), clipped to the box: git's rule at its cost cap.
+
+    ``fwd`` and ``bwd`` are scratch arrays indexed by diagonal; negative diagonals wrap around
+    to the end, which is free as long as they are longer than ``len(a) + len(b) + 2``.
     """
+    alo, ahi, blo, bhi = box
     kmin, kmax = alo - bhi, ahi - blo
     fmid, bmid = alo - blo, ahi - bhi
-    odd = (fmid - bmid) % 2 == 1
-    shift = 1 - kmin  # index of diagonal k is k + shift; one sentinel slot at each end
-    fwd = [0] * (kmax - kmin + 3)
-    bwd = [0] * (kmax - kmin + 3)
-    fwd[fmid + shift] = alo
-    bwd[bmid + shift] = ahi
+    odd = (fmid - bmid) & 1
+    fwd[fmid], bwd[bmid] = alo, ahi
     flo = fhi = fmid
     blo_k = bhi_k = bmid
-    lowest, highest = -1, ahi + bhi + 1  # "unreached" for the forward / backward search
-    while True:
+    for _ in range(rounds):
         # Forward: one more edit from the top-left corner.
         if flo > kmin:
             flo -= 1
-            fwd[flo - 1 + shift] = lowest
+            fwd[flo - 1] = -1
         else:
             flo += 1
         if fhi < kmax:
             fhi += 1
-            fwd[fhi + 1 + shift] = lowest
+            fwd[fhi + 1] = -1
         else:
             fhi -= 1
         for k in range(fhi, flo - 1, -2):
-            right, down = fwd[k - 1 + shift], fwd[k + 1 + shift]
-            x = right + 1 if right >= down else down
+            x = fwd[k - 1] + 1
+            if x <= fwd[k + 1]:
+                x = fwd[k + 1]
             y = x - k
             while x < ahi and y < bhi and a[x] == b[y]:
                 x += 1
                 y += 1
-            fwd[k + shift] = x
-            if odd and blo_k <= k <= bhi_k and bwd[k + shift] <= x:
-                return x, y
+            fwd[k] = x
+            if odd and blo_k <= k <= bhi_k and bwd[k] <= x:
+                return x, y, True
         # Backward: one more edit from the bottom-right corner.
         if blo_k > kmin:
             blo_k -= 1
-            bwd[blo_k - 1 + shift] = highest
+            bwd[blo_k - 1] = ahi + bhi + 1
         else:
             blo_k += 1
         if bhi_k < kmax:
             bhi_k += 1
-            bwd[bhi_k + 1 + shift] = highest
+            bwd[bhi_k + 1] = ahi + bhi + 1
         else:
             bhi_k -= 1
         for k in range(bhi_k, blo_k - 1, -2):
-            up, left = bwd[k - 1 + shift], bwd[k + 1 + shift]
-            x = up if up < left else left - 1
+            x = bwd[k + 1] - 1
+            if bwd[k - 1] <= x:
+                x = bwd[k - 1]
             y = x - k
             while x > alo and y > blo and a[x - 1] == b[y - 1]:
                 x -= 1
                 y -= 1
-            bwd[k + shift] = x
-            if not odd and flo <= k <= fhi and x <= fwd[k + shift]:
-                return x, y
+            bwd[k] = x
+            if not odd and flo <= k <= fhi and x <= fwd[k]:
+                return x, y, True
+    ahead, fx = -1, alo
+    for k in range(fhi, flo - 1, -2):
+        x = min(fwd[k], ahi)
+        if x - k > bhi:
+            x = bhi + k
+        if 2 * x - k > ahead:
+            ahead, fx = 2 * x - k, x
+    behind, bx = ahi + bhi + 1, ahi
+    for k in range(bhi_k, blo_k - 1, -2):
+        x = max(bwd[k], alo)
+        if x - k < blo:
+            x = blo + k
+        if 2 * x - k < behind:
+            behind, bx = 2 * x - k, x
+    if ahi + bhi - behind < ahead - alo - blo:
+        return fx, ahead - fx, False
+    return bx, behind - bx, False
 
 
-def _myers(a: list[int], b: list[int], ca: list[bool], cb: list[bool]) -> None:
-    """Mark in ``ca``/``cb`` the lines of a and b outside a longest common subsequence."""
-    stack = [(0, len(a), 0, len(b))]
+def _chain(pairs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Longest chain of (x, y) pairs increasing in both x and y, by patience sorting.
+
+    ``pairs`` are sorted by x, and by decreasing y where x is equal.
+    """
+    tops: list[int] = []  # y at the top of each pile
+    top_pair: list[int] = []  # index in pairs of each pile's top
+    back = [-1] * len(pairs)  # the pair below each one in its chain
+    for n, (_, y) in enumerate(pairs):
+        if not tops or y > tops[-1]:  # a new pile: the common case, without a search
+            if tops:
+                back[n] = top_pair[-1]
+            tops.append(y)
+            top_pair.append(n)
+            continue
+        pile = bisect_left(tops, y)
+        if pile:
+            back[n] = top_pair[pile - 1]
+        tops[pile], top_pair[pile] = y, n
+    chain = []
+    n = top_pair[-1] if top_pair else -1
+    while n >= 0:
+        chain.append(pairs[n])
+        n = back[n]
+    return chain[::-1]
+
+
+def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int]], int]:
+    """Anchors to cut a box at, and a lower bound on the cost of any path through it.
+
+    The anchors are the longest chain (see :func:`_chain`) of pairs of equal lines taken
+    from, in this order of preference:
+
+    * the lines found exactly once on each side (patience diff's anchors);
+    * every pair of equal lines, when there are few (at most ``_PAIRS_PER_LINE`` per line):
+      the chain is then a longest common subsequence (Hunt and Szymanski);
+    * when less than half of the lines could be matched at all (say, blank lines between
+      rewritten ones), each line's n-th copy on one side with its n-th on the other.
+
+    Otherwise (lines from a small set, repeated all over) there are none, and the box is
+    left to a bounded search. Every copy of a line that one side has more of must be edited,
+    and so must every unique line left out of the patience chain: their count is the bound.
+    """
+    alo, ahi, blo, bhi = box
+    count_a, count_b = Counter(a[alo:ahi]), Counter(b[blo:bhi])
+    shared = count_a.keys() & count_b.keys()
+    common = sum(map(min, map(count_a.__getitem__, shared), map(count_b.__getitem__, shared)))
+    excess = ahi - alo + bhi - blo - 2 * common
+    once = {line for line, n in count_a.items() if n == 1}
+    once &= {line for line, n in count_b.items() if n == 1}
+    where = {line: y for y, line in enumerate(b[blo:bhi], blo) if line in once}
+    pairs = [(x, where[line]) for x, line in enumerate(a[alo:ahi], alo) if line in where]
+    if pairs:
+        chain = _chain(pairs)
+        return chain, excess + 2 * (len(pairs) - len(chain))
+    places: dict[int, list[int]] = {}
+    matches = sum(map(operator.mul, map(count_a.__getitem__, shared),
+                      map(count_b.__getitem__, shared)))
+    if matches <= _PAIRS_PER_LINE * (ahi - alo + bhi - blo):
+        for y in range(bhi - 1, blo - 1, -1):
+            places.setdefault(b[y], []).append(y)
+        pairs = [(x, y) for x in range(alo, ahi) for y in places.get(a[x], ())]
+    elif 4 * common >= ahi - alo + bhi - blo:
+        return [], excess
+    else:
+        for y in range(blo, bhi):
+            places.setdefault(b[y], []).append(y)
+        seen: Counter[int] = Counter()
+        for x in range(alo, ahi):
+            line = a[x]
+            if seen[line] < len(copies := places.get(line, ())):
+                pairs.append((x, copies[seen[line]]))
+                seen[line] += 1
+    return _chain(pairs), excess
+
+
+def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bool]) -> None:
+    """Mark in ``changed_a``/``changed_b`` the lines of a and b left out of the common
+    subsequence: git's divide and conquer, within a search budget (see the module notes).
+
+    A box is "git's" when git would cut the files the same way up to it. Such a box is cut
+    where git cuts it when the search ends within budget. Otherwise, and in every box below
+    that, the box is cut at all its anchors (see :func:`_anchors`) at once; a box that is
+    small, or has no anchors, is cut by a search within budget (git's rule at its cap when
+    the search does not end).
+    """
+    size = len(a) + len(b) + 3
+    cap = max(_COST_MIN, _bogosqrt(size))
+    rounds = min(cap, max(_ROUNDS_MIN, _WORK // size))
+    fwd, bwd = [0] * size, [0] * size
+    stack = [(0, len(a), 0, len(b), True)]
     while stack:
-        alo, ahi, blo, bhi = stack.pop()
+        alo, ahi, blo, bhi, gits = stack.pop()
         while alo < ahi and blo < bhi and a[alo] == b[blo]:
             alo += 1
             blo += 1
         while alo < ahi and blo < bhi and a[ahi - 1] == b[bhi - 1]:
             ahi -= 1
             bhi -= 1
-        if alo == ahi or blo == bhi:
-            ca[alo:ahi] = [True] * (ahi - alo)
-            cb[blo:bhi] = [True] * (bhi - blo)
+        # With no line in common, every line is changed, however the box would be cut.
+        if alo == ahi or blo == bhi or set(a[alo:ahi]).isdisjoint(b[blo:bhi]):
+            changed_a[alo:ahi] = [True] * (ahi - alo)
+            changed_b[blo:bhi] = [True] * (bhi - blo)
             continue
-        x, y = _middle(a, b, alo, ahi, blo, bhi)
-        stack.append((x, ahi, y, bhi))
-        stack.append((alo, x, blo, y))
+        box = (alo, ahi, blo, bhi)
+        cut = None
+        if rounds < cap and ahi - alo + bhi - blo > _SMALL_BOX:
+            anchors, floor = _anchors(a, b, box)
+            # The search cannot end within budget when the cost is known to exceed 2 rounds.
+            if gits and floor <= 2 * rounds:
+                cut = _split(a, b, fwd, bwd, box, rounds)
+            if not (cut and cut[2]):
+                gits = False
+                if anchors:
+                    for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors,
+                                                        (ahi, bhi)]):
+                        stack.append((x0 + 1, x1, y0 + 1, y1, False))
+                    continue
+        x, y, _ = cut or _split(a, b, fwd, bwd, box, rounds)
+        stack.append((x, ahi, y, bhi, gits))
+        stack.append((alo, x, blo, y, gits))
 
 
 class _Slider:
-    """Shift groups of changed lines along runs of equal lines.
+    """Shift groups of changed lines along runs of equal lines, as git does after a diff.
 
     Groups slide as far down as they can (merging with groups they bump into), unless at some
     position they sit opposite a change in the other file, in which case the lowest such
-    position wins. The position opposite a group is tracked as the gap [gs, ge) of changed
-    lines in the other file.
+    position wins. Unchanged lines pair up between the files, so the group opposite ours is
+    known by its index: the number of unchanged lines before it.
     """
 
     def __init__(self, lines: list[int], changed: list[bool], other: list[bool]) -> None:
-        self.lines, self.changed, self.other = lines, changed, other
-        self.start = self.end = self.gs = self.ge = 0
+        self.lines, self.changed = lines, changed
+        self.kept = _unchanged(other)
+        self.other_size = len(other)
+        self.start = self.end = self.index = 0
 
-    def _extend_gap_down(self) -> None:
-        self.ge = self.gs
-        while self.ge < len(self.other) and self.other[self.ge]:
-            self.ge += 1
+    def facing(self) -> bool:
+        """Whether the group of the other file opposite ours is not empty."""
+        kept, index = self.kept, self.index
+        first = kept[index - 1] + 1 if index else 0
+        return (kept[index] if index < len(kept) else self.other_size) > first
 
     def up(self) -> bool:
         lines, changed = self.lines, self.changed
@@ -236,10 +422,7 @@ class _Slider:
         changed[self.start], changed[self.end] = True, False
         while self.start > 0 and changed[self.start - 1]:
             self.start -= 1
-        self.ge = self.gs - 1
-        self.gs = self.ge
-        while self.gs > 0 and self.other[self.gs - 1]:
-            self.gs -= 1
+        self.index -= 1
         return True
 
     def down(self) -> bool:
@@ -251,36 +434,34 @@ class _Slider:
         self.end += 1
         while self.end < len(lines) and changed[self.end]:
             self.end += 1
-        self.gs = self.ge + 1
-        self._extend_gap_down()
+        self.index += 1
         return True
 
     def run(self) -> None:
-        changed, n = self.changed, len(self.lines)
-        pos = other_pos = 0
+        lines, changed = self.lines, self.changed
+        end = 0
         while True:
-            self.gs = other_pos
-            self._extend_gap_down()
-            while pos < n and not changed[pos]:
-                pos += 1
-                self.gs = self.ge + 1
-                self._extend_gap_down()
-            if pos == n:
+            start = _find(changed, True, end)
+            if start == len(lines):
                 return
-            self.start = self.end = pos
-            while self.end < n and changed[self.end]:
-                self.end += 1
-            self._place()
-            pos, other_pos = self.end, self.ge
+            self.index += start - end
+            end = _find(changed, False, start)
+            # Most groups cannot move at all.
+            if (start and lines[start - 1] == lines[end - 1]) or (
+                end < len(lines) and lines[start] == lines[end]
+            ):
+                self.start, self.end = start, end
+                self._place()
+                end = self.end
 
     def _place(self) -> None:
         while True:
             size = self.end - self.start
             while self.up():
                 pass
-            aligned_end = self.end if self.ge > self.gs else -1
+            aligned_end = self.end if self.facing() else -1
             while self.down():
-                if self.ge > self.gs:
+                if self.facing():
                     aligned_end = self.end
             if self.end - self.start == size:
                 break
@@ -292,51 +473,50 @@ class _Slider:
 def _changes(a: list[int], b: list[int]) -> tuple[list[bool], list[bool]]:
     """Flag the lines of a and b that are not on the common subsequence git would choose."""
     changed_a, changed_b = [False] * len(a), [False] * len(b)
-    lo = 0
-    while lo < len(a) and lo < len(b) and a[lo] == b[lo]:
-        lo += 1
-    ahi, bhi = len(a), len(b)
-    while ahi > lo and bhi > lo and a[ahi - 1] == b[bhi - 1]:
-        ahi -= 1
-        bhi -= 1
+    lo = _common_prefix(a, b)
+    ahi = len(a) - _common_suffix(a, b, min(len(a), len(b)) - lo)
+    bhi = ahi + len(b) - len(a)
     keep_a = _search_mask(a, lo, ahi, Counter(b))
     keep_b = _search_mask(b, lo, bhi, Counter(a))
-    changed_a[lo:ahi] = [not keep for keep in keep_a]
-    changed_b[lo:bhi] = [not keep for keep in keep_b]
+    changed_a[lo:ahi] = map(operator.not_, keep_a)
+    changed_b[lo:bhi] = map(operator.not_, keep_b)
     # Run the search on the remaining lines only, then map its verdicts back.
-    pos_a = [i for i, keep in enumerate(keep_a, lo) if keep]
-    pos_b = [j for j, keep in enumerate(keep_b, lo) if keep]
+    pos_a = list(compress(range(lo, ahi), keep_a))
+    pos_b = list(compress(range(lo, bhi), keep_b))
     sub_a, sub_b = [False] * len(pos_a), [False] * len(pos_b)
-    _myers([a[i] for i in pos_a], [b[j] for j in pos_b], sub_a, sub_b)
-    for i, flag in zip(pos_a, sub_a, strict=True):
-        changed_a[i] = flag
-    for j, flag in zip(pos_b, sub_b, strict=True):
-        changed_b[j] = flag
+    _myers(list(map(a.__getitem__, pos_a)), list(map(b.__getitem__, pos_b)), sub_a, sub_b)
+    for i in compress(pos_a, sub_a):
+        changed_a[i] = True
+    for j in compress(pos_b, sub_b):
+        changed_b[j] = True
     return changed_a, changed_b
+
+
+def _ids(*sides: list[bytes]) -> list[list[int]]:
+    """Number the distinct lines of all sides, so that the diff compares small integers."""
+    table = {line: n for n, line in enumerate(dict.fromkeys(chain.from_iterable(sides)))}
+    return [list(map(table.__getitem__, side)) for side in sides]
+
+
+def _diff(a: list[int], b: list[int]) -> list[Hunk]:
+    """Diff two numbered files the way git's default (Myers) diff does."""
+    changed_a, changed_b = _changes(a, b)
+    _Slider(a, changed_a, changed_b).run()
+    _Slider(b, changed_b, changed_a).run()
+    # The unchanged lines pair up; a hunk sits between two pairs where either side skips.
+    kept_a = [-1, *_unchanged(changed_a), len(a)]
+    kept_b = [-1, *_unchanged(changed_b), len(b)]
+    steps = map(operator.add, map(operator.sub, kept_a[1:], kept_a),
+                map(operator.sub, kept_b[1:], kept_b))
+    return [
+        (kept_a[t] + 1, kept_a[t + 1], kept_b[t] + 1, kept_b[t + 1])
+        for t in compress(count(), map((2).__lt__, steps))
+    ]
 
 
 def _hunks(a: list[bytes], b: list[bytes]) -> list[Hunk]:
     """Diff two lists of lines the way git's default (Myers) diff does."""
-    ids: dict[bytes, int] = {}
-    ia = [ids.setdefault(line, len(ids)) for line in a]
-    ib = [ids.setdefault(line, len(ids)) for line in b]
-    changed_a, changed_b = _changes(ia, ib)
-    _Slider(ia, changed_a, changed_b).run()
-    _Slider(ib, changed_b, changed_a).run()
-    hunks: list[Hunk] = []
-    i = j = 0
-    while i < len(a) or j < len(b):
-        if i < len(a) and j < len(b) and not changed_a[i] and not changed_b[j]:
-            i += 1
-            j += 1
-            continue
-        i1, j1 = i, j
-        while i < len(a) and changed_a[i]:
-            i += 1
-        while j < len(b) and changed_b[j]:
-            j += 1
-        hunks.append((i1, i, j1, j))
-    return hunks
+    return _diff(*_ids(a, b))
 
 
 def diff_opcodes(a: list[bytes], b: list[bytes]) -> list[tuple[str, int, int, int, int]]:
@@ -358,7 +538,8 @@ def diff_opcodes(a: list[bytes], b: list[bytes]) -> list[tuple[str, int, int, in
 
 
 def line_stats(old: bytes, new: bytes) -> tuple[int, int]:
-    """Return (lines added, lines removed) from old to new, as ``git diff --numstat`` counts.
+    """Return (lines added, lines removed) from old to new, as ``git diff --numstat`` counts
+    (dense rewrites of large files aside: see the module notes).
 
     Binary data (see :func:`is_binary`) has no line counts and gives (0, 0).
     """
@@ -370,6 +551,9 @@ def line_stats(old: bytes, new: bytes) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------------------------
 # Merge
+
+
+_SIDES = ("ours", "theirs")
 
 
 @dataclass(frozen=True)
@@ -384,23 +568,27 @@ class _Region:
 
 def _regions(ours: list[Hunk], theirs: list[Hunk]) -> list[_Region]:
     """Group the changes of both sides; changes that overlap or merely touch share a region."""
-    changes = sorted([(h, "ours") for h in ours] + [(h, "theirs") for h in theirs])
-    grouped: list[tuple[int, int, list[tuple[Hunk, str]]]] = []
-    for hunk, side in changes:
-        if grouped and hunk[0] <= grouped[-1][1]:
-            start, end, members = grouped[-1]
-            grouped[-1] = (start, max(end, hunk[1]), [*members, (hunk, side)])
-        else:
-            grouped.append((hunk[0], hunk[1], [(hunk, side)]))
+    changes = sorted([(*h, 0) for h in ours] + [(*h, 1) for h in theirs])
     regions = []
-    shift = {"ours": 0, "theirs": 0}  # side line number minus base line number so far
-    for start, end, members in grouped:
-        before = dict(shift)
-        for (i1, i2, j1, j2), side in members:
+    shift = [0, 0]  # side line number minus base line number so far, for ours and theirs
+    n = 0
+    while n < len(changes):
+        start = end = changes[n][0]
+        before = shift.copy()
+        sides = set()
+        while n < len(changes) and changes[n][0] <= end:
+            i1, i2, j1, j2, side = changes[n]
+            end = max(end, i2)
             shift[side] += (j2 - j1) - (i2 - i1)
-        span = {side: (start + before[side], end + shift[side]) for side in shift}
+            sides.add(_SIDES[side])
+            n += 1
         regions.append(
-            _Region((start, end), span["ours"], span["theirs"], frozenset(s for _, s in members))
+            _Region(
+                (start, end),
+                (start + before[0], end + shift[0]),
+                (start + before[1], end + shift[1]),
+                frozenset(sides),
+            )
         )
     return regions
 
@@ -452,6 +640,50 @@ def _conflict(
     return out
 
 
+def _line_ending(*texts: bytes) -> bytes:
+    """The ending a merge gives a last line that lacks one: CRLF when the last complete line
+    of every input that has one ends with CRLF, else LF."""
+    crlf = [text[: text.rfind(b"\n") + 1].endswith(b"\r\n") for text in texts if b"\n" in text]
+    return b"\r\n" if crlf and all(crlf) else b"\n"
+
+
+def _final_newline(base: bytes, ours: bytes, theirs: bytes) -> bool | None:
+    """Whether a merge of the three ends with a newline, merged on its own: as ours ends if
+    ours changed that from base, else as theirs ends. An empty side has no last line, so it
+    leaves that as base has it. None when ours and theirs changed it differently, which only
+    an empty base allows."""
+    base_end = base.endswith(b"\n") if base else None
+    ours_end = ours.endswith(b"\n") if ours else base_end
+    theirs_end = theirs.endswith(b"\n") if theirs else base_end
+    if base_end not in (ours_end, theirs_end) and ours_end != theirs_end:
+        return None
+    return ours_end if ours_end != base_end else theirs_end
+
+
+def _merge_lines(
+    b: list[bytes], o: list[bytes], t: list[bytes], labels: tuple[str, str, str]
+) -> tuple[list[bytes], int]:
+    """diff3 of lists of lines: the merged lines and the number of conflicts."""
+    ib, io, it = _ids(b, o, t)
+    out: list[bytes] = []
+    conflicts = 0
+    pos = 0
+    for region in _regions(_diff(ib, io), _diff(ib, it)):
+        out.extend(b[pos : region.base[0]])
+        pos = region.base[1]
+        ours_part, theirs_part = o[slice(*region.ours)], t[slice(*region.theirs)]
+        if region.sides == {"ours"} or ours_part == theirs_part:
+            out.extend(ours_part)
+        elif region.sides == {"theirs"}:
+            out.extend(theirs_part)
+        else:
+            conflicts += 1
+            eol = _marker_eol(b, o, t, region)
+            out.extend(_conflict(ours_part, b[slice(*region.base)], theirs_part, labels, eol))
+    out.extend(b[pos:])
+    return out, conflicts
+
+
 def merge3(
     base: bytes,
     ours: bytes,
@@ -461,8 +693,12 @@ def merge3(
 ) -> MergeResult:
     """Three-way merge of byte strings, line based.
 
-    Matches ``git merge-file -p ours base theirs`` on cleanliness and, when clean, on bytes.
-    Conflicts are written diff3 style::
+    The result is ``git merge-file -p ours base theirs``'s, except where git conflicts and an
+    input (not empty) lacks its final newline: the final newline is then merged apart. Each
+    file that lacks one gets one (CRLF in CRLF files) and the lines are merged again; if that
+    is clean, it is the result, ending as :func:`_final_newline` says: as ours ends if ours
+    changed that from base, else as theirs ends. So a final newline that one side added or
+    removed is never a conflict. Conflicts are written diff3 style::
 
         <<<<<<< {labels[0]}
         ours lines
@@ -482,23 +718,19 @@ def merge3(
         return MergeResult(theirs, 0)
     if is_binary(base) or is_binary(ours) or is_binary(theirs):
         return MergeResult(ours, 1)
-    b, o, t = split_lines(base), split_lines(ours), split_lines(theirs)
-    out: list[bytes] = []
-    conflicts = 0
-    pos = 0
-    for region in _regions(_hunks(b, o), _hunks(b, t)):
-        out.extend(b[pos : region.base[0]])
-        pos = region.base[1]
-        ours_part, theirs_part = o[slice(*region.ours)], t[slice(*region.theirs)]
-        if region.sides == {"ours"} or ours_part == theirs_part:
-            out.extend(ours_part)
-        elif region.sides == {"theirs"}:
-            out.extend(theirs_part)
-        else:
-            conflicts += 1
-            eol = _marker_eol(b, o, t, region)
-            out.extend(_conflict(ours_part, b[slice(*region.base)], theirs_part, labels, eol))
-    out.extend(b[pos:])
+    texts = (base, ours, theirs)
+    out, conflicts = _merge_lines(*map(split_lines, texts), labels)
+    if conflicts and any(text and not text.endswith(b"\n") for text in texts):
+        final = _final_newline(*texts)
+        if final is not None:
+            eol = _line_ending(*texts)
+            lines = [split_lines(text if not text or text.endswith(b"\n") else text + eol)
+                     for text in texts]
+            apart, still = _merge_lines(*lines, labels)
+            if not still:
+                if apart and not final:
+                    apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]
+                return MergeResult(b"".join(apart), 0)
     return MergeResult(b"".join(out), conflicts)
 
 
@@ -512,14 +744,15 @@ def _hunk_range(start: int, count: int) -> str:
     return f"{start + (count > 0)},{count}"
 
 
-def _funcname(lines: list[bytes], before: int) -> str:
-    """git's default hunk-header context: the nearest earlier line starting with a letter,
-    ``_`` or ``$``, cut to 80 bytes and stripped of trailing whitespace."""
-    for index in range(before - 1, -1, -1):
+def _funcname(lines: list[bytes], before: int, since: int, found: str) -> str:
+    """git's default hunk-header context: the nearest line before ``before`` starting with a
+    letter, ``_`` or ``$``, cut to 80 bytes and stripped of trailing whitespace. Only lines
+    from ``since`` on are looked at; ``found`` is the answer for ``since``."""
+    for index in range(before - 1, since - 1, -1):
         first = lines[index][:1]
         if first.isalpha() or first in (b"_", b"$"):
             return " " + lines[index][:_FUNCNAME_MAX].rstrip().decode("utf-8", "replace")
-    return ""
+    return found
 
 
 def _text(prefix: str, line: bytes) -> list[str]:
@@ -556,15 +789,15 @@ def unified_diff(
         else:
             groups.append([hunk])
     out = [f"--- {old_name}", f"+++ {new_name}"]
+    since, name = 0, ""  # each header's search stops where the previous one started
     for group in groups:
         first, last = group[0], group[-1]
         lead = min(context, first[0])
         trail = min(context, len(a) - last[1])
         a1, b1 = first[0] - lead, first[2] - lead
         a2, b2 = last[1] + trail, last[3] + trail
-        out.append(
-            f"@@ -{_hunk_range(a1, a2 - a1)} +{_hunk_range(b1, b2 - b1)} @@" + _funcname(a, a1)
-        )
+        since, name = a1, _funcname(a, a1, since, name)
+        out.append(f"@@ -{_hunk_range(a1, a2 - a1)} +{_hunk_range(b1, b2 - b1)} @@" + name)
         pos = a1
         for i1, i2, j1, j2 in group:
             for line in a[pos:i1]:

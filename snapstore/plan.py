@@ -1,12 +1,19 @@
-"""Planning a rewind: the per-path fold, newest change first (docs/design.md, Rewind).
+"""Planning a rewind, switch or undo: the per-path fold (docs/design.md, Rewind).
 
-For each path the fold starts from the bytes on disk now and undoes the changes
-one at a time, newest first:
+For each path the fold starts from what the path holds now and takes steps,
+one recorded change at a time. A step goes from ``src`` to ``dst``: backward
+(undo a change, newest first) from its ``after`` to its ``before``, forward
+(redo a change, oldest first) from its ``before`` to its ``after``:
 
-- current == change.after: the exact path, current becomes change.before;
-- current == change.before: this change is already undone;
-- otherwise a three-way merge with base = after, ours = current,
-  theirs = before, which keeps the user's edits and takes out the agent's.
+- current == src: the exact path, current becomes dst;
+- current == dst: this step is already done;
+- otherwise a three-way merge with base = src, ours = current, theirs = dst,
+  which keeps the user's edits and takes out (or puts back) the agent's.
+
+Content and mode are folded apart: a mode the user changed survives a step
+that changes only the content, and the other way round. A folder standing
+where a file must come back counts as absent; the journal removes it (once
+this operation has emptied it) before it writes the file.
 
 Planning only reads. ``snapstore.journal`` makes the plan durable and applies it.
 """
@@ -14,8 +21,10 @@ Planning only reads. ``snapstore.journal`` makes the plan durable and applies it
 from __future__ import annotations
 
 import copy
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import SnapstoreError
 from .fsio import Workspace
@@ -29,9 +38,36 @@ RESTORE, DELETE, MERGE, CONFLICT, ERROR, KEEP = (
     "restore", "delete", "merge", "conflict", "error", "keep")
 
 
+class Step(NamedTuple):
+    """One change to take back (``forward`` false) or to put back (true)."""
+
+    change: Change
+    forward: bool = False
+
+    @property
+    def src(self) -> Version | None:
+        return self.change.before if self.forward else self.change.after
+
+    @property
+    def dst(self) -> Version | None:
+        return self.change.after if self.forward else self.change.before
+
+
+def steps_by_path(back: Iterable[Change], forward: Iterable[Change] = ()
+                  ) -> dict[str, list[Step]]:
+    """Each path's steps in fold order: ``back`` (listed oldest first) undone newest first,
+    then ``forward`` (oldest first) redone in order."""
+    grouped: dict[str, list[Step]] = {}
+    for change in reversed(list(back)):
+        grouped.setdefault(change.path, []).append(Step(change, False))
+    for change in forward:
+        grouped.setdefault(change.path, []).append(Step(change, True))
+    return dict(sorted(grouped.items()))
+
+
 @dataclass
 class PathPlan:
-    """What a rewind will do to one path."""
+    """What an operation will do to one path."""
 
     path: str
     action: str
@@ -42,6 +78,8 @@ class PathPlan:
     reason: str = ""
     rmdirs: int = 0  # empty parent folders to remove once the file is deleted
     mkdirs: int = 0  # parent folders the write creates (an undo removes them again)
+    folder: bool = False  # a folder stands at the path now (counted as absent)
+    warning: str = ""  # done, but worth knowing (a hard link split)
 
     @property
     def writes(self) -> bool:
@@ -63,6 +101,7 @@ class RewindResult:
     merged: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
     new_head: str | None = None
     undo_id: str | None = None
     dry_run: bool = False
@@ -89,14 +128,8 @@ class RewindResult:
             self.conflicts.append({"path": plan.path, "reason": plan.reason})
         elif plan.action == ERROR:
             self.errors.append({"path": plan.path, "reason": plan.reason})
-
-
-def group_by_path(changes: list[Change]) -> dict[str, list[Change]]:
-    """Changes per path, newest first, given changes listed oldest first."""
-    grouped: dict[str, list[Change]] = {}
-    for change in reversed(changes):
-        grouped.setdefault(change.path, []).append(change)
-    return grouped
+        if plan.warning:
+            self.warnings.append({"path": plan.path, "reason": plan.warning})
 
 
 class _Conflict(Exception):
@@ -107,27 +140,33 @@ class _Conflict(Exception):
         self.plan = plan
 
 
-def plan_path(ws: Workspace, v: View, path: str, changes: list[Change],
-              on_conflict: str) -> PathPlan:
-    """Fold ``changes`` (newest first) backwards from what the path holds now."""
+def plan_path(ws: Workspace, v: View, path: str, steps: list[Step], on_conflict: str,
+              busy: str | None = None) -> PathPlan:
+    """Fold ``steps`` from what the path holds now. ``busy`` says who else is writing the
+    path right now: then it is left alone, whatever the policy."""
     try:
-        entry = ws.read(path)
+        entry, folder = ws.read_state(path, links_absent=True)
     except SnapstoreError as exc:
         return PathPlan(path, ERROR, reason=str(exc))
     start = version_of(entry)
+    if busy:
+        return PathPlan(path, CONFLICT, start, entry, reason=busy, folder=folder)
     fold = _Fold(ws, v, path, start, entry, on_conflict)
     try:
-        for change in changes:
-            fold.undo(change)
+        for step in steps:
+            fold.step(step)
     except _Conflict as stop:
+        stop.plan.folder = folder
         return stop.plan
     except SnapstoreError as exc:
-        return PathPlan(path, ERROR, start, entry, reason=str(exc))
-    return fold.plan()
+        return PathPlan(path, ERROR, start, entry, reason=str(exc), folder=folder)
+    plan = fold.plan()
+    plan.folder = folder
+    return plan
 
 
 class _Fold:
-    """The state of one path while its changes are undone, newest first."""
+    """The state of one path while its steps are taken."""
 
     def __init__(self, ws: Workspace, v: View, path: str, start: Version | None,
                  entry: Entry | None, on_conflict: str):
@@ -138,58 +177,78 @@ class _Fold:
         self.merged = False
         self.rmdirs = 0
 
-    def undo(self, change: Change) -> None:
-        """Take one change back from the current state."""
-        if not change.done:
-            if same(self.version, change.before):
+    def step(self, step: Step) -> None:
+        """Take one step from the current state."""
+        src, dst = step.src, step.dst
+        if not step.change.done:  # the agent's write was never recorded
+            if not step.forward and same(self.version, step.change.before):
                 return
-            return self._conflict("what the agent wrote was never recorded", change)
-        if same(self.version, change.after):
-            self._become(change.before, change)
-            return
-        if same(self.version, change.before):
-            return
-        self._merge(change)
+            return self._conflict("what the agent wrote was never recorded", step)
+        if same(self.version, src):
+            self._become(dst, step, mode=self._mode(src, dst))
+        elif same(self.version, dst):
+            self._keep_content(src, dst)
+        else:
+            self._merge(step)
 
-    def _become(self, version: Version | None, change: Change) -> None:
-        self.entry = self.v.content(version)
-        self.version = version
-        if version is None:
-            self.rmdirs = max(self.rmdirs, change.mkdirs)
+    def _mode(self, src: Version | None, dst: Version | None) -> int | None:
+        """Three-way merge of the permission bits: base src, ours current, theirs dst."""
+        theirs = None if dst is None else dst.mode
+        ours = None if self.version is None else self.version.mode
+        base = None if src is None else src.mode
+        if theirs is None or ours is None or base is None or ours == base:
+            return theirs
+        if theirs == base or ours == theirs or self.on_conflict != "theirs":
+            return ours  # the user changed the mode: it stays
+        return theirs
 
-    def _merge(self, change: Change) -> None:
+    def _become(self, version: Version | None, step: Step, mode: int | None = None) -> None:
+        entry = self.v.content(version)
+        if entry is not None and entry.kind == FILE and mode is not None:
+            entry = entry._replace(mode=mode)
+        self.entry, self.version = entry, version_of(entry)
+        if version is None and not step.forward:
+            self.rmdirs = max(self.rmdirs, step.change.mkdirs)
+
+    def _keep_content(self, src: Version | None, dst: Version | None) -> None:
+        """The content is already at ``dst``; only the mode may still move."""
+        mode = self._mode(src, dst)
+        if self.entry is not None and self.entry.kind == FILE and mode is not None \
+                and mode != self.entry.mode:
+            self.entry = self.entry._replace(mode=mode)
+            self.version = version_of(self.entry)
+
+    def _merge(self, step: Step) -> None:
         if self.version is None:
-            return self._conflict("the file was deleted after the agent wrote it", change)
+            return self._conflict("the file was deleted after the agent wrote it", step)
         assert self.entry is not None
-        base = self.v.content(change.after)
-        theirs = self.v.content(change.before)
+        base, theirs = self.v.content(step.src), self.v.content(step.dst)
         sides = [e for e in (base, self.entry, theirs) if e is not None]
         if any(e.kind == LINK for e in sides):
-            return self._conflict("a symlink that was changed after the agent wrote it", change)
+            return self._conflict("a symlink that was changed after the agent wrote it", step)
         if any(is_binary(e.data) for e in sides):
-            return self._conflict("binary file changed after the agent wrote it", change)
+            return self._conflict("binary file changed after the agent wrote it", step)
         result = merge3(base.data if base else b"", self.entry.data,
                         theirs.data if theirs else b"")
         if not result.clean:
             return self._conflict(f"{result.conflicts} conflicting region(s) between your edits "
-                           "and the agent's", change, result.content)
+                                  "and the agent's", step, result.content)
         self.merged = True
-        if change.before is None and not result.content:
+        if step.dst is None and not result.content:
             self.version, self.entry = None, None
-            self.rmdirs = max(self.rmdirs, change.mkdirs)
+            if not step.forward:
+                self.rmdirs = max(self.rmdirs, step.change.mkdirs)
             return
-        mode = self.entry.mode
-        if change.after is not None and change.before is not None and mode == change.after.mode:
-            mode = change.before.mode
-        self.entry = Entry(FILE, result.content, mode)
+        mode = self._mode(step.src, step.dst)
+        self.entry = Entry(FILE, result.content, self.entry.mode if mode is None else mode)
         self.version = version_of(self.entry)
 
-    def _conflict(self, reason: str, change: Change, markers: bytes | None = None) -> None:
-        """Stop the fold with a conflict, unless the policy forces ``before``."""
+    def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
+        """Stop the fold with a conflict, unless the policy forces the step's ``dst``."""
         if self.on_conflict == "theirs":
-            self._become(change.before, change)
+            self._become(step.dst, step, mode=None if step.dst is None else step.dst.mode)
             return
-        plan = PathPlan(self.path, "conflict", self.start, self.start_entry, reason=reason)
+        plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
         if self.on_conflict == "markers" and markers is not None:
             assert self.entry is not None
             plan.content = Entry(FILE, markers, self.entry.mode)
@@ -204,4 +263,9 @@ class _Fold:
         plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
         if self.start is None and self.version is not None:
             plan.mkdirs = self.ws.missing_parents(self.path)
+        st = self.start_entry.stat if self.start_entry is not None else None
+        if self.version is not None and st is not None and stat.S_ISREG(st.st_mode) \
+                and st.st_nlink > 1:
+            plan.warning = (f"had {st.st_nlink} hard links; it was written as a new file, so "
+                            "its other names keep the old content")
         return plan

@@ -27,7 +27,10 @@ from .errors import StoreCorrupt
 DEFAULT_SESSION = "default"
 FILE, LINK = "file", "link"
 OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
-AGENT, USER, REWIND = "agent", "user", "rewind"
+AGENT, USER, REWIND, REVERT = "agent", "user", "rewind", "revert"
+#: Turns that stand on a session's branches: a user message's turn, and an undo that
+#: could not move the head back and so became a turn of its own on top (as git revert).
+BRANCH_KINDS = (AGENT, REVERT)
 
 
 class Version(NamedTuple):
@@ -118,20 +121,24 @@ class Change(NamedTuple):
 
 
 class RewindOp(NamedTuple):
-    """What a rewind (or an undo) did, so that it can be finished, or taken back."""
+    """What a rewind, switch or undo did, so that it can be finished, or taken back."""
 
     session: str
-    target: str | None  # the first turn taken back; for an undo, the rewind undone
+    target: str | None  # rewind: the first turn taken back; switch: the turn switched
+    # to; undo: the operation undone
     mode: str
-    status: str = "planned"  # planned -> applied (-> undone)
+    status: str = "planned"  # planned -> applied
     prev_head: str | None = None
     new_head: str | None = None
-    reverted: tuple[str, ...] | list[str] = ()
+    reverted: tuple[str, ...] | list[str] = ()  # turns it took back (marked rewound)
     paths: tuple[str, ...] | list[str] = ()
     undoes: str | None = None
     undone_by: str | None = None
     prev_rewind: str | None = None
     result: dict[str, Any] | None = None
+    action: str = "rewind"  # rewind | switch | undo
+    forward: tuple[str, ...] | list[str] = ()  # turns it put back (closed again)
+    on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
 
 
 class Turn(NamedTuple):
@@ -163,6 +170,8 @@ class Session(NamedTuple):
     open_turn: str | None = None
     last_rewind: str | None = None
     turns: int = 0
+    base: dict[str, Any] | None = None  # what it started from (snapstore.base)
+    origin: dict[str, str] | None = None  # pulled: {"store": its store id, "name": its name}
 
 
 def _version(value: Any) -> Version | None:

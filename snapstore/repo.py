@@ -32,7 +32,7 @@ import blake3
 
 from . import blobs
 from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database
-from .errors import BadInput, StoreCorrupt, UnknownSession, UnknownTurn
+from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
 from .fsio import Workspace
 from .records import (
     OPEN,
@@ -320,6 +320,19 @@ class View:
         cursor = self._txn.cursor(db=self._dbs["index"])
         return next(_prefixed(cursor, os.fsencode(folder) + b"/"), None) is not None
 
+    def line_counts(self, key: bytes) -> tuple[int, int, bool] | None:
+        """Lines added and removed between two versions, if counted before (``counts``)."""
+        raw = self._get("counts", key)
+        if raw is None:
+            return None
+        added, removed, binary = json.loads(raw)
+        return int(added), int(removed), bool(binary)
+
+    def counted(self) -> Iterator[bytes]:
+        """The keys of every kept line count."""
+        for key, _ in self._items("counts"):
+            yield bytes(key)
+
     def scan_state(self) -> dict[str, Any] | None:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
@@ -328,6 +341,10 @@ class View:
         """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""
         return {session: [(call, float(opened)) for call, opened in calls]
                 for session, calls in (self._meta_json(b"shell") or {}).items()}
+
+    def store_id(self) -> str:
+        """The store's random id, fixed at creation (it names this store on remotes)."""
+        return bytes(self._get("meta", b"store_id") or b"").decode()
 
     def unfinished(self) -> list[str]:
         """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
@@ -372,6 +389,12 @@ class Tx(View):
                 break
             salt += 1
         return Turn(id=turn_id, session=session, seq=seq, created=self.clock(), **fields)
+
+    def allocate_seq(self) -> int:
+        """The next store-wide turn sequence number (a pulled turn keeps its id, not its seq)."""
+        seq = int(self._get("meta", b"turn_seq") or b"0") + 1
+        self._put("meta", b"turn_seq", str(seq).encode())
+        return seq
 
     def put_session(self, session: Session) -> None:
         self._put("sessions", session_key(session.name), dumps(session))
@@ -481,6 +504,12 @@ class Tx(View):
     def delete_index(self, rel: str) -> None:
         self._delete("index", os.fsencode(rel))
 
+    def put_line_counts(self, key: bytes, added: int, removed: int, binary: bool) -> None:
+        self._put("counts", key, json.dumps([added, removed, binary]).encode())
+
+    def forget_line_counts(self, key: bytes) -> None:
+        self._delete("counts", key)
+
     def set_scan_state(self, state: dict[str, Any]) -> None:
         self._put_meta_json(b"scan", state)
 
@@ -535,6 +564,12 @@ class Repo:
     def lock_timeout(self) -> float:
         return self._db.lock_timeout
 
+    @property
+    def read_only(self) -> str | None:
+        """Why the store cannot be written (None when it can). A read-only store is still
+        read; every write raises :class:`~snapstore.errors.StoreReadOnly`."""
+        return self._db.read_only
+
     @contextmanager
     def read(self) -> Iterator[View]:
         """A consistent read-only view; readers never wait for writers."""
@@ -549,6 +584,15 @@ class Repo:
         """
         dbs, clock = self._db.dbs, self.clock
         return self._db.write(lambda txn: fn(Tx(txn, dbs, clock)), locked=locked)
+
+    def write_if_free(self, fn: Callable[[Tx], T]) -> T | None:
+        """Like :meth:`write`, but only if the write lock is free now (None otherwise):
+        for what a reader keeps in passing, which is never worth a wait."""
+        try:
+            with self._db.write_lock(timeout=0):
+                return self.write(fn, locked=True)
+        except StoreLocked:
+            return None
 
     def write_lock(self) -> Any:
         """Hold the writer lock across several commits (a rewind, a gc)."""

@@ -33,8 +33,12 @@ if TYPE_CHECKING:
     from .fsck import FsckReport
     from .fsio import Workspace
     from .gc import GcPolicy, GcResult
-    from .history import RewindPoint, StoreStatus, TurnDetail
+    from .history import FileStat, RewindPoint, StoreStatus, TurnDetail
     from .plan import RewindResult
+    from .remote.base import ObjectStore
+    from .remote.catalog import Catalog
+    from .remote.push import SyncResult
+    from .remote.upkeep import LogEntry, RemoteFsck, RemoteGc
     from .scan import ScanResult
     from .shell import WindowAction
     from .watch import Report, Watcher
@@ -52,18 +56,21 @@ class Store:
     across ``fork()``. ``max_file_size`` caps what scans record, for every scan
     this Store runs (scan mode's turn scans included). ``warn`` receives what
     went wrong without stopping the operation (a scan at a turn's edge that
-    failed); without it, such a failure is raised.
+    failed); without it, such a failure is raised. ``record_base`` records, at each
+    session's first capture, the git commit and what differed from it (snapstore.base:
+    git runs once per new session), so that another machine can rebuild its turns.
     """
 
     def __init__(self, root: str | os.PathLike[str] | None, *, store_dir: str | None = None,
                  create: bool = False, clock: Callable[[], float] | None = None,
                  lock_timeout: float = 10.0, map_size: int = INITIAL_MAP_SIZE,
                  max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-                 warn: Callable[[str], None] | None = None):
+                 warn: Callable[[str], None] | None = None, record_base: bool = False):
         self.repo = Repo(root, store_dir=store_dir, create=create, clock=clock,
                          lock_timeout=lock_timeout, map_size=map_size)
         self.max_file_size = max_file_size
         self.warn = warn
+        self.record_base = record_base
 
     @classmethod
     def init(cls, root: str | os.PathLike[str] | None, **options: Any) -> Store:
@@ -144,7 +151,22 @@ class Store:
             with self.repo.write_lock():
                 finish_open_turn(self.repo, session, implicit_only=not close_open)
             self._edge_scan(session)
-        return begin_turn(self.repo, session, prompt, message_id, close_open)
+        base = self._base_of_new(session)
+        turn = begin_turn(self.repo, session, prompt, message_id, close_open)
+        self._keep_base(session, base)
+        return turn
+
+    def _base_of_new(self, session: str) -> Any:
+        """A new session's base, read before its first capture (None: not asked, or not new)."""
+        if not self.record_base or self.has_session(session):
+            return None
+        from .base import capture_base
+        return capture_base(self.repo, self.max_file_size)
+
+    def _keep_base(self, session: str, base: Any) -> None:
+        if base is not None:
+            from .base import record_base
+            record_base(self.repo, session, *base)
 
     def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
@@ -173,7 +195,10 @@ class Store:
                   session: str = DEFAULT_SESSION) -> CaptureResult:
         """Capture the current bytes of ``paths`` before the agent writes them."""
         from .capture import pre_write
-        return pre_write(self.repo, paths, tool, session)
+        base = self._base_of_new(session)
+        result = pre_write(self.repo, paths, tool, session)
+        self._keep_base(session, base)
+        return result
 
     def post_write(self, paths: Iterable[str | os.PathLike[str]],
                    session: str = DEFAULT_SESSION, tool: str = "") -> CaptureResult:
@@ -282,6 +307,12 @@ class Store:
         from .diffs import turn_diff
         return turn_diff(self.repo, ref, session, paths)
 
+    def diffs(self, ref: str | int, session: str = DEFAULT_SESSION,
+              paths: list[str] | None = None) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+        """One turn, and each file it changed (or only ``paths``) with its diff lines."""
+        from .diffs import turn_diffs
+        return turn_diffs(self.repo, ref, session, paths)
+
     def changes(self, turn_id: str) -> list[Change]:
         """The changes one turn recorded, in order."""
         with self.repo.read() as v:
@@ -316,9 +347,19 @@ class Store:
         return rewind(self.repo, target, session, mode=mode, on_conflict=on_conflict,
                       paths=paths, dry_run=dry_run, force=force)
 
-    def undo(self, rewind_id: str | None = None, session: str = DEFAULT_SESSION, *,
+    def switch(self, target: str | int, session: str | None = None, *,
+               on_conflict: str = "skip", dry_run: bool = False,
+               force: bool = False) -> RewindResult:
+        """Make the workspace what it was right after ``target``: back, forward (redo) or on
+        another branch of its session. A number needs ``session``; an id does not."""
+        from .rewind import switch
+        return switch(self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run,
+                      force=force)
+
+    def undo(self, rewind_id: str | None = None, session: str | None = None, *,
              on_conflict: str = "skip", dry_run: bool = False) -> RewindResult:
-        """Take back the last rewind of the session (or the one given)."""
+        """Take back a rewind or switch: the one given, else the newest of ``session``, else
+        the newest in the store. The result names the session it acted on."""
         from .rewind import undo
         return undo(self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
 
@@ -343,6 +384,41 @@ class Store:
         """Drop turns the policy does not keep, sweep unneeded blobs, compact the file."""
         from .gc import GcPolicy, gc
         return gc(self.repo, policy or GcPolicy(), dry_run=dry_run, compact=compact)
+
+    # -- remotes (snapstore.remote: push, pull, upkeep) ----------------------------------
+
+    def catalog(self, remote: ObjectStore) -> Catalog:
+        """The remote read through its layout, with this store's cache of its indexes."""
+        from .remote.catalog import Catalog
+        from .remote.verify import digest_hex
+        return Catalog(remote, os.path.join(self.store_dir, "remote-cache",
+                                            digest_hex(remote.url.encode())[:16]))
+
+    def push(self, remote: ObjectStore, sessions: list[str] | None = None) -> SyncResult:
+        """Upload ``sessions`` (None: all) and the blobs they need that the remote lacks."""
+        from .remote.push import push
+        return push(self.repo, self.catalog(remote), sessions)
+
+    def pull(self, remote: ObjectStore, sessions: list[str] | None = None,
+             progress: Callable[[str], None] | None = None) -> SyncResult:
+        """Fetch the remote's sessions named ``sessions`` (None: all) and what they need;
+        the workspace is not touched."""
+        from .remote.pull import pull
+        return pull(self.repo, self.catalog(remote), sessions, progress)
+
+    def remote_log(self, remote: ObjectStore) -> list[LogEntry]:
+        from .remote.upkeep import log
+        return log(self.catalog(remote))
+
+    def remote_fsck(self, remote: ObjectStore) -> RemoteFsck:
+        from .remote.upkeep import fsck
+        return fsck(self.catalog(remote))
+
+    def remote_gc(self, remote: ObjectStore, keep_days: float | None,
+                  grace: float | None = None) -> RemoteGc:
+        from .remote.upkeep import DEFAULT_GRACE, gc
+        return gc(self.catalog(remote), keep_days,
+                  grace=DEFAULT_GRACE if grace is None else grace, now=self.clock())
 
 
 def tracked(store: Store, paths: str | Callable[..., Iterable[str | os.PathLike[str]]], *,

@@ -89,3 +89,12 @@ def _report_fuzz_counts() -> Iterator[None]:
     yield
     if COUNTS:
         print(f"\nfuzz cases tried: {sum(COUNTS.values())} {COUNTS}")
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory: pytest.TempPathFactory):
+    """A real S3 server (SeaweedFS) on loopback for the whole session (tests/support/seaweed.py)."""
+    from .support.seaweed import start_seaweed
+
+    with start_seaweed(tmp_path_factory.mktemp("seaweed")) as server:
+        yield server

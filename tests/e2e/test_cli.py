@@ -11,7 +11,7 @@ import pytest
 from ..support import read, write
 
 REWIND_KEYS = {"session", "target", "user_text", "turns_reverted", "restored", "deleted",
-               "merged", "conflicts", "errors", "new_head", "undo_id", "dry_run"}
+               "merged", "conflicts", "errors", "warnings", "new_head", "undo_id", "dry_run"}
 
 
 def _turn(cli, prompt: str, edits: dict[str, str | None], root: Path) -> str:

@@ -17,7 +17,7 @@ def test_demo_runs_and_verifies_itself(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "restored  NOTES.md" in out and "merged    app.py" in out
-    assert "ok: app.py lost the agent's change and kept your line" in out
+    assert "ok: app.py lost turn 2's change and kept your line" in out
     assert "demo finished" in out
     assert "TODO(me)" in (tmp_path / "demo" / "app.py").read_text()
 

@@ -122,3 +122,29 @@ def test_rewind_turn_asks_for_confirmation_on_a_terminal(terminal, root: Path) -
     term.keys("n", "Enter")
     term.wait_for("EXIT=1")
     assert (root / "f3.txt").exists()
+
+
+def test_names_and_prompts_that_would_drive_the_terminal_are_escaped(
+        session_with_three_turns: Path, cli) -> None:
+    """A prompt that clears the screen and retitles the window, and a file named to do the
+    same: the picker shows them escaped, as `log` does."""
+    root = session_with_three_turns
+    cli("begin", "--prompt", "wipe\x1b[2J\x1b]0;owned\x07 it")
+    cli("pre-write", "x\x1b[2Jy.txt")
+    (root / "x\x1b[2Jy.txt").write_text("x\n")
+    cli("post-write", "x\x1b[2Jy.txt")
+    cli("end")
+    term = Terminal([*snapstore_bin(), "rewind"], root)
+    try:
+        screen = term.wait_for("Rewind to before which turn?")
+        assert '"wipe\\033[2J\\033]0;owned\\a it"' in screen, screen
+        assert '"x\\033[2Jy.txt"' in screen, screen
+        assert "prompt number 3" in screen  # the rest of the list was not wiped
+        term.keys("Enter")
+        screen = term.wait_for("Rewind code and conversation")
+        assert 'delete   "x\\033[2Jy.txt"' in screen, screen
+        term.keys("Escape")
+        term.wait_for("EXIT=0")
+    finally:
+        term.close()
+    assert (root / "x\x1b[2Jy.txt").exists()

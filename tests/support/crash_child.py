@@ -34,7 +34,6 @@ from typing import Any
 
 from snapstore import NotFound, Store, faults
 from snapstore.gc import GcPolicy
-from snapstore.records import REWIND
 
 from .trees import snapshot
 
@@ -217,8 +216,9 @@ class Runner:
         store.end_turn(session)
 
     def _operations(self, store: Store) -> int:
+        """How many operations (rewinds, undos, switches) the store has journaled."""
         with store.repo.read() as v:
-            return sum(1 for t in v.turns() if t.kind == REWIND)
+            return sum(1 for t in v.turns() if t.op is not None)
 
     def _rewind(self, store: Store, index: int, op: dict[str, Any]) -> None:
         def make() -> dict[str, Any]:

@@ -33,3 +33,9 @@ def raw_put(store: Store, key: bytes, value: bytes | None, table: str = "blobs")
             txn.put(key, value, db=db.dbs[table])
 
     db.write(put)
+
+
+def drop_table(store: Store, table: str) -> None:
+    """Delete a whole named database, as a store from an older schema lacks it."""
+    db = database(store)
+    db.write(lambda txn: txn.drop(db.dbs[table], delete=True))

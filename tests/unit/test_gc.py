@@ -110,16 +110,18 @@ def test_the_open_turn_and_the_last_rewind_are_never_dropped(store: Store, root:
     ids, _ = _recorded_history(store, 6)
     before_rewind = snapshot(root, dirs=True)
     store.rewind(ids[1])  # takes back turns 1..5; the head is turn 0
-    store.begin_turn("default", "still running")
+    running = store.begin_turn("default", "still running")
     store.pre_write(["open.txt"])
     write(root, "open.txt", "open\n")
     result = store.gc(GcPolicy(keep_days=0, keep_turns=0))
     assert result.removed_turns == [ids[0]]  # all else is the open turn or the rewind's undo
     assert store.fsck().ok
     store.end_turn()
-    store.undo()
+    undone = store.undo()
     assert snapshot(root, dirs=True) == {**before_rewind, "open.txt": ("file", b"open\n", 0o644)}
-    assert store.status().head == ids[5]
+    # A turn came after the rewind, so its undo is a turn of its own on top of it.
+    assert [p.turn.id for p in store.rewind_points()] == [undone.new_head, running.id]
+    assert store.status().head == undone.new_head
     assert store.fsck().ok
 
 

@@ -14,12 +14,18 @@ from ..support.layers import cycles, graph
 LAYERS = [
     # the record layer: records and their encodings, the database, the workspace's file I/O
     {"snapstore.errors", "snapstore.faults", "snapstore.merge", "snapstore.blobs",
-     "snapstore.records", "snapstore.db", "snapstore.fsio", "snapstore.repo"},
+     "snapstore.records", "snapstore.db", "snapstore.fsio", "snapstore.repo",
+     # the remote transport: object stores (S3, folders), the remote's errors
+     "snapstore.remote", "snapstore.remote.base", "snapstore.remote.credentials",
+     "snapstore.remote.errors", "snapstore.remote.folder", "snapstore.remote.location",
+     "snapstore.remote.s3", "snapstore.remote.verify", "snapstore.remote.layout",
+     "snapstore.remote.catalog"},
     # operations on the record layer
     {"snapstore.capture", "snapstore.history", "snapstore.plan", "snapstore.journal",
      "snapstore.rewind", "snapstore.ignore", "snapstore.shell", "snapstore.scan",
-     "snapstore.watch",
-     "snapstore.gc", "snapstore.fsck", "snapstore.diffs"},
+     "snapstore.watch", "snapstore.gc", "snapstore.fsck", "snapstore.diffs", "snapstore.base",
+     # remotes: push, pull, and their upkeep (log, fsck, gc)
+     "snapstore.remote.push", "snapstore.remote.pull", "snapstore.remote.upkeep"},
     # the facade and the public API
     {"snapstore.store", "snapstore"},
     # agent adapters, on top of the facade

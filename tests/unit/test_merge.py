@@ -200,13 +200,14 @@ def test_line_endings_are_part_of_the_line() -> None:
     assert merge3(base, ours, theirs).conflicts == 1
 
 
-def test_missing_final_newline_is_a_change() -> None:
+def test_missing_final_newline_is_merged_apart() -> None:
     base = text("a", "b", "c", "d")
     ours = text("a", "b", "c", "d", final_newline=False)
     theirs = text("A", "b", "c", "d")
     assert merge3(base, ours, theirs) == MergeResult(b"A\nb\nc\nd", 0)
+    # git conflicts here (both sides changed the last line); see test_merge_newline.py
     theirs = text("a", "b", "c", "D")
-    assert merge3(base, ours, theirs).conflicts == 1
+    assert merge3(base, ours, theirs) == MergeResult(b"a\nb\nc\nD", 0)
 
 
 def test_append_after_last_line_without_newline() -> None:
