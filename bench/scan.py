@@ -17,9 +17,11 @@ copied to a temporary folder) it measures:
    the warm scan with ``snapstore watch`` running (it is asked, so its cost
    includes the round trip; its debounce is long, so the work happens on
    request and is timed), and the per-turn cost: ``begin_turn(scan=True)``,
-   the scan, ``end_turn``; then, as "typical", the same with the default
-   debounce and one second between the shell command and the end of the
-   turn, in which the watcher has already recorded the changes;
+   the scan that opens the shell call's window, the scan that closes it (the
+   "scan" figure), ``end_turn``; then, as "typical", the same with the
+   default debounce and one second between the shell command and the end of
+   the call. (A watcher records nothing on its own while a window is open, so
+   since windows exist "typical" no longer finds the changes recorded early.)
 3. the peer's per-turn cost: ``git add -A && git commit`` in a shadow
    repository (GIT_DIR elsewhere, as Cline and Roo Code do).
 
@@ -91,7 +93,7 @@ class Daemon:
     def wait_ready(self, store: Store) -> float:
         """Seconds until it answers (its start-up scan included)."""
         start = time.perf_counter()
-        while watcher_info(store) is None:
+        while watcher_info(store.store_dir) is None:
             if self.proc.poll() is not None:
                 raise RuntimeError("snapstore watch exited early")
             time.sleep(0.05)
@@ -112,18 +114,19 @@ def _round(store: Store, git: ShadowGit, root: str, files: list[str], rng: rando
     agent writing its answer), in which a watcher records what it saw.
     """
     begin, turn = timed(lambda: store.begin_turn(SESSION, label, scan=True))
+    opened, _ = timed(lambda: store.shell_begin(SESSION, label))  # the shell call's window
     for rel in rng.sample(files, CHANGED):
         with open(os.path.join(root, rel), "a", encoding="utf-8") as handle:
             handle.write(f"# {label}\n")
     time.sleep(settle)
     status, _ = timed(lambda: git.git("status", "--porcelain"))
-    scan, _ = timed(lambda: store.scan(SESSION, use_watcher=use_watcher))
+    scan, _ = timed(lambda: store.shell_end(SESSION, label))  # records what the call changed
     end, _ = timed(lambda: store.end_turn(SESSION))
     recorded = len(store.changes(turn.id))
     if recorded != CHANGED:
         raise RuntimeError(f"{label}: the turn recorded {recorded} changes, not {CHANGED}")
     checkpoint, _ = timed(lambda: git.checkpoint(label))
-    return {"git_status": status, "scan": scan, "turn": begin + scan + end,
+    return {"git_status": status, "scan": scan, "turn": begin + opened + scan + end,
             "checkpoint": checkpoint}
 
 

@@ -48,7 +48,8 @@ def init(track_shell: bool) -> None:
         if baseline is not None:
             from .cmd_scan import scan_summary
             scan_summary(baseline)
-            out.print("Scan mode is on: hooks scan at the start and end of each turn")
+            out.print("Scan mode is on: hooks scan around each turn and each shell call. "
+                      "Run `snapstore hook install AGENT` (again) so they see the shell tool")
     emit(data, human)
 
 

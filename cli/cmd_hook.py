@@ -13,12 +13,15 @@ import sys
 
 import click
 
+from snapstore import find_root
 from snapstore.adapters import claude_code, gemini_cli
 from snapstore.adapters.install import merge_hooks
+from snapstore.db import STORE_DIRNAME
 
 from .app import common_options, emit, options
 from .entry import run_hook
 from .render import console
+from .settings import Config, Environment
 
 AGENTS = {"claude-code": (claude_code, ".claude"), "gemini-cli": (gemini_cli, ".gemini")}
 
@@ -46,6 +49,13 @@ def _command(agent: str) -> str:
     return f"{exe or 'snapstore'} hook {agent}"
 
 
+def _scan_mode(env: Environment, start: str) -> bool:
+    """Whether the store for ``start`` is in scan mode: its hooks then take the shell tool."""
+    root = find_root(start)
+    store_dir = env.store_dir or (os.path.join(root, STORE_DIRNAME) if root else None)
+    return store_dir is not None and Config.load(store_dir).track_shell
+
+
 @hook.command("install")
 @click.argument("agent", type=click.Choice(sorted(AGENTS)))
 @click.option("--scope", type=click.Choice(["project", "user"]), default="project",
@@ -58,7 +68,9 @@ def install(agent: str, scope: str) -> None:
     base = os.path.expanduser("~") if scope == "user" else os.path.realpath(
         opts.root or os.getcwd())
     settings = os.path.join(base, folder, "settings.json")
-    added = merge_hooks(settings, module.settings_block(_command(agent)), f"hook {agent}")
+    shell = _scan_mode(opts.env, os.path.realpath(opts.root or os.getcwd()))
+    added = merge_hooks(settings, module.settings_block(_command(agent), shell=shell),
+                        f"hook {agent}")
 
     def human() -> None:
         out = console(stderr=True)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
+from rich.text import Text
 
 from .app import common_options, emit, options
 from .render import console, printable
@@ -22,7 +25,8 @@ def status() -> None:
             "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
             "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
             "dedup_ratio": round(st.dedup_ratio, 3), "disk_bytes": st.disk_bytes,
-            "read_only": read_only}
+            "read_only": read_only,
+            "unattributed": [asdict(item) for item in st.unattributed]}
 
     def human() -> None:
         out = console()
@@ -34,4 +38,13 @@ def status() -> None:
         out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
         out.print(f"session    {printable(session)}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
+        if st.unattributed:
+            count = sum(len(item.paths) for item in st.unattributed)
+            out.print(f"unattributed {count} change(s) seen while shell calls of several "
+                      "sessions ran at once (or one whose end never came): kept as yours, "
+                      "no rewind takes them back", style="yellow")
+            for item in st.unattributed:
+                for path in item.paths:
+                    sessions = ", ".join(printable(name) for name in item.sessions)
+                    out.print(Text(f"  {printable(path)}  (turn {item.turn}; {sessions})"))
     emit(data, human)

@@ -16,12 +16,13 @@ import os
 import sys
 import time
 
-from snapstore import SnapstoreError
+from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
-    BEGIN,
     END,
     IGNORE,
     MAX_PAYLOAD,
+    SHELL_POST,
+    SHELL_PRE,
     START,
     Agent,
     apply,
@@ -73,8 +74,9 @@ def run_hook(agent: str, args: list[str]) -> int:
             raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
         env = Environment.read()
         action = parse(spec, load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1)))
-        if action.kind in (IGNORE, START):
-            sys.stdout.write(spec.silent)
+        if action.kind in (IGNORE, START) or (action.kind in (SHELL_PRE, SHELL_POST)
+                                               and not (env.store_dir or find_root(action.cwd))):
+            sys.stdout.write(spec.silent)  # a shell call matters only to a store in scan mode
             return 0
         warnings: list[str] = []
         store, config = open_for_hook(env, action.cwd, warnings.append)
@@ -82,7 +84,7 @@ def run_hook(agent: str, args: list[str]) -> int:
             store_dir = store.store_dir
             if store.unfinished_operations():
                 store.resume()
-            outcome = apply(store, action, scan=config.track_shell and action.kind in (BEGIN, END))
+            outcome = apply(store, action, scan=config.track_shell)
             warnings += outcome.warnings
             if action.kind == END and config.gc_auto:
                 from . import autogc

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from . import faults
 from .errors import NotFound, RunActive, SnapstoreError
-from .records import CLOSED, Change, Session, Turn, Version, same
+from .records import CLOSED, Change, Session, Turn, Version, differs, fingerprint
 from .repo import Repo, Tx, View
 
 
@@ -34,6 +34,7 @@ class _Prepared(NamedTuple):
     value: bytes | None = None
     mkdirs: int = 0
     data: bytes | None = None  # kept to re-encode if gc ran between prepare and commit
+    stat: os.stat_result | None = None  # what was read, to check it is still there
 
 
 def resolve_paths(repo: Repo, paths: Iterable[str | os.PathLike[str]]) -> list[str]:
@@ -61,7 +62,7 @@ def prepare(repo: Repo, rels: Iterable[str], bases: dict[str, bytes | None] | No
             base = bases[rel] if bases and rel in bases else v.path_digest(rel)
             key, value = v.encode(entry.data, base)
             prepared[rel] = _Prepared(rel, Version(key.hex(), entry.mode, entry.kind), key, value,
-                                      data=entry.data)
+                                      data=entry.data, stat=entry.stat)
     return prepared
 
 
@@ -133,6 +134,16 @@ def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> T
     return repo.write(commit, locked=True)
 
 
+def open_implicit_turn(repo: Repo, session: str) -> Turn:
+    """The session's open turn; an implicit one is opened when there is none."""
+    with repo.read() as v:
+        turn = v.open_turn(session)
+    if turn is not None:
+        return turn
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None,
+                                                                       True))
+
+
 def end_turn(repo: Repo, session: str) -> Turn:
     """Close the session's open turn."""
     with repo.write_lock():
@@ -146,8 +157,10 @@ def pre_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], tool: str, se
               source: str = "hook") -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
 
-    Opens an implicit turn when none is open. A path that already has an open
-    change in this turn is already protected and is left as it is.
+    Opens an implicit turn when none is open. A path whose change is already
+    open has another tool call in flight on it: that change protects it, and
+    the call is counted, so the change stays open until every call on the path
+    has reported (see :func:`post_write`).
     """
     rels = resolve_paths(repo, paths)
     prepared = prepare(repo, rels)
@@ -155,11 +168,13 @@ def pre_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], tool: str, se
     def commit(tx: Tx) -> CaptureResult:
         turn = tx.open_turn(session) or _start_turn(tx, session, "", None, True)
         open_changes = dict(turn.open_changes or {})
+        calls = dict(turn.open_calls or {})
         seq = turn.next_change
         now = tx.clock()
         for rel in rels:
             if rel in open_changes:
-                continue  # already protected: its change still waits for ``after``
+                calls[rel] = _in_flight(turn, rel) + 1  # a parallel call on a protected path
+                continue
             item = prepared[rel]
             if item.key is not None:
                 tx.put_blob(item.key, item.value, item.data)
@@ -168,7 +183,8 @@ def pre_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], tool: str, se
             open_changes[rel] = seq
             seq += 1
             tx.set_path_digest(rel, item.version)
-        tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes))
+        tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes,
+                                  open_calls=calls or None))
         tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
         return CaptureResult(session, turn.id, rels, [])
@@ -176,37 +192,115 @@ def pre_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], tool: str, se
     return repo.write(commit)
 
 
-def post_write(repo: Repo, paths: Iterable[str | os.PathLike[str]],
-               session: str) -> CaptureResult:
-    """Record what was written to each path whose change is open in this turn."""
+#: A post-write whose reads went stale before its commit reads again, this many times at most.
+_POST_ATTEMPTS = 4
+
+
+def post_write(repo: Repo, paths: Iterable[str | os.PathLike[str]], session: str,
+               tool: str = "") -> CaptureResult:
+    """Record what was written to each path.
+
+    A path whose change is open is closed once the last tool call in flight on
+    it reports; an earlier call's report only counts it off. A path with no
+    open change (its pre-write never reached the store, or a parallel call's
+    report closed the change already) gets a change from the latest version
+    the store knows (``paths``) to what is on disk, in the open turn or a new
+    implicit one. What closes a change is checked to be still on disk at the
+    commit; when it moved (another call wrote meanwhile) it is read again.
+    """
     rels = resolve_paths(repo, paths)
-    with repo.read() as v:
-        turn = v.open_turn(session)
-        if turn is None:
-            return CaptureResult(session, None, [], [(rel, "no open turn") for rel in rels])
-        awaiting = {c.path: c for c in _awaiting(v, turn) if c.path in rels}
-    prepared = prepare(repo, list(awaiting), {rel: _key(c.before) for rel, c in awaiting.items()})
+    for attempt in range(_POST_ATTEMPTS):
+        with repo.read() as v:
+            turn = v.open_turn(session)
+            awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
+        prepared = prepare(repo, rels, {rel: _key(awaiting[rel].before)
+                                        for rel in rels if rel in awaiting})
+        check = attempt < _POST_ATTEMPTS - 1  # the last attempt records what it read
 
-    def commit(tx: Tx) -> CaptureResult:
-        recorded, skipped = [], []
-        current = tx.open_turn(session)
-        if current is not None and current.id != turn.id:
-            current = None
-        for rel in rels:
-            seq = (current.open_changes or {}).get(rel) if current is not None else None
-            if current is None or seq is None or rel not in prepared:
-                skipped.append((rel, "no pre-write was captured for it in this turn"))
-                continue
-            change = tx.change(current.id, seq)
-            current = _record_after(tx, current, change, prepared[rel])
+        def commit(tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check
+                   ) -> CaptureResult | None:
+            return _commit_post(tx, repo, session, tool, rels, prepared, check)
+
+        result = repo.write(commit)
+        if result is not None:
+            return result
+    raise AssertionError("unreachable: the last attempt does not check")
+
+
+def _commit_post(tx: Tx, repo: Repo, session: str, tool: str, rels: list[str],
+                 prepared: dict[str, _Prepared], check: bool) -> CaptureResult | None:
+    """One post-write's commit; None (and nothing written) when a read went stale."""
+    turn = tx.open_turn(session)
+    if check and any(_in_flight(turn, rel) <= 1 and not _still_there(repo, prepared[rel])
+                     for rel in rels):
+        return None
+    recorded, skipped = [], []
+    for rel in rels:
+        item = prepared[rel]
+        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        if turn is not None and seq is not None:
+            if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
+                calls = dict(turn.open_calls or {})
+                calls[rel] -= 1
+                if calls[rel] == 1:
+                    del calls[rel]
+                turn = turn._replace(open_calls=calls or None)
+            else:
+                turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
             recorded.append(rel)
-        if current is not None:
-            tx.put_turn(current)
-        tx.event("post_write", session=session, turn=turn.id, paths=recorded)
-        faults.point("capture.commit")
-        return CaptureResult(session, turn.id, recorded, skipped)
+            continue
+        known, before = _latest_known(tx, turn, rel, item.version)
+        if not known:
+            skipped.append((rel, "no pre-write was captured for it, and the store knows no "
+                                 "earlier version of it"))
+            continue
+        recorded.append(rel)
+        if not differs(before, item.version):
+            continue  # the store knows this version already
+        turn = turn or _start_turn(tx, session, "", None, True)
+        if item.key is not None:
+            tx.put_blob(item.key, item.value, item.data)
+        tx.put_change(Change(turn.id, turn.next_change, rel, before, item.version, True, tool,
+                             "hook", tx.clock()))
+        tx.set_path_digest(rel, item.version)
+        turn = turn._replace(next_change=turn.next_change + 1)
+    if turn is not None:
+        tx.put_turn(turn)
+    tx.event("post_write", session=session, turn=turn.id if turn else None, paths=recorded)
+    faults.point("capture.commit")
+    return CaptureResult(session, turn.id if turn else None, recorded, skipped)
 
-    return repo.write(commit)
+
+def _in_flight(turn: Turn | None, rel: str) -> int:
+    """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
+    if turn is None or rel not in (turn.open_changes or {}):
+        return 0
+    return (turn.open_calls or {}).get(rel, 1)
+
+
+def _still_there(repo: Repo, item: _Prepared) -> bool:
+    """Whether the path still holds what was read for it (checked under the write lock)."""
+    try:
+        st = repo.ws.lstat(item.rel)
+    except SnapstoreError:
+        return False
+    if item.version is None or item.stat is None:
+        return st is None
+    return st is not None and fingerprint(st) == fingerprint(item.stat)
+
+
+def _latest_known(v: View, turn: Turn | None, rel: str, now: Version | None
+                  ) -> tuple[bool, Version | None]:
+    """Whether the store knows a version of ``rel``, and the latest one it recorded.
+
+    A change without a pre-write starts from it. No ``paths`` entry means absent
+    when this turn recorded the path (a deletion, or a new file's absence), and
+    unknown otherwise: the file may hold bytes that were never captured.
+    """
+    latest = v.path_version(rel, like=now)
+    if latest is not None:
+        return True, latest
+    return turn is not None and any(c.path == rel for c in v.changes(turn.id)), None
 
 
 def _awaiting(v: View, turn: Turn) -> list[Change]:
@@ -215,19 +309,88 @@ def _awaiting(v: View, turn: Turn) -> list[Change]:
 
 
 def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
-    """Record ``after`` for one open change; returns the turn without it open."""
+    """Record ``after`` for one open change; returns the turn without it open.
+
+    The change spans its tool call's window: from what its pre-write saw to
+    what is on disk now. When ``paths`` moved meanwhile, another session
+    recorded the path inside that window, and this change keeps only what is
+    not recorded there (docs/format.md §5.2):
+
+    - a call of another session began on the path and is still in flight (its
+      change starts where ``paths`` is): this change ends there;
+    - such a call began and has ended, its turn still open (its change ends
+      where ``paths`` is): this change keeps what came before it began, and
+      what came after it ended.
+
+    Otherwise the change keeps its whole window, even where something else
+    recorded a part of it too: a write of its own is never left out.
+    """
     if item.key is not None:
         tx.put_blob(item.key, item.value, item.data)
-    change = change._replace(after=item.version, done=True)
-    tx.set_path_digest(change.path, item.version)
-    if same(change.before, change.after) and (
-            change.before is None or change.before.mode == change.after.mode):
+    latest = tx.path_digest(change.path)
+    settled = True  # whether ``paths`` now holds what was read
+    spans = [(change.before, item.version)]
+    if latest != _key(change.before):
+        others = _other_calls(tx, turn.session, change)
+        if others:
+            spans = [(change.before, others[0].before)]
+            if others[-1].done:
+                spans.append((others[-1].after, item.version))
+            else:
+                settled = False
+    kept = False
+    for before, after in spans:
+        if not differs(before, after):
+            continue
+        if not kept:
+            tx.put_change(change._replace(before=before, after=after, done=True))
+            kept = True
+        else:
+            tx.put_change(Change(turn.id, turn.next_change, change.path, before, after, True,
+                                 change.tool, change.source, change.time))
+            turn = turn._replace(next_change=turn.next_change + 1)
+    if not kept:
         tx.delete_change(change)  # the write changed nothing
-    else:
-        tx.put_change(change)
+    if settled:
+        tx.set_path_digest(change.path, item.version)
     open_changes = dict(turn.open_changes or {})
     open_changes.pop(change.path, None)
-    return turn._replace(open_changes=open_changes)
+    calls = dict(turn.open_calls or {})
+    calls.pop(change.path, None)
+    return turn._replace(open_changes=open_changes, open_calls=calls or None)
+
+
+def _other_calls(v: View, session: str, change: Change) -> list[Change]:
+    """The calls of other sessions on the path that began while ``change``'s was in
+    flight, oldest first: the chain of their changes that leads to what ``paths`` names.
+
+    Walking back from ``paths``: a change in flight that starts there, or else one
+    that ended there, then the one that ended where that one started, and so on,
+    until the chain reaches where ``change`` started or no change continues it.
+    Only calls that began after this one can be found so: an older call that ends
+    while this one is in flight stops where this one began, and leaves ``paths``
+    alone. Only open turns are looked at: a rewind (which needs its session's turn
+    closed) moves ``paths`` to what it wrote, and is no call inside this one.
+    """
+    candidates = []
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.name != session else None
+        if turn is not None:
+            candidates += [c for c in v.changes(turn.id) if c.path == change.path]
+    chain: list[Change] = []
+    current = v.path_digest(change.path)
+    start = _key(change.before)
+    while current != start:
+        found = next((c for c in reversed(candidates) if not c.done
+                      and not chain and _key(c.before) == current), None)
+        found = found or next((c for c in reversed(candidates)
+                               if c.done and _key(c.after) == current), None)
+        if found is None:
+            break
+        candidates.remove(found)
+        chain.insert(0, found)
+        current = _key(found.before)
+    return chain
 
 
 def _key(version: Version | None) -> bytes | None:

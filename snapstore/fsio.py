@@ -3,8 +3,9 @@
 Every path from a hook, the CLI or the API goes through :meth:`Workspace.relpath`
 first: it is normalised to a relative POSIX path under the root, symlinks in its
 parent folders are resolved (and refused when they lead out of the root), and
-the store's own folder is refused. The leaf is never followed: a symlink is
-itself a versioned object, its target string.
+a store's folder is refused: this workspace's own, and any other nested in it.
+The leaf is never followed: a symlink is itself a versioned object, its target
+string.
 
 Reads and writes then walk the canonical path from an open descriptor of the
 root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
@@ -26,6 +27,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from . import faults
+from .db import STORE_DIRNAME
 from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
 from .records import FILE, LINK, Entry
 
@@ -80,9 +82,24 @@ class Workspace:
         if len(os.fsencode(rel)) > MAX_PATH_BYTES:
             raise BadInput(f"{rel[:60]}...: path is longer than {MAX_PATH_BYTES} bytes, "
                            "the longest the store can key")
-        if self.store_rel and (rel == self.store_rel or rel.startswith(self.store_rel + "/")):
-            raise UnsafePath(f"{text} is inside the snapstore store, which is never snapshotted")
+        store = self.store_of(rel)
+        if store is not None:
+            whose = "the snapstore store" if store == self.store_rel else f"the store {store}"
+            raise UnsafePath(f"{text} is inside {whose}, which is never snapshotted")
         return rel
+
+    def store_of(self, rel: str) -> str | None:
+        """The store folder ``rel`` is or lies in, if any: this workspace's own store, or
+        another one nested in the workspace (a ``.snapstore`` folder at any depth, or one
+        being created beside it). Another store's files are another project's history."""
+        own = self.store_rel
+        if own is not None and (rel == own or rel.startswith((own + "/", own + ".new-"))):
+            return own
+        parts = rel.split("/")
+        for depth, part in enumerate(parts, start=1):
+            if part == STORE_DIRNAME or part.startswith(STORE_DIRNAME + ".new-"):
+                return "/".join(parts[:depth])
+        return None
 
     def abspath(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
@@ -222,6 +239,8 @@ class Workspace:
         before it counts the write as durable (one folder sync for many files).
         """
         name = _leaf(rel)
+        if self.store_of(rel) is not None:  # a path recorded before stores were refused
+            raise UnsafePath(f"{rel} is inside a snapstore store; it is never written")
         try:
             if entry is None:
                 self._delete(rel, name, sync_folder)

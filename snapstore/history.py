@@ -61,6 +61,17 @@ class TurnDetail:
 
 
 @dataclass
+class Unattributed:
+    """Changes a scan saw while the shell calls of several sessions ran at once (or one
+    whose end never came): recorded in a ``user`` turn, given to none of them."""
+
+    turn: str
+    sessions: list[str]
+    paths: list[str]
+    created: float
+
+
+@dataclass
 class StoreStatus:
     """What a store holds, for ``snapstore status``."""
 
@@ -74,6 +85,7 @@ class StoreStatus:
     stored_bytes: int
     logical_bytes: int
     disk_bytes: int
+    unattributed: list[Unattributed] = field(default_factory=list)  # oldest first
 
     @property
     def dedup_ratio(self) -> float:
@@ -273,7 +285,15 @@ def status(repo: Repo, session: str) -> StoreStatus:
     """Counts and sizes, read in one transaction."""
     with repo.read() as v:
         sessions = v.session_count()
-        turns = sum(1 for t in v.turns() if t.kind == AGENT)
+        turns = 0
+        shared = []
+        for turn in v.turns():
+            turns += turn.kind == AGENT
+            if turn.unattributed:
+                shared.append(turn)
+        unattributed = [Unattributed(t.id, list(t.unattributed or ()),
+                                     [c.path for c in v.changes(t.id)], t.created)
+                        for t in sorted(shared, key=lambda t: t.seq)]
         record = v.session(session)
         open_turn = record.open_turn if record else None
         if open_turn and v.turn(open_turn).state != OPEN:
@@ -290,4 +310,4 @@ def status(repo: Repo, session: str) -> StoreStatus:
                     logical += sizes.get(version.key, 0)
         head = v.head(session)
     return StoreStatus(repo.root, repo.store_dir, sessions, turns, open_turn, head,
-                       len(sizes), stored, logical, repo.data_bytes())
+                       len(sizes), stored, logical, repo.data_bytes(), unattributed)

@@ -7,8 +7,9 @@ all of them. A ``.snapstoreignore`` has the same syntax and sits just above
 the ``.gitignore`` of its folder, so it can re-include what git ignores. A
 folder that is ignored is never entered, so nothing below it can come back,
 as in git. Entries named ``.git`` (a repository's own folder, or a worktree's
-pointer file) and the store's folder are always left out; a nested repository
-is otherwise an ordinary folder.
+pointer file), the store's folder and any other store's (``.snapstore`` at any
+depth) are always left out; a nested repository is otherwise an ordinary
+folder.
 
 pathspec compiles the patterns. Matching is on the scan's hot path, so a file
 without negations (the common case) is matched with one combined regex.
@@ -21,6 +22,7 @@ import re
 import stat
 from typing import TYPE_CHECKING
 
+from .db import STORE_DIRNAME
 from .fsio import TEMP_NAME
 
 if TYPE_CHECKING:
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 IGNORE_FILES = (".gitignore", ".snapstoreignore")
 GIT = ".git"
+NEW_STORE = STORE_DIRNAME + ".new-"  # a store being created (docs/format.md §1)
 _DIR_GROUP = re.compile(r"\(\?P<ps_d>")
 
 #: Rules in force for one folder: (length of the folder's prefix, rules), deepest first.
@@ -121,9 +124,11 @@ class IgnoreRules:
 
     def always_skipped(self, rel: str) -> bool:
         """Never scanned, whatever the rules say: ``.git`` entries, the store, a store
-        being created beside it, and the temp files of a rewind that is writing."""
+        being created beside it, another store nested at any depth (a ``.snapstore``
+        folder: another project's history), and the temp files of a rewind that is
+        writing."""
         leaf = rel.rsplit("/", 1)[-1]
-        if leaf == GIT or TEMP_NAME.fullmatch(leaf):
+        if leaf in (GIT, STORE_DIRNAME) or leaf.startswith(NEW_STORE) or TEMP_NAME.fullmatch(leaf):
             return True
         return self.store_rel is not None and (
             rel == self.store_rel or rel.startswith(self.store_rel + ".new-"))

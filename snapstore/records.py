@@ -84,6 +84,15 @@ def unscanned_fingerprint(version: Version) -> bytes:
     return FINGERPRINT.pack(0, 0, 0, 0, st_mode)
 
 
+def index_version(value: bytes) -> Version:
+    """The version an ``index`` value (fingerprint, then digest) describes."""
+    st_mode = FINGERPRINT.unpack_from(value)[4]
+    digest = value[FINGERPRINT.size:].hex()
+    if stat.S_ISLNK(st_mode):
+        return Version(digest, 0o777, LINK)
+    return Version(digest, stat.S_IMODE(st_mode), FILE)
+
+
 def same(a: Version | None, b: Version | None) -> bool:
     """Whether two states hold the same content (absence equals absence; modes aside)."""
     return (a is None and b is None) or (a is not None and a.same_content(b))
@@ -149,6 +158,8 @@ class Turn(NamedTuple):
     next_change: int = 0  # the seq the next change of this turn gets
     open_changes: dict[str, int] | None = None  # path -> seq of its change awaiting ``after``
     op: RewindOp | None = None
+    open_calls: dict[str, int] | None = None  # path -> tool calls in flight on it, when over 1
+    unattributed: list[str] | None = None  # a ``user`` turn seen in sessions' shared windows
 
 
 class Session(NamedTuple):

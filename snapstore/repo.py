@@ -42,6 +42,7 @@ from .records import (
     Turn,
     Version,
     dumps,
+    index_version,
     loads,
     unscanned_fingerprint,
 )
@@ -272,6 +273,22 @@ class View:
         """The latest digest recorded for ``rel`` (the delta base for its next version)."""
         return self._get("paths", os.fsencode(rel))
 
+    def path_version(self, rel: str, like: Version | None = None) -> Version | None:
+        """The latest version recorded for ``rel``; None when there is none.
+
+        ``paths`` keeps only the digest. The kind and mode are those of the scan
+        index when it describes the same digest, else those of ``like``.
+        """
+        digest = self.path_digest(rel)
+        if digest is None:
+            return None
+        indexed = self.index_entry(os.fsencode(rel))
+        if indexed is not None and indexed.endswith(digest):
+            return index_version(bytes(indexed))
+        if like is None:
+            return Version(bytes(digest).hex())
+        return Version(bytes(digest).hex(), like.mode, like.kind)
+
     def path_digests(self) -> Iterator[tuple[str, bytes]]:
         for key, digest in self._items("paths"):
             yield os.fsdecode(bytes(key)), bytes(digest)
@@ -319,6 +336,11 @@ class View:
     def scan_state(self) -> dict[str, Any] | None:
         """What the last full scan recorded (baseline time, ignore-rule stamp)."""
         return self._meta_json(b"scan")
+
+    def shell_windows(self) -> dict[str, list[tuple[str, float]]]:
+        """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""
+        return {session: [(call, float(opened)) for call, opened in calls]
+                for session, calls in (self._meta_json(b"shell") or {}).items()}
 
     def store_id(self) -> str:
         """The store's random id, fixed at creation (it names this store on remotes)."""
@@ -490,6 +512,12 @@ class Tx(View):
 
     def set_scan_state(self, state: dict[str, Any]) -> None:
         self._put_meta_json(b"scan", state)
+
+    def set_shell_windows(self, windows: dict[str, list[tuple[str, float]]]) -> None:
+        if windows:
+            self._put_meta_json(b"shell", windows)
+        elif self._get("meta", b"shell") is not None:
+            self._delete("meta", b"shell")
 
 
 class Repo:

@@ -14,9 +14,10 @@ those changes by comparing the workspace with two databases:
   the same bytes only refreshes the index and records nothing twice.
 
 The first scan of a workspace records the baseline: every file's blob, so that
-any file can come back later. Changes found while a turn is open belong to
-that turn; changes found between turns go to a closed turn of kind ``user``
-that no branch contains, so a rewind never takes the user's own work back.
+any file can come back later. Changes found inside one agent's shell call
+belong to its turn (snapstore.shell); all others go to a closed turn of kind
+``user`` that no branch contains, so a rewind never takes the user's own work
+back.
 
 Reading and compressing happen outside the write lock, in batches; each batch
 is one commit. Inside the commit every path is checked again (its fingerprint
@@ -42,7 +43,6 @@ from .records import (
     FILE,
     FINGERPRINT,
     LINK,
-    OPEN,
     USER,
     Change,
     Entry,
@@ -50,8 +50,10 @@ from .records import (
     Version,
     differs,
     fingerprint,
+    index_version,
 )
 from .repo import Repo, Tx, View
+from .shell import WindowAction, apply_actions, owner
 
 SCAN, WATCH = "scan", "watch"
 FP_SIZE = FINGERPRINT.size
@@ -78,6 +80,7 @@ class ScanResult:
     seconds: float = 0.0
     turn: str | None = None  # the turn the changes went to
     user: bool = False  # whether that turn is a ``user`` turn (changes seen between turns)
+    unattributed: list[str] = field(default_factory=list)  # sessions whose shell calls overlapped
     baseline: bool = False  # the first scan: the baseline was recorded, no changes
     files: int = 0  # files looked at
     read: int = 0  # files read and hashed because their fingerprint moved
@@ -114,18 +117,6 @@ def _stored(st: os.stat_result, now_ns: int) -> bytes:
     if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
         return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
     return fingerprint(st)
-
-
-def _version_of(entry_mode: int, digest: bytes) -> Version:
-    if stat.S_ISLNK(entry_mode):
-        return Version(digest.hex(), 0o777, LINK)
-    return Version(digest.hex(), stat.S_IMODE(entry_mode), FILE)
-
-
-def index_version(value: bytes) -> Version:
-    """The version an index entry describes."""
-    st_mode = FINGERPRINT.unpack_from(value)[4]
-    return _version_of(st_mode, value[FP_SIZE:])
 
 
 def _decode(rel: bytes) -> str:
@@ -330,11 +321,14 @@ def scan(repo: Repo, session: str | None = None,
          paths: Iterable[str | os.PathLike[str]] | None = None, *,
          progress: Progress | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
          source: str = SCAN, dirs: dict[str, int] | None = None,
-         rules: IgnoreRules | None = None) -> ScanResult:
+         rules: IgnoreRules | None = None,
+         window: Iterable[WindowAction] = ()) -> ScanResult:
     """Record what changed since the last scan, in the whole workspace or below ``paths``.
 
-    ``session`` names whose open turn gets the changes; None means any open
-    turn (the newest), and with no turn open the changes go to a ``user`` turn.
+    The shell windows open at the commit decide whose the changes are
+    (snapstore.shell): one session's open turn, or a ``user`` turn, which is
+    named after ``session`` (the one that asked). ``window`` opens or closes
+    windows in the scan's last commit, after what it found is recorded.
     ``dirs``, when given, collects the folders visited (path -> inode).
     ``rules`` may be kept from an earlier scan while no ignore file changed.
     """
@@ -365,7 +359,7 @@ def scan(repo: Repo, session: str | None = None,
         else:
             for scope in scopes:
                 walker.scope(scope)
-        _record(repo, session, walker, result, progress, new_state)
+        _record(repo, session, walker, result, progress, new_state, list(window))
     finally:
         if collecting:
             gc.enable()
@@ -393,9 +387,10 @@ def _relpaths(repo: Repo, paths: Iterable[str | os.PathLike[str]], result: ScanR
 
 
 def _record(repo: Repo, session: str | None, walker: _Walker, result: ScanResult,
-            progress: Progress | None, new_state: dict | None) -> None:
+            progress: Progress | None, new_state: dict | None,
+            actions: list[WindowAction]) -> None:
     """Read, encode and commit the candidates in batches, then the gone paths."""
-    commit = _Committer(repo, session, result)
+    commit = _Committer(repo, session, result, actions)
     batch: list[_Item] = []
     size = 0
     total = len(walker.candidates)
@@ -412,8 +407,9 @@ def _record(repo: Repo, session: str | None, walker: _Walker, result: ScanResult
         if progress is not None:
             progress("read", done, total)
     gone_items = [_Item(rel, old) for rel, old in walker.gone()]
-    if batch or gone_items or walker.forget or new_state is not None:
-        commit(_encode(repo, batch, result.baseline), gone_items, walker.forget, new_state)
+    if batch or gone_items or walker.forget or new_state is not None or actions:
+        commit(_encode(repo, batch, result.baseline), gone_items, walker.forget, new_state,
+               final=True)
 
 
 def _item(rel: str, entry: Entry | SnapstoreError | None, old: bytes | None,
@@ -467,34 +463,57 @@ def _new_parents(v: View, rel: str) -> int:
 
 
 class _Committer:
-    """Commits batches; finds (or makes) the turn the changes belong to."""
+    """Commits batches to the turn the changes belong to (snapstore.shell), made if needed."""
 
-    def __init__(self, repo: Repo, session: str | None, result: ScanResult):
-        self.repo, self.session, self.result = repo, session, result
+    def __init__(self, repo: Repo, session: str | None, result: ScanResult,
+                 actions: list[WindowAction]):
+        self.repo, self.session, self.result, self.actions = repo, session, result, actions
+        self.user_turns: dict[tuple[str, ...], str] = {}  # made by this scan, by shared sessions
 
     def __call__(self, items: list[_Item], gone: list[_Item], forget: Iterable[str] = (),
-                 new_state: dict | None = None) -> None:
+                 new_state: dict | None = None, final: bool = False) -> None:
         forget = list(forget)
-        outcome = self.repo.write(lambda tx: self._commit(tx, items, gone, forget, new_state))
-        for kind, rel in outcome[1]:
+        turn, recorded = self.repo.write(
+            lambda tx: self._commit(tx, items, gone, forget, new_state, final))
+        for kind, rel in recorded:
             getattr(self.result, kind).append(rel)
-        if outcome[0] is not None:
-            self.result.turn, self.result.user = outcome[0].id, outcome[0].kind == USER
+        if turn is not None:
+            self.result.turn, self.result.user = turn.id, turn.kind == USER
+            self.result.unattributed = list(turn.unattributed or [])
+            if turn.kind == USER:
+                self.user_turns[tuple(turn.unattributed or ())] = turn.id
+
+    def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
+        """The open agent turn the changes go to, or the sessions a user turn names."""
+        who = owner(tx.shell_windows(), self.actions, tx.clock())
+        if who.session is None:
+            return None, who.shared
+        turn = tx.open_turn(who.session)
+        return (turn, ()) if turn is not None else (None, (who.session,))
+
+    def _user_turn(self, tx: Tx, shared: tuple[str, ...]) -> Turn:
+        """This scan's user turn for changes owned so (made at the first one)."""
+        if shared in self.user_turns:
+            return tx.turn(self.user_turns[shared])
+        source = self.result.source
+        if not shared:
+            prompt = f"changes seen by {source} between turns"
+        else:
+            prompt = (f"changes seen by {source} during shell calls of "
+                      f"{', '.join(shared)} (unattributed)")
+        return tx.new_turn(self.session or DEFAULT_SESSION, kind=USER, state=CLOSED,
+                           prompt=prompt, unattributed=list(shared) or None)
 
     def _commit(self, tx: Tx, items: list[_Item], gone: list[_Item], forget: list[str],
-                new_state: dict | None) -> tuple[Turn | None, list[tuple[str, str]]]:
+                new_state: dict | None, final: bool
+                ) -> tuple[Turn | None, list[tuple[str, str]]]:
         recorded = []
-        turn = _open_turn(tx, self.session)
+        turn, shared = self._target(tx)
         latest = {}
-        held = set()
         if turn is not None:
             for change in tx.changes(turn.id):
                 latest[change.path] = change.after if change.done else change.before
-                if not change.done:
-                    held.add(change.path)  # a hook's write in progress owns the path
-        user_turn = None
-        if turn is None and self.result.turn is not None and self.result.user:
-            user_turn = tx.turn(self.result.turn)
+        held = _held(tx)  # a hook's write in progress owns its path
         for item in [*items, *gone]:
             if item.rel in held or not _still(self.repo, item):
                 continue
@@ -508,9 +527,7 @@ class _Committer:
                 _index(tx, item)
                 continue
             if turn is None:
-                turn = user_turn = user_turn or tx.new_turn(
-                    self.session or DEFAULT_SESSION, kind=USER, state=CLOSED,
-                    prompt=f"changes seen by {self.result.source} between turns")
+                turn = self._user_turn(tx, shared)
             tx.put_change(Change(turn.id, turn.next_change, item.rel, before, item.version,
                                  True, "", self.result.source, tx.clock(), item.mkdirs))
             turn = turn._replace(next_change=turn.next_change + 1)
@@ -530,6 +547,8 @@ class _Committer:
             tx.set_scan_state(new_state)
             if self.result.baseline:
                 tx.event("scan_baseline", files=self.result.files)
+        if final:
+            apply_actions(tx, self.actions)  # and drop stale windows
         return (turn if recorded else None), recorded
 
 
@@ -540,16 +559,14 @@ def _index(tx: Tx, item: _Item) -> None:
         tx.put_index(item.rel, item.fingerprint + (item.key or b""))
 
 
-def _open_turn(v: View, session: str | None) -> Turn | None:
-    """The session's open turn; for no session, the newest open turn of any session."""
-    if session is not None:
-        return v.open_turn(session)
-    newest = None
+def _held(v: View) -> set[str]:
+    """Paths whose hook write is in progress (an open change) in any session's open turn."""
+    held: set[str] = set()
     for record in v.sessions():
-        turn = v.open_turn(record.name)
-        if turn is not None and turn.state == OPEN and (newest is None or turn.seq > newest.seq):
-            newest = turn
-    return newest
+        turn = v.open_turn(record.name) if record.open_turn else None
+        if turn is not None and turn.open_changes:
+            held.update(turn.open_changes)
+    return held
 
 
 def _still(repo: Repo, item: _Item) -> bool:

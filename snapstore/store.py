@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from .remote.push import SyncResult
     from .remote.upkeep import LogEntry, RemoteFsck, RemoteGc
     from .scan import ScanResult
+    from .shell import WindowAction
     from .watch import Report, Watcher
 
 __all__ = ["DEFAULT_SESSION", "STORE_DIRNAME", "Store", "find_root", "tracked"]
@@ -142,7 +143,8 @@ class Store:
         opened implicitly by a capture, or ``close_open`` is set (an agent's
         next prompt: the turn whose end never came is over); either is closed
         first. ``scan`` then records what changed since the last scan, as the
-        user's, before the turn begins.
+        user's, and closes the session's shell windows still open, before the
+        turn begins.
         """
         from .capture import begin_turn, finish_open_turn
         if scan:
@@ -166,6 +168,24 @@ class Store:
             from .base import record_base
             record_base(self.repo, session, *base)
 
+    def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
+        """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
+
+        What changed before is recorded (whose it is: see snapstore.shell), then
+        the call's window opens; until it closes, what changes belongs to the
+        session's open turn (an implicit one if none is open), unless another
+        session's shell call runs at the same time.
+        """
+        from .capture import open_implicit_turn
+        from .shell import OPEN, WindowAction
+        open_implicit_turn(self.repo, session)
+        self._window_scan(session, WindowAction(OPEN, session, call))
+
+    def shell_end(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
+        """Scan mode: the agent's shell call has ended; what it changed is recorded."""
+        from .shell import CLOSE, WindowAction
+        self._window_scan(session, WindowAction(CLOSE, session, call))
+
     def open_turn(self, session: str = DEFAULT_SESSION) -> Turn | None:
         """The session's open turn, if it has one."""
         with self.repo.read() as v:
@@ -181,15 +201,20 @@ class Store:
         return result
 
     def post_write(self, paths: Iterable[str | os.PathLike[str]],
-                   session: str = DEFAULT_SESSION) -> CaptureResult:
-        """Record what the agent wrote to ``paths``."""
+                   session: str = DEFAULT_SESSION, tool: str = "") -> CaptureResult:
+        """Record what the agent wrote to ``paths``.
+
+        ``tool`` names the tool of a change this opens itself, when the path's
+        pre-write never reached the store.
+        """
         from .capture import post_write
-        return post_write(self.repo, paths, session)
+        return post_write(self.repo, paths, session, tool)
 
     def end_turn(self, session: str = DEFAULT_SESSION, *, scan: bool = False) -> Turn:
         """Close the session's open turn, recording any ``after`` still missing.
 
-        ``scan`` first records, in this turn, what shell commands changed.
+        ``scan`` first records what changed since the last scan: the user's
+        (snapstore.shell), and it closes the session's shell windows still open.
         """
         from .capture import end_turn
         if scan:
@@ -199,10 +224,18 @@ class Store:
         return end_turn(self.repo, session)
 
     def _edge_scan(self, session: str) -> None:
-        """The scan at a turn's edge: a failure goes to ``warn`` and the turn goes on."""
+        """The scan at a turn's edge; it closes the session's shell windows still open (an
+        agent that died inside a shell call). A failure goes to ``warn``, the turn goes on."""
+        from .shell import END, WindowAction
+        self._window_scan(session, WindowAction(END, session))
+
+    def _window_scan(self, session: str, action: WindowAction) -> None:
+        """Scan, then open or close windows; a failed scan still does the latter."""
         try:
-            self.scan(session)
+            self.scan(session, window=[action])
         except SnapstoreError as exc:
+            from .shell import act_alone
+            act_alone(self.repo, [action])
             if self.warn is None:
                 raise
             self.warn(f"scan failed: {exc}")
@@ -216,27 +249,31 @@ class Store:
         try:
             yield result
         finally:
-            self.post_write(paths, session)
+            self.post_write(paths, session, tool)
 
     # -- scan mode (snapstore.scan, snapstore.watch) -------------------------------
 
     def scan(self, session: str | None = None,
              paths: Iterable[str | os.PathLike[str]] | None = None,
              progress: Callable[[str, int, int], None] | None = None,
-             use_watcher: bool = True) -> ScanResult:
+             use_watcher: bool = True, window: Iterable[WindowAction] = ()) -> ScanResult:
         """Record what changed on disk since the last scan (see snapstore.scan).
 
-        A running ``snapstore watch`` already knows what changed; a scan of the
-        whole workspace asks it instead of walking, unless ``use_watcher`` is false.
+        Whose the changes are depends on the agents' shell calls running
+        (snapstore.shell); ``session`` names the user turn otherwise. ``window``
+        opens or closes shell windows once the changes are recorded. A running
+        ``snapstore watch`` already knows what changed; a scan of the whole
+        workspace asks it instead of walking, unless ``use_watcher`` is false.
         """
         from .scan import scan
+        window = list(window)
         if paths is None and use_watcher:
             from .watch import ask_watcher
-            answer = ask_watcher(self.repo, session)
+            answer = ask_watcher(self.repo, session, window=window)
             if answer is not None:
                 return answer
         return scan(self.repo, session, paths, progress=progress,
-                    max_file_size=self.max_file_size)
+                    max_file_size=self.max_file_size, window=window)
 
     def watcher(self, *, debounce: float | None = None, report: Report | None = None
                 ) -> Watcher:

@@ -31,7 +31,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +39,7 @@ from .errors import SnapstoreError, WatcherRunning
 from .ignore import IGNORE_FILES, IgnoreRules
 from .repo import Repo
 from .scan import DEFAULT_MAX_FILE_SIZE, WATCH, Progress, ScanResult, normalize_scopes, scan
+from .shell import WindowAction, open_windows
 
 LOCK_NAME = "watch.lock"
 REQUEST_DIR = "watch"
@@ -86,9 +87,10 @@ def watcher_info(store_dir: str) -> dict[str, Any] | None:
         os.close(fd)
 
 
-def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None
-                ) -> ScanResult | None:
-    """Have a running watcher record everything up to now; None when none can."""
+def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None,
+                window: Iterable[WindowAction] = ()) -> ScanResult | None:
+    """Have a running watcher record everything up to now, then open or close the shell
+    windows of ``window`` (snapstore.shell); None when no watcher can."""
     info = watcher_info(repo.store_dir)
     if not info or not info.get("sync"):
         return None
@@ -97,7 +99,7 @@ def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None
     request = os.path.join(folder, f"req-{nonce}")
     answer = os.path.join(folder, f"res-{nonce}")
     try:
-        _write_json(request, {"session": session})
+        _write_json(request, {"session": session, "window": [a.to_json() for a in window]})
     except OSError:
         return None
     deadline = time.monotonic() + (repo.lock_timeout if timeout is None else timeout)
@@ -260,7 +262,7 @@ class Watcher:
             self._observer.stop()
             self._observer.join(timeout=5)
             self._observer = None
-            if flush:
+            if flush and not open_windows(self.repo):  # else the window's end scans
                 with contextlib.suppress(SnapstoreError):
                     self.step(wait=0, everything=True)
         if self._lock_fd is not None:
@@ -288,25 +290,35 @@ class Watcher:
     # -- the loop --
 
     def step(self, wait: float = _IDLE_WAIT, everything: bool = False) -> ScanResult | None:
-        """Wait up to ``wait`` seconds for work, then record what is due."""
+        """Wait up to ``wait`` seconds for work, then record what is due.
+
+        While an agent's shell call is running (a window is open), the watcher
+        records nothing on its own: it cannot tell whose a change is. The scan
+        that closes the window asks, and what is dirty is recorded then.
+        """
         with self._cond:
             if not (self._lost or self._requests or everything):
                 self._cond.wait(self._next_wait(wait))
+            if not self._requests and (self._lost or self._dirty or self.unwatched) \
+                    and open_windows(self.repo):
+                self._cond.wait(min(wait, _IDLE_WAIT))  # not now: no busy loop either
+                return None
             lost, self._lost = self._lost, None
             requests, self._requests = self._requests, set()
             now = time.monotonic()
             take_all = everything or bool(requests) or bool(lost)
             due = {p: t for p, t in self._dirty.items() if take_all or now - t >= self.debounce}
         poll = bool(self.unwatched) and now - self._polled >= POLL_UNWATCHED
+        session, actions = self._asked(requests)
         result = None
         try:
             if lost:
                 self.fallbacks += 1
                 self.report(WatchReport("fallback", f"{lost}; scanning the whole workspace"))
                 self._await_rebuild()
-                result = self._full_scan(session=self._session(requests))
+                result = self._full_scan(session=session, actions=actions)
             elif due or requests or poll:
-                result = self._flush(list(due), self._session(requests))
+                result = self._flush(list(due), session, actions)
         except SnapstoreError as exc:
             self.report(WatchReport("error", f"could not record changes: {exc}"))
             if lost:
@@ -329,19 +341,28 @@ class Watcher:
         oldest = min(self._dirty.values())
         return max(0.0, min(wait, oldest + self.debounce - time.monotonic()))
 
-    def _session(self, requests: set[str]) -> str | None:
-        """The session named by a request (the hook that asked), if any."""
+    def _asked(self, requests: set[str]) -> tuple[str | None, list[WindowAction]]:
+        """The session named by a request (the hook that asked), if any, and the window
+        actions of every request."""
+        session, actions = None, []
         for nonce in sorted(requests):
             try:
                 with open(os.path.join(self.requests_dir, f"req-{nonce}"), "rb") as handle:
-                    session = json.load(handle).get("session")
-            except (OSError, ValueError, AttributeError):
+                    request = json.load(handle)
+            except (OSError, ValueError):
                 continue
-            if isinstance(session, str):
-                return session
-        return None
+            if not isinstance(request, dict):
+                continue
+            if session is None and isinstance(request.get("session"), str):
+                session = request["session"]
+            for raw in request.get("window") or ():
+                action = WindowAction.from_json(raw)
+                if action is not None:
+                    actions.append(action)
+        return session, actions
 
-    def _flush(self, paths: list[str], session: str | None) -> ScanResult:
+    def _flush(self, paths: list[str], session: str | None,
+               actions: list[WindowAction] | None = None) -> ScanResult:
         self._polled = time.monotonic() if self.unwatched else self._polled
         rels = [r for r in (self._rel(p) for p in paths) if r]
         if self._rules is None or any(r.rpartition("/")[2] in IGNORE_FILES for r in rels):
@@ -349,17 +370,17 @@ class Watcher:
         scopes = normalize_scopes(rels + sorted(self.unwatched))
         dirs: dict[str, int] = {}
         result = scan(self.repo, session, scopes, max_file_size=self.max_file_size,
-                      source=WATCH, dirs=dirs, rules=self._rules)
+                      source=WATCH, dirs=dirs, rules=self._rules, window=actions or ())
         if dirs:
             self._dirs.update(dirs)
             self.check_coverage(dirs)
         return result
 
-    def _full_scan(self, progress: Progress | None = None, session: str | None = None
-                   ) -> ScanResult:
+    def _full_scan(self, progress: Progress | None = None, session: str | None = None,
+                   actions: list[WindowAction] | None = None) -> ScanResult:
         dirs: dict[str, int] = {}
         result = scan(self.repo, session, None, max_file_size=self.max_file_size,
-                      source=WATCH, dirs=dirs, progress=progress)
+                      source=WATCH, dirs=dirs, progress=progress, window=actions or ())
         self._dirs = dirs
         self.unwatched.clear()
         self.check_coverage(dirs, root=True)
@@ -426,8 +447,8 @@ class Watcher:
             if folder == f"{self.store_rel}/{REQUEST_DIR}" and name.startswith("req-"):
                 return "request", name[4:]
             return None
-        if "/.git/" in f"/{rel}/":
-            return None
+        if "/.git/" in f"/{rel}/" or self.repo.ws.store_of(rel) is not None:
+            return None  # a repository's own folder, or another store nested here
         return "dirty", path
 
 

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ..store import Store
 
 BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "ignore"
+#: Around the agent's shell tool (scan mode); DENIED: a tool call that will not run.
+SHELL_PRE, SHELL_POST, DENIED = "shell-pre", "shell-post", "denied"
 #: Hook payloads are small JSON objects; anything bigger is refused unread.
 MAX_PAYLOAD = 8 * 1024 * 1024
 
@@ -28,11 +30,13 @@ class Agent(NamedTuple):
     """How one agent's hook payloads map onto snapstore: each agent module defines one."""
 
     name: str
-    events: dict[str, str]  # hook_event_name -> BEGIN, PRE, POST, END or START
+    events: dict[str, str]  # hook_event_name -> BEGIN, PRE, POST, DENIED, END or START
     file_tools: tuple[str, ...]  # the tools that write files
     path_keys: tuple[str, ...]  # where in ``tool_input`` the path is
     silent: str  # what a successful hook prints on stdout
     message_id_key: str | None = None  # the payload field holding the prompt's id
+    shell_tools: tuple[str, ...] = ()  # the shell tool, hooked in scan mode
+    call_id_key: str | None = None  # the payload field holding the tool call's id
 
 
 class HookAction(NamedTuple):
@@ -46,6 +50,7 @@ class HookAction(NamedTuple):
     tool: str = ""
     paths: tuple[str, ...] = ()
     event: str = ""
+    call: str = ""  # the agent's id for the tool call, when it gives one
 
 
 class HookOutcome(NamedTuple):
@@ -95,10 +100,14 @@ def parse(agent: Agent, payload: dict[str, Any]) -> HookAction:
         message_id = payload.get(agent.message_id_key) if agent.message_id_key else None
         return HookAction(kind, session, cwd, field_str(payload, "prompt", required=False),
                           message_id if isinstance(message_id, str) else None, event=event)
-    if kind in (PRE, POST):
+    if kind in (PRE, POST, DENIED):
         tool = field_str(payload, "tool_name")
-        if tool not in agent.file_tools:
-            return HookAction(IGNORE, event=event, tool=tool)
+        if tool in agent.shell_tools:
+            call = payload.get(agent.call_id_key) if agent.call_id_key else None
+            return HookAction(SHELL_PRE if kind == PRE else SHELL_POST, session, cwd, tool=tool,
+                              event=event, call=call if isinstance(call, str) else "")
+        if tool not in agent.file_tools or kind == DENIED:
+            return HookAction(IGNORE, event=event, tool=tool)  # a denied write changes nothing
         return HookAction(kind, session, cwd, tool=tool, event=event,
                           paths=tool_paths(payload, agent.path_keys))
     return HookAction(kind, session, cwd, event=event)
@@ -117,10 +126,17 @@ def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...
 
 
 def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
-    """Run one hook action; with ``scan`` (scan mode), a turn's edges are scanned.
+    """Run one hook action; with ``scan`` (scan mode), a turn's edges and each shell call
+    are scanned (without it, shell calls do nothing).
 
     A new prompt closes a turn whose end never came.
     """
+    if action.kind in (SHELL_PRE, SHELL_POST):
+        if scan and action.kind == SHELL_PRE:
+            store.shell_begin(action.session, action.call)
+        elif scan:
+            store.shell_end(action.session, action.call)
+        return HookOutcome(action)
     if action.kind == BEGIN:
         turn = store.begin_turn(action.session, action.prompt, action.message_id, scan=scan,
                                 close_open=True)
@@ -129,7 +145,7 @@ def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
         if action.kind == PRE:
             result = store.pre_write(action.paths, action.tool, action.session)
         else:
-            result = store.post_write(action.paths, action.session)
+            result = store.post_write(action.paths, action.session, action.tool)
         return HookOutcome(action, result.turn, result.paths,
                            [f"{path}: {reason}" for path, reason in result.skipped])
     if action.kind == END and store.open_turn(action.session) is not None:

@@ -2,8 +2,10 @@
 
 Events used: BeforeAgent begins a turn, BeforeTool and AfterTool of
 ``write_file`` and ``replace`` capture around the write, AfterAgent and
-SessionEnd end the turn. Gemini CLI reads stdout as JSON, so a successful hook
-prints ``{}``. File paths may be relative to ``cwd``.
+SessionEnd end the turn. In scan mode ``run_shell_command`` is hooked too
+(AfterTool also comes after a failed call); Gemini CLI gives no tool call id,
+so a session's shell calls are paired in order. Gemini CLI reads stdout as
+JSON, so a successful hook prints ``{}``. File paths may be relative to ``cwd``.
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ AGENT = Agent(
     file_tools=("write_file", "replace"),
     path_keys=("file_path",),
     silent="{}",
+    shell_tools=("run_shell_command",),
 )
 
 
-def settings_block(command: str) -> dict[str, list[dict[str, Any]]]:
-    """The hooks to merge into .gemini/settings.json (timeouts in milliseconds)."""
+def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """The hooks to merge into .gemini/settings.json (timeouts in milliseconds);
+    ``shell``: scan mode's hooks around ``run_shell_command``."""
     def hook(name: str) -> dict[str, Any]:
         return {"type": "command", "command": command, "name": f"snapstore-{name}",
                 "timeout": 30000}
-    tools = "^(" + "|".join(AGENT.file_tools) + ")$"
+    tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
     return {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
         "BeforeTool": [{"matcher": tools, "hooks": [hook("pre-write")]}],

@@ -14,8 +14,11 @@ def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]],
                 marker: str) -> list[str]:
     """Add each event's hooks unless a hook whose command ends with ``marker`` is there.
 
-    Returns the events added; running it again adds nothing. Other keys, other
-    hooks and their order are kept. The file is replaced atomically.
+    An entry of snapstore's own (every hook in it ends with ``marker``) that
+    differs from ``block`` is replaced where it stands: scan mode adds the shell
+    tool to the matchers. Returns the events added or replaced; running it
+    again changes nothing. Other keys, other hooks and their order are kept.
+    The file is replaced atomically.
     """
     try:
         with open(settings_path, encoding="utf-8") as handle:
@@ -38,13 +41,27 @@ def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]],
             raise BadInput(f"hooks.{event} in {settings_path} is not a list")
         commands = [h.get("command", "") for entry in current if isinstance(entry, dict)
                     for h in entry.get("hooks", []) if isinstance(h, dict)]
-        if any(isinstance(c, str) and c.endswith(marker) for c in commands):
+        if not any(isinstance(c, str) and c.endswith(marker) for c in commands):
+            current.extend(entries)
+            added.append(event)
             continue
-        current.extend(entries)
-        added.append(event)
+        ours = [i for i, entry in enumerate(current) if _only_ours(entry, marker)]
+        if ours and [current[i] for i in ours] != entries:
+            for i in reversed(ours):
+                del current[i]
+            current[ours[0]:ours[0]] = entries
+            added.append(event)
     if added:
         _write_json(settings_path, settings)
     return added
+
+
+def _only_ours(entry: Any, marker: str) -> bool:
+    """Whether a settings entry holds hooks, and every one is snapstore's."""
+    hooks = entry.get("hooks") if isinstance(entry, dict) else None
+    return bool(hooks) and isinstance(hooks, list) and all(
+        isinstance(h, dict) and isinstance(h.get("command"), str)
+        and h["command"].endswith(marker) for h in hooks)
 
 
 def _write_json(path: str, data: Any) -> None:

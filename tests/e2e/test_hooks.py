@@ -221,3 +221,40 @@ def test_no_store_is_created_in_the_home_folder(tmp_path: Path) -> None:
     result = hook("claude-code", event, home, HOME=str(home))
     assert result.returncode == 0 and b"too broad" in result.stderr
     assert not (home / ".snapstore").exists()
+
+
+@pytest.mark.parametrize("agent,folder,shell_tool", [("claude-code", ".claude", "Bash"),
+                                                     ("gemini-cli", ".gemini",
+                                                      "run_shell_command")])
+def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str, folder: str,
+                                                   shell_tool: str) -> None:
+    """Installed before scan mode is on, the hooks take the shell tool once it is."""
+    assert snapstore(root, "init").returncode == 0
+    assert snapstore(root, "hook", "install", agent).returncode == 0
+    settings = root / folder / "settings.json"
+
+    def matchers() -> set[str]:
+        hooks = json.loads(settings.read_text())["hooks"]
+        return {e.get("matcher", "") for entries in hooks.values() for e in entries}
+
+    assert not any(shell_tool in m for m in matchers())
+    assert snapstore(root, "init", "--track-shell").returncode == 0
+    again = snapstore(root, "--json", "hook", "install", agent)
+    assert again.returncode == 0, again.stderr
+    assert {"PreToolUse" if agent == "claude-code" else "BeforeTool"} <= set(
+        json.loads(again.stdout)["added"])
+    assert any(shell_tool in m for m in matchers())
+    hooks = json.loads(settings.read_text())["hooks"]
+    pre = hooks["PreToolUse" if agent == "claude-code" else "BeforeTool"]
+    assert len(pre) == 1  # replaced, not added twice
+    if agent == "claude-code":
+        assert {"PostToolUseFailure", "PermissionDenied"} <= set(hooks)
+    assert json.loads(snapstore(root, "--json", "hook", "install", agent).stdout)["added"] == []
+
+
+def test_a_shell_tool_event_without_scan_mode_does_nothing(root: Path) -> None:
+    ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
+    assert not (root / ".snapstore").exists()  # no store is made for it
+    assert snapstore(root, "init").returncode == 0
+    ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
+    assert json.loads(snapstore(root, "--json", "status").stdout)["sessions"] == 0

@@ -191,10 +191,16 @@ def test_a_name_that_is_not_utf8_is_shown_as_its_bytes(cli, root: Path) -> None:
     cli("init", "--track-shell")
     (root / "caf\udce9.txt").write_text("x\n")  # the byte 0xE9 in the name, as os.fsdecode has it
     assert cli("scan").code == 0
+    event = {"session_id": "s", "transcript_path": "", "cwd": str(root),
+             "tool_name": "Bash", "tool_input": {"command": "..."}, "tool_use_id": "t1"}
+    for name in ("UserPromptSubmit", "PreToolUse"):  # a change is the turn's inside its shell call
+        assert cli("hook", "claude-code", input=json.dumps(
+            {**event, "hook_event_name": name, "prompt": "p"})).code == 0
     (root / "caf\udce9.txt").write_text("y\n")
-    cli("begin", "--prompt", "p")
     scan = cli("scan")
     assert scan.code == 0 and '"caf\\351.txt"' in scan.stderr
-    cli("end")
-    show = cli("show", "1")
+    for name in ("PostToolUse", "Stop"):
+        assert cli("hook", "claude-code", input=json.dumps(
+            {**event, "hook_event_name": name})).code == 0
+    show = cli("show", "1", "--session", "claude-code/s")
     assert show.code == 0 and '"caf\\351.txt"' in show.stdout

@@ -7,7 +7,24 @@ from pathlib import Path
 
 import pytest
 
-from ..support import SHELL_TOOL, make_tree, shell, snapshot, write
+from ..support import SHELL_TOOL, make_tree, read, shell, snapshot, write
+
+
+def _claude(cli, session: str, root: Path, event: str, **fields: object) -> None:
+    """One Claude Code hook event for ``session``, through the real hook command."""
+    payload = {"session_id": session, "transcript_path": str(root / "t.jsonl"),
+               "cwd": str(root), "permission_mode": "bypassPermissions",
+               "hook_event_name": event, **fields}
+    done = cli("hook", "claude-code", input=json.dumps(payload))
+    assert done.code == 0 and done.stderr == "", done.stderr
+
+
+def _bash(cli, session: str, root: Path, call: str, script: str) -> None:
+    """The agent's shell tool: PreToolUse, the command itself, PostToolUse."""
+    tool = {"tool_name": "Bash", "tool_input": {"command": script}, "tool_use_id": call}
+    _claude(cli, session, root, "PreToolUse", **tool)
+    shell(root, script)
+    _claude(cli, session, root, "PostToolUse", **tool, tool_response={"stdout": ""})
 
 
 def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
@@ -16,15 +33,9 @@ def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
     started = cli("init", "--track-shell", "--json")
     assert started.code == 0 and started.json["scan"]["baseline"], started.stderr
     before = snapshot(root)
-    event = {"session_id": "abc", "transcript_path": str(root / "t.jsonl"), "cwd": str(root),
-             "permission_mode": "bypassPermissions"}
-    begin = cli("hook", "claude-code", input=json.dumps(
-        {**event, "hook_event_name": "UserPromptSubmit", "prompt": "clean up with bash"}))
-    assert begin.code == 0 and begin.stderr == "", begin.stderr
-    shell(root, SHELL_TOOL)
-    end = cli("hook", "claude-code", input=json.dumps(
-        {**event, "hook_event_name": "Stop", "stop_hook_active": False}))
-    assert end.code == 0 and end.stderr == "", end.stderr
+    _claude(cli, "abc", root, "UserPromptSubmit", prompt="clean up with bash")
+    _bash(cli, "abc", root, "toolu_1", SHELL_TOOL)
+    _claude(cli, "abc", root, "Stop", stop_hook_active=False)
     write(root, "src/a.txt", "one\nTWO\nthree\nmine\n")  # the user, between turns
     user = cli("scan", "--json")
     assert user.code == 0 and user.json["changed"] == ["src/a.txt"] and user.json["user"]
@@ -43,3 +54,120 @@ def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
     result = cli(*(a for a in ("scan", flag) if a))
     assert result.code == 4 and "no snapstore store" in result.stderr
 
+
+
+def test_one_sessions_shell_edit_stays_out_of_another_sessions_turn(cli, root: Path) -> None:
+    """Two agents in scan mode: A's end-of-turn scan must not take B's shell edit."""
+    write(root, "a.txt", "for agent A\n")
+    write(root, "b.txt", "for agent B\n")
+    assert cli("init", "--track-shell").code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="A: edit a.txt")
+    _claude(cli, "B", root, "UserPromptSubmit", prompt="B: edit b.txt")
+    _bash(cli, "A", root, "toolu_A1", "echo 'A was here' >> a.txt")
+    _bash(cli, "B", root, "toolu_B1", "echo 'B was here' >> b.txt")
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    _claude(cli, "B", root, "Stop", stop_hook_active=False)
+
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0, rewound.stderr
+    assert rewound.json["restored"] == ["a.txt"]
+    assert read(root, "a.txt") == b"for agent A\n"
+    assert read(root, "b.txt") == b"for agent B\nB was here\n"  # B's work is B's
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/B")
+    assert rewound.code == 0 and rewound.json["restored"] == ["b.txt"], rewound.stderr
+    assert read(root, "b.txt") == b"for agent B\n"
+
+
+def test_the_users_edit_during_a_long_turn_is_not_the_agents(cli, root: Path) -> None:
+    write(root, "code.py", "print('v1')\n")
+    write(root, "notes.txt", "mine\n")
+    assert cli("init", "--track-shell").code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="update the code")
+    _bash(cli, "A", root, "toolu_1", "sed -i s/v1/v2/ code.py")
+    write(root, "notes.txt", "mine, edited while the agent works\n")  # between tool calls
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0 and rewound.json["restored"] == ["code.py"], rewound.stdout
+    assert read(root, "code.py") == b"print('v1')\n"
+    assert read(root, "notes.txt") == b"mine, edited while the agent works\n"
+
+
+def test_an_outer_rewind_never_touches_an_inner_store(cli, root: Path) -> None:
+    """A workspace inside the workspace, with its own store: the outer scan skips it."""
+    write(root, "outer.txt", "outer\n")
+    inner = root / "inner"
+    write(inner, "inner.txt", "inner v1\n")
+    assert cli("init", "--track-shell").code == 0
+    assert cli("init", cwd=inner).code == 0
+    _claude(cli, "A", root, "UserPromptSubmit", prompt="work in both")
+    tool = {"tool_name": "Bash", "tool_input": {"command": "..."}, "tool_use_id": "toolu_1"}
+    _claude(cli, "A", root, "PreToolUse", **tool)
+    write(root, "outer.txt", "outer, edited\n")
+    for args in (("begin", "--prompt", "inner turn"), ("pre-write", "inner.txt")):
+        assert cli(*args, cwd=inner).code == 0
+    write(inner, "inner.txt", "inner v2\n")
+    for args in (("post-write", "inner.txt"), ("end",)):
+        assert cli(*args, cwd=inner).code == 0
+    _claude(cli, "A", root, "PostToolUse", **tool, tool_response={"stdout": ""})
+    _claude(cli, "A", root, "Stop", stop_hook_active=False)
+    store_files = snapshot(inner / ".snapstore")
+    shown = cli("--json", "show", "1", "--session", "claude-code/A")
+    assert sorted(c["path"] for c in shown.json["changes"]) == ["inner/inner.txt", "outer.txt"]
+
+    rewound = cli("--json", "rewind", "1", "--yes", "--session", "claude-code/A")
+    assert rewound.code == 0, rewound.stderr
+    assert read(root, "outer.txt") == b"outer\n"
+    assert snapshot(inner / ".snapstore") == store_files  # byte for byte
+    inner_log = cli("--json", "log", cwd=inner)
+    assert inner_log.code == 0 and [p["prompt"] for p in inner_log.json] == ["inner turn"]
+
+
+def test_calls_that_overlap_across_sessions_are_reported_unattributed(cli, root: Path) -> None:
+    write(root, "shared.txt", "before\n")
+    assert cli("init", "--track-shell").code == 0
+    for session in ("A", "B"):
+        _claude(cli, session, root, "UserPromptSubmit", prompt=f"{session} works")
+    a = {"tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "toolu_A"}
+    b = {"tool_name": "Bash", "tool_input": {"command": "make"}, "tool_use_id": "toolu_B"}
+    _claude(cli, "A", root, "PreToolUse", **a)
+    _claude(cli, "B", root, "PreToolUse", **b)
+    write(root, "shared.txt", "who did this?\n")
+    _claude(cli, "A", root, "PostToolUseFailure", **a, error="exit status 2")
+    _claude(cli, "B", root, "PostToolUse", **b, tool_response={"stdout": ""})
+    for session in ("A", "B"):
+        _claude(cli, session, root, "Stop", stop_hook_active=False)
+    status = cli("--json", "status", "--session", "claude-code/A")
+    assert status.code == 0, status.stderr
+    assert {"root", "store", "sessions", "turns", "open_turn", "head"} <= set(status.json)
+    (item,) = status.json["unattributed"]
+    assert item["sessions"] == ["claude-code/A", "claude-code/B"]
+    assert item["paths"] == ["shared.txt"]
+    human = cli("status", "--session", "claude-code/A")
+    assert "unattributed" in human.stdout and "shared.txt" in human.stdout
+    for session in ("A", "B"):
+        log = cli("--json", "log", "--session", f"claude-code/{session}")
+        assert [p["files"] for p in log.json] == [0]
+
+
+def test_gemini_shell_calls_pair_in_order_without_ids(cli, root: Path) -> None:
+    write(root, "data.txt", "alpha\n")
+    assert cli("init", "--track-shell").code == 0
+    base = {"session_id": "g1", "transcript_path": "", "cwd": str(root),
+            "timestamp": "2026-11-30T14:37:54Z"}
+
+    def gemini(event: str, **fields: object) -> None:
+        done = cli("hook", "gemini-cli", input=json.dumps(
+            {**base, "hook_event_name": event, **fields}))
+        assert done.code == 0 and done.stdout == "{}" and done.stderr == "", done.stderr
+
+    shell_tool = {"tool_name": "run_shell_command", "tool_input": {"command": "sed"}}
+    gemini("BeforeAgent", prompt="edit with sed")
+    gemini("BeforeTool", **shell_tool)
+    shell(root, "sed -i s/alpha/beta/ data.txt")
+    gemini("AfterTool", **shell_tool, tool_response={"llmContent": "", "returnDisplay": ""})
+    write(root, "notes.txt", "the user's\n")
+    gemini("AfterAgent", prompt="edit with sed", prompt_response="done")
+    shown = cli("--json", "show", "1", "--session", "gemini-cli/g1")
+    assert [c["path"] for c in shown.json["changes"]] == ["data.txt"]
+    assert cli("rewind", "1", "--yes", "--session", "gemini-cli/g1").code == 0
+    assert read(root, "data.txt") == b"alpha\n" and read(root, "notes.txt") == b"the user's\n"

@@ -84,3 +84,28 @@ def test_a_hook_loads_only_the_capture_path(root: Path, tmp_path: Path, floor: s
     for heavy in ("click", "rich", "prompt_toolkit", "dataclasses", "inspect", "configparser",
                   "pathspec", "watchdog", "difflib", "shutil", "concurrent.futures"):
         assert heavy not in loaded, heavy
+
+
+@pytest.mark.parametrize(("agent", "event"), [
+    ("claude-code", "pre-tool-use-edit"), ("claude-code", "post-tool-use-edit"),
+    ("gemini-cli", "before-tool-write-file"), ("gemini-cli", "after-tool-write-file"),
+])
+def test_in_scan_mode_a_file_tool_hook_loads_no_more(root: Path, tmp_path: Path,
+                                                     floor: set[str], agent: str,
+                                                     event: str) -> None:
+    """Scan mode hooks the shell tool and scans around it; a file tool's hook stays lean."""
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text('def greet(name):\n    return "Hello, " + name\n')
+    subprocess.run([sys.executable, "-m", "snapstore_cli", "init", "--track-shell"], cwd=root,
+                   env=hermetic_env(), check=True, capture_output=True)
+    begin = "user-prompt-submit" if agent == "claude-code" else "before-agent"
+    for name in (begin, event):
+        raw = (FIXTURES / agent / f"{name}.json").read_text()
+        raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
+        loaded = _loaded(["hook", agent], raw.encode(), root, tmp_path / f"{name}.json")
+        if name == begin:
+            assert "snapstore.scan" in loaded  # the turn's edge was scanned
+    ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
+    assert ours == HOOK_MODULES | {f"snapstore.adapters.{agent.replace('-', '_')}"}
+    # <store>/config exists in scan mode, and configparser reads it (as before shell hooks)
+    assert loaded - floor - ours <= ALLOWED_BEYOND_FLOOR | {"configparser"}

@@ -91,11 +91,29 @@ def test_end_turn_records_missing_afters(store: Store, root: Path) -> None:
     assert change.done and change.before is None and change.after is not None
 
 
-def test_post_write_without_pre_write_is_skipped(store: Store, root: Path) -> None:
+def test_post_write_of_a_path_the_store_never_saw_is_skipped(store: Store, root: Path) -> None:
+    """Without a pre-write and without any recorded version, the bytes before are unknown."""
     store.begin_turn("default", "p")
     write(root, "f.txt", "x")
     result = store.post_write(["f.txt"])
     assert result.paths == [] and result.skipped[0][0] == "f.txt"
+    assert "no earlier version" in result.skipped[0][1]
+
+
+def test_post_write_without_pre_write_opens_an_implicit_turn(store: Store, root: Path) -> None:
+    write(root, "f.txt", "v1")
+    turn = store.begin_turn("default", "p")
+    agent_write(store, "f.txt", "v2")
+    store.end_turn("default")
+    write(root, "f.txt", "v3")  # the agent's pre-write for this never reached the store
+    result = store.post_write(["f.txt"], tool="Write")
+    assert result.paths == ["f.txt"] and result.turn != turn.id
+    implicit = _turn(store, result.turn)
+    assert implicit.implicit and implicit.parent == turn.id
+    (change,) = _changes(store, result.turn)
+    with store.repo.read() as v:
+        assert (v.content(change.before).data, v.content(change.after).data) == (b"v2", b"v3")
+    assert change.tool == "Write"
 
 
 def test_end_without_open_turn_is_not_found(store: Store) -> None:

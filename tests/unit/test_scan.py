@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from snapstore import Store, scan
-from snapstore.records import AGENT, USER
+import pytest
+
+from snapstore import Store, UnsafePath, scan
+from snapstore.records import FILE, USER, Entry, unscanned_fingerprint, version_of
 
 from ..support import SHELL_TOOL, agent_write, changes_of, make_tree, read, shell, snapshot, write
 
@@ -36,7 +38,9 @@ def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: P
     store.scan()
     before = snapshot(root, dirs=True)
     turn = store.begin_turn("s", "refactor with the shell", scan=True)
+    store.shell_begin("s", "call-1")
     shell(root, SHELL_TOOL)
+    store.shell_end("s", "call-1")
     store.end_turn("s", scan=True)
     recorded = changes_of(store, turn.id)
     assert set(recorded) == {"src/a.txt", "src/b.txt", "src/c.txt", "src/renamed.txt",
@@ -53,7 +57,9 @@ def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root:
     make_tree(root)
     store.scan()
     turn = store.begin_turn("s", "edit", scan=True)
+    store.shell_begin("s")
     shell(root, "sed -i 's/one/ONE/' src/a.txt")
+    store.shell_end("s")
     store.end_turn("s", scan=True)
     write(root, "src/a.txt", "ONE\ntwo\nthree\nmine\n")  # the user, between turns
     write(root, "notes.txt", "my notes\n")
@@ -82,20 +88,6 @@ def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     store.post_write(["src/b.txt"], "s")
     store.end_turn("s", scan=True)
     assert changes_of(store, turn.id) == {"src/a.txt": "hook", "src/b.txt": "hook"}
-
-
-
-def test_changes_go_to_the_newest_open_turn_when_no_session_is_named(store: Store,
-                                                                     root: Path) -> None:
-    make_tree(root)
-    store.scan()
-    store.begin_turn("a", "first")
-    second = store.begin_turn("b", "second")
-    write(root, "src/a.txt", "changed\n")
-    result = store.scan()
-    assert result.turn == second.id and not result.user
-    with store.repo.read() as v:
-        assert v.turn(second.id).kind == AGENT
 
 
 
@@ -185,3 +177,62 @@ def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store
     result = scan(store.repo)
     assert result.added == ["real.txt"]
 
+
+
+def test_another_store_nested_in_the_workspace_is_never_captured(store: Store, root: Path) -> None:
+    """An inner workspace's store (``.snapstore`` at any depth, or one being created) is
+    another project's history: no scan records it, no path may name it."""
+    write(root, "a.txt", "a\n")
+    (root / "inner" / "deep").mkdir(parents=True)
+    with Store.init(root / "inner" / "deep"):
+        pass
+    write(root, "inner/.snapstore.new-123/db/data.mdb", "being created\n")
+    write(root, "inner/deep/notes.txt", "the inner workspace's own file\n")
+    first = store.scan()
+    assert not any(".snapstore" in k for k in index_keys(store)), index_keys(store)
+    assert "inner/deep/notes.txt" in index_keys(store)
+    with Store.open(root / "inner" / "deep") as inner:  # the inner store works meanwhile
+        inner.begin_turn("s", "inner turn")
+        inner.pre_write(["notes.txt"])
+        write(root, "inner/deep/notes.txt", "changed in the inner workspace\n")
+        inner.post_write(["notes.txt"])
+        inner.end_turn("s")
+    result = store.scan()
+    assert result.changed == ["inner/deep/notes.txt"] and first.baseline
+    for path in ("inner/deep/.snapstore/db/data.mdb", "inner/.snapstore.new-123/db/data.mdb",
+                 "x/.snapstore", str(root / "inner/deep/.snapstore/write.lock")):
+        with pytest.raises(UnsafePath, match="inside the store"):
+            store.ws.relpath(path)
+        with pytest.raises(UnsafePath):
+            store.pre_write([path])
+
+
+def test_a_scan_forgets_what_it_indexed_inside_a_nested_store(store: Store, root: Path) -> None:
+    """Index entries that an older snapstore recorded inside a nested store are dropped,
+    not recorded as deleted."""
+    write(root, "a.txt", "a\n")
+    store.scan()
+    version = version_of(Entry(FILE, b"old\n"))
+    store.repo.write(lambda tx: tx.put_index("inner/.snapstore/db/data.mdb",
+                                             unscanned_fingerprint(version) + version.key))
+    write(root, "inner/.snapstore/db/data.mdb", "the inner store's bytes\n")
+    result = store.scan()
+    assert result.count == 0
+    assert index_keys(store) == {"a.txt"}
+
+
+def test_a_rewind_never_writes_into_a_nested_store(store: Store, root: Path) -> None:
+    """A change recorded inside a nested store (by a snapstore from before the rule) is
+    left alone by a rewind, and reported."""
+    inner = "inner/.snapstore/db/data.mdb"
+    write(root, "a.txt", "a\n")
+    turn = store.begin_turn("s", "p")
+    agent_write(store, "a.txt", "A\n", session="s")
+    store.end_turn("s")
+    (change,) = store.changes(turn.id)
+    store.repo.write(lambda tx: tx.put_change(change._replace(seq=1, path=inner)))
+    write(root, inner, "A\n")  # what that change recorded as its after
+    result = store.rewind(1, "s")
+    assert result.restored == ["a.txt"] and [e["path"] for e in result.errors] == [inner]
+    assert "inside a snapstore store" in result.errors[0]["reason"]
+    assert read(root, inner) == b"A\n" and read(root, "a.txt") == b"a\n"

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
+from snapstore.shell import CLOSE, WindowAction
 from snapstore.watch import WatchReport, ask_watcher
 
 from ..support import changes_of, snapshot, wait_until, write
@@ -50,6 +51,7 @@ def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Pat
     try:
         before = snapshot(root, dirs=True)
         turn = store.begin_turn("s", "a burst", scan=True)
+        store.shell_begin("s")
         for i in range(400):  # create
             write(root, f"new/n{i % 7}/c{i}.txt", f"created {i}\n")
         for i in range(300):  # modify
@@ -58,6 +60,7 @@ def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Pat
             (root / f"d{i % 10}/f{i}.txt").unlink()
         for i in range(500, 600):  # rename
             os.rename(root / f"d{i % 10}/f{i}.txt", root / f"d{i % 10}/moved{i}.txt")
+        store.shell_end("s")
         store.end_turn("s", scan=True)
         recorded = changes_of(store, turn.id)
         assert len(recorded) == 400 + 300 + 200 + 200
@@ -93,12 +96,14 @@ def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Sto
     monkeypatch.setattr(watcher, "note", lambda path, request=False:  # the kernel drops events
                         note(path, request) if request else None)
     turn = store.begin_turn("s", "lossy")
+    store.shell_begin("s")
     for i in range(200):
         write(root, f"lost/f{i}.txt", f"{i}\n")
     monkeypatch.setattr(watcher, "note", note)
     InotifyFD.get_instance().handle_event(  # what the kernel sends when its queue overflows
         InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
-    assert ask_watcher(store.repo, "s") is not None  # everything up to now is recorded
+    closing = [WindowAction(CLOSE, "s")]
+    assert ask_watcher(store.repo, "s", window=closing) is not None  # all up to now, recorded
     assert watcher.fallbacks == 1 and "fallback" in running.kinds()
     store.end_turn("s")
     assert changes_of(store, turn.id) == {f"lost/f{i}.txt": "watch" for i in range(200)}
@@ -138,7 +143,9 @@ def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root:
         assert "coverage" in run.kinds()
         run.thread.start()
         turn = store.begin_turn("s", "edit the unwatched folder", scan=True)
+        store.shell_begin("s")
         write(root, "sub/deeper/a.txt", "changed where no event comes from\n")
+        store.shell_end("s")
         store.end_turn("s", scan=True)
         assert changes_of(store, turn.id) == {"sub/deeper/a.txt": "watch"}
     finally:

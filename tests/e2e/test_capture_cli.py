@@ -1,0 +1,57 @@
+"""End to end: capture through the real command when an agent's tool calls run in parallel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support import read, write
+
+BEFORE = "alpha\nbeta\ngamma\ndelta\n"
+FIRST = "ALPHA\nbeta\ngamma\ndelta\n"  # the first tool call's edit
+SECOND = "ALPHA\nbeta\ngamma\nDELTA\n"  # the second one's, on top of it
+
+
+def test_two_parallel_tool_calls_on_one_file_are_both_rewound(cli, root: Path) -> None:
+    """pre-write f twice, then each call writes and reports: both writes belong to the turn.
+
+    Before the fix the second post-write was skipped, and the rewind merged the
+    second edit in as if the user had made it, and exited 0.
+    """
+    write(root, "f.txt", BEFORE)
+    assert cli("init").code == 0
+    assert cli("begin", "--prompt", "two edits at once").code == 0
+    assert cli("pre-write", "--tool", "Edit", "f.txt").code == 0
+    assert cli("pre-write", "--tool", "Edit", "f.txt").code == 0
+    write(root, "f.txt", FIRST)
+    first = cli("--json", "post-write", "f.txt")
+    assert first.code == 0 and first.json["recorded"] == ["f.txt"], first.stderr
+    write(root, "f.txt", SECOND)
+    second = cli("--json", "post-write", "f.txt")
+    assert second.code == 0 and second.json["skipped"] == [], second.stdout
+    assert cli("end").code == 0
+
+    rewound = cli("--json", "rewind", "1", "--yes")
+    assert rewound.code == 0, rewound.stderr
+    assert rewound.json["conflicts"] == [] and rewound.json["merged"] == []
+    assert read(root, "f.txt") == BEFORE.encode()
+    undone = cli("--json", "undo")
+    assert undone.code == 0, undone.stderr
+    assert read(root, "f.txt") == SECOND.encode()
+
+
+def test_a_post_write_without_a_pre_write_records_against_the_latest_version(cli,
+                                                                           root: Path) -> None:
+    """A pre-write that never reached the store (a busy store, a hook that failed)."""
+    write(root, "f.txt", BEFORE)
+    assert cli("init").code == 0
+    assert cli("begin", "--prompt", "first").code == 0
+    assert cli("pre-write", "f.txt").code == 0
+    write(root, "f.txt", FIRST)
+    assert cli("post-write", "f.txt").code == 0
+    write(root, "f.txt", SECOND)  # its pre-write was lost
+    lost = cli("--json", "post-write", "f.txt")
+    assert lost.code == 0 and lost.json["recorded"] == ["f.txt"], lost.stdout
+    assert cli("end").code == 0
+    rewound = cli("--json", "rewind", "1", "--yes")
+    assert rewound.code == 0 and rewound.json["merged"] == [], rewound.stdout
+    assert read(root, "f.txt") == BEFORE.encode()
