@@ -305,6 +305,25 @@ class Workspace:
                 os.fsync(fd)
         return removed
 
+    def occupied(self, rel: str) -> bool:
+        """Whether a file or a link (not a folder) is at ``rel``; nothing is followed."""
+        with self._parent(rel, links_absent=True) as (fd, _):
+            if fd is None:
+                return False
+            try:
+                st = os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return False
+            return not stat.S_ISDIR(st.st_mode)
+
+    def files_below(self, rel: str) -> list[str]:
+        """Every path (file or link, never followed) below the folder ``rel``."""
+        found: list[str] = []
+        with self._parent(rel, links_absent=True) as (fd, _):
+            if fd is not None:
+                _walk_below(fd, _leaf(rel), rel, found)
+        return found
+
     def remove_empty_tree(self, rel: str) -> None:
         """Remove the folder ``rel`` if it holds nothing but empty folders; never a file.
 
@@ -344,6 +363,25 @@ def _stands_for_a_folder(name: str, dir_fd: int, links: bool) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(mode) or (links and stat.S_ISLNK(mode))
+
+
+def _walk_below(parent_fd: int, name: str, rel: str, found: list[str]) -> None:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return  # not a folder (or gone): nothing below it
+    try:
+        for entry in sorted(os.listdir(fd)):
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                _walk_below(fd, entry, f"{rel}/{entry}", found)
+            else:
+                found.append(f"{rel}/{entry}")
+    finally:
+        os.close(fd)
 
 
 def _remove_empty_tree(parent_fd: int, name: str) -> None:

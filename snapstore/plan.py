@@ -58,11 +58,36 @@ def steps_by_path(back: Iterable[Change], forward: Iterable[Change] = ()
     """Each path's steps in fold order: ``back`` (listed oldest first) undone newest first,
     then ``forward`` (oldest first) redone in order."""
     grouped: dict[str, list[Step]] = {}
-    for change in reversed(list(back)):
+    for change in reversed(coalesce(back)):
         grouped.setdefault(change.path, []).append(Step(change, False))
-    for change in forward:
+    for change in coalesce(forward):
         grouped.setdefault(change.path, []).append(Step(change, True))
     return dict(sorted(grouped.items()))
+
+
+def coalesce(changes: Iterable[Change]) -> list[Change]:
+    """A turn's writes that follow on each other, as one change per run (listed oldest first).
+
+    Several tool calls of one turn on one path, each starting where the last ended,
+    are one change from the first ``before`` to the last ``after``; a run that ends
+    where it began is none. So a path the turn deleted and wrote again is folded as
+    one edit, and an absence in between never passes for someone else's deletion.
+    """
+    runs: list[Change] = []
+    last: dict[tuple[str, str], int] = {}  # (turn, path) -> index of its latest run
+    for change in changes:
+        at = last.get((change.turn, change.path))
+        if at is not None and change.done and runs[at].done and \
+                _identical(runs[at].after, change.before):
+            runs[at] = runs[at]._replace(after=change.after)
+            continue
+        last[(change.turn, change.path)] = len(runs)
+        runs.append(change)
+    return [c for c in runs if not (c.done and _identical(c.before, c.after))]
+
+
+def _identical(a: Version | None, b: Version | None) -> bool:
+    return not differs(a, b)
 
 
 @dataclass
@@ -132,6 +157,43 @@ class RewindResult:
             self.warnings.append({"path": plan.path, "reason": plan.warning})
 
 
+def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
+    """Turn into errors the writes that would need a file and a folder of one name.
+
+    A file comes back where a folder stands only if this operation empties the
+    folder; it goes below a path only if no file stays there. Whatever else
+    holds the name (the user's own file in the folder, a path left in conflict)
+    is never removed: the write is refused, planned as an error, and what it
+    refuses to replace stays, which may refuse another write in turn.
+    """
+    by_path = {p.path: p for p in plans}
+
+    def stays(path: str) -> bool:
+        """Whether a file or link is at ``path`` once the operation is done."""
+        plan = by_path.get(path)
+        if plan is None:
+            return ws.occupied(path)
+        return (plan.result if plan.writes else plan.current) is not None
+
+    changed = True
+    while changed:
+        changed = False
+        for plan in plans:
+            if not plan.writes or plan.content is None:
+                continue
+            parts = plan.path.split("/")
+            others = [
+                *(ws.files_below(plan.path) if plan.folder else ()),
+                *(p for p in by_path if p.startswith(plan.path + "/")),
+                *("/".join(parts[:n]) for n in range(1, len(parts)))]
+            holder = next((p for p in others if stays(p)), None)
+            if holder is not None:
+                plan.action, plan.content, plan.result = ERROR, None, None
+                plan.reason = (f"cannot write {plan.path}: {holder} stays, and a file and a "
+                               "folder cannot share a name")
+                changed = True
+
+
 class _Conflict(Exception):
     """One path's fold cannot go on; carries the plan to report."""
 
@@ -175,6 +237,7 @@ class _Fold:
         self.version, self.entry = start, entry
         self.on_conflict = on_conflict
         self.merged = False
+        self.gone = False  # a step found the path absent where it would have removed it
         self.rmdirs = 0
 
     def step(self, step: Step) -> None:
@@ -185,8 +248,13 @@ class _Fold:
                 return
             return self._conflict("what the agent wrote was never recorded", step)
         if same(self.version, src):
+            if self.version is None and dst is not None and self.gone:
+                # an earlier step found the file already gone: someone deleted what the
+                # agent had written, so it does not come back from before that
+                return self._conflict("the file was deleted after the agent wrote it", step)
             self._become(dst, step, mode=self._mode(src, dst))
         elif same(self.version, dst):
+            self.gone = self.gone or (self.version is None and src is not None)
             self._keep_content(src, dst)
         else:
             self._merge(step)

@@ -23,7 +23,16 @@ from .capture import finish_open_turn
 from .errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
 from .history import branch, last_undoable, resolve_turn, undoable
 from .journal import Operation, execute
-from .plan import MODES, POLICIES, PathPlan, RewindResult, Step, plan_path, steps_by_path
+from .plan import (
+    MODES,
+    POLICIES,
+    PathPlan,
+    RewindResult,
+    Step,
+    plan_path,
+    refuse_clashes,
+    steps_by_path,
+)
 from .records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
 from .repo import Repo, View
 
@@ -140,8 +149,10 @@ def _plans(repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]],
     if op.mode == "conversation":
         return []
     busy = _busy(v, op.session)
-    return [plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
-            for path, path_steps in steps.items()]
+    plans = [plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
+             for path, path_steps in steps.items()]
+    refuse_clashes(repo.ws, plans)
+    return plans
 
 
 def _changes(v: View, turns: Iterable[Turn], paths: list[str] | None = None) -> list[Change]:

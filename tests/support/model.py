@@ -51,6 +51,11 @@ def same(a: State | None, b: State | None) -> bool:
     return (a is None and b is None) or (a is not None and a.same_content(b))
 
 
+def identical(a: State | None, b: State | None) -> bool:
+    """Same content and the same mode."""
+    return same(a, b) and (a is None or a.mode == b.mode)  # type: ignore[union-attr]
+
+
 class Conflict(Exception):
     """The fold of one path stops; the path is left as it is and reported."""
 
@@ -62,9 +67,19 @@ def merge_mode(base: int | None, ours: int | None, theirs: int | None) -> int | 
     return ours
 
 
-def step(cur: State | None, src: State | None, dst: State | None) -> State | None:
-    """One step of the fold: from ``src`` to ``dst``, starting from ``cur``."""
+def step(cur: State | None, src: State | None, dst: State | None, gone: list[bool]
+         ) -> State | None:
+    """One step of the fold: from ``src`` to ``dst``, starting from ``cur``.
+
+    ``gone`` carries, from step to step of one path, whether a step found the path
+    already absent where it would have removed it: someone deleted what the agent wrote,
+    and the path then does not come back from an older step.
+    """
     ours_mode = None if cur is None else cur.mode
+    if cur is None and same(cur, src) and dst is not None and gone[0]:
+        raise Conflict("deleted after the agent wrote it")
+    if cur is None and same(cur, dst) and src is not None:
+        gone[0] = True
     if same(cur, src) or same(cur, dst):
         content = dst if same(cur, src) else cur
         if content is None:
@@ -104,7 +119,9 @@ class Turn:
     kind: str = "agent"  # agent | revert
     state: str = "open"  # open | closed | rewound
     implicit: bool = False
-    changes: dict[str, Change] = field(default_factory=dict)  # net, per path, in order
+    #: Per path, the turn's changes in order: writes that follow on each other are one
+    #: change; a write after someone else changed the path starts a new one.
+    changes: dict[str, list[Change]] = field(default_factory=dict)
 
 
 @dataclass
@@ -118,7 +135,7 @@ class Operation:
     new_head: str | None
     reverted: list[str]
     forward: list[str]
-    writes: dict[str, Change]
+    writes: dict[str, list[Change]]
     undoable: bool = True
 
 
@@ -157,13 +174,14 @@ class Model:
         self.turns[self.open.pop(session)].state = "closed"
 
     def record(self, session: str, path: str, before: State | None, after: State | None) -> None:
-        """An agent's write in the session's open turn: the turn's net change for the path."""
-        turn = self.turns[self.open[session]]
-        first = turn.changes[path].before if path in turn.changes else before
-        if same(first, after) and (first is None or first.mode == after.mode):  # type: ignore[union-attr]
-            turn.changes.pop(path, None)
-        else:
-            turn.changes[path] = Change(path, first, after)
+        """An agent's write in the session's open turn."""
+        changes = self.turns[self.open[session]].changes.setdefault(path, [])
+        if changes and identical(changes[-1].after, before):
+            before = changes.pop().before  # it follows on the turn's last write of the path
+        if not identical(before, after):
+            changes.append(Change(path, before, after))
+        if not changes:
+            del self.turns[self.open[session]].changes[path]
         self.set(path, after)
 
     def set(self, path: str, state: State | None) -> None:
@@ -192,11 +210,12 @@ class Model:
         conflicts: set[str] = set()
         for path, path_steps in steps.items():
             cur = self.files.get(path)
+            gone = [False]
             try:
                 for change, forward in path_steps:
                     src, dst = ((change.before, change.after) if forward
                                 else (change.after, change.before))
-                    cur = step(cur, src, dst)
+                    cur = step(cur, src, dst, gone)
             except Conflict:
                 conflicts.add(path)
                 continue
@@ -223,11 +242,11 @@ class Model:
         """Per path: ``back`` (newest first) undone, then ``forward`` (oldest first) redone."""
         grouped: dict[str, list[tuple[Change, bool]]] = {}
         for turn in back:
-            for change in reversed(list(turn.changes.values())):
-                grouped.setdefault(change.path, []).append((change, False))
+            for path, changes in turn.changes.items():
+                grouped.setdefault(path, []).extend((c, False) for c in reversed(changes))
         for turn in forward:
-            for change in turn.changes.values():
-                grouped.setdefault(change.path, []).append((change, True))
+            for path, changes in turn.changes.items():
+                grouped.setdefault(path, []).extend((c, True) for c in changes)
         return grouped
 
     def apply(self, op_id: str, session: str, action: str, outcome: Outcome,
@@ -237,10 +256,9 @@ class Model:
         writes = {}
         for path, result in outcome.results.items():
             before = self.files.get(path)
-            if same(before, result) and (result is None or before.mode == result.mode):  # type: ignore[union-attr]
-                continue
-            writes[path] = Change(path, before, result)
-            self.set(path, result)
+            if not identical(before, result):
+                writes[path] = [Change(path, before, result)]
+                self.set(path, result)
         self.heads[session] = new_head
         for turn_id in reverted:
             self.turns[turn_id].state = "rewound"

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -104,8 +104,8 @@ class Workspace(RuleBasedStateMachine):
 
     # -- capture --------------------------------------------------------------------------
 
-    @rule(session=st.sampled_from(SESSIONS))
-    def begin(self, session: str) -> None:
+    @rule(session=st.sampled_from(SESSIONS), scan=st.booleans())
+    def begin(self, session: str, scan: bool) -> None:
         turn_id = self.model.open.get(session)
         if turn_id is not None and not self.model.turns[turn_id].implicit:
             with pytest.raises(RunActive):
@@ -114,16 +114,17 @@ class Workspace(RuleBasedStateMachine):
         if turn_id is not None:
             self.model.end(session)  # an implicit turn is closed by the next begin
         self.clock.tick()
-        turn = self.store.begin_turn(session, f"prompt {self.model.token('p')}")
+        # scan mode: what changed since the last scan is recorded first, as the user's
+        turn = self.store.begin_turn(session, f"prompt {self.model.token('p')}", scan=scan)
         self.model.begin(turn.id, session)
 
-    @rule(session=st.sampled_from(SESSIONS))
-    def end(self, session: str) -> None:
+    @rule(session=st.sampled_from(SESSIONS), scan=st.booleans())
+    def end(self, session: str, scan: bool) -> None:
         if session not in self.model.open:
             with pytest.raises(NotFound):
-                self.store.end_turn(session)
+                self.store.end_turn(session, scan=scan)
             return
-        self.store.end_turn(session)
+        self.store.end_turn(session, scan=scan)
         self.model.end(session)
 
     def _write(self, session: str, path: str, state: State | None,
@@ -154,13 +155,13 @@ class Workspace(RuleBasedStateMachine):
         self.model.set(path, first)
         second = self._edited(path, "slot2", "agent")
         self.model.set(path, before)
-        for event in order:
-            if event[0] == "P":
+        for call in order:
+            if call[0] == "P":
                 result = self.store.pre_write([path], "Edit", session)
                 if session not in self.model.open:
                     self.model.begin(result.turn, session, implicit=True)
-            elif event[0] == "W":
-                self._put(path, first if event == "W1" else second)
+            elif call[0] == "W":
+                self._put(path, first if call == "W1" else second)
             else:
                 self.store.post_write([path], session)
         self.model.record(session, path, before, second)
@@ -179,6 +180,56 @@ class Workspace(RuleBasedStateMachine):
         self._write(session, new, content._replace(value=tuple(
             self.model.token("agent") for _ in range(SLOTS))), "Write")
 
+    @rule(first=st.sampled_from(SESSIONS), path=st.sampled_from(TEXT), other=st.sampled_from(TEXT),
+          how=st.sampled_from(["slot0", "slot3", "chmod"]))
+    def calls_of_two_sessions_interleave(self, first: str, path: str, other: str,
+                                         how: str) -> None:
+        """Session ``first`` captures ``path``; before its write lands, the other session's
+        whole tool call on ``other`` (another file) runs."""
+        second = SESSIONS[1 - SESSIONS.index(first)]
+        state = self._edited(path, how, "agent")
+        if other == path or path not in self.model.files:
+            return
+        before = self.model.files.get(path)
+        result = self.store.pre_write([path], "Edit", first)
+        if first not in self.model.open:
+            self.model.begin(result.turn, first, implicit=True)
+        self.agent_edit(second, other, "slot1")
+        self._put(path, state)
+        self.store.post_write([path], first)
+        self.model.record(first, path, before, state)
+
+    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(TEXT),
+          how=st.sampled_from(["slot0", "slot2", "chmod", "delete", "new"]))
+    def shell_call(self, session: str, path: str, how: str) -> None:
+        """Scan mode: the agent's shell tool changes a file no hook names; the scans around
+        the call give the change to the session's turn."""
+        state = self._edited(path, how, "shell")
+        if state is None and path not in self.model.files:
+            return
+        before = self.model.files.get(path)
+        call = self.model.token("call")
+        self.store.shell_begin(session, call)
+        if session not in self.model.open:
+            self.model.begin(self.store.open_turn(session).id, session, implicit=True)
+        self._put(path, state)
+        self.store.shell_end(session, call)
+        self.model.record(session, path, before, state)
+
+    @rule(path=st.sampled_from(TEXT), how=st.sampled_from(["slot1", "chmod", "new"]))
+    def shell_calls_of_two_sessions_overlap(self, path: str, how: str) -> None:
+        """Both sessions' shell calls run at once: what changed then is nobody's turn."""
+        state = self._edited(path, how, "shell")
+        calls = [self.model.token("call") for _ in SESSIONS]
+        for session, call in zip(SESSIONS, calls, strict=True):
+            self.store.shell_begin(session, call)
+            if session not in self.model.open:
+                self.model.begin(self.store.open_turn(session).id, session, implicit=True)
+        self._put(path, state)
+        for session, call in zip(SESSIONS, calls, strict=True):
+            self.store.shell_end(session, call)
+        self.model.set(path, state)  # the user's, unattributed
+
     # -- the user ---------------------------------------------------------------------------
 
     @rule(path=st.sampled_from(ALL),
@@ -192,38 +243,55 @@ class Workspace(RuleBasedStateMachine):
 
     # -- going back and forth ------------------------------------------------------------------
 
-    def _check_result(self, result, outcome: Outcome) -> None:
+    def _check_result(self, result, outcome: Outcome, what: str = "") -> None:
         assert {e["path"] for e in result.errors} == outcome.errors, result.errors
         assert {c["path"] for c in result.conflicts} == outcome.conflicts, result.conflicts
+        for kind, found in (("conflict", result.conflicts), ("merge", result.merged),
+                            ("error", result.errors), ("restore", result.restored)):
+            if found:
+                event(f"{what} with a {kind}")
 
-    @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6))
-    def rewind(self, session: str, n: int) -> None:
-        branch = self.model.branch(session)
-        if session in self.model.open:
-            if branch:
-                with pytest.raises(RunActive):
-                    self.store.rewind(1, session)
+    def _settle(self, session: str, force: bool) -> bool:
+        """Whether an operation on ``session`` may go on: with no open turn, or with
+        ``force`` (the open turn is ended first); else it is refused, and that is checked."""
+        if session not in self.model.open:
+            return True
+        if not force:
+            with pytest.raises(RunActive):
+                self.store.rewind(1, session)
+            return False
+        self.store.end_turn(session)
+        self.model.end(session)
+        return True
+
+    @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6), force=st.booleans())
+    def rewind(self, session: str, n: int, force: bool) -> None:
+        if not self.model.branch(session) or not self._settle(session, force):
             return
+        branch = self.model.branch(session)
         if n > len(branch):
             return
         target = branch[n - 1]
         back, outcome = self.model.plan_rewind(session, target)
         result = self.store.rewind(n, session)
-        self._check_result(result, outcome)
+        self._check_result(result, outcome, "rewind")
         self.model.apply(result.undo_id, session, "rewind", outcome, branch[0],
                          self.model.turns[target].parent, [t.id for t in back], [])
 
     @rule(data=st.data())
     def switch(self, data: st.DataObject) -> None:
-        choices = [t.id for t in self.model.turns.values()  # in the order they came
-                   if t.session not in self.model.open]
+        choices = list(self.model.turns)  # in the order they came: the same on every run
         if not choices:
             return
         target = data.draw(st.sampled_from(choices))
+        note(f"switch to turn #{choices.index(target)} ({self.model.turns[target].session})")
         session = self.model.turns[target].session
+        if not self._settle(session, force=True):
+            return
         back, forward, outcome = self.model.plan_switch(target)
         result = self.store.switch(target)
-        self._check_result(result, outcome)
+        self._check_result(result, outcome, "switch back" if back and not forward else
+                           "switch forward" if forward and not back else "switch across")
         self.model.apply(result.undo_id, session, "switch", outcome,
                          self.model.heads.get(session), target, [t.id for t in back],
                          [t.id for t in forward])
@@ -238,12 +306,34 @@ class Workspace(RuleBasedStateMachine):
         if op.session in self.model.open:
             with pytest.raises(RunActive):
                 self.store.undo()
-            return
+            self._settle(op.session, force=True)
         outcome = self.model.plan_undo(op)
         result = self.store.undo()
         assert result.target == op.id and result.session == op.session
-        self._check_result(result, outcome)
+        self._check_result(result, outcome, "undo")
+        if self.model.heads.get(op.session) != op.new_head:
+            event("an undo that became a turn on top")
         self.model.undo(op, result.undo_id, outcome, result.new_head)
+
+    @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6))
+    def every_point_rewinds_as_the_model_says(self, session: str, n: int) -> None:
+        """A dry run of rewinding to point n plans exactly the model's tree before it."""
+        branch = self.model.branch(session)
+        if session in self.model.open or n > len(branch):
+            return
+        _, outcome = self.model.plan_rewind(session, branch[n - 1])
+        result = self.store.rewind(n, session, dry_run=True)
+        self._check_result(result, outcome)
+        planned = {p.path: p.content for p in result.plans if p.writes}
+        for path, state in outcome.results.items():
+            if path in planned:
+                content = planned[path]
+                got = None if content is None else (
+                    ("link", content.data, 0) if content.kind == "link"
+                    else ("file", content.data, content.mode))
+                assert got == (None if state is None else state.render()), path
+            else:  # no write: it already holds the result
+                assert self.model.files.get(path) == state, path
 
     @rule()
     def gc(self) -> None:
@@ -275,6 +365,6 @@ class Workspace(RuleBasedStateMachine):
 
 def test_state_machine(slow: bool) -> None:
     Workspace.TestCase.settings = settings(
-        max_examples=50_000 if slow else 2_000, stateful_step_count=25, deadline=None,
+        max_examples=50_000 if slow else 2_000, stateful_step_count=40, deadline=None,
         suppress_health_check=list(HealthCheck), derandomize=not slow)
     Workspace.TestCase().runTest()
