@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import itertools
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from . import faults
@@ -32,6 +33,9 @@ from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
 from .records import FILE, LINK, Entry
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Up to this many paths, a flush syncs each file and folder; above, the whole file
+#: system at once (``syncfs``), which is far cheaper for many small files.
+FSYNC_EACH = 4
 #: Scans skip (and report) larger files unless told otherwise: a workspace's generated
 #: artefacts should not fill the store.
 DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
@@ -231,19 +235,19 @@ class Workspace:
 
     # -- writing -----------------------------------------------------------------
 
-    def write(self, rel: str, entry: Entry | None, sync_folder: bool = True) -> None:
-        """Atomically make ``rel`` hold ``entry``; None deletes it.
+    def write(self, rel: str, entry: Entry | None, durable: bool = True) -> None:
+        """Atomically make ``rel`` hold ``entry`` (temp file, then rename); None deletes it.
 
-        The file's bytes are always synced before the rename. With ``sync_folder``
-        false the folder is not, and the caller must call :meth:`sync_folders`
-        before it counts the write as durable (one folder sync for many files).
+        With ``durable`` the file and its folder are synced before this returns.
+        Without, nothing is synced, and the caller must :meth:`flush` the paths it
+        wrote before it counts them as written: one flush for many files.
         """
         name = _leaf(rel)
         if self.store_of(rel) is not None:  # a path recorded before stores were refused
             raise UnsafePath(f"{rel} is inside a snapstore store; it is never written")
         try:
             if entry is None:
-                self._delete(rel, name, sync_folder)
+                self._delete(rel, name, durable)
                 return
             with self._parent(rel, create=True) as (fd, _):
                 assert fd is not None
@@ -252,13 +256,13 @@ class Workspace:
                     if entry.kind == LINK:
                         os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)
                     else:
-                        _write_file(fd, tmp, entry.data, entry.mode)
+                        _write_file(fd, tmp, entry.data, entry.mode, durable)
                     faults.point("fsio.before_rename")
                     os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 except BaseException:
                     _unlink_quietly(tmp, fd)
                     raise
-                if sync_folder:
+                if durable:
                     os.fsync(fd)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
@@ -267,7 +271,7 @@ class Workspace:
                 raise BadInput(f"cannot write {rel}: {exc.strerror}") from None
             raise
 
-    def _delete(self, rel: str, name: str, sync_folder: bool) -> None:
+    def _delete(self, rel: str, name: str, durable: bool) -> None:
         with self._parent(rel) as (fd, _):
             if fd is None:
                 return
@@ -278,18 +282,41 @@ class Workspace:
             if stat.S_ISDIR(st.st_mode):
                 raise BadInput(f"cannot delete {rel}: it is now a folder")
             os.unlink(name, dir_fd=fd)
-            if sync_folder:
+            if durable:
                 os.fsync(fd)
 
-    def sync_folders(self, rels: Iterable[str]) -> None:
-        """Sync the folder of each path once, making renames and unlinks in it durable.
+    def flush(self, rels: Iterable[str]) -> None:
+        """Make what was written to ``rels`` without ``durable`` durable, at once.
 
-        A folder that is gone, or that a file or link has replaced since, is skipped.
+        Many paths cost one ``syncfs`` per file system that holds them (Linux);
+        a few, or where ``syncfs`` is missing, an ``fsync`` of each file and each
+        folder. A folder that is gone, or that a file or link has replaced since,
+        is skipped.
         """
-        for _, group in itertools.groupby(sorted(rels, key=_folder), key=_folder):
-            with self._parent(next(group), links_absent=True) as (fd, _):
-                if fd is not None:
-                    os.fsync(fd)
+        rels = sorted(set(rels), key=_folder)
+        folders: dict[int, int] = {}  # st_dev -> an open folder on that file system
+        per_file = len(rels) <= FSYNC_EACH or _syncfs() is None
+        try:
+            for _, group in itertools.groupby(rels, key=_folder):
+                paths = list(group)
+                with self._parent(paths[0], links_absent=True) as (fd, _):
+                    if fd is None:
+                        continue
+                    if per_file:
+                        for rel in paths:
+                            _fsync_at(fd, _leaf(rel))
+                        os.fsync(fd)
+                    else:
+                        folders.setdefault(os.fstat(fd).st_dev, os.dup(fd))
+            syncfs = _syncfs()
+            for fd in folders.values():
+                if syncfs is not None and syncfs(fd) != 0:
+                    import ctypes
+                    err = ctypes.get_errno()
+                    raise OSError(err, os.strerror(err))
+        finally:
+            for fd in folders.values():
+                os.close(fd)
 
     def remove_temp_files(self, rel: str) -> list[str]:
         """Remove temp files that an interrupted write left beside ``rel``."""
@@ -455,7 +482,7 @@ def _is_within(path: str, root: str) -> bool:
     return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _write_file(dir_fd: int, name: str, data: bytes, mode: int) -> None:
+def _write_file(dir_fd: int, name: str, data: bytes, mode: int, durable: bool) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
     try:
@@ -463,9 +490,35 @@ def _write_file(dir_fd: int, name: str, data: bytes, mode: int) -> None:
         while view:
             view = view[os.write(fd, view):]
         os.fchmod(fd, mode)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_at(dir_fd: int, name: str) -> None:
+    """Sync a regular file in ``dir_fd`` (a link or a gone path has no data to sync)."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                     dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    import ctypes  # only rewinds need it: not on the hook path
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syncfs  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
 
 
 def _unlink_quietly(name: str, dir_fd: int) -> None:

@@ -120,9 +120,10 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
 
     The newer structure goes first, then the old comes back: files are deleted,
     then the folders emptied by this operation that stand where a file must come
-    back are removed, then files are written. Every file is synced before its
-    rename; the folders are synced once each after all the writes, before the
-    caller's finish commit. The other emptied folders go last.
+    back are removed, then files are written, each by an atomic rename. Nothing
+    is synced one by one: one flush makes every write durable before the
+    caller's finish commit; a crash before it leaves the operation unfinished,
+    for resume to finish (docs/format.md §5.3). The other emptied folders go last.
     """
     deletes = [p for p in plans if p.writes and p.content is None]
     writes = [p for p in plans if p.writes and p.content is not None]
@@ -138,7 +139,7 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
                                      path=plan.path)
             if plan.folder and plan.content is not None:
                 repo.ws.remove_empty_tree(plan.path)  # emptied by this operation's deletes
-            repo.ws.write(plan.path, plan.content, sync_folder=False)
+            repo.ws.write(plan.path, plan.content, durable=False)
         except StoreFull as exc:
             full.add(plan.path)
             return str(exc)
@@ -173,7 +174,7 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
         first = [p for p in emptied if p.path.startswith(blocking)]
         _remove_emptied(repo, first)
         run(writes)
-    repo.ws.sync_folders(p.path for p in done)
+    repo.ws.flush(p.path for p in done)  # before the finish commit counts them written
     _remove_emptied(repo, [p for p in emptied if p not in first])
     return [{"path": path, "reason": reason} for path, reason in failed.items()]
 
