@@ -79,9 +79,13 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
             return
         require_turns(store, session, "nothing to rewind")
         if turn is None:
-            from .picker import choose
+            from .picker import SWITCH, choose
             turn, mode = choose(store, session, mode, _interactive(), force)
             if turn is None:
+                return
+            if mode == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
+                result = store.switch(turn, on_conflict=on_conflict, force=force)
+                _report(result, "switched")
                 return
             yes = yes or _interactive()  # the picker has confirmed already
         if not (yes or dry_run) and _interactive():

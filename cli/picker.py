@@ -2,8 +2,10 @@
 
 On a terminal this is an interactive picker built on prompt_toolkit: arrow keys
 (or j/k) move, Enter chooses, Esc cancels; the selected turn's prompt and files
-show below the list. A second menu then shows what the rewind would do (from a
-dry run) and offers the modes; the code choices are hidden when the turns taken
+show below the list. The branch's rewind points come first, numbered; the
+turns taken back earlier follow, marked, and choosing one switches to it (a
+redo). A second menu then shows what the rewind or switch would do (from a dry
+run) and offers the modes; the code choices are hidden when the turns taken
 back changed no files. Without a terminal it prints the numbered list, so that
 `snapstore rewind N` matches what is on screen.
 """
@@ -88,10 +90,16 @@ def menu(title: str, items: list[str], details: Callable[[int], list[str]] | Non
     return app.run()
 
 
+#: The mode :func:`choose` returns when the choice is a turn to switch to, not a rewind.
+SWITCH = "switch"
+
+
 def _point_row(point: RewindPoint, now: float) -> str:
-    return (f"{point.n:>2}  {relative_time(point.turn.created, now):<11} "
+    number = f"{point.n:>2}" if point.n is not None else " ↻"
+    return (f"{number}  {relative_time(point.turn.created, now):<11} "
             f"{printable(first_line(point.turn.prompt))[:60]:<60}  {len(point.files)} file(s) "
-            f"+{point.added} -{point.removed}")
+            f"+{point.added} -{point.removed}"
+            + ("" if point.n is not None else f"  [{point.turn.state}: switch to it]"))
 
 
 def _point_details(point: RewindPoint) -> list[str]:
@@ -122,21 +130,26 @@ def _plan_lines(plan: RewindResult) -> list[str]:
 
 def choose(store: Store, session: str, mode: str, interactive: bool, force: bool = False,
            ) -> tuple[str | None, str]:
-    """The turn and mode to rewind, or (None, mode) when nothing was chosen."""
+    """The turn and mode to rewind, or (None, mode) when nothing was chosen; the mode is
+    :data:`SWITCH` for a turn off the branch, to switch to."""
     if not interactive:
         print_points(store, session)
         return None, mode
-    points = store.rewind_points(session)
+    everything = store.rewind_points(session, all_branches=True)
+    points = [p for p in everything if p.n is not None]
+    points += [p for p in everything if p.n is None]  # taken back earlier: switch to them
     if not points:
         console(stderr=True).print(f"no rewind points in session {printable(session)}")
         return None, mode
     now = store.clock()
-    index = menu("Rewind to before which turn?", [_point_row(p, now) for p in points],
-                 lambda i: _point_details(points[i]))
+    index = menu("Rewind to before which turn? (↻: taken back earlier; switch to it)",
+                 [_point_row(p, now) for p in points], lambda i: _point_details(points[i]))
     if index is None:
         console(stderr=True).print("cancelled; nothing changed")
         return None, mode
     point = points[index]
+    if point.n is None:
+        return _confirm_switch(store, point, force)
     prompt = printable(first_line(point.turn.prompt))
     console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
     changed_files = any(p.files for p in points[: index + 1])
@@ -151,3 +164,16 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
         return None, mode
     console(stderr=True).print(choices[picked][1], style="bold")
     return point.turn.id, choices[picked][0]
+
+
+def _confirm_switch(store: Store, point: RewindPoint, force: bool) -> tuple[str | None, str]:
+    """What switching to a turn taken back earlier would do, and whether to."""
+    prompt = printable(first_line(point.turn.prompt))
+    plan = store.switch(point.turn.id, dry_run=True, force=force)
+    title = (f"Switch to right after {prompt[:50]} (taken back earlier), taking back "
+             f"{len(plan.turns_reverted)} turn(s) on the current branch:\n"
+             + "\n".join(_plan_lines(plan)))
+    if menu(title, ["Switch to it", "Cancel"]) != 0:
+        console(stderr=True).print("cancelled; nothing changed")
+        return None, SWITCH
+    return point.turn.id, SWITCH

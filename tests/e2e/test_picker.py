@@ -148,3 +148,21 @@ def test_names_and_prompts_that_would_drive_the_terminal_are_escaped(
     finally:
         term.close()
     assert (root / "x\x1b[2Jy.txt").exists()
+
+
+def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Path,
+                                                             cli) -> None:
+    assert cli("rewind", "2", "--yes").code == 0  # f2 and f3 go; turns 2 and 3 are rewound
+    term = terminal("rewind")
+    screen = term.wait_for("Rewind to before which turn?")
+    assert "↻" in screen and "[rewound: switch to it]" in screen
+    term.keys("Down")  # past the one rewind point, to the newest turn taken back
+    term.wait_for("more detail for turn 3")
+    term.keys("Enter")
+    screen = term.wait_for("Switch to it")
+    assert "restore  f2.txt" in screen and "restore  f3.txt" in screen
+    term.keys("Enter")
+    screen = term.wait_for("EXIT=")
+    assert "EXIT=0" in screen and "switched" in screen
+    assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt", "f2.txt", "f3.txt"]
+    assert [p["n"] for p in cli("--json", "log").json] == [1, 2, 3]
