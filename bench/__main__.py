@@ -7,6 +7,7 @@
     python -m bench --repo ~/src/myproject
     python -m bench processes --quick    # every command as a process, installed (about 1 min)
     python -m bench merge                # merges and line stats of large files against git
+    python -m bench log                  # `snapstore log` on 1,000 turns with huge rewrites
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -90,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["merge"]:  # a suite of its own, with its own options: bench/merge.py
         from . import merge
         return merge.main(argv[1:])
+    if argv[:1] == ["log"]:  # likewise: bench/log.py
+        from . import log
+        return log.main(argv[1:])
     suites, cfg, show = parse(argv)
     os.makedirs(cfg.out, exist_ok=True)
     started = time.time()

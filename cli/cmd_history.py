@@ -47,7 +47,8 @@ def log(all_branches: bool) -> None:
             console(stderr=True).print(f"no rewind points on the current branch of session "
                                        f"{printable(session)} (see `snapstore log --all`)")
         else:
-            console().print(points_table(points, now))
+            out = console()
+            out.file.write(points_table(points, now, out.width, out.color_system is not None))
     emit(data, human)
 
 

@@ -43,7 +43,9 @@ def print_points(store: Store, session: str) -> None:
         if not points:
             console(stderr=True).print(f"no rewind points in session {printable(session)}")
             return
-        console().print(points_table(points, store.clock()))
+        out = console()
+        out.file.write(points_table(points, store.clock(), out.width,
+                                    out.color_system is not None))
         console(stderr=True).print("rewind with: snapstore rewind N", style="dim")
     emit(points_json(points), human)
 

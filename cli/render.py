@@ -107,23 +107,44 @@ def stats_text(added: int, removed: int, files: int | None = None) -> Text:
     return text
 
 
-def points_table(points: list[RewindPoint], now: float | None = None) -> Table:
-    """The numbered list of rewind points, newest first."""
-    table = Table(box=None, pad_edge=False, show_edge=False, header_style="bold")
-    table.add_column("#", justify="right", no_wrap=True)
-    table.add_column("turn", no_wrap=True, style="dim")
-    table.add_column("when", no_wrap=True)
-    table.add_column("prompt", ratio=1, no_wrap=True, overflow="ellipsis")
-    table.add_column("state", no_wrap=True)
-    table.add_column("changes", no_wrap=True)
+#: SGR codes for the few styles the rewind-point list uses.
+_SGR = {"bold": "1", "dim": "2", "green": "32", "red": "31", "yellow": "33", "cyan": "36"}
+
+
+def points_table(points: list[RewindPoint], now: float | None = None,
+                 width: int | None = None, colour: bool = False) -> str:
+    """The numbered list of rewind points, newest first, as aligned columns of text.
+
+    Plain text with ANSI colours (when ``colour``), not a rich Table: a session
+    of a thousand turns is written in milliseconds instead of most of a second.
+    The prompt takes what is left of ``width``, cut with an ellipsis.
+    """
+    def paint(text: str, style: str) -> str:
+        return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+
+    rows = []
     for point in points:
         turn = point.turn
-        state = Text(turn.state, style="yellow" if turn.state == "rewound" else
-                     "cyan" if turn.state == "open" else "")
-        table.add_row(str(point.n) if point.n is not None else "-", turn.id[:8],
-                      relative_time(turn.created, now), printable(first_line(turn.prompt)), state,
-                      stats_text(point.added, point.removed, len(point.files)))
-    return table
+        files = len(point.files)
+        rows.append((str(point.n) if point.n is not None else "-", turn.id[:8],
+                     relative_time(turn.created, now), printable(first_line(turn.prompt)),
+                     turn.state, f"{files} file{'s' if files != 1 else ''}",
+                     f"+{point.added}", f"-{point.removed}"))
+    header = ("#", "turn", "when", "prompt", "state", "changes")
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(5)]
+    fixed = sum(widths) - widths[3] + 5 + max(len(f"{r[5]} {r[6]} {r[7]}") for r in rows)
+    widths[3] = max(10, min(widths[3], (width or 120) - fixed))
+    lines = [paint(f"{header[0]:>{widths[0]}} {header[1]:<{widths[1]}} {header[2]:<{widths[2]}} "
+                   f"{header[3]:<{widths[3]}} {header[4]:<{widths[4]}} {header[5]}", "bold")]
+    colours = {"rewound": "yellow", "open": "cyan"}
+    for n, turn_id, when, prompt, state, files, added, removed in rows:
+        if len(prompt) > widths[3]:
+            prompt = prompt[: widths[3] - 1] + "…"
+        lines.append(f"{n:>{widths[0]}} {paint(f'{turn_id:<{widths[1]}}', 'dim')} "
+                     f"{when:<{widths[2]}} {prompt:<{widths[3]}} "
+                     f"{paint(f'{state:<{widths[4]}}', colours.get(state, ''))} {files} "
+                     f"{paint(added, 'green')} {paint(removed, 'red')}")
+    return "\n".join(lines) + "\n"
 
 
 def file_table(files: list[FileStat]) -> Table:
