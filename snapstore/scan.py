@@ -537,6 +537,12 @@ class _Committer:
             recorded.append((kind, item.rel))
         for rel in forget:
             tx.delete_index(rel)
+        if self.result.baseline and final:
+            # What the store last knew of a path that is gone now (deleted before scan mode
+            # was on) is no baseline: a file that appears there later is new.
+            for rel in [rel for rel, _ in tx.path_digests()
+                        if rel not in held and not self.repo.ws.occupied(rel)]:
+                tx.forget_path(rel)
         if turn is not None and recorded:
             if turn.kind == USER:
                 turn = turn._replace(closed=turn.created)

@@ -236,3 +236,20 @@ def test_a_rewind_never_writes_into_a_nested_store(store: Store, root: Path) -> 
     assert result.restored == ["a.txt"] and [e["path"] for e in result.errors] == [inner]
     assert "inside a snapstore store" in result.errors[0]["reason"]
     assert read(root, inner) == b"A\n" and read(root, "a.txt") == b"a\n"
+
+
+def test_a_path_gone_before_the_baseline_is_new_when_it_comes_back(store: Store,
+                                                                   root: Path) -> None:
+    """The store knew a file (an agent wrote it) that was deleted before scan mode began:
+    a shell call that creates it again made a new file, and its rewind deletes it rather
+    than bringing back the old bytes the user had already deleted."""
+    agent_write(store, "t.txt", "the agent's first version\n")
+    store.end_turn("default")
+    (root / "t.txt").unlink()  # the user, before any scan
+    store.shell_begin("default", "call-1")  # the first scan: the baseline
+    write(root, "t.txt", "made by a shell command\n")
+    store.shell_end("default", "call-1")
+    store.end_turn("default")
+    assert changes_of(store, store.rewind_points()[0].turn.id) == {"t.txt": "scan"}
+    store.rewind(1)
+    assert read(root, "t.txt") is None
