@@ -51,10 +51,9 @@ class Options:
         latest = store.latest_session()
         if latest is None:
             return DEFAULT_SESSION
-        if not self.json:
-            from .render import printable
-            click.echo(f"snapstore: session {printable(latest)} (the most recent; choose one "
-                       "with --session)", err=True)
+        from .render import printable  # said with --json too: stderr is for people
+        click.echo(f"snapstore: session {printable(latest)} (the most recent; choose one "
+                   "with --session)", err=True)
         self.session = latest
         return latest
 

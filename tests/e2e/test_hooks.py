@@ -94,6 +94,9 @@ def test_claude_code_session_then_rewind(root: Path) -> None:
     assert rewind.returncode == 0, rewind.stderr
     assert (root / "src" / "app.py").read_text() == first
     assert json.loads(rewind.stdout)["user_text"] == "Add type hints"
+    # the session it picked is named, on stderr and in the JSON
+    assert json.loads(rewind.stdout)["session"] == session
+    assert f"session {session} (the most recent" in rewind.stderr
 
 
 def test_gemini_cli_session_then_rewind(root: Path) -> None:
