@@ -23,6 +23,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--slow", action="store_true", help="run the long variants too")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    from . import support
+    support.SLOW = bool(config.getoption("--slow"))
+
+
 @pytest.fixture
 def slow(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--slow"))

@@ -24,6 +24,9 @@ __all__ = ["FIXED_NOW", "SHELL_TOOL", "CliResult", "Clock", "agent_turn", "agent
            "snapstore_bin", "wait_until", "write"]
 
 FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+#: Whether pytest runs with ``--slow`` (set by tests/conftest.py before any test module is
+#: imported, so that hypothesis settings can scale with it).
+SLOW = False
 
 
 class Clock:

@@ -6,19 +6,18 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from snapstore import Store, capture
 
+from .. import support
 from ..support import Clock, agent_turn, read, write
 
 F = "f.txt"
 LINES = ["alpha\n", "beta\n", "gamma\n", "delta\n", "epsilon\n"]
-PROPS = settings(max_examples=120, deadline=None, derandomize=True,
+PROPS = settings(max_examples=2000 if support.SLOW else 120, deadline=None, derandomize=True,
                  suppress_health_check=list(HealthCheck))
-SLOW = settings(PROPS, max_examples=2000)
 
 #: What a tool call writes: new text (one line edited, or fresh), or None (it deletes the file).
 contents = st.one_of(
@@ -86,13 +85,6 @@ def test_any_interleaving_in_one_turn_rewinds_exactly_and_undoes_exactly(
     _check_one_turn(data, plan)
 
 
-@pytest.mark.skipif("not config.getoption('--slow')")
-@SLOW
-@given(data=st.data(), plan=calls(sessions=1))
-def test_any_interleaving_in_one_turn_slow(data: st.DataObject, plan) -> None:
-    _check_one_turn(data, plan)
-
-
 def _check_one_turn(data: st.DataObject, plan: tuple[bytes | None, list]) -> None:
     initial, events = plan
     written = {call: data.draw(contents) for call in sorted({c for _, c, _ in events})}
@@ -114,13 +106,6 @@ def _check_one_turn(data: st.DataObject, plan: tuple[bytes | None, list]) -> Non
 @given(data=st.data(), plan=calls(sessions=2))
 def test_any_interleaving_across_two_sessions(data: st.DataObject,
                                               plan: tuple[bytes | None, list]) -> None:
-    _check_two_sessions(data, plan)
-
-
-@pytest.mark.skipif("not config.getoption('--slow')")
-@SLOW
-@given(data=st.data(), plan=calls(sessions=2))
-def test_any_interleaving_across_two_sessions_slow(data: st.DataObject, plan) -> None:
     _check_two_sessions(data, plan)
 
 
