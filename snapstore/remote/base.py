@@ -1,6 +1,6 @@
 """The object-store interface every remote speaks: S3 buckets and plain folders alike.
 
-Remotes hold immutable, content-addressed objects (see docs/remote-research.md),
+Remotes hold immutable, content-addressed objects (docs/remote.md, "How it is built"),
 so the interface is small: whole-object get and put, ranged reads, a put that
 never overwrites, listing by folder, and delete. Keys are ``/``-separated and
 restricted to a portable alphabet, so the same key works on S3 and on any file

@@ -2,7 +2,7 @@
 
 The client is obstore (Rust's ``object_store`` crate): it imports in about 20 ms,
 against about 0.7 s for boto3 with its client, and retries throttling and 5xx
-answers with bounded, jittered backoff (docs/remote-research.md has the figures).
+answers with bounded, jittered backoff (docs/remote.md has the figures).
 This module is imported only when an S3 remote is opened, so nothing on the hook
 path pays for it.
 
