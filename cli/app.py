@@ -158,6 +158,7 @@ COMMANDS = {
     "status": "cmd_status:status",
     "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
+    "doctor": "cmd_doctor:doctor",
     "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
 }
 

@@ -18,11 +18,14 @@ def status() -> None:
         session = opts.session_for(store)
         st = store.status(session)
         read_only = store.repo.read_only
+        from .cmd_doctor import hook_reports
+        hooks = [f"{r['agent']}: {problem}" for r in hook_reports(store, st.root)
+                 for problem in r["problems"]]
     data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,
             "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
             "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
             "dedup_ratio": round(st.dedup_ratio, 3), "disk_bytes": st.disk_bytes,
-            "read_only": read_only}
+            "read_only": read_only, "hook_problems": hooks}
 
     def human() -> None:
         out = console()
@@ -34,4 +37,7 @@ def status() -> None:
         out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
         out.print(f"session    {printable(session)}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
+        if hooks:
+            out.print(f"hooks      {len(hooks)} problem(s), e.g. {printable(hooks[0], quote=False)}"
+                      "; see `snapstore doctor`")
     emit(data, human)

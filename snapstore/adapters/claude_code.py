@@ -3,7 +3,12 @@
 Events used: UserPromptSubmit begins a turn, PreToolUse and PostToolUse of the
 file tools capture around the write, Stop and SessionEnd end the turn. A hook
 that succeeds prints nothing: on UserPromptSubmit and SessionStart, stdout
-would be added to the model's context.
+would be added to the model's context. ``MultiEdit`` stays in the matcher for
+Claude Code before 2.0, which still sends it (2.0 removed the tool).
+
+Copilot CLI runs these same hooks from ``.claude/settings*.json`` with Claude's
+event and tool names but its own arguments (``tool_input.path``), hence
+``path`` among the path keys (see ``snapstore_cli.entry``).
 """
 
 from __future__ import annotations
@@ -17,17 +22,25 @@ AGENT = Agent(
     events={"UserPromptSubmit": BEGIN, "PreToolUse": PRE, "PostToolUse": POST, "Stop": END,
             "SessionEnd": END, "SessionStart": START},
     file_tools=("Write", "Edit", "MultiEdit", "NotebookEdit"),
-    path_keys=("file_path", "notebook_path"),
+    path_keys=("file_path", "notebook_path", "path"),
     silent="",
     message_id_key="prompt_id",
+    shell_tools=("Bash",),
+    call_id_key="tool_use_id",
 )
 
+#: Where the hooks go: this machine's personal settings for the project (git-ignored),
+#: the project's shared settings, and the user's own.
+CONFIG = {"local": ".claude/settings.local.json", "project": ".claude/settings.json",
+          "user": "~/.claude/settings.json"}
+NOTES = ""
 
-def settings_block(command: str) -> dict[str, list[dict[str, Any]]]:
-    """The hooks to merge into .claude/settings.json."""
+
+def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """The hooks to merge into .claude/settings.json; ``shell``: scan mode's Bash hooks."""
     def hook(timeout: int) -> dict[str, Any]:
         return {"type": "command", "command": command, "timeout": timeout}
-    tools = "|".join(AGENT.file_tools)
+    tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
     return {
         "UserPromptSubmit": [{"hooks": [hook(30)]}],
         "PreToolUse": [{"matcher": tools, "hooks": [hook(30)]}],
@@ -35,3 +48,8 @@ def settings_block(command: str) -> dict[str, list[dict[str, Any]]]:
         "Stop": [{"hooks": [hook(30)]}],
         "SessionEnd": [{"hooks": [hook(30)]}],
     }
+
+
+def install(path: str, command: str, shell: bool = False) -> list[str]:
+    from .install import merge_hooks
+    return merge_hooks(path, settings_block(command, shell), AGENT.name)

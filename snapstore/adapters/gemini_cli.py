@@ -3,7 +3,9 @@
 Events used: BeforeAgent begins a turn, BeforeTool and AfterTool of
 ``write_file`` and ``replace`` capture around the write, AfterAgent and
 SessionEnd end the turn. Gemini CLI reads stdout as JSON, so a successful hook
-prints ``{}``. File paths may be relative to ``cwd``.
+prints ``{}``. File paths may be relative to ``cwd``. Gemini CLI 0.25 and older
+run hooks only with ``"hooks": {"enabled": true}``; newer releases skip that
+key (``HOOKS_CONFIG_FIELDS``), so the installer always writes it.
 """
 
 from __future__ import annotations
@@ -19,15 +21,22 @@ AGENT = Agent(
     file_tools=("write_file", "replace"),
     path_keys=("file_path",),
     silent="{}",
+    shell_tools=("run_shell_command",),
 )
 
+CONFIG = {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"}
+NOTES = ("Gemini CLI runs a project's hooks only in a trusted folder (`--skip-trust` alone "
+         "does not run them): trust it once with /permissions, or add it to "
+         "~/.gemini/trustedFolders.json.")
 
-def settings_block(command: str) -> dict[str, list[dict[str, Any]]]:
-    """The hooks to merge into .gemini/settings.json (timeouts in milliseconds)."""
+
+def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """The hooks to merge into .gemini/settings.json (timeouts in milliseconds);
+    ``shell``: scan mode's hooks around ``run_shell_command``."""
     def hook(name: str) -> dict[str, Any]:
         return {"type": "command", "command": command, "name": f"snapstore-{name}",
                 "timeout": 30000}
-    tools = "^(" + "|".join(AGENT.file_tools) + ")$"
+    tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
     return {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
         "BeforeTool": [{"matcher": tools, "hooks": [hook("pre-write")]}],
@@ -35,3 +44,9 @@ def settings_block(command: str) -> dict[str, list[dict[str, Any]]]:
         "AfterAgent": [{"hooks": [hook("end")]}],
         "SessionEnd": [{"hooks": [hook("end-session")]}],
     }
+
+
+def install(path: str, command: str, shell: bool = False) -> list[str]:
+    from .install import merge_hooks
+    return merge_hooks(path, settings_block(command, shell), AGENT.name,
+                       in_hooks={"enabled": True})

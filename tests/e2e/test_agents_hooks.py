@@ -1,5 +1,7 @@
 """The real agent CLIs, installed from npm, driven by a scripted model on loopback: what they send
-their hooks through a three-turn session with a hand edit between turns.
+their hooks through a three-turn session with a hand edit between turns, and the same session
+recorded by the real `snapstore hook AGENT` that `snapstore hook install AGENT` wrote, then
+rewound (exact bytes, and a merge that keeps the hand edit) and undone.
 
 Each CLI installs once into a cache outside the repository (tests/support/agents/install.py;
 the first run downloads about 2 GB for all of them). Nothing but loopback is reached: every
@@ -10,12 +12,18 @@ without the npm registry.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..support.agents.drivers import DRIVERS, recorder_command
+from snapstore import Store
+
+from ..support import snapstore_bin
+from ..support.agents.drivers import DRIVERS, Opencode, recorder_command
 from ..support.agents.egress import off_loopback
 from ..support.agents.events import Seen, describe
 from ..support.agents.fake_model import Edit, Patch, Shell, Turn, Write
@@ -189,3 +197,114 @@ def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Pa
         assert pre[0]["payload"]["tool_input"] == {"path": str(s.workspace / "notes.txt"),
                                                    "file_text": NOTES}
         assert all(r["env"].get("COPILOT_CLI") == "1" for r in pre)
+
+
+# -- the same sessions, recorded by snapstore ----------------------------------------------------
+
+def snap(s: Session, *args: str) -> subprocess.CompletedProcess:
+    """The real `snapstore` in the workspace, with the agent's own environment (its home)."""
+    return subprocess.run([*snapstore_bin(), *args], cwd=s.workspace, env=s.env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def install_snapstore(s: Session, *args: str) -> dict:
+    """`snapstore hook install AGENT` as a user types it, in the workspace."""
+    done = snap(s, "--json", "hook", "install", s.driver.pin or s.agent, *args)
+    assert done.returncode == 0, done.stderr
+    if s.agent.startswith("opencode"):  # opencode npm-installs its plugin API first (offline:
+        Opencode._deps_installed(s.workspace / ".opencode")  # a minute of retries)
+    return json.loads(done.stdout)
+
+
+def sessions_of(s: Session) -> list[str]:
+    with Store.open(s.workspace) as store, store.repo.read() as v:
+        return sorted(r.name for r in v.sessions())
+
+
+def notes(s: Session) -> bytes:
+    return (s.workspace / "notes.txt").read_bytes()
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This snapstore on PATH, as an installed one is: project-scope hooks call `snapstore`."""
+    monkeypatch.setenv("PATH", os.path.dirname(snapstore_bin()[0]) + os.pathsep
+                       + os.environ.get("PATH", ""))
+
+
+@pytest.mark.parametrize("session", AGENTS, indirect=True)
+def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
+        session: Session, on_path: None) -> None:
+    s, agent = session, session.agent
+    installed_to = install_snapstore(s)
+    assert Path(installed_to["file"]).is_relative_to(s.workspace)
+    (s.workspace / "other.txt").write_text("original\n")
+
+    for i, turn in enumerate(SCRIPT):
+        if i == 2:
+            # the exact rewind of the edit, and its undo, with the session still going
+            edit = snap(s, "--json", "rewind", "1", "--yes", "--session", edit_session(s))
+            assert edit.returncode == 0, edit.stderr
+            assert notes(s) == NOTES.encode()
+            assert snap(s, "undo").returncode == 0
+            assert notes(s) == b"alpha\ngamma\n"
+            # then the user edits the file by hand, after the agent's edit (a line apart:
+            # git too would call changes to adjacent lines a conflict)
+            (s.workspace / "notes.txt").write_text("hand\nalpha\ngamma\n")
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+    assert off_loopback(s.connects()) == [], "nothing may leave loopback"
+    assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests
+    assert not (s.workspace / ".snapstore" / "hook.log").exists(), \
+        (s.workspace / ".snapstore" / "hook.log").read_text()
+
+    edit = TOOLS[agent][1]
+    if agent in ONE_TASK_PER_PROMPT:  # a session per task; the shell-only task records none
+        names = sessions_of(s)
+        assert len(names) == 2 and all(n.startswith("cline/") for n in names), names
+        logs = [json.loads(snap(s, "--json", "log", "--session", n).stdout) for n in names]
+        assert [[p["files"] for p in log] for log in logs] == [[1], [1]]
+    else:
+        assert sessions_of(s) == [f"{agent}/{session_id(s)}"]
+        log = json.loads(snap(s, "--json", "log", "--session", edit_session(s)).stdout)
+        assert [p["prompt"].strip('"') for p in log] == [t.prompt for t in reversed(SCRIPT)]
+        assert [p["files"] for p in log] == [0, 1, 1]
+    show = json.loads(snap(s, "--json", "show", "1" if agent in ONE_TASK_PER_PROMPT else "2",
+                           "--session", edit_session(s)).stdout)
+    assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
+        ("notes.txt", "modified", edit)]
+
+    # take back the edit (and the shell turn after it): a merge keeps the hand edit
+    back = snap(s, "--json", "rewind", "1" if agent in ONE_TASK_PER_PROMPT else "2", "--yes",
+                "--session", edit_session(s))
+    assert back.returncode == 0, back.stderr
+    assert notes(s) == b"hand\nalpha\nbeta\n"
+    assert [m if isinstance(m, str) else m["path"] for m in json.loads(back.stdout)["merged"]] \
+        == ["notes.txt"]
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+    undo = snap(s, "undo")
+    assert undo.returncode == 0, undo.stderr
+    assert notes(s) == b"hand\nalpha\ngamma\n"
+    doctor = json.loads(snap(s, "--json", "doctor").stdout)
+    assert [(r["agent"], r["sessions"] > 0) for r in doctor["hooks"]] == [(s.driver.pin or agent,
+                                                                           True)]
+
+
+def session_id(s: Session) -> str:
+    """The agent's own id for the session, from what snapstore recorded."""
+    names = sessions_of(s)
+    return names[-1].split("/", 1)[1] if names else ""
+
+
+def edit_session(s: Session) -> str:
+    """The snapstore session that holds the agent's edit (Cline: the second task's)."""
+    names = sessions_of(s)
+    if s.agent not in ONE_TASK_PER_PROMPT:
+        return names[0]
+    with Store.open(s.workspace) as store:
+        for name in names:
+            points = store.rewind_points(name)
+            if any(c.before is not None for p in points for c in store.changes(p.turn.id)):
+                return name
+    raise AssertionError(f"no session edited notes.txt: {names}")
