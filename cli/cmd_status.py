@@ -38,6 +38,5 @@ def status() -> None:
         out.print(f"session    {printable(session)}: head {st.head or '-'}, "
                   f"open turn {st.open_turn or '-'}")
         if hooks:
-            out.print(f"hooks      {len(hooks)} problem(s), e.g. {printable(hooks[0], quote=False)}"
-                      "; see `snapstore doctor`")
+            out.print(f"hooks      {len(hooks)} problem(s): see `snapstore doctor`")
     emit(data, human)

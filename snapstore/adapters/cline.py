@@ -18,6 +18,7 @@ mode prints. ``run_commands`` sends its commands as a JSON string.
 
 from __future__ import annotations
 
+from ..errors import BadInput
 from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
@@ -54,6 +55,10 @@ def script(command: str, event: str) -> str:
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     """Write one executable per event into the folder ``path``; ``shell`` changes
     nothing (the commands reach the same PreToolUse executable)."""
-    from .install import write_owned
+    from .install import foreign, write_owned
+    theirs = foreign([f"{path}/{event}" for event in EVENTS], MARK)
+    if theirs:  # one executable per event: a hook of someone else's cannot share it
+        raise BadInput(f"{', '.join(theirs)} already exist and are not snapstore's: add "
+                       f"`snapstore hook cline EVENT` to them yourself, or move them away")
     return [event for event in EVENTS
             if write_owned(f"{path}/{event}", script(command, event), MARK, mode=0o755)]

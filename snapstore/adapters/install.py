@@ -102,6 +102,21 @@ def read_json(path: str) -> dict[str, Any]:
     return settings
 
 
+def foreign(paths: list[str], mark: str) -> list[str]:
+    """Those of ``paths`` that exist and are not snapstore's (do not hold ``mark``)."""
+    found = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if mark not in handle.read():
+                    found.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            found.append(path)
+    return found
+
+
 def write_owned(path: str, text: str, mark: str, mode: int | None = None) -> bool:
     """Write a file snapstore owns (it holds ``mark``): True when it changed. A file of
     the same name that is not snapstore's is left alone, and refused."""
@@ -113,8 +128,7 @@ def write_owned(path: str, text: str, mark: str, mode: int | None = None) -> boo
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read {path}: {exc}") from None
     if current is not None and mark not in current:
-        raise BadInput(f"{path} exists and is not snapstore's; add `snapstore hook ...` "
-                       "to it yourself, or move it away")
+        raise BadInput(f"{path} exists and is not snapstore's; move it away first")
     if current == text and (mode is None or os.stat(path).st_mode & 0o777 == mode):
         return False
     write_text(path, text, mode)

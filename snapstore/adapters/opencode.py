@@ -13,7 +13,6 @@ The plugin never throws, so snapstore never stops a tool, except in strict mode.
 from __future__ import annotations
 
 import json
-import shlex
 
 from . import BEGIN, END, POST, PRE, Agent
 
@@ -91,6 +90,7 @@ export const Snapstore = async ({ directory }) => ({
 
 def plugin(command: str, shell: bool = False) -> str:
     """The plugin's source: ``command`` is the shell-quoted snapstore hook command."""
+    import shlex  # not on the hook's path
     tools = AGENT.file_tools + (AGENT.shell_tools if shell else ())
     return PLUGIN % {"mark": MARK, "command": json.dumps(shlex.split(command)),
                      "tools": json.dumps(list(tools))}

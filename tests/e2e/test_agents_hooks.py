@@ -308,3 +308,94 @@ def edit_session(s: Session) -> str:
             if any(c.before is not None for p in points for c in store.changes(p.turn.id)):
                 return name
     raise AssertionError(f"no session edited notes.txt: {names}")
+
+
+@pytest.mark.parametrize("agent", ["codex", "opencode-gpt"])
+def test_one_apply_patch_is_recorded_whole_and_rewound_whole(agent: str, tmp_path: Path,
+                                                             on_path: None) -> None:
+    """An add, a move and a delete in one apply_patch call: every path is captured, both ends
+    of the move, and one rewind brings back the tree from before the patch."""
+    installed(agent)
+    turn = Turn("Tidy the files", (Patch(PATCH),), "Tidied.")
+    with Session(agent, tmp_path, [turn]) as s:
+        (s.workspace / "old.txt").write_text("old\n")
+        (s.workspace / "gone.txt").write_text("bye\n")
+        install_snapstore(s)
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        show = json.loads(snap(s, "--json", "show", "1").stdout)
+        assert sorted((c["path"], c["status"], c["tool"]) for c in show["changes"]) == [
+            ("gone.txt", "deleted", "apply_patch"), ("moved.txt", "added", "apply_patch"),
+            ("new.txt", "added", "apply_patch"), ("old.txt", "deleted", "apply_patch")]
+        assert snap(s, "rewind", "1", "--yes").returncode == 0
+        files = {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
+        assert files == {"old.txt": "old\n", "gone.txt": "bye\n"}
+        assert snap(s, "undo").returncode == 0
+        files = {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
+        assert files == {"new.txt": "hello\n", "moved.txt": "changed\n"}
+
+
+@pytest.mark.parametrize("copilot_too", [False, True], ids=["claude-only", "both"])
+def test_copilot_running_claude_code_hooks_records_each_write_once(
+        tmp_path: Path, copilot_too: bool, on_path: None) -> None:
+    """Copilot CLI runs `snapstore hook claude-code` from .claude/settings.local.json, with its
+    own tool arguments: that records the write, under Copilot's session name. With Copilot's
+    own hooks installed as well, they record it, and Claude Code's stand aside: once."""
+    installed("copilot")
+    turn = Turn("Write and run", (Write("notes.txt", NOTES), Shell("true")), "Done.")
+    with Session("copilot", tmp_path, [turn]) as s:
+        done = snap(s, "hook", "install", "claude-code")
+        assert done.returncode == 0, done.stderr
+        if copilot_too:
+            install_snapstore(s)
+        run = s.run(turn.prompt)
+        assert run.code == 0, run.brief()
+        assert notes(s) == NOTES.encode()
+        names = sessions_of(s)
+        assert len(names) == 1 and names[0].startswith("copilot/"), names
+        show = json.loads(snap(s, "--json", "show", "1", "--session", names[0]).stdout)
+        assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
+            ("notes.txt", "added", "create" if copilot_too else "Write")]
+        assert snap(s, "rewind", "1", "--yes", "--session", names[0]).returncode == 0
+        assert not (s.workspace / "notes.txt").exists()
+
+
+def test_a_snapstore_installed_in_a_folder_with_a_space_records(tmp_path: Path) -> None:
+    """Issue 13, point 15: the hook command names snapstore by a path with a space; unquoted,
+    every hook failed with exit 127 and the agent carried on. Quoted, it records."""
+    installed("claude-code")
+    folder = tmp_path / "my tools"
+    folder.mkdir()
+    exe = folder / "snapstore"
+    shutil.copy2(snapstore_bin()[0], exe)  # the console script: its shebang names the venv
+    with Session("claude-code", tmp_path / "session", SCRIPT[:1]) as s:
+        done = subprocess.run([str(exe), "--json", "hook", "install", "claude-code"],
+                              cwd=s.workspace, env=s.env(), capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["command"] == f"'{exe}' hook claude-code"
+        run = s.run(SCRIPT[0].prompt)
+        assert run.code == 0, run.brief()
+        log = json.loads(snap(s, "--json", "log").stdout)
+        assert [(p["prompt"], p["files"]) for p in log] == [(SCRIPT[0].prompt, 1)]
+
+
+def test_a_user_wide_hook_does_nothing_where_there_is_no_store(tmp_path: Path) -> None:
+    """Hooks in the user's own config run in every project: where there is no store they do
+    nothing (no store is created); where there is one, they record."""
+    installed("codex")
+    turns = [Turn("Create notes.txt", (Write("notes.txt", NOTES),), "Created."),
+             Turn("Change beta to gamma", (Edit("notes.txt", "beta", "gamma"),), "Edited.")]
+    with Session("codex", tmp_path, turns) as s:
+        where = install_snapstore(s, "--scope", "user")
+        assert where["file"] == str(s.home / ".codex" / "hooks.json")
+        assert where["command"].endswith("hook codex --no-create")
+        run = s.run(turns[0].prompt)
+        assert run.code == 0, run.brief()
+        assert notes(s) == NOTES.encode()
+        assert not (s.workspace / ".snapstore").exists()
+        assert snap(s, "init").returncode == 0
+        run = s.run(turns[1].prompt)
+        assert run.code == 0, run.brief()
+        log = json.loads(snap(s, "--json", "log").stdout)
+        assert [(p["prompt"], p["files"]) for p in log] == [(turns[1].prompt, 1)]
