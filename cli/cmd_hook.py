@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import subprocess
 import sys
 from types import ModuleType
 
@@ -118,6 +119,28 @@ def _why(agent: str, scope: str, command: str) -> str:
             "so they work on every machine that has it")
 
 
+def _gemini_release() -> tuple[bool, str]:
+    """Whether this machine's Gemini CLI is 0.25 or older (it then needs ``"hooks":
+    {"enabled": true}``, which newer releases reject), and a sentence saying so."""
+    from snapstore.adapters.gemini_cli import needs_enabled
+    exe = shutil.which("gemini")
+    version = ""
+    if exe:
+        try:
+            version = subprocess.run([exe, "--version"], capture_output=True, text=True,
+                                     timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            version = ""
+    if not version:
+        return False, ("Gemini CLI 0.25 and older run hooks only with \"hooks\": {\"enabled\": "
+                       "true} in that file (newer releases reject it); `gemini --version` did "
+                       "not answer here, so it was not written.")
+    if needs_enabled(version):
+        return True, (f"Gemini CLI {version} runs hooks only with \"hooks\": {{\"enabled\": "
+                      "true}: written too.")
+    return False, f"Gemini CLI {version} runs hooks without being told to."
+
+
 def _scan_mode(root: str) -> bool:
     """Whether the store for ``root`` is in scan mode: its hooks then take the shell tool."""
     store_dir = options().env.store_dir_for(find_root(root))
@@ -143,7 +166,12 @@ def install(agent: str, scope: str | None) -> None:
     root = find_root(start) or project_root(start)
     path = config_path(agent, scope, root)
     command = hook_command(agent, scope)
-    added = mod.install(path, command, _scan_mode(root))
+    notes = [mod.NOTES] if mod.NOTES else []
+    extra = {}
+    if agent == "gemini-cli":
+        extra["legacy"], note = _gemini_release()
+        notes.append(note)
+    added = mod.install(path, command, _scan_mode(root), **extra)
     excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))
     warnings = []
     if scope == "project" and shutil.which("snapstore") is None:
@@ -160,9 +188,9 @@ def install(agent: str, scope: str | None) -> None:
         out.print(f"  That file is {why}.")
         if excluded:
             out.print(f"  Added it to {os.path.join(root, '.git', 'info', 'exclude')}.")
-        for line in ([mod.NOTES] if mod.NOTES else []):
+        for line in notes:
             out.print(f"  {line}")
         for warning in warnings:
             out.print(f"snapstore: {warning}")
     emit({"file": path, "added": added, "scope": scope, "command": command, "why": why,
-          "notes": mod.NOTES, "warnings": warnings}, human)
+          "notes": notes, "warnings": warnings}, human)

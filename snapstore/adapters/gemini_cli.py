@@ -4,8 +4,10 @@ Events used: BeforeAgent begins a turn, BeforeTool and AfterTool of
 ``write_file`` and ``replace`` capture around the write, AfterAgent and
 SessionEnd end the turn. Gemini CLI reads stdout as JSON, so a successful hook
 prints ``{}``. File paths may be relative to ``cwd``. Gemini CLI 0.25 and older
-run hooks only with ``"hooks": {"enabled": true}``; newer releases skip that
-key (``HOOKS_CONFIG_FIELDS``), so the installer always writes it.
+run hooks only with ``"hooks": {"enabled": true}``; from 0.26 on, hooks are on
+by default and that key fails settings validation ("Invalid configuration ...
+Expected array, received boolean" on every run, seen up to 0.61.0), so the
+installer writes it only for a Gemini CLI that old.
 """
 
 from __future__ import annotations
@@ -46,7 +48,18 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     }
 
 
-def install(path: str, command: str, shell: bool = False) -> list[str]:
+def needs_enabled(version: str) -> bool:
+    """Whether a Gemini CLI release (``gemini --version``) runs hooks only with
+    ``"hooks": {"enabled": true}``: 0.25 and older."""
+    try:
+        major, minor = (int(part) for part in version.strip().split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) <= (0, 25)
+
+
+def install(path: str, command: str, shell: bool = False, legacy: bool = False) -> list[str]:
+    """``legacy``: for Gemini CLI 0.25 and older, switch hooks on."""
     from .install import merge_hooks
     return merge_hooks(path, settings_block(command, shell), AGENT.name,
-                       in_hooks={"enabled": True})
+                       in_hooks={"enabled": True} if legacy else None)

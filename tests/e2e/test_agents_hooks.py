@@ -253,6 +253,7 @@ def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
             (s.workspace / "notes.txt").write_text("hand\nalpha\ngamma\n")
         run = s.run(turn.prompt)
         assert run.code == 0 and not run.timed_out, run.brief()
+        assert "Invalid configuration" not in run.stderr  # what the install wrote is valid
     assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
     assert off_loopback(s.connects()) == [], "nothing may leave loopback"
     assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests

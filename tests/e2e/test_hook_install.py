@@ -49,7 +49,10 @@ STYLE = {"copilot": "copilot", "cursor": "cursor", "windsurf": "windsurf"}
 
 def run(root: Path, *args: str, exe: list[str] | None = None, **env: str
         ) -> subprocess.CompletedProcess:
-    return subprocess.run([*(exe or snapstore_bin()), *args], cwd=root, capture_output=True,
+    exe = exe or snapstore_bin()
+    if "PATH" in env and not os.path.isabs(exe[0]):
+        exe = [shutil.which(exe[0]) or exe[0], *exe[1:]]
+    return subprocess.run([*exe, *args], cwd=root, capture_output=True,
                           text=True, env=hermetic_env(HOME=str(root.parent / "home"), **env),
                           timeout=60)
 
@@ -202,17 +205,45 @@ def test_claude_code_keeps_multiedit_for_releases_before_2(root: Path) -> None:
     assert matchers == ["Write|Edit|MultiEdit|NotebookEdit"]
 
 
-def test_gemini_cli_hooks_are_switched_on_for_releases_up_to_0_25(root: Path) -> None:
+def fake_gemini(tmp_path: Path, version: str) -> str:
+    """A `gemini` on PATH that answers `--version` as that release does."""
+    folder = tmp_path / f"gemini-{version}"
+    folder.mkdir()
+    (folder / "gemini").write_text(f"#!/bin/sh\necho {version}\n")
+    (folder / "gemini").chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def test_gemini_cli_hooks_are_switched_on_for_releases_up_to_0_25(root: Path,
+                                                                  tmp_path: Path) -> None:
+    """Issue 13, point 16: 0.25 and older need "hooks": {"enabled": true}; 0.26 and newer
+    (seen up to 0.61.0) print "Invalid configuration" on every run when it is there."""
     settings = root / WHERE["gemini-cli"]["project"]
-    install(root, "gemini-cli")
-    assert json.loads(settings.read_text())["hooks"]["enabled"] is True
-    got = json.loads(run(root, "--json", "hook", "install", "gemini-cli").stdout)
-    assert "trusted folder" in got["notes"] and "--skip-trust" in got["notes"]
+    for version, enabled in (("0.61.0", None), ("0.25.0", True)):
+        done = run(root, "--json", "hook", "install", "gemini-cli",
+                   PATH=fake_gemini(tmp_path, version))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(settings.read_text())["hooks"].get("enabled") is enabled
+        notes = json.loads(done.stdout)["notes"]
+        assert any("trusted folder" in n and "--skip-trust" in n for n in notes)
+        assert any(version in n for n in notes)
     off = json.loads(settings.read_text())
     off["hooks"]["enabled"] = False  # the user's choice stands
     settings.write_text(json.dumps(off))
-    install(root, "gemini-cli")
+    assert run(root, "hook", "install", "gemini-cli",
+               PATH=fake_gemini(tmp_path, "0.24.5")).returncode == 0
     assert json.loads(settings.read_text())["hooks"]["enabled"] is False
+
+
+def test_without_a_gemini_to_ask_the_switch_is_left_out_and_said(root: Path,
+                                                                 tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    done = run(root, "--json", "hook", "install", "gemini-cli", PATH=str(empty))
+    assert done.returncode == 0, done.stderr
+    assert "enabled" not in json.loads((root / WHERE["gemini-cli"]["project"]).read_text())[
+        "hooks"]
+    assert any("did not answer" in n for n in json.loads(done.stdout)["notes"])
 
 
 #: What scan mode adds to each agent's hooks: its shell tool.
