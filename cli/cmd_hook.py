@@ -119,26 +119,33 @@ def _why(agent: str, scope: str, command: str) -> str:
             "so they work on every machine that has it")
 
 
-def _gemini_release() -> tuple[bool, str]:
-    """Whether this machine's Gemini CLI is 0.25 or older (it then needs ``"hooks":
-    {"enabled": true}``, which newer releases reject), and a sentence saying so."""
-    from snapstore.adapters.gemini_cli import needs_enabled
+def gemini_version() -> str:
+    """What ``gemini --version`` says on this machine ("" when no Gemini CLI answers)."""
     exe = shutil.which("gemini")
-    version = ""
-    if exe:
-        try:
-            version = subprocess.run([exe, "--version"], capture_output=True, text=True,
-                                     timeout=30, stdin=subprocess.DEVNULL).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            version = ""
+    if not exe:
+        return ""
+    try:
+        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _gemini_release() -> tuple[dict[str, bool], str]:
+    """What this machine's Gemini CLI needs to run hooks (releases before 0.26 each want a
+    switch that later ones reject), and a sentence saying so."""
+    from snapstore.adapters.gemini_cli import switches
+    version = gemini_version()
     if not version:
-        return False, ("Gemini CLI 0.25 and older run hooks only with \"hooks\": {\"enabled\": "
-                       "true} in that file (newer releases reject it); `gemini --version` did "
-                       "not answer here, so it was not written.")
-    if needs_enabled(version):
-        return True, (f"Gemini CLI {version} runs hooks only with \"hooks\": {{\"enabled\": "
-                      "true}: written too.")
-    return False, f"Gemini CLI {version} runs hooks without being told to."
+        return {}, ("Gemini CLI 0.25 and older run hooks only when switched on (\"hooks\": "
+                    "{\"enabled\": true}, and before 0.25 \"tools\": {\"enableHooks\": true}), "
+                    "which newer releases reject; `gemini --version` did not answer here, so "
+                    "nothing was switched.")
+    needed = switches(version)
+    if needed:
+        return needed, (f"Gemini CLI {version} runs hooks only when switched on: set "
+                        f"{', '.join(needed)} too.")
+    return {}, f"Gemini CLI {version} runs hooks without being switched on."
 
 
 def _scan_mode(root: str) -> bool:
@@ -169,7 +176,7 @@ def install(agent: str, scope: str | None) -> None:
     notes = [mod.NOTES] if mod.NOTES else []
     extra = {}
     if agent == "gemini-cli":
-        extra["legacy"], note = _gemini_release()
+        extra["switches"], note = _gemini_release()
         notes.append(note)
     added = mod.install(path, command, _scan_mode(root), **extra)
     excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))

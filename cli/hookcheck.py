@@ -157,6 +157,15 @@ def _disabled(path: str) -> list[str]:
         else {}
     if hooks.get("enabled") is False or config.get("enabled") is False:
         return [f"hooks are switched off in {path}"]
+    if hooks.get("enabled") is True:
+        from snapstore.adapters.gemini_cli import switches
+
+        from .cmd_hook import gemini_version
+        version = gemini_version()
+        if version and "hooks.enabled" not in switches(version):
+            return [f'"hooks": {{"enabled": true}} in {path} makes Gemini CLI {version} print '
+                    '"Invalid configuration" at every start (only 0.24 and 0.25 need it): '
+                    "remove it"]
     return []
 
 

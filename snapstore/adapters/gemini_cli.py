@@ -3,11 +3,10 @@
 Events used: BeforeAgent begins a turn, BeforeTool and AfterTool of
 ``write_file`` and ``replace`` capture around the write, AfterAgent and
 SessionEnd end the turn. Gemini CLI reads stdout as JSON, so a successful hook
-prints ``{}``. File paths may be relative to ``cwd``. Gemini CLI 0.25 and older
-run hooks only with ``"hooks": {"enabled": true}``; from 0.26 on, hooks are on
-by default and that key fails settings validation ("Invalid configuration ...
-Expected array, received boolean" on every run, seen up to 0.61.0), so the
-installer writes it only for a Gemini CLI that old.
+prints ``{}``. File paths may be relative to ``cwd``. Releases before 0.26 run
+hooks only when told to, each its own way (:func:`switches`); from 0.26 on,
+hooks are on by default and the old switch fails settings validation, so the
+installer asks ``gemini --version`` first.
 """
 
 from __future__ import annotations
@@ -48,18 +47,25 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     }
 
 
-def needs_enabled(version: str) -> bool:
-    """Whether a Gemini CLI release (``gemini --version``) runs hooks only with
-    ``"hooks": {"enabled": true}``: 0.25 and older."""
+def switches(version: str) -> dict[str, bool]:
+    """The settings an older Gemini CLI (``gemini --version``) needs to run hooks at all, as
+    dotted keys; none from 0.26 on, where hooks are on by default. Measured with each
+    release: 0.20 to 0.22 take ``tools.enableHooks`` and refuse to start with
+    ``hooks.enabled``; 0.24 needs both; 0.25 needs ``hooks.enabled``; 0.26 to 0.61 print
+    "Invalid configuration" at every start when ``hooks.enabled`` is there."""
     try:
-        major, minor = (int(part) for part in version.strip().split(".")[:2])
+        release = tuple(int(part) for part in version.strip().split(".")[:2])
     except ValueError:
-        return False
-    return (major, minor) <= (0, 25)
+        return {}
+    if release >= (0, 26) or len(release) < 2:
+        return {}
+    if release >= (0, 24):
+        return {"tools.enableHooks": True, "hooks.enabled": True}
+    return {"tools.enableHooks": True}
 
 
-def install(path: str, command: str, shell: bool = False, legacy: bool = False) -> list[str]:
-    """``legacy``: for Gemini CLI 0.25 and older, switch hooks on."""
+def install(path: str, command: str, shell: bool = False,
+            switches: dict[str, bool] | None = None) -> list[str]:
+    """``switches``: what an older release needs to run hooks (:func:`switches`)."""
     from .install import merge_hooks
-    return merge_hooks(path, settings_block(command, shell), AGENT.name,
-                       in_hooks={"enabled": True} if legacy else None)
+    return merge_hooks(path, settings_block(command, shell), AGENT.name, top=switches)

@@ -42,27 +42,30 @@ def entry_commands(entry: Any) -> list[str]:
 
 
 def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]], agent: str,
-                top: dict[str, Any] | None = None,
-                in_hooks: dict[str, Any] | None = None) -> list[str]:
+                top: dict[str, Any] | None = None) -> list[str]:
     """Merge ``block`` (event -> entries) into the ``hooks`` object of a JSON file.
 
     An event with no snapstore hook for ``agent`` gets the block's entries at its
     end. Entries that are snapstore's alone and differ from the block (another
     path to snapstore, an unquoted command from an older release, scan mode's
     shell tool) are replaced where they stand. Returns the events added or
-    replaced; running it again changes nothing. ``top`` and ``in_hooks`` are keys
-    set, when absent, at the top level (``version``) and inside ``hooks``
-    (Gemini CLI's ``enabled``). Other keys, hooks and their order are kept.
+    replaced; running it again changes nothing. ``top`` holds settings set when
+    absent, by dotted key (``version``; an old Gemini CLI's ``tools.enableHooks``
+    and ``hooks.enabled``). Other keys, hooks and their order are kept.
     """
     settings = read_json(settings_path)
     before = json.dumps(settings)
     for key, value in (top or {}).items():
-        settings.setdefault(key, value)
+        *parents, leaf = key.split(".")
+        holder = settings
+        for parent in parents:
+            holder = holder.setdefault(parent, {})
+            if not isinstance(holder, dict):
+                raise BadInput(f"'{parent}' in {settings_path} is not an object")
+        holder.setdefault(leaf, value)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"'hooks' in {settings_path} is not an object")
-    for key, value in (in_hooks or {}).items():
-        hooks.setdefault(key, value)
     changed = []
     for event, entries in block.items():
         current = hooks.setdefault(event, [])

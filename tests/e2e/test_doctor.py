@@ -5,6 +5,7 @@ start, a Codex hook never trusted, a Gemini CLI folder never trusted, hooks that
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -115,6 +116,30 @@ def test_a_gemini_cli_folder_not_trusted_is_reported(root: Path) -> None:
     settings.write_text(json.dumps(off))
     [hook] = doctor(root)[1]["hooks"]
     assert any("switched off" in p for p in hook["problems"])
+
+
+def test_a_gemini_cli_switch_left_for_an_old_release_is_reported(root: Path,
+                                                                 tmp_path: Path) -> None:
+    """Installed for Gemini CLI 0.25, then Gemini CLI upgraded: its "hooks.enabled" now makes
+    every start print "Invalid configuration"."""
+    gemini = tmp_path / "bin" / "gemini"
+    gemini.parent.mkdir()
+    gemini.write_text("#!/bin/sh\necho 0.25.0\n")
+    gemini.chmod(0o755)
+    env = hermetic_env(HOME=str(root.parent / "home"),
+                       PATH=f"{gemini.parent}:{os.environ['PATH']}")
+    def doctor_here() -> dict:
+        done = subprocess.run([*snapstore_bin(), "--json", "doctor"], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=60)
+        return json.loads(done.stdout)["hooks"][0]
+    assert run(root, "init").returncode == 0
+    assert subprocess.run([*snapstore_bin(), "hook", "install", "gemini-cli"], cwd=root,
+                          env=env, capture_output=True, timeout=60).returncode == 0
+    assert json.loads((root / ".gemini" / "settings.json").read_text())["hooks"]["enabled"]
+    assert not any("Invalid configuration" in p for p in doctor_here()["problems"])
+    gemini.write_text("#!/bin/sh\necho 0.61.0\n")
+    assert any("Invalid configuration" in p and "remove it" in p
+               for p in doctor_here()["problems"])
 
 
 def test_hook_failures_in_the_log_are_reported(root: Path) -> None:

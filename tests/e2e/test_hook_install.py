@@ -214,25 +214,39 @@ def fake_gemini(tmp_path: Path, version: str) -> str:
     return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-def test_gemini_cli_hooks_are_switched_on_for_releases_up_to_0_25(root: Path,
-                                                                  tmp_path: Path) -> None:
-    """Issue 13, point 16: 0.25 and older need "hooks": {"enabled": true}; 0.26 and newer
-    (seen up to 0.61.0) print "Invalid configuration" on every run when it is there."""
+@pytest.mark.parametrize(("version", "switched"), [
+    ("0.61.0", {}), ("0.26.0", {}),
+    ("0.25.0", {"tools": {"enableHooks": True}, "enabled": True}),
+    ("0.24.5", {"tools": {"enableHooks": True}, "enabled": True}),
+    ("0.22.4", {"tools": {"enableHooks": True}}),
+])
+def test_an_old_gemini_cli_gets_the_switch_it_needs_and_a_new_one_none(
+        root: Path, tmp_path: Path, version: str, switched: dict) -> None:
+    """Issue 13, point 16, measured with each release: 0.25 needs "hooks": {"enabled": true},
+    0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the latter only (they refuse
+    to start with the former); 0.26 to 0.61 print "Invalid configuration" at every start
+    when "hooks.enabled" is there."""
     settings = root / WHERE["gemini-cli"]["project"]
-    for version, enabled in (("0.61.0", None), ("0.25.0", True)):
-        done = run(root, "--json", "hook", "install", "gemini-cli",
-                   PATH=fake_gemini(tmp_path, version))
-        assert done.returncode == 0, done.stderr
-        assert json.loads(settings.read_text())["hooks"].get("enabled") is enabled
-        notes = json.loads(done.stdout)["notes"]
-        assert any("trusted folder" in n and "--skip-trust" in n for n in notes)
-        assert any(version in n for n in notes)
-    off = json.loads(settings.read_text())
-    off["hooks"]["enabled"] = False  # the user's choice stands
-    settings.write_text(json.dumps(off))
+    done = run(root, "--json", "hook", "install", "gemini-cli",
+               PATH=fake_gemini(tmp_path, version))
+    assert done.returncode == 0, done.stderr
+    written = json.loads(settings.read_text())
+    assert written.get("tools") == switched.get("tools")
+    assert written["hooks"].get("enabled") is switched.get("enabled")
+    notes = json.loads(done.stdout)["notes"]
+    assert any("trusted folder" in n and "--skip-trust" in n for n in notes)
+    assert any(version in n for n in notes)
+
+
+def test_a_switch_the_user_set_stands(root: Path, tmp_path: Path) -> None:
+    settings = root / WHERE["gemini-cli"]["project"]
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"tools": {"sandbox": True}, "hooks": {"enabled": False}}))
     assert run(root, "hook", "install", "gemini-cli",
                PATH=fake_gemini(tmp_path, "0.24.5")).returncode == 0
-    assert json.loads(settings.read_text())["hooks"]["enabled"] is False
+    written = json.loads(settings.read_text())
+    assert written["hooks"]["enabled"] is False
+    assert written["tools"] == {"sandbox": True, "enableHooks": True}
 
 
 def test_without_a_gemini_to_ask_the_switch_is_left_out_and_said(root: Path,
