@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__
+from snapstore.adapters import AGENT_NAMES
 
 from . import failures
 from .settings import Environment
@@ -87,15 +88,15 @@ def open_resuming() -> Store:
 
 
 #: How to start recording, for a store that has no turns yet.
-HOOK_INSTALLS = ("snapstore hook install claude-code", "snapstore hook install gemini-cli")
-START = "install your agent's hooks in this project: " + " or ".join(
-    f"`{command}`" for command in HOOK_INSTALLS)
+START = ("install your agent's hooks in this project: `snapstore hook install AGENT`, AGENT "
+         "one of " + ", ".join(AGENT_NAMES))
 
 
 def print_start(first: str) -> None:
     """Tell a person, on stderr, that the store is new and how to start recording."""
     click.echo("\n".join([first, "To record your agent's turns, install its hooks in this "
-                          "project:", *(f"  {command}" for command in HOOK_INSTALLS)]), err=True)
+                          "project:", "  snapstore hook install AGENT",
+                          f"AGENT: {', '.join(AGENT_NAMES)}."]), err=True)
 
 
 def is_new(store: Store, session: str) -> bool:
@@ -157,6 +158,7 @@ COMMANDS = {
     "status": "cmd_status:status",
     "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
+    "doctor": "cmd_doctor:doctor",
     "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
 }
 

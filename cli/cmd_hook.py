@@ -1,29 +1,51 @@
-"""The hook command group: `hook claude-code`, `hook gemini-cli`, `hook install`.
+"""The hook command group: `hook AGENT [EVENT]` and `hook install AGENT`.
 
-`snapstore hook claude-code|gemini-cli` normally never reaches Click: the
-console script dispatches it straight to ``entry.run_hook`` to keep agents fast. The
-commands here serve `--help`, completion, and calls with global options first.
+`snapstore hook AGENT` normally never reaches Click: the console script
+dispatches it straight to ``entry.run_hook`` to keep agents fast. The commands
+here serve `--help`, completion, and calls with global options first.
+
+`hook install` writes each agent's hooks in that agent's own format (see
+``snapstore.adapters.install``) into one of three scopes, and says which file
+and why:
+
+- ``local``: the agent's personal settings for this project, where it has them
+  (Claude Code, Copilot CLI, Auggie). The command names this machine's
+  snapstore by its absolute path, shell-quoted; the file stays out of git.
+- ``project``: the project's shared settings, committed with the code. The
+  command is ``snapstore`` from PATH, so it works on every teammate's machine.
+- ``user``: the user's own settings, for every project. The command names this
+  machine's snapstore and carries ``--no-create``: in a folder without a store
+  the hook does nothing.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
+import subprocess
 import sys
+from types import ModuleType
 
 import click
 
 from snapstore import find_root
-from snapstore.adapters import claude_code, gemini_cli
-from snapstore.adapters.install import merge_hooks
-from snapstore.db import STORE_DIRNAME
+from snapstore.adapters import AGENT_NAMES
+from snapstore.adapters.install import exclude_from_git
 
 from .app import common_options, emit, options
-from .entry import run_hook
+from .entry import NO_CREATE, run_hook
 from .render import console
-from .settings import Config, Environment
+from .settings import Config, project_root
 
-AGENTS = {"claude-code": (claude_code, ".claude"), "gemini-cli": (gemini_cli, ".gemini")}
+#: Every agent ``hook install`` knows, by its command-line name.
+AGENTS = AGENT_NAMES
+SCOPES = ("local", "project", "user")
+
+
+def module(agent: str) -> ModuleType:
+    """An agent's adapter module: its payload table, config locations and writer."""
+    return __import__(f"snapstore.adapters.{agent.replace('-', '_')}", fromlist=["AGENT"])
 
 
 @click.group()
@@ -31,51 +53,152 @@ def hook() -> None:
     """Agent hooks: handle one event, or install the hooks into an agent."""
 
 
-@hook.command("claude-code")
-def hook_claude_code() -> None:
-    """Handle one Claude Code hook event from stdin."""
-    sys.exit(run_hook("claude-code", []))
+def _event_command(agent: str) -> click.Command:
+    @click.argument("event", required=False)
+    @click.option("--no-create", is_flag=True,
+                  help="Do nothing in a folder with no store (user-wide installs).")
+    def command(event: str | None, no_create: bool) -> None:
+        sys.exit(run_hook(agent, [*([event] if event else []), *([NO_CREATE] if no_create
+                                                                  else [])]))
+    command.__doc__ = (f"Handle one {agent} hook event from stdin (EVENT: the event's name, "
+                       "for agents whose payload does not name it).")
+    return hook.command(agent)(command)
 
 
-@hook.command("gemini-cli")
-def hook_gemini_cli() -> None:
-    """Handle one Gemini CLI hook event from stdin."""
-    sys.exit(run_hook("gemini-cli", []))
+for _agent_name in AGENTS:
+    _event_command(_agent_name)
 
 
-def _command(agent: str) -> str:
-    """The hook command line: the absolute path of this snapstore, so PATH does not matter."""
-    exe = shutil.which("snapstore") or (sys.argv[0] if os.path.isabs(sys.argv[0]) else None)
-    return f"{exe or 'snapstore'} hook {agent}"
+def snapstore_path() -> str | None:
+    """This snapstore's executable, absolute (not resolved: a pipx or venv link stays
+    valid across upgrades), or None when it runs as ``python -m snapstore_cli``."""
+    argv0 = sys.argv[0]
+    if os.path.basename(argv0).startswith("snapstore") and os.path.isfile(argv0) \
+            and not argv0.endswith(".py"):
+        return os.path.abspath(argv0)
+    found = shutil.which("snapstore")
+    return os.path.abspath(found) if found else None
 
 
-def _scan_mode(env: Environment, start: str) -> bool:
-    """Whether the store for ``start`` is in scan mode: its hooks then take the shell tool."""
-    root = find_root(start)
-    store_dir = env.store_dir or (os.path.join(root, STORE_DIRNAME) if root else None)
+def hook_command(agent: str, scope: str) -> str:
+    """The shell command the agent runs: snapstore from PATH in shared project settings,
+    this machine's snapstore elsewhere; always shell-quoted (a path may hold spaces)."""
+    if scope == "project":
+        if agent == "copilot":  # Copilot denies a tool call whose hook fails: no snapstore,
+            # no hook, on a teammate's machine
+            return "command -v snapstore >/dev/null 2>&1 || exit 0; snapstore hook copilot"
+        return f"snapstore hook {agent}"
+    exe = snapstore_path()
+    words = [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
+    return shlex.join([*words, "hook", agent, *([NO_CREATE] if scope == "user" else [])])
+
+
+def config_path(agent: str, scope: str, root: str) -> str:
+    """Where the agent reads hooks of that scope."""
+    mod = module(agent)
+    where = mod.CONFIG[scope]
+    if not where.startswith("~/"):
+        return os.path.join(root, where)
+    env = getattr(mod, "USER_DIR_ENV", None)  # Codex: $CODEX_HOME instead of ~/.codex
+    if env and os.environ.get(env[0]) and where.startswith(env[1] + "/"):
+        return os.path.join(os.environ[env[0]], where[len(env[1]) + 1:])
+    return os.path.expanduser(where)
+
+
+def _why(agent: str, scope: str, command: str) -> str:
+    """One sentence: why this file, and what the command is."""
+    if scope == "local":
+        return ("your personal settings for this project, which stay out of git: the hooks "
+                f"name this machine's snapstore ({command.split(' hook ')[0]})")
+    if scope == "user":
+        return ("your own settings, for every project: the hooks name this machine's "
+                "snapstore, and do nothing in a folder without a store (`snapstore init` "
+                "there to record it)")
+    personal = "" if "local" in module(agent).CONFIG else \
+        f" ({agent} has no personal settings file per project)"
+    return (f"the project's shared settings{personal}: the hooks call `snapstore` from PATH, "
+            "so they work on every machine that has it")
+
+
+def gemini_version() -> str:
+    """What ``gemini --version`` says on this machine ("" when no Gemini CLI answers)."""
+    exe = shutil.which("gemini")
+    if not exe:
+        return ""
+    try:
+        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _gemini_release() -> tuple[dict[str, bool], str]:
+    """What this machine's Gemini CLI needs to run hooks (releases before 0.26 each want a
+    switch that later ones reject), and a sentence saying so."""
+    from snapstore.adapters.gemini_cli import switches
+    version = gemini_version()
+    if not version:
+        return {}, ("Gemini CLI 0.25 and older run hooks only when switched on (\"hooks\": "
+                    "{\"enabled\": true}, and before 0.25 \"tools\": {\"enableHooks\": true}), "
+                    "which newer releases reject; `gemini --version` did not answer here, so "
+                    "nothing was switched.")
+    needed = switches(version)
+    if needed:
+        return needed, (f"Gemini CLI {version} runs hooks only when switched on: set "
+                        f"{', '.join(needed)} too.")
+    return {}, f"Gemini CLI {version} runs hooks without being switched on."
+
+
+def _scan_mode(root: str) -> bool:
+    """Whether the store for ``root`` is in scan mode: its hooks then take the shell tool."""
+    store_dir = options().env.store_dir_for(find_root(root))
     return store_dir is not None and Config.load(store_dir).track_shell
 
 
 @hook.command("install")
-@click.argument("agent", type=click.Choice(sorted(AGENTS)))
-@click.option("--scope", type=click.Choice(["project", "user"]), default="project",
-              show_default=True, help="The project's settings, or your user settings.")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option("--scope", type=click.Choice(SCOPES), default=None,
+              help="local: your personal settings for this project (the default where the "
+                   "agent has them); project: the shared project settings (the default "
+                   "elsewhere); user: your settings for every project.")
 @common_options
-def install(agent: str, scope: str) -> None:
-    """Merge snapstore's hooks into AGENT's settings file, keeping what is there."""
-    module, folder = AGENTS[agent]
+def install(agent: str, scope: str | None) -> None:
+    """Write snapstore's hooks into AGENT's config, keeping what is there."""
     opts = options()
-    base = os.path.expanduser("~") if scope == "user" else os.path.realpath(
-        opts.root or os.getcwd())
-    settings = os.path.join(base, folder, "settings.json")
-    shell = _scan_mode(opts.env, os.path.realpath(opts.root or os.getcwd()))
-    added = merge_hooks(settings, module.settings_block(_command(agent), shell=shell),
-                        f"hook {agent}")
+    mod = module(agent)
+    scope = scope or ("local" if "local" in mod.CONFIG else "project")
+    if scope not in mod.CONFIG:
+        raise click.BadParameter(f"{agent} has no {scope} settings; use "
+                                 f"{' or '.join(mod.CONFIG)}", param_hint="--scope")
+    start = os.path.realpath(opts.root or os.getcwd())
+    root = find_root(start) or project_root(start)
+    path = config_path(agent, scope, root)
+    command = hook_command(agent, scope)
+    notes = [mod.NOTES] if mod.NOTES else []
+    extra = {}
+    if agent == "gemini-cli":
+        extra["switches"], note = _gemini_release()
+        notes.append(note)
+    added = mod.install(path, command, _scan_mode(root), **extra)
+    excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))
+    warnings = []
+    if scope == "project" and shutil.which("snapstore") is None:
+        warnings.append("`snapstore` is not on your PATH, so these hooks will not find it: "
+                        "put it there, or install with --scope local or --scope user")
+    why = _why(agent, scope, command)
 
     def human() -> None:
         out = console(stderr=True)
         if added:
-            out.print(f"Added snapstore hooks to {settings}: {', '.join(added)}")
+            out.print(f"Added snapstore hooks to {path}: {', '.join(added)}")
         else:
-            out.print(f"{settings} already has snapstore's hooks; nothing changed")
-    emit({"file": settings, "added": added}, human)
+            out.print(f"{path} already has snapstore's hooks; nothing changed")
+        out.print(f"  That file is {why}.")
+        if excluded:
+            out.print(f"  Added it to {os.path.join(root, '.git', 'info', 'exclude')}.")
+        for line in notes:
+            out.print(f"  {line}")
+        for warning in warnings:
+            out.print(f"snapstore: {warning}")
+    emit({"file": path, "added": added, "scope": scope, "command": command, "why": why,
+          "notes": notes, "warnings": warnings}, human)

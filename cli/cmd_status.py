@@ -21,11 +21,14 @@ def status() -> None:
         session = opts.session_for(store)
         st = store.status(session)
         read_only = store.repo.read_only
+        from .cmd_doctor import hook_reports
+        hooks = [f"{r['agent']}: {problem}" for r in hook_reports(store, st.root)
+                 for problem in r["problems"]]
     data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,
             "open_turn": st.open_turn, "head": st.head, "blobs": st.blobs,
             "stored_bytes": st.stored_bytes, "logical_bytes": st.logical_bytes,
             "dedup_ratio": round(st.dedup_ratio, 3), "disk_bytes": st.disk_bytes,
-            "read_only": read_only,
+            "read_only": read_only, "hook_problems": hooks,
             "unattributed": [asdict(item) for item in st.unattributed]}
 
     def human() -> None:
@@ -47,4 +50,6 @@ def status() -> None:
                 for path in item.paths:
                     sessions = ", ".join(printable(name) for name in item.sessions)
                     out.print(Text(f"  {printable(path)}  (turn {item.turn}; {sessions})"))
+        if hooks:
+            out.print(f"hooks      {len(hooks)} problem(s): see `snapstore doctor`")
     emit(data, human)

@@ -1,23 +1,28 @@
 """The ``snapstore`` console script, and its fast path for agents' hook events.
 
-Agents spawn ``snapstore hook AGENT`` on every tool call, so that path must not
-pay for Click or rich: it runs here, before either is imported, and imports
-only what capture needs. Every other command goes through the Click
-application in ``snapstore_cli.app``.
+Agents spawn ``snapstore hook AGENT [EVENT] [--no-create]`` on every tool
+call, so that path must not pay for Click or rich: it runs here, before either
+is imported, and imports only what capture needs. Every other command goes
+through the Click application in ``snapstore_cli.app``.
 
 A hook must never break the agent: snapstore's own failures print one line on
 stderr, go to ``<store>/hook.log``, and exit 0, unless ``SNAPSTORE_STRICT=1``,
-which makes them exit 2 (a blocking error for both agents).
+which makes them block the agent's tool call (exit 2, or the agent's own way to
+block: Cline's ``{"cancel": true}``). ``EVENT`` names the event for agents whose
+payload does not (Copilot CLI, Cline, opencode's plugin). ``--no-create`` is
+what user-wide installs write: in a folder with no store, the hook does nothing.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
 
 from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
+    AGENT_NAMES,
     END,
     IGNORE,
     MAX_PAYLOAD,
@@ -25,20 +30,22 @@ from snapstore.adapters import (
     SHELL_PRE,
     START,
     Agent,
+    HookAction,
     apply,
     load_payload,
     parse,
+    reply,
 )
 
 from .settings import Environment, open_for_hook, strict_hooks
 
-#: Agents whose hook events run on the fast path.
-HOOK_AGENTS = ("claude-code", "gemini-cli")
+NO_CREATE = "--no-create"
 
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) >= 2 and args[0] == "hook" and args[1] in HOOK_AGENTS \
+    # every agent's hook events (opencode's plugin's too) take the fast path
+    if len(args) >= 2 and args[0] == "hook" and args[1] in AGENT_NAMES \
             and not any(a in ("--help", "-h") for a in args[2:]):
         sys.exit(run_hook(args[1], args[2:]))
     from .app import run
@@ -46,11 +53,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _agent(name: str) -> Agent:
-    if name == "claude-code":
-        from snapstore.adapters.claude_code import AGENT
-        return AGENT
-    from snapstore.adapters.gemini_cli import AGENT
-    return AGENT
+    """The agent's table, importing only its own module."""
+    module = __import__(f"snapstore.adapters.{name.replace('-', '_')}", fromlist=["AGENT"])
+    return module.AGENT
 
 
 def _log(store_dir: str | None, agent: str, text: str) -> None:
@@ -64,19 +69,57 @@ def _log(store_dir: str | None, agent: str, text: str) -> None:
         pass
 
 
+def _store_here() -> str | None:
+    """The store of the hook's working folder, for logging a failure that came before the
+    store was opened (a bad payload): ``snapstore doctor`` reads the log."""
+    try:
+        env = Environment.read()
+        root = find_root(os.getcwd())
+    except (SnapstoreError, OSError):
+        return None
+    return env.store_dir_for(root)
+
+
+def _hook_args(args: list[str]) -> tuple[str | None, bool]:
+    """The event named on the command line, and whether ``--no-create`` was given."""
+    words = [a for a in args if a != NO_CREATE]
+    if len(words) > 1 or any(w.startswith("-") for w in words):
+        raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
+    return (words[0] if words else None), NO_CREATE in args
+
+
+def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
+    """Copilot CLI runs Claude Code's hooks too (``COPILOT_CLI=1``), with Claude's names
+    and its own arguments: they capture for Copilot, under its session names, unless
+    Copilot's own snapstore hooks are installed and capture the same calls (None)."""
+    from snapstore.adapters.copilot import own_hooks
+    project = os.environ.get("COPILOT_PROJECT_DIR") or action.cwd
+    if own_hooks(project, os.path.expanduser("~")):
+        return None
+    return spec._replace(name="copilot")
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = _agent(agent)
     store_dir = None
     strict = strict_hooks()
+    event: str | None = None
     try:
-        if args:
-            raise SnapstoreError(f"unexpected arguments: {' '.join(args)}")
+        event, no_create = _hook_args(args)
         env = Environment.read()
-        action = parse(spec, load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1)))
-        if action.kind in (IGNORE, START) or (action.kind in (SHELL_PRE, SHELL_POST)
-                                               and not (env.store_dir or find_root(action.cwd))):
-            sys.stdout.write(spec.silent)  # a shell call matters only to a store in scan mode
+        payload = load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1))
+        action = parse(spec, payload, event, os.getcwd())
+        event = action.event
+        if action.kind not in (IGNORE, START) and agent == "claude-code" \
+                and os.environ.get("COPILOT_CLI") == "1":
+            copilot = _via_copilot(spec, action)
+            action = parse(copilot, payload, event, os.getcwd()) if copilot else HookAction(IGNORE)
+        # a shell call matters only to a store in scan mode; --no-create: only to a store
+        if action.kind in (IGNORE, START) or (
+                (no_create or action.kind in (SHELL_PRE, SHELL_POST))
+                and not env.store_dir and find_root(action.cwd) is None):
+            sys.stdout.write(reply(spec, event))
             return 0
         warnings: list[str] = []
         store, config = open_for_hook(env, action.cwd, warnings.append)
@@ -100,7 +143,7 @@ def run_hook(agent: str, args: list[str]) -> int:
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             _log(store_dir, agent, warning)
-        sys.stdout.write(spec.silent)
+        sys.stdout.write(reply(spec, action.event))
         return 0
     except SnapstoreError as exc:
         from .failures import message  # only on the error path
@@ -108,10 +151,12 @@ def run_hook(agent: str, args: list[str]) -> int:
     except Exception as exc:  # a hook must not break the agent
         text = f"internal error: {exc!r}"
     print(f"snapstore: {text}", file=sys.stderr)
-    _log(store_dir, agent, text)
+    _log(store_dir or _store_here(), agent, text)
     if strict:
+        if spec.deny:
+            sys.stdout.write(spec.deny.replace("{reason}", json.dumps(f"snapstore: {text}")))
         return 2
-    sys.stdout.write(spec.silent)
+    sys.stdout.write(reply(spec, event or ""))
     return 0
 
 

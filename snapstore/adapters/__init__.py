@@ -1,11 +1,13 @@
 """Agent adapters: turn one hook event from an agent into capture calls.
 
-Each agent module describes its payloads as an :class:`Agent`; :func:`parse`
-turns one payload into a :class:`HookAction` and :func:`apply` runs that action
-against a store. Parsing is pure and
-strict (a payload that is not what the agent documents is ``BadInput``);
-applying raises the library's errors (a path outside the workspace is
-``UnsafePath``), and the caller decides whether that may block the agent.
+Each agent module describes its payloads as an :class:`Agent`, a table of where
+each part of a payload is (dotted keys such as ``input.sessionID`` or
+``workspace_roots.0``); :func:`parse` turns one payload into a
+:class:`HookAction` and :func:`apply` runs that action against a store.
+Parsing is pure and strict (a payload that is not what the agent documents is
+``BadInput``); applying raises the library's errors (a path outside the
+workspace is ``UnsafePath``), and the caller decides whether that may block
+the agent.
 """
 
 from __future__ import annotations
@@ -22,21 +24,42 @@ if TYPE_CHECKING:
 BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "ignore"
 #: Around the agent's shell tool (scan mode); DENIED: a tool call that will not run.
 SHELL_PRE, SHELL_POST, DENIED = "shell-pre", "shell-post", "denied"
+#: Every agent with an adapter module here, by its command-line name.
+AGENT_NAMES = ("claude-code", "gemini-cli", "codex", "copilot", "qwen-code", "cline", "cursor",
+               "windsurf", "auggie", "opencode")
 #: Hook payloads are small JSON objects; anything bigger is refused unread.
 MAX_PAYLOAD = 8 * 1024 * 1024
+#: The lines of an apply_patch text (Codex, opencode, Auggie) that name a file.
+PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
 
 
 class Agent(NamedTuple):
-    """How one agent's hook payloads map onto snapstore: each agent module defines one."""
+    """How one agent's hook payloads map onto snapstore: each agent module defines one.
+
+    The defaults describe Claude Code's payload shape, which several agents share.
+    Keys are dotted paths into the payload; the first one present wins.
+    """
 
     name: str
-    events: dict[str, str]  # hook_event_name -> BEGIN, PRE, POST, DENIED, END or START
+    events: dict[str, str]  # event name -> BEGIN, PRE, POST, DENIED, END or START
     file_tools: tuple[str, ...]  # the tools that write files
-    path_keys: tuple[str, ...]  # where in ``tool_input`` the path is
+    path_keys: tuple[str, ...]  # where in the tool's arguments the path (or list of paths) is
     silent: str  # what a successful hook prints on stdout
     message_id_key: str | None = None  # the payload field holding the prompt's id
     shell_tools: tuple[str, ...] = ()  # the shell tool, hooked in scan mode
-    call_id_key: str | None = None  # the payload field holding the tool call's id
+    call_id_key: str | None = None  # the payload field holding the tool call's id (dotted)
+    event_key: str | None = "hook_event_name"  # None: the event comes on the command line
+    session_keys: tuple[str, ...] = ("session_id",)
+    cwd_keys: tuple[str, ...] = ("cwd",)  # none present: the hook's own working folder
+    tool_keys: tuple[str, ...] = ("tool_name",)
+    args_keys: tuple[str, ...] = ("tool_input",)  # an object, or an object as a JSON string
+    prompt_keys: tuple[str, ...] = ("prompt",)  # a string, or a list of {type: text} parts
+    patch_tools: tuple[str, ...] = ()  # tools whose argument is an apply_patch text
+    patch_keys: tuple[str, ...] = ()  # where in their arguments the patch text is
+    event_tools: dict[str, str] | None = None  # events that stand for one tool (Windsurf)
+    replies: dict[str, str] | None = None  # what to print on success for these events
+    continuations: bool = False  # an empty prompt continues the turn (Qwen Code)
+    deny: str = ""  # what blocks in strict mode, printed with {reason} (Cline); "": exit 2
 
 
 class HookAction(NamedTuple):
@@ -77,59 +100,149 @@ def load_payload(raw: bytes) -> dict[str, Any]:
     return payload
 
 
-def field_str(payload: dict[str, Any], name: str, required: bool = True) -> str:
-    value = payload.get(name)
-    if value is None and not required:
-        return ""
-    if not isinstance(value, str) or (required and not value):
-        raise BadInput(f"hook payload has no valid {name!r}")
+def dig(data: Any, key: str) -> Any:
+    """The value at a dotted key (``a.b``, ``roots.0``), or None."""
+    for part in key.split("."):
+        if isinstance(data, dict):
+            data = data.get(part)
+        elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
+            data = data[int(part)]
+        else:
+            return None
+    return data
+
+
+def first(data: Any, keys: tuple[str, ...]) -> Any:
+    """The value at the first of ``keys`` that holds something other than null or ""."""
+    for key in keys:
+        value = dig(data, key)
+        if value is not None and value != "":
+            return value
+    return None
+
+
+def field_str(payload: dict[str, Any], keys: tuple[str, ...], what: str) -> str:
+    value = first(payload, keys)
+    if not isinstance(value, str) or not value:
+        raise BadInput(f"hook payload has no valid {what} ({' or '.join(map(repr, keys))})")
     return value
 
 
-def parse(agent: Agent, payload: dict[str, Any]) -> HookAction:
-    """The action one hook event asks for; unknown events and other tools are IGNORE."""
-    event = payload.get("hook_event_name", "")
-    kind = agent.events.get(event, IGNORE) if isinstance(event, str) else IGNORE
+def event_name(agent: Agent, payload: dict[str, Any], given: str | None = None) -> str:
+    """The event: the payload's own name for it, else the one the hook command was given."""
+    named = dig(payload, agent.event_key) if agent.event_key else None
+    return named if isinstance(named, str) and named else (given or "")
+
+
+def parse(agent: Agent, payload: dict[str, Any], event: str | None = None,
+          cwd: str | None = None) -> HookAction:
+    """The action one hook event asks for; unknown events and other tools are IGNORE.
+
+    ``event`` is the event named on the hook's command line (agents whose payload
+    names none); ``cwd`` is the hook's working folder (agents whose payload has none).
+    """
+    event = event_name(agent, payload, event)
+    kind = agent.events.get(event, IGNORE)
     if kind == IGNORE:
-        return HookAction(IGNORE, event=str(event))
-    session = f"{agent.name}/{field_str(payload, 'session_id')}"
-    cwd = field_str(payload, "cwd")
-    if not os.path.isabs(cwd) or "\0" in cwd:
-        raise BadInput(f"hook payload 'cwd' is not an absolute path: {cwd!r}")
+        return HookAction(IGNORE, event=event)
+    prompt = ""
     if kind == BEGIN:
-        message_id = payload.get(agent.message_id_key) if agent.message_id_key else None
-        return HookAction(kind, session, cwd, field_str(payload, "prompt", required=False),
-                          message_id if isinstance(message_id, str) else None, event=event)
+        prompt = prompt_text(first(payload, agent.prompt_keys))
+        if agent.continuations and not prompt.strip():
+            return HookAction(IGNORE, event=event)  # the same turn goes on after tool results
+    session = f"{agent.name}/{field_str(payload, agent.session_keys, 'session id')}"
+    where = first(payload, agent.cwd_keys)
+    if where is None and cwd is not None:
+        where = cwd
+    if not isinstance(where, str) or not os.path.isabs(where) or "\0" in where:
+        raise BadInput(f"hook payload has no absolute working folder: {where!r}")
+    message_id = dig(payload, agent.message_id_key) if agent.message_id_key else None
+    if not isinstance(message_id, str) or not message_id:
+        message_id = None
+    if kind == BEGIN:
+        return HookAction(kind, session, where, prompt, message_id, event=event)
     if kind in (PRE, POST, DENIED):
-        tool = field_str(payload, "tool_name")
+        tool = (agent.event_tools or {}).get(event) or field_str(payload, agent.tool_keys,
+                                                                 "tool name")
         if tool in agent.shell_tools:
-            call = payload.get(agent.call_id_key) if agent.call_id_key else None
-            return HookAction(SHELL_PRE if kind == PRE else SHELL_POST, session, cwd, tool=tool,
+            call = dig(payload, agent.call_id_key) if agent.call_id_key else None
+            return HookAction(SHELL_PRE if kind == PRE else SHELL_POST, session, where, tool=tool,
                               event=event, call=call if isinstance(call, str) else "")
         if tool not in agent.file_tools or kind == DENIED:
             return HookAction(IGNORE, event=event, tool=tool)  # a denied write changes nothing
-        return HookAction(kind, session, cwd, tool=tool, event=event,
-                          paths=tool_paths(payload, agent.path_keys))
-    return HookAction(kind, session, cwd, event=event)
+        return HookAction(kind, session, where, tool=tool, event=event,
+                          paths=tool_paths(agent, tool, tool_args(agent, payload), where))
+    return HookAction(kind, session, where, message_id=message_id, event=event)
 
 
-def tool_paths(payload: dict[str, Any], keys: tuple[str, ...]) -> tuple[str, ...]:
-    """The file paths in ``tool_input``, resolved against the payload's ``cwd``."""
-    tool_input = payload.get("tool_input")
-    if not isinstance(tool_input, dict):
-        raise BadInput("hook payload has no 'tool_input' object")
-    for key in keys:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value:
-            return (os.path.join(payload["cwd"], value),)
-    raise BadInput(f"tool_input has none of {', '.join(keys)}")
+def prompt_text(value: Any) -> str:
+    """A prompt given as a string, or as a list of message parts (opencode)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(part["text"] for part in value if isinstance(part, dict)
+                       and part.get("type", "text") == "text" and isinstance(part.get("text"), str))
+    return ""
+
+
+def tool_args(agent: Agent, payload: dict[str, Any]) -> dict[str, Any]:
+    """The tool's arguments: an object, or (Copilot's docs) that object as a JSON string."""
+    args = first(payload, agent.args_keys)
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            raise BadInput(f"the tool's arguments are not JSON: {args[:80]!r}") from None
+    if not isinstance(args, dict):
+        raise BadInput(f"hook payload has no tool arguments ({' or '.join(agent.args_keys)})")
+    return args
+
+
+def tool_paths(agent: Agent, tool: str, args: dict[str, Any], cwd: str) -> tuple[str, ...]:
+    """Every file a tool call names, resolved against ``cwd``: one path, a list of them,
+    or all the files of an apply_patch text (both ends of a move included)."""
+    if tool in agent.patch_tools:
+        text = first(args, agent.patch_keys)
+        if not isinstance(text, str):
+            raise BadInput(f"{tool} has no patch text ({' or '.join(agent.patch_keys)})")
+        found = patch_paths(text)
+        if not found:
+            raise BadInput(f"{tool}'s patch names no file")
+    else:
+        value = first(args, agent.path_keys)
+        found = [value] if isinstance(value, str) else value
+        if not isinstance(found, list) or not found or not all(
+                isinstance(p, str) and p for p in found):
+            raise BadInput(f"{tool} names no file ({' or '.join(agent.path_keys)})")
+    return tuple(os.path.join(cwd, path) for path in found)
+
+
+def patch_paths(text: str) -> list[str]:
+    """Every path an apply_patch text names, in order and once each: added, updated,
+    deleted, and both ends of a move (``*** Update File: a`` then ``*** Move to: b``).
+
+    Markers only ever start a line: the lines of a file's content start with
+    ``+``, ``-``, a space or ``@@``.
+    """
+    found: dict[str, None] = {}
+    for line in text.splitlines():
+        for marker in PATCH_MARKERS:
+            if line.startswith(marker) and line[len(marker):].strip():
+                found[line[len(marker):].strip()] = None
+    return list(found)
+
+
+def reply(agent: Agent, event: str) -> str:
+    """What a successful hook prints for ``event``."""
+    return (agent.replies or {}).get(event, agent.silent)
 
 
 def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
     """Run one hook action; with ``scan`` (scan mode), a turn's edges and each shell call
     are scanned (without it, shell calls do nothing).
 
-    A new prompt closes a turn whose end never came.
+    A new prompt closes a turn whose end never came; an end that names another
+    prompt than the open turn's leaves it open.
     """
     if action.kind in (SHELL_PRE, SHELL_POST):
         if scan and action.kind == SHELL_PRE:
@@ -148,6 +261,14 @@ def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
             result = store.post_write(action.paths, action.session, action.tool)
         return HookOutcome(action, result.turn, result.paths,
                            [f"{path}: {reason}" for path, reason in result.skipped])
-    if action.kind == END and store.open_turn(action.session) is not None:
-        return HookOutcome(action, store.end_turn(action.session, scan=scan).id)
+    if action.kind == END:
+        turn = store.open_turn(action.session)
+        if turn is not None and not _later_turn(turn.message_id, action.message_id):
+            return HookOutcome(action, store.end_turn(action.session, scan=scan).id)
     return HookOutcome(action)
+
+
+def _later_turn(open_id: str | None, ended_id: str | None) -> bool:
+    """Whether an end names another prompt than the open turn's: an end that arrives late
+    (Windsurf sends it asynchronously) must not close the turn after it."""
+    return open_id is not None and ended_id is not None and open_id != ended_id

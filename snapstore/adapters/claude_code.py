@@ -5,7 +5,12 @@ file tools capture around the write, Stop and SessionEnd end the turn. In scan
 mode the Bash tool is hooked too, and PostToolUseFailure (a call that failed)
 and PermissionDenied (a call that will not run) end a Bash call's window. A
 hook that succeeds prints nothing: on UserPromptSubmit and SessionStart,
-stdout would be added to the model's context.
+stdout would be added to the model's context. ``MultiEdit`` stays in the matcher for
+Claude Code before 2.0, which still sends it (2.0 removed the tool).
+
+Copilot CLI runs these same hooks from ``.claude/settings*.json`` with Claude's
+event and tool names but its own arguments (``tool_input.path``), hence
+``path`` among the path keys (see ``snapstore_cli.entry``).
 """
 
 from __future__ import annotations
@@ -20,12 +25,18 @@ AGENT = Agent(
             "PostToolUseFailure": POST, "PermissionDenied": DENIED, "Stop": END,
             "SessionEnd": END, "SessionStart": START},
     file_tools=("Write", "Edit", "MultiEdit", "NotebookEdit"),
-    path_keys=("file_path", "notebook_path"),
+    path_keys=("file_path", "notebook_path", "path"),
     silent="",
     message_id_key="prompt_id",
     shell_tools=("Bash",),
     call_id_key="tool_use_id",
 )
+
+#: Where the hooks go: this machine's personal settings for the project (git-ignored),
+#: the project's shared settings, and the user's own.
+CONFIG = {"local": ".claude/settings.local.json", "project": ".claude/settings.json",
+          "user": "~/.claude/settings.json"}
+NOTES = ""
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
@@ -45,3 +56,8 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
         block["PermissionDenied"] = [{"matcher": "|".join(AGENT.shell_tools),
                                       "hooks": [hook(30)]}]
     return block
+
+
+def install(path: str, command: str, shell: bool = False) -> list[str]:
+    from .install import merge_hooks
+    return merge_hooks(path, settings_block(command, shell), AGENT.name)

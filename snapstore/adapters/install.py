@@ -1,83 +1,218 @@
-"""Merging snapstore's hooks into an agent's settings file, keeping what is there."""
+"""Writing snapstore's hooks into an agent's config, keeping everything already there.
+
+Three shapes of config: a JSON settings file whose ``hooks`` object maps each
+event to a list of entries (:func:`merge_hooks`: Claude Code's nested
+``{"matcher", "hooks": [...]}`` groups, or the flat ``{"command": ...}``
+entries of Copilot, Cursor and Windsurf), one executable per event (Cline), or
+a plugin file (opencode), both written by :func:`write_owned`. Every writer is
+idempotent and replaces files atomically. :func:`hook_commands` reads back the
+snapstore commands a config holds, for ``snapstore doctor``.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from typing import Any
 
 from ..errors import BadInput
 
+#: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
+COMMAND_KEYS = ("command", "bash", "powershell")
 
-def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]],
-                marker: str) -> list[str]:
-    """Add each event's hooks unless a hook whose command ends with ``marker`` is there.
 
-    An entry of snapstore's own (every hook in it ends with ``marker``) that
-    differs from ``block`` is replaced where it stands: scan mode adds the shell
-    tool to the matchers. Returns the events added or replaced; running it
-    again changes nothing. Other keys, other hooks and their order are kept.
-    The file is replaced atomically.
+def is_ours(command: Any, agent: str) -> bool:
+    """Whether a hook command runs ``snapstore hook AGENT`` (by any path, with any event
+    or flags after it)."""
+    return isinstance(command, str) and re.search(
+        rf"(^|\s)hook\s+{re.escape(agent)}(\s|$)", command) is not None \
+        and "snapstore" in command
+
+
+def entry_commands(entry: Any) -> list[str]:
+    """The commands of one entry of an event's list: a group's hooks, or a flat entry."""
+    if not isinstance(entry, dict):
+        return []
+    hooks = entry.get("hooks")
+    entries = hooks if isinstance(hooks, list) else [entry]
+    return [h[key] for h in entries if isinstance(h, dict) for key in COMMAND_KEYS
+            if isinstance(h.get(key), str)]
+
+
+def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]], agent: str,
+                top: dict[str, Any] | None = None) -> list[str]:
+    """Merge ``block`` (event -> entries) into the ``hooks`` object of a JSON file.
+
+    An event with no snapstore hook for ``agent`` gets the block's entries at its
+    end. Entries that are snapstore's alone and differ from the block (another
+    path to snapstore, an unquoted command from an older release, scan mode's
+    shell tool) are replaced where they stand. Returns the events added or
+    replaced; running it again changes nothing. ``top`` holds settings set when
+    absent, by dotted key (``version``; an old Gemini CLI's ``tools.enableHooks``
+    and ``hooks.enabled``). Other keys, hooks and their order are kept.
     """
-    try:
-        with open(settings_path, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        text = ""
-    try:
-        settings = json.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise BadInput(f"{settings_path} is not valid JSON ({exc}); fix it first") from None
-    if not isinstance(settings, dict):
-        raise BadInput(f"{settings_path} does not hold a JSON object")
+    settings = read_json(settings_path)
+    before = json.dumps(settings)
+    for key, value in (top or {}).items():
+        *parents, leaf = key.split(".")
+        holder = settings
+        for parent in parents:
+            holder = holder.setdefault(parent, {})
+            if not isinstance(holder, dict):
+                raise BadInput(f"'{parent}' in {settings_path} is not an object")
+        holder.setdefault(leaf, value)
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
         raise BadInput(f"'hooks' in {settings_path} is not an object")
-    added = []
+    changed = []
     for event, entries in block.items():
         current = hooks.setdefault(event, [])
         if not isinstance(current, list):
             raise BadInput(f"hooks.{event} in {settings_path} is not a list")
-        commands = [h.get("command", "") for entry in current if isinstance(entry, dict)
-                    for h in entry.get("hooks", []) if isinstance(h, dict)]
-        if not any(isinstance(c, str) and c.endswith(marker) for c in commands):
+        if not any(is_ours(c, agent) for e in current for c in entry_commands(e)):
             current.extend(entries)
-            added.append(event)
+            changed.append(event)
             continue
-        ours = [i for i, entry in enumerate(current) if _only_ours(entry, marker)]
+        ours = [i for i, e in enumerate(current)
+                if entry_commands(e) and all(is_ours(c, agent) for c in entry_commands(e))]
         if ours and [current[i] for i in ours] != entries:
             for i in reversed(ours):
                 del current[i]
             current[ours[0]:ours[0]] = entries
-            added.append(event)
-    if added:
-        _write_json(settings_path, settings)
-    return added
+            changed.append(event)
+    if json.dumps(settings) != before:
+        write_text(settings_path, json.dumps(settings, indent=2) + "\n")
+    return changed
 
 
-def _only_ours(entry: Any, marker: str) -> bool:
-    """Whether a settings entry holds hooks, and every one is snapstore's."""
-    hooks = entry.get("hooks") if isinstance(entry, dict) else None
-    return bool(hooks) and isinstance(hooks, list) and all(
-        isinstance(h, dict) and isinstance(h.get("command"), str)
-        and h["command"].endswith(marker) for h in hooks)
+def read_json(path: str) -> dict[str, Any]:
+    """A JSON settings file as an object (empty when the file is absent or blank)."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {exc}") from None
+    try:
+        settings = json.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise BadInput(f"{path} is not valid JSON ({exc}); fix it first") from None
+    if not isinstance(settings, dict):
+        raise BadInput(f"{path} does not hold a JSON object")
+    return settings
 
 
-def _write_json(path: str, data: Any) -> None:
+def foreign(paths: list[str], mark: str) -> list[str]:
+    """Those of ``paths`` that exist and are not snapstore's (do not hold ``mark``)."""
+    found = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                if mark not in handle.read():
+                    found.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            found.append(path)
+    return found
+
+
+def write_owned(path: str, text: str, mark: str, mode: int | None = None) -> bool:
+    """Write a file snapstore owns (it holds ``mark``): True when it changed. A file of
+    the same name that is not snapstore's is left alone, and refused."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            current = handle.read()
+    except FileNotFoundError:
+        current = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read {path}: {exc}") from None
+    if current is not None and mark not in current:
+        raise BadInput(f"{path} exists and is not snapstore's; move it away first")
+    if current == text and (mode is None or os.stat(path).st_mode & 0o777 == mode):
+        return False
+    write_text(path, text, mode)
+    return True
+
+
+def write_text(path: str, text: str, mode: int | None = None) -> None:
+    """Replace a file atomically, keeping its mode (or setting ``mode``)."""
     folder = os.path.dirname(path) or "."
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", suffix=".tmp", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=".snapstore-", suffix=".tmp", dir=folder)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        if os.path.exists(path):
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif os.path.exists(path):
             os.chmod(tmp, os.stat(path).st_mode & 0o7777)
+        else:
+            os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def exclude_from_git(root: str, rel: str) -> bool:
+    """Add ``/REL`` to the repository's ``.git/info/exclude`` (a personal settings file
+    stays out of commits); False when ``root`` is no git repository or it is there."""
+    info = os.path.join(root, ".git", "info")
+    if not os.path.isdir(os.path.join(root, ".git")):
+        return False
+    exclude = os.path.join(info, "exclude")
+    line = "/" + rel.replace(os.sep, "/")
+    try:
+        with open(exclude, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = ""
+    if line in text.splitlines():
+        return False
+    os.makedirs(info, exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as handle:
+        handle.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
+    return True
+
+
+def hook_commands(path: str, agent: str) -> list[str]:
+    """The ``snapstore hook AGENT`` commands a config holds: a JSON settings file, a
+    folder of executables (Cline) or a plugin file (opencode). Unreadable: none."""
+    if os.path.isdir(path):
+        texts = []
+        for name in sorted(os.listdir(path)):
+            try:
+                with open(os.path.join(path, name), encoding="utf-8") as handle:
+                    texts.append(handle.read())
+            except (OSError, UnicodeDecodeError):
+                continue
+        return [line.removeprefix("exec ") for text in texts for line in text.splitlines()
+                if is_ours(line, agent) and not line.startswith("#")]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if path.endswith(".js"):
+        match = re.search(r"^const COMMAND = (\[.*\]);$", text, re.M)
+        if not match:
+            return []
+        import shlex
+        command = shlex.join(json.loads(match.group(1)))
+        return [command] if is_ours(command, agent) else []
+    try:
+        settings = json.loads(text)
+    except ValueError:
+        return []
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    if not isinstance(hooks, dict):
+        return []
+    return [c for entries in hooks.values() if isinstance(entries, list) for e in entries
+            for c in entry_commands(e) if is_ours(c, agent)]

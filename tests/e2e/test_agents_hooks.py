@@ -1,5 +1,7 @@
 """The real agent CLIs, installed from npm, driven by a scripted model on loopback: what they send
-their hooks through a three-turn session with a hand edit between turns.
+their hooks through a three-turn session with a hand edit between turns, and the same session
+recorded by the real `snapstore hook AGENT` that `snapstore hook install AGENT` wrote, then
+rewound (exact bytes, and a merge that keeps the hand edit) and undone.
 
 Each CLI installs once into a cache outside the repository (tests/support/agents/install.py;
 the first run downloads about 2 GB for all of them). Nothing but loopback is reached: every
@@ -10,12 +12,18 @@ without the npm registry.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..support.agents.drivers import DRIVERS, recorder_command
+from snapstore import Store
+
+from ..support import snapstore_bin
+from ..support.agents.drivers import DRIVERS, Opencode, recorder_command
 from ..support.agents.egress import off_loopback
 from ..support.agents.events import Seen, describe
 from ..support.agents.fake_model import Edit, Patch, Shell, Turn, Write
@@ -189,3 +197,206 @@ def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Pa
         assert pre[0]["payload"]["tool_input"] == {"path": str(s.workspace / "notes.txt"),
                                                    "file_text": NOTES}
         assert all(r["env"].get("COPILOT_CLI") == "1" for r in pre)
+
+
+# -- the same sessions, recorded by snapstore ----------------------------------------------------
+
+def snap(s: Session, *args: str) -> subprocess.CompletedProcess:
+    """The real `snapstore` in the workspace, with the agent's own environment (its home)."""
+    return subprocess.run([*snapstore_bin(), *args], cwd=s.workspace, env=s.env(),
+                          capture_output=True, text=True, timeout=120)
+
+
+def install_snapstore(s: Session, *args: str) -> dict:
+    """`snapstore hook install AGENT` as a user types it, in the workspace."""
+    done = snap(s, "--json", "hook", "install", s.driver.pin or s.agent, *args)
+    assert done.returncode == 0, done.stderr
+    if s.agent.startswith("opencode"):  # opencode npm-installs its plugin API first (offline:
+        Opencode._deps_installed(s.workspace / ".opencode")  # a minute of retries)
+    return json.loads(done.stdout)
+
+
+def sessions_of(s: Session) -> list[str]:
+    with Store.open(s.workspace) as store, store.repo.read() as v:
+        return sorted(r.name for r in v.sessions())
+
+
+def notes(s: Session) -> bytes:
+    return (s.workspace / "notes.txt").read_bytes()
+
+
+@pytest.fixture
+def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This snapstore on PATH, as an installed one is: project-scope hooks call `snapstore`."""
+    monkeypatch.setenv("PATH", os.path.dirname(snapstore_bin()[0]) + os.pathsep
+                       + os.environ.get("PATH", ""))
+
+
+@pytest.mark.parametrize("session", AGENTS, indirect=True)
+def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
+        session: Session, on_path: None) -> None:
+    s, agent = session, session.agent
+    installed_to = install_snapstore(s)
+    assert Path(installed_to["file"]).is_relative_to(s.workspace)
+    (s.workspace / "other.txt").write_text("original\n")
+
+    for i, turn in enumerate(SCRIPT):
+        if i == 2:
+            # the exact rewind of the edit, and its undo, with the session still going
+            edit = snap(s, "--json", "rewind", "1", "--yes", "--session", edit_session(s))
+            assert edit.returncode == 0, edit.stderr
+            assert notes(s) == NOTES.encode()
+            assert snap(s, "undo").returncode == 0
+            assert notes(s) == b"alpha\ngamma\n"
+            # then the user edits the file by hand, after the agent's edit (a line apart:
+            # git too would call changes to adjacent lines a conflict)
+            (s.workspace / "notes.txt").write_text("hand\nalpha\ngamma\n")
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        assert "Invalid configuration" not in run.stderr  # what the install wrote is valid
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+    assert off_loopback(s.connects()) == [], "nothing may leave loopback"
+    assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests
+    assert not (s.workspace / ".snapstore" / "hook.log").exists(), \
+        (s.workspace / ".snapstore" / "hook.log").read_text()
+
+    edit = TOOLS[agent][1]
+    if agent in ONE_TASK_PER_PROMPT:  # a session per task; the shell-only task records none
+        names = sessions_of(s)
+        assert len(names) == 2 and all(n.startswith("cline/") for n in names), names
+        logs = [json.loads(snap(s, "--json", "log", "--session", n).stdout) for n in names]
+        assert [[p["files"] for p in log] for log in logs] == [[1], [1]]
+    else:
+        assert sessions_of(s) == [f"{agent}/{session_id(s)}"]
+        log = json.loads(snap(s, "--json", "log", "--session", edit_session(s)).stdout)
+        assert [p["prompt"].strip('"') for p in log] == [t.prompt for t in reversed(SCRIPT)]
+        assert [p["files"] for p in log] == [0, 1, 1]
+    show = json.loads(snap(s, "--json", "show", "1" if agent in ONE_TASK_PER_PROMPT else "2",
+                           "--session", edit_session(s)).stdout)
+    assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
+        ("notes.txt", "modified", edit)]
+
+    # take back the edit (and the shell turn after it): a merge keeps the hand edit
+    back = snap(s, "--json", "rewind", "1" if agent in ONE_TASK_PER_PROMPT else "2", "--yes",
+                "--session", edit_session(s))
+    assert back.returncode == 0, back.stderr
+    assert notes(s) == b"hand\nalpha\nbeta\n"
+    assert [m if isinstance(m, str) else m["path"] for m in json.loads(back.stdout)["merged"]] \
+        == ["notes.txt"]
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+    undo = snap(s, "undo")
+    assert undo.returncode == 0, undo.stderr
+    assert notes(s) == b"hand\nalpha\ngamma\n"
+    doctor = json.loads(snap(s, "--json", "doctor").stdout)
+    assert [(r["agent"], r["sessions"] > 0) for r in doctor["hooks"]] == [(s.driver.pin or agent,
+                                                                           True)]
+
+
+def session_id(s: Session) -> str:
+    """The agent's own id for the session, from what snapstore recorded."""
+    names = sessions_of(s)
+    return names[-1].split("/", 1)[1] if names else ""
+
+
+def edit_session(s: Session) -> str:
+    """The snapstore session that holds the agent's edit (Cline: the second task's)."""
+    names = sessions_of(s)
+    if s.agent not in ONE_TASK_PER_PROMPT:
+        return names[0]
+    with Store.open(s.workspace) as store:
+        for name in names:
+            points = store.rewind_points(name)
+            if any(c.before is not None for p in points for c in store.changes(p.turn.id)):
+                return name
+    raise AssertionError(f"no session edited notes.txt: {names}")
+
+
+@pytest.mark.parametrize("agent", ["codex", "opencode-gpt"])
+def test_one_apply_patch_is_recorded_whole_and_rewound_whole(agent: str, tmp_path: Path,
+                                                             on_path: None) -> None:
+    """An add, a move and a delete in one apply_patch call: every path is captured, both ends
+    of the move, and one rewind brings back the tree from before the patch."""
+    installed(agent)
+    turn = Turn("Tidy the files", (Patch(PATCH),), "Tidied.")
+    with Session(agent, tmp_path, [turn]) as s:
+        (s.workspace / "old.txt").write_text("old\n")
+        (s.workspace / "gone.txt").write_text("bye\n")
+        install_snapstore(s)
+        run = s.run(turn.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        show = json.loads(snap(s, "--json", "show", "1").stdout)
+        assert sorted((c["path"], c["status"], c["tool"]) for c in show["changes"]) == [
+            ("gone.txt", "deleted", "apply_patch"), ("moved.txt", "added", "apply_patch"),
+            ("new.txt", "added", "apply_patch"), ("old.txt", "deleted", "apply_patch")]
+        assert snap(s, "rewind", "1", "--yes").returncode == 0
+        files = {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
+        assert files == {"old.txt": "old\n", "gone.txt": "bye\n"}
+        assert snap(s, "undo").returncode == 0
+        files = {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
+        assert files == {"new.txt": "hello\n", "moved.txt": "changed\n"}
+
+
+@pytest.mark.parametrize("copilot_too", [False, True], ids=["claude-only", "both"])
+def test_copilot_running_claude_code_hooks_records_each_write_once(
+        tmp_path: Path, copilot_too: bool, on_path: None) -> None:
+    """Copilot CLI runs `snapstore hook claude-code` from .claude/settings.local.json, with its
+    own tool arguments: that records the write, under Copilot's session name. With Copilot's
+    own hooks installed as well, they record it, and Claude Code's stand aside: once."""
+    installed("copilot")
+    turn = Turn("Write and run", (Write("notes.txt", NOTES), Shell("true")), "Done.")
+    with Session("copilot", tmp_path, [turn]) as s:
+        done = snap(s, "hook", "install", "claude-code")
+        assert done.returncode == 0, done.stderr
+        if copilot_too:
+            install_snapstore(s)
+        run = s.run(turn.prompt)
+        assert run.code == 0, run.brief()
+        assert notes(s) == NOTES.encode()
+        names = sessions_of(s)
+        assert len(names) == 1 and names[0].startswith("copilot/"), names
+        show = json.loads(snap(s, "--json", "show", "1", "--session", names[0]).stdout)
+        assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
+            ("notes.txt", "added", "create" if copilot_too else "Write")]
+        assert snap(s, "rewind", "1", "--yes", "--session", names[0]).returncode == 0
+        assert not (s.workspace / "notes.txt").exists()
+
+
+def test_a_snapstore_installed_in_a_folder_with_a_space_records(tmp_path: Path) -> None:
+    """Issue 13, point 15: the hook command names snapstore by a path with a space; unquoted,
+    every hook failed with exit 127 and the agent carried on. Quoted, it records."""
+    installed("claude-code")
+    folder = tmp_path / "my tools"
+    folder.mkdir()
+    exe = folder / "snapstore"
+    shutil.copy2(snapstore_bin()[0], exe)  # the console script: its shebang names the venv
+    with Session("claude-code", tmp_path / "session", SCRIPT[:1]) as s:
+        done = subprocess.run([str(exe), "--json", "hook", "install", "claude-code"],
+                              cwd=s.workspace, env=s.env(), capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["command"] == f"'{exe}' hook claude-code"
+        run = s.run(SCRIPT[0].prompt)
+        assert run.code == 0, run.brief()
+        log = json.loads(snap(s, "--json", "log").stdout)
+        assert [(p["prompt"], p["files"]) for p in log] == [(SCRIPT[0].prompt, 1)]
+
+
+def test_a_user_wide_hook_does_nothing_where_there_is_no_store(tmp_path: Path) -> None:
+    """Hooks in the user's own config run in every project: where there is no store they do
+    nothing (no store is created); where there is one, they record."""
+    installed("codex")
+    turns = [Turn("Create notes.txt", (Write("notes.txt", NOTES),), "Created."),
+             Turn("Change beta to gamma", (Edit("notes.txt", "beta", "gamma"),), "Edited.")]
+    with Session("codex", tmp_path, turns) as s:
+        where = install_snapstore(s, "--scope", "user")
+        assert where["file"] == str(s.home / ".codex" / "hooks.json")
+        assert where["command"].endswith("hook codex --no-create")
+        run = s.run(turns[0].prompt)
+        assert run.code == 0, run.brief()
+        assert notes(s) == NOTES.encode()
+        assert not (s.workspace / ".snapstore").exists()
+        assert snap(s, "init").returncode == 0
+        run = s.run(turns[1].prompt)
+        assert run.code == 0, run.brief()
+        log = json.loads(snap(s, "--json", "log").stdout)
+        assert [(p["prompt"], p["files"]) for p in log] == [(turns[1].prompt, 1)]

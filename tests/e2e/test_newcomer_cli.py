@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from snapstore.adapters import AGENT_NAMES
+
 from ..support import write
 
 
@@ -15,8 +17,8 @@ def test_log_on_a_new_store_says_how_to_start(cli, root: Path) -> None:
         assert result.code == 0, result.stderr
         assert result.stdout == ""
         assert "No turns yet" in result.stderr and "unknown session" not in result.stderr
-        assert "snapstore hook install claude-code" in result.stderr
-        assert "snapstore hook install gemini-cli" in result.stderr
+        assert "snapstore hook install AGENT" in result.stderr
+        assert all(agent in result.stderr for agent in AGENT_NAMES)
     as_json = cli("--json", "log")
     assert as_json.code == 0 and as_json.json == []
 

@@ -20,7 +20,7 @@ from ..support import hermetic_env
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
-#: snapstore's own modules on the hook path, for every event of both agents.
+#: snapstore's own modules on the hook path, for every event of every agent.
 HOOK_MODULES = {
     "snapstore", "snapstore.adapters", "snapstore.blobs", "snapstore.capture", "snapstore.db",
     "snapstore.errors", "snapstore.faults", "snapstore.fsio", "snapstore.records",
@@ -60,22 +60,40 @@ def floor(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return set(json.loads(out.read_text()))
 
 
-@pytest.mark.parametrize(("agent", "event"), [
-    ("claude-code", "user-prompt-submit"), ("claude-code", "pre-tool-use-edit"),
-    ("claude-code", "post-tool-use-edit"), ("claude-code", "stop"),
-    ("gemini-cli", "before-agent"), ("gemini-cli", "before-tool-write-file"),
-    ("gemini-cli", "after-tool-write-file"), ("gemini-cli", "after-agent"),
-])
+#: The events of each kind, by agent (tests/fixtures/agents holds what each agent sent).
+KINDS = {"begin": {"UserPromptSubmit", "BeforeAgent", "userPromptSubmitted", "chat.message",
+                   "beforeSubmitPrompt", "pre_user_prompt", "PromptSubmit"},
+         "pre": {"PreToolUse", "BeforeTool", "preToolUse", "tool.execute.before",
+                 "pre_write_code"},
+         "post": {"PostToolUse", "AfterTool", "postToolUse", "tool.execute.after",
+                  "post_write_code"},
+         "end": {"Stop", "AfterAgent", "agentStop", "session.idle", "TaskComplete", "stop",
+                 "post_cascade_response"}}
+AGENTS = sorted(p.stem for p in (FIXTURES / "agents").glob("*.json"))
+
+
+def step(agent: str, kind: str, root: Path) -> tuple[list[str], bytes]:
+    """The command-line arguments and payload of the agent's first event of that kind (a
+    write's, for tools)."""
+    text = (FIXTURES / "agents" / f"{agent}.json").read_text().replace("__CWD__", str(root))
+    for event, payload in json.loads(text)["steps"]:
+        name = event or payload.get("hook_event_name") or payload.get("agent_action_name")
+        if name in KINDS[kind] and (kind in ("begin", "end") or "src/new.py" in json.dumps(
+                payload)):
+            return ["hook", agent, *([event] if event else [])], json.dumps(payload).encode()
+    raise AssertionError(f"{agent} has no {kind} event")
+
+
+@pytest.mark.parametrize("agent", AGENTS)
+@pytest.mark.parametrize("kind", ["begin", "pre", "post", "end"])
 def test_a_hook_loads_only_the_capture_path(root: Path, tmp_path: Path, floor: set[str],
-                                            agent: str, event: str) -> None:
+                                            agent: str, kind: str) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "src").mkdir()
-    (root / "src" / "app.py").write_text('def greet(name):\n    return "Hello, " + name\n')
-    begin = "user-prompt-submit" if agent == "claude-code" else "before-agent"
-    for name in (begin, event):  # a turn is open before its tools run
-        raw = (FIXTURES / agent / f"{name}.json").read_text()
-        raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
-        loaded = _loaded(["hook", agent], raw.encode(), root, tmp_path / f"{name}.json")
+    (root / "src" / "new.py").write_text("def new():\n    return 'v1'\n")
+    for which in ("begin", kind):  # a turn is open before its tools run
+        args, raw = step(agent, which, root)
+        loaded = _loaded(args, raw, root, tmp_path / f"{which}.json")
     assert (root / ".snapstore").is_dir()  # the hook really ran and captured
     ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
     agent_module = f"snapstore.adapters.{agent.replace('-', '_')}"

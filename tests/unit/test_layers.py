@@ -30,7 +30,9 @@ LAYERS = [
     {"snapstore.store", "snapstore"},
     # agent adapters, on top of the facade
     {"snapstore.adapters", "snapstore.adapters.claude_code", "snapstore.adapters.gemini_cli",
-     "snapstore.adapters.install"},
+     "snapstore.adapters.codex", "snapstore.adapters.copilot", "snapstore.adapters.qwen_code",
+     "snapstore.adapters.cline", "snapstore.adapters.cursor", "snapstore.adapters.windsurf",
+     "snapstore.adapters.auggie", "snapstore.adapters.opencode", "snapstore.adapters.install"},
 ]
 
 

@@ -1,0 +1,198 @@
+"""Hooks installed but nothing captured: find each agent's snapstore hooks and say why
+they may not run.
+
+An agent that cannot run its hook mostly carries on without a word (exit 127 from
+an unquoted path with a space, a Codex hook never trusted, a Gemini CLI folder
+never trusted), and the user finds out at the first rewind that nothing was
+recorded. For every agent config (local, project and user scope) that names
+``snapstore hook AGENT``, this checks that the command can start, that the agent
+will load it (trust and enable settings), that the store has that agent's
+sessions, and what ``hook.log`` says. ``snapstore doctor`` prints it all;
+``snapstore status`` counts the problems.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Iterable
+from typing import Any
+
+from snapstore.adapters import AGENT_NAMES
+from snapstore.adapters.install import hook_commands
+
+#: What to do when an agent's hooks have never recorded a turn, per agent.
+NEVER_RAN = {
+    "codex": "Codex skips a hook it has not trusted, without a word: start `codex` here and "
+             "choose \"Trust all and continue\" (or review them with /hooks)",
+    "gemini-cli": "Gemini CLI runs a project's hooks only in a trusted folder (`--skip-trust` "
+                  "is not enough): trust it with /permissions",
+    "qwen-code": "Qwen Code runs a project's hooks only in a trusted folder: trust it when "
+                 "it asks",
+    "copilot": "Copilot CLI loads a repository's hooks only in a trusted folder: answer its "
+               "trust prompt, or pass --trust-folder",
+    "cursor": "Cursor runs a project's hooks only in a trusted workspace; see Cursor "
+              "Settings > Hooks",
+    "opencode": "opencode loads plugins when it starts: restart it",
+}
+
+
+def check(root: str, sessions: Iterable[str], hook_log: str | None, home: str,
+          environ: dict[str, str] | os._Environ[str]) -> list[dict[str, Any]]:
+    """One report per installed config: agent, scope, file, commands, sessions (how many
+    of that agent's sessions the store has), problems (what will keep the hooks from
+    recording), unrecorded (no session and no failure: never ran, or never used) and
+    advice."""
+    from .cmd_hook import config_path, module
+    names = list(sessions)
+    failures = _failures(hook_log)
+    reports = []
+    for agent in AGENT_NAMES:
+        for scope in module(agent).CONFIG:
+            path = config_path(agent, scope, root)
+            commands = sorted(set(hook_commands(path, agent)))
+            if not commands:
+                continue
+            count = sum(name.startswith(f"{agent}/") for name in names)
+            problems = [p for c in commands for p in _runnable(c)]
+            problems += _loaded(agent, scope, path, root, home, environ)
+            logged = failures.get(agent, [])
+            if logged:
+                problems.append(f"{len(logged)} hook failure(s) in {hook_log}; the last: "
+                                f"{logged[-1]}")
+            advice = []
+            if any(p.startswith("the hook command cannot start: /") for p in problems):
+                advice.append(f"run `snapstore hook install {agent}` again: it writes a "
+                              "command that starts")
+            unrecorded = count == 0 and not logged
+            if unrecorded:
+                advice.append(NEVER_RAN.get(agent, f"if you have used {agent} here since "
+                                                    "installing, its hooks do not run"))
+            reports.append({"agent": agent, "scope": scope, "file": path, "commands": commands,
+                            "sessions": count, "problems": list(dict.fromkeys(problems)),
+                            "unrecorded": unrecorded, "advice": advice})
+    return reports
+
+
+def _failures(hook_log: str | None) -> dict[str, list[str]]:
+    """hook.log's lines, ``STAMP AGENT: TEXT``, by agent."""
+    found: dict[str, list[str]] = {}
+    if hook_log is None:
+        return found
+    try:
+        with open(hook_log, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        match = re.match(r"\S+ ([a-z-]+): (.*)", line)
+        if match:
+            found.setdefault(match.group(1), []).append(match.group(2))
+    return found
+
+
+def _runnable(command: str) -> list[str]:
+    """Why the shell could not start this command (exit 127), if it could not."""
+    if command.startswith("command -v snapstore "):  # Copilot's portable guard
+        return [] if shutil.which("snapstore") else [
+            "`snapstore` is not on PATH, so the hooks do nothing (put it there, or install "
+            "with --scope local or --scope user)"]
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        return [f"the hook command cannot start: it does not parse as a shell command: "
+                f"{command}"]
+    if "/" in program:
+        if os.path.isfile(program) and os.access(program, os.X_OK):
+            return []
+        return [f"the hook command cannot start: {program} is not an executable file "
+                f"(command: {command})"]
+    if shutil.which(program):
+        return []
+    return [f"the hook command cannot start: `{program}` is not on PATH (put it there, or "
+            "install with --scope local or --scope user)"]
+
+
+def _loaded(agent: str, scope: str, path: str, root: str, home: str,
+            environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """Why the agent would not load these hooks (its trust and enable settings)."""
+    if agent in ("gemini-cli", "qwen-code") and scope == "project":
+        folder = ".gemini" if agent == "gemini-cli" else ".qwen"
+        trust = os.path.join(home, folder, "trustedFolders.json")
+        if agent == "gemini-cli" and environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
+            return _disabled(path)
+        if not _trusted(_json(trust), root):
+            return [f"this folder is not trusted in {trust}, so {agent} skips the project's "
+                    "hooks"] + (_disabled(path) if agent == "gemini-cli" else [])
+        return _disabled(path) if agent == "gemini-cli" else []
+    if agent == "codex":
+        codex_home = environ.get("CODEX_HOME") or os.path.join(home, ".codex")
+        config = os.path.join(codex_home, "config.toml")
+        try:
+            with open(config, encoding="utf-8") as handle:
+                text = handle.read()
+        except OSError:
+            text = ""
+        problems = []
+        if scope == "project" and not re.search(
+                rf'\[projects\."{re.escape(root)}"\][^\[]*trust_level\s*=\s*"trusted"', text):
+            problems.append(f"Codex does not trust this project ({config}), so it skips "
+                            "the project's hooks")
+        if f'"{path}:' not in text:
+            problems.append(f"Codex has not trusted these hooks ({config} has no "
+                            f"hooks.state for {path})")
+        return problems
+    return []
+
+
+def _disabled(path: str) -> list[str]:
+    """Gemini CLI's switches: ``hooks.enabled`` (0.25 and older), ``hooksConfig.enabled``."""
+    settings = _json(path)
+    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
+    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) \
+        else {}
+    if hooks.get("enabled") is False or config.get("enabled") is False:
+        return [f"hooks are switched off in {path}"]
+    if hooks.get("enabled") is True:
+        from snapstore.adapters.gemini_cli import switches
+
+        from .cmd_hook import gemini_version
+        version = gemini_version()
+        if version and "hooks.enabled" not in switches(version):
+            return [f'"hooks": {{"enabled": true}} in {path} makes Gemini CLI {version} print '
+                    '"Invalid configuration" at every start (only 0.24 and 0.25 need it): '
+                    "remove it"]
+    return []
+
+
+def _trusted(folders: dict[str, Any], root: str) -> bool:
+    """Whether a trustedFolders.json trusts ``root``: a TRUST_FOLDER entry for it or a
+    folder above it, or a TRUST_PARENT entry for a folder whose parent is that."""
+    rules: dict[str, bool] = {}
+    for folder, rule in folders.items():
+        if rule == "TRUST_FOLDER":
+            rules.setdefault(os.path.realpath(folder), True)
+        elif rule == "TRUST_PARENT":
+            rules.setdefault(os.path.dirname(os.path.realpath(folder)), True)
+        elif rule == "DO_NOT_TRUST":
+            rules[os.path.realpath(folder)] = False
+    path = os.path.realpath(root)
+    while True:
+        if path in rules:
+            return rules[path]
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+
+
+def _json(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
