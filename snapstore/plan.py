@@ -164,7 +164,9 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
     folder; it goes below a path only if no file stays there. Whatever else
     holds the name (the user's own file in the folder, a path left in conflict)
     is never removed: the write is refused, planned as an error, and what it
-    refuses to replace stays, which may refuse another write in turn.
+    refuses to replace stays, which may refuse another write in turn. Two writes
+    of this operation that clash refuse each other: which one wins is not the
+    planner's to choose, so the outcome never depends on the order of paths.
     """
     by_path = {p.path: p for p in plans}
 
@@ -175,9 +177,8 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
             return ws.occupied(path)
         return (plan.result if plan.writes else plan.current) is not None
 
-    changed = True
-    while changed:
-        changed = False
+    while True:
+        refused: list[tuple[PathPlan, str]] = []
         for plan in plans:
             if not plan.writes or plan.content is None:
                 continue
@@ -188,10 +189,13 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
                 *("/".join(parts[:n]) for n in range(1, len(parts)))]
             holder = next((p for p in others if stays(p)), None)
             if holder is not None:
-                plan.action, plan.content, plan.result = ERROR, None, None
-                plan.reason = (f"cannot write {plan.path}: {holder} stays, and a file and a "
-                               "folder cannot share a name")
-                changed = True
+                refused.append((plan, holder))
+        if not refused:
+            return
+        for plan, holder in refused:
+            plan.action, plan.content, plan.result = ERROR, None, None
+            plan.reason = (f"cannot write {plan.path}: {holder} stays, and a file and a "
+                           "folder cannot share a name")
 
 
 class _Conflict(Exception):

@@ -140,3 +140,32 @@ def test_another_sessions_write_in_flight_is_left_alone_and_named(store: Store,
     store.undo(result.undo_id)  # a's rewind again, now that b is done: undo it, redo it
     assert store.rewind(1, "a").ok
     assert read(root, "f.txt") == b"v0\n"
+
+
+def test_two_writes_of_one_switch_that_clash_refuse_each_other(store: Store, root: Path) -> None:
+    """Found by the state machine. Switching b back onto a turn that wrote ``cfg/x.txt``
+    would also bring back the file ``cfg`` (session a's, deleted by b's later turn): a
+    file and a folder of one name. Neither write wins by the order of paths: both are
+    refused, named, and the tree is left as it was."""
+    def swap(session: str, old: str, new: str, data: str) -> str:
+        turn = store.begin_turn(session, f"{old} becomes {new}")
+        store.pre_write([old], "Delete", session)
+        (root / old).unlink()
+        if old == "cfg/x.txt":
+            (root / "cfg").rmdir()
+        store.post_write([old], session)
+        store.pre_write([new], "Write", session)
+        write(root, new, data)
+        store.post_write([new], session)
+        store.end_turn(session)
+        return turn.id
+
+    first = agent_turn(store, "make cfg/x.txt", {"cfg/x.txt": "x one\n"}, session="b")
+    swap("a", "cfg/x.txt", "cfg", "a's cfg\n")
+    assert store.rewind(first, "b").ok  # cfg/x.txt is already gone: nothing to do
+    swap("b", "cfg", "cfg/x.txt", "x two\n")
+    before = snapshot(root, dirs=True)
+    result = store.switch(first)
+    assert sorted(e["path"] for e in result.errors) == ["cfg", "cfg/x.txt"]
+    assert not result.restored and not result.ok
+    assert snapshot(root, dirs=True) == before
