@@ -41,20 +41,13 @@ NOTES = ""
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .claude/settings.json; ``shell``: scan mode's Bash hooks."""
-    def hook(timeout: int) -> dict[str, Any]:
-        return {"type": "command", "command": command, "timeout": timeout}
+    from .install import claude_shaped
     tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
-    block = {
-        "UserPromptSubmit": [{"hooks": [hook(30)]}],
-        "PreToolUse": [{"matcher": tools, "hooks": [hook(30)]}],
-        "PostToolUse": [{"matcher": tools, "hooks": [hook(30)]}],
-        "Stop": [{"hooks": [hook(30)]}],
-        "SessionEnd": [{"hooks": [hook(30)]}],
-    }
+    block = claude_shaped(command, tools)
     if shell:
-        block["PostToolUseFailure"] = [{"matcher": tools, "hooks": [hook(30)]}]
-        block["PermissionDenied"] = [{"matcher": "|".join(AGENT.shell_tools),
-                                      "hooks": [hook(30)]}]
+        block["PostToolUseFailure"] = claude_shaped(command, tools)["PostToolUse"]
+        block["PermissionDenied"] = claude_shaped(command, "|".join(AGENT.shell_tools))[
+            "PreToolUse"]
     return block
 
 

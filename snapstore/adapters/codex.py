@@ -42,16 +42,9 @@ NOTES = ("Codex runs a project's hooks only in a trusted project, and each hook 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .codex/hooks.json (timeouts in seconds)."""
-    def hook() -> dict[str, Any]:
-        return {"type": "command", "command": command, "timeout": 30}
-    tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
-    return {
-        "UserPromptSubmit": [{"hooks": [hook()]}],
-        "PreToolUse": [{"matcher": tools, "hooks": [hook()]}],
-        "PostToolUse": [{"matcher": tools, "hooks": [hook()]}],
-        "Stop": [{"hooks": [hook()]}],
-        "SessionEnd": [{"hooks": [hook()]}],
-    }
+    from .install import claude_shaped
+    return claude_shaped(command, "|".join(AGENT.file_tools + (AGENT.shell_tools if shell
+                                                                else ())))
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:

@@ -23,6 +23,20 @@ from ..errors import BadInput
 COMMAND_KEYS = ("command", "bash", "powershell")
 
 
+def claude_shaped(command: str, tools: str) -> dict[str, list[dict[str, Any]]]:
+    """The hooks block of Claude Code's config shape, shared by Codex and Qwen Code: a
+    turn's begin and end, and ``tools`` (a matcher) around each write; 30 s timeouts."""
+    def group() -> list[dict[str, Any]]:  # each entry its own, so none is edited through another
+        return [{"type": "command", "command": command, "timeout": 30}]
+    return {
+        "UserPromptSubmit": [{"hooks": group()}],
+        "PreToolUse": [{"matcher": tools, "hooks": group()}],
+        "PostToolUse": [{"matcher": tools, "hooks": group()}],
+        "Stop": [{"hooks": group()}],
+        "SessionEnd": [{"hooks": group()}],
+    }
+
+
 def is_ours(command: Any, agent: str) -> bool:
     """Whether a hook command runs ``snapstore hook AGENT`` (by any path, with any event
     or flags after it)."""

@@ -32,17 +32,10 @@ NOTES = ("Qwen Code runs a project's hooks only in a trusted folder: trust it wh
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .qwen/settings.json (timeouts in seconds)."""
-    def hook() -> dict[str, Any]:
-        return {"type": "command", "command": command, "timeout": 30}
+    from .install import claude_shaped
     # anchored: Qwen Code tests an unanchored alternation as a regex (`edit` in `multi_edit`)
-    tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
-    return {
-        "UserPromptSubmit": [{"hooks": [hook()]}],
-        "PreToolUse": [{"matcher": tools, "hooks": [hook()]}],
-        "PostToolUse": [{"matcher": tools, "hooks": [hook()]}],
-        "Stop": [{"hooks": [hook()]}],
-        "SessionEnd": [{"hooks": [hook()]}],
-    }
+    return claude_shaped(command, "^(" + "|".join(
+        AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$")
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
