@@ -10,81 +10,22 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import click
 
-from snapstore import DEFAULT_SESSION, NotFound, SnapstoreError, Store, __version__
+from snapstore import NotFound, SnapstoreError, Store, __version__
 from snapstore.adapters import AGENT_NAMES
 
 from . import failures
-from .settings import Environment
-
-
-@dataclass
-class Options:
-    """Global options, settable before the command or after it."""
-
-    root: str | None = None
-    json: bool = False
-    debug: bool = False
-    env: Environment = field(default_factory=Environment.read)
-    session: str | None = None
-
-    def __post_init__(self) -> None:
-        self.session = self.session or self.env.session
-
-    def session_for(self, store: Store | None = None) -> str:
-        """The session to act on: --session, else $SNAPSTORE_SESSION, else ``default``.
-
-        When reading (``store`` given) and the store has no ``default`` session,
-        the most recently active one is used instead (agents' hooks name their
-        sessions), and a note says so.
-        """
-        if self.session:
-            return self.session
-        if store is None or store.has_session(DEFAULT_SESSION):
-            return DEFAULT_SESSION
-        latest = store.latest_session()
-        if latest is None:
-            return DEFAULT_SESSION
-        from .render import printable  # said with --json too: stderr is for people
-        click.echo(f"snapstore: session {printable(latest)} (the most recent; choose one "
-                   "with --session)", err=True)
-        self.session = latest
-        return latest
-
-    def find_root(self) -> str | None:
-        if self.root is not None:
-            return os.path.realpath(self.root)
-        return self.env.find_root(os.getcwd())
-
-    def store_dir(self) -> str | None:
-        """The store folder this command uses, without opening it."""
-        return self.env.store_dir_for(self.find_root())
-
-    def open_store(self, create: bool = False) -> Store:
-        root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
-        return self.env.open(root, create=create)
+from .settings import Options
 
 
 def open_resuming() -> Store:
     """Open the store for a command that writes, first finishing any rewind a crash cut short."""
-    store = options().open_store()
-    try:
-        if store.unfinished_operations():
-            for result in store.resume():
-                changed = len(result.restored) + len(result.merged) + len(result.deleted)
-                click.echo(f"snapstore: finished interrupted operation {result.undo_id} "
-                           f"({changed} file(s), {len(result.errors)} left alone)", err=True)
-    except BaseException:
-        store.close()
-        raise
-    return store
+    return options().open_resuming()
 
 
 #: How to start recording, for a store that has no turns yet.
@@ -142,11 +83,7 @@ class Failure(click.ClickException):
         self.as_json = as_json
 
     def show(self, file: Any = None) -> None:
-        if self.as_json:
-            click.echo(json.dumps({"error": {"code": self.code, "message": self.message,
-                                             "exit_code": self.exit_code}}))
-        from .render import printable  # the message may quote what was typed, as it was
-        click.echo(f"snapstore: {printable(self.message, quote=False)}", err=True)
+        failures.report(self.message, self.exit_code, self.code, self.as_json)
 
 
 #: Each command's module and name; a command's module is imported only when it runs.
@@ -261,20 +198,8 @@ def auto_gc(*_: Any, **__: Any) -> None:
     if click.get_current_context().invoked_subcommand not in MUTATING:
         return
     from . import autogc
-    from .settings import Config
 
-    opts = options()
-    try:
-        store_dir = opts.store_dir()
-        if store_dir is None:
-            return
-        config = Config.load(store_dir)
-        if not autogc.due(store_dir, config):
-            return
-        with opts.open_store() as store:
-            note = autogc.run_if_due(store, config)
-    except SnapstoreError:
-        return  # the command itself has reported any problem with the store
+    note = autogc.after_command(options())
     if note is not None:
         click.echo(f"snapstore: {note}", err=True)
 

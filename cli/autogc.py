@@ -17,7 +17,7 @@ from __future__ import annotations
 from snapstore import SnapstoreError, Store
 from snapstore.db import store_size
 
-from .settings import Config, format_size
+from .settings import Config, Options, format_size
 
 #: gc brings the store this far under its quota, so it does not run again at once.
 LOW_WATER = 0.9
@@ -50,3 +50,19 @@ def run_if_due(store: Store, config: Config) -> str | None:
             f"automatic gc removed {len(result.removed_turns)} turn(s) and "
             f"{result.removed_blobs} blob(s), now {format_size(result.store_bytes)}")
     return "; ".join([note, *result.notes])
+
+
+def after_command(opts: Options) -> str | None:
+    """After a command that added to the store: run gc when the store passed its quota; the
+    note that says so. Problems with the store are the command's to report, not this one's."""
+    try:
+        store_dir = opts.store_dir()
+        if store_dir is None:
+            return None
+        config = Config.load(store_dir)
+        if not due(store_dir, config):
+            return None
+        with opts.open_store() as store:
+            return run_if_due(store, config)
+    except SnapstoreError:
+        return None

@@ -1,4 +1,9 @@
-"""Commands that set up a store and capture turns: init, begin, end, pre-write, post-write."""
+"""Commands that set up a store and capture turns: init, begin, end, pre-write, post-write.
+
+The capture commands' work is in ``snapstore_cli.fast``, which runs them without Click
+for agents' wrappers; these Click commands serve everything else (``--help``, usage
+errors, ``--debug``) with the same output.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +18,9 @@ if TYPE_CHECKING:
     from snapstore import Store
     from snapstore.scan import ScanResult
 
-from .app import common_options, emit, open_resuming, options
+from . import fast
+from .app import common_options, emit, options
 from .render import console, printable
-
-
-def _abs(paths: tuple[str, ...]) -> list[str]:
-    """CLI paths are relative to the current folder, as in git."""
-    return [os.path.join(os.getcwd(), p) for p in paths]
 
 
 @click.command()
@@ -65,25 +66,6 @@ def _track_shell(store: Store) -> ScanResult:
         return store.scan(progress=progress, use_watcher=False)
 
 
-def _prompt_text(prompt: str | None, prompt_file: BinaryIO | None) -> str:
-    """The prompt as text. Bytes that are not UTF-8 (in the file, or in the command line's
-    argument) become U+FFFD, with a one-line warning: a prompt is only shown and handed back,
-    and refusing it would lose the turn's start (docs/cli.md, `begin`)."""
-    if prompt_file is not None:
-        raw, source = prompt_file.read(), f"--prompt-file {prompt_file.name}"
-    elif prompt is not None:
-        raw, source = prompt.encode("utf-8", "surrogateescape"), "--prompt"
-    else:
-        return ""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        console(stderr=True).print(printable(
-            f"snapstore: {source} is not valid UTF-8 (byte {exc.start}); invalid bytes are "
-            "kept as U+FFFD", quote=False))
-        return raw.decode("utf-8", "replace")
-
-
 @click.command()
 @click.option("--prompt", "prompt", metavar="TEXT", help="The user's message.")
 @click.option("--prompt-file", type=click.File("rb"), help="Read the user's message from a file.")
@@ -93,27 +75,15 @@ def begin(prompt: str | None, prompt_file: BinaryIO | None, message_id: str | No
     """Open a turn for the user's message."""
     if prompt is not None and prompt_file is not None:
         raise click.UsageError("give --prompt or --prompt-file, not both")
-    text = _prompt_text(prompt, prompt_file)
     opts = options()
-    session = opts.session_for()
-    with open_resuming() as store:
-        turn = store.begin_turn(session, text, message_id)
-    emit({"session": session, "turn": turn.id},
-         lambda: console(stderr=True).print(
-             f"turn {turn.id} begun in session {printable(session)}"))
+    _show(fast.begin(opts, fast.prompt_text(prompt, prompt_file), message_id))
 
 
 @click.command()
 @common_options
 def end() -> None:
     """Close the open turn, recording what any captured file now holds."""
-    opts = options()
-    session = opts.session_for()
-    with open_resuming() as store:
-        turn = store.end_turn(session)
-        changes = len(store.changes(turn.id))
-    emit({"session": session, "turn": turn.id, "changes": changes},
-         lambda: console(stderr=True).print(f"turn {turn.id} ended with {changes} change(s)"))
+    _show(fast.end(options()))
 
 
 @click.command("pre-write")
@@ -122,12 +92,7 @@ def end() -> None:
 @common_options
 def pre_write(tool: str, paths: tuple[str, ...]) -> None:
     """Capture the current bytes of PATHS before the agent writes them."""
-    opts = options()
-    with open_resuming() as store:
-        result = store.pre_write(_abs(paths), tool, opts.session_for())
-    emit({"session": result.session, "turn": result.turn, "captured": result.paths},
-         lambda: console(stderr=True).print(
-             f"captured {len(result.paths)} path(s) in turn {result.turn}"))
+    _show(fast.pre_write(options(), tool, paths))
 
 
 @click.command("post-write")
@@ -135,14 +100,9 @@ def pre_write(tool: str, paths: tuple[str, ...]) -> None:
 @common_options
 def post_write(paths: tuple[str, ...]) -> None:
     """Record what the agent wrote to PATHS."""
-    opts = options()
-    with open_resuming() as store:
-        result = store.post_write(_abs(paths), opts.session_for())
-    def human() -> None:
-        out = console(stderr=True)
-        out.print(f"recorded {len(result.paths)} path(s) in turn {result.turn}")
-        for path, reason in result.skipped:
-            out.print(f"  skipped {printable(path)}: {printable(reason, quote=False)}",
-                      style="yellow")
-    emit({"session": result.session, "turn": result.turn, "recorded": result.paths,
-          "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, human)
+    _show(fast.post_write(options(), paths))
+
+
+def _show(output: fast.Output) -> None:
+    """The capture commands print as their fast path does (snapstore_cli.fast)."""
+    fast.show(output, options().json, click.echo)

@@ -9,8 +9,17 @@ fast path uses it too.
 
 from __future__ import annotations
 
+import json
+import sys
+
 from snapstore import errors as e
-from snapstore.remote.errors import RemoteError
+
+from .text import printable
+
+#: The remote's errors (snapstore.remote.errors) exit 6. That package is imported only by
+#: the commands that talk to a remote, so an error of its can exist only once it is loaded:
+#: looked up by name, it stays off the fast paths.
+REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.errors", 6
 
 #: Exit codes (docs/cli.md); the first class in an error's MRO found here decides.
 EXIT_CODES: dict[type[BaseException], int] = {
@@ -21,7 +30,6 @@ EXIT_CODES: dict[type[BaseException], int] = {
     e.StoreFull: 3,
     e.NotFound: 4,
     e.StoreCorrupt: 5,
-    RemoteError: 6,
 }
 
 #: Hints per class; ``{command}`` is the command that failed.
@@ -40,6 +48,9 @@ _HINTS: dict[type[BaseException], str] = {
 
 def exit_code(exc: BaseException) -> int:
     """The exit code for an error: by its class, else 1."""
+    remote = sys.modules.get(REMOTE_ERRORS)
+    if remote is not None and isinstance(exc, remote.RemoteError):
+        return REMOTE_EXIT
     for cls in type(exc).__mro__:
         if cls in EXIT_CODES:
             return EXIT_CODES[cls]
@@ -66,3 +77,13 @@ def message(exc: BaseException, command: str | None = None) -> str:
     """The one line printed after ``snapstore: ``: what went wrong, then the hint."""
     tip = hint(exc, command)
     return f"{exc}{f' ({tip})' if tip else ''}"
+
+
+def report(text: str, exit_code: int, code: str = "error", as_json: bool = False) -> None:
+    """Print a failure: with ``--json``, one JSON document on stdout saying so; always one
+    line on stderr (docs/cli.md)."""
+    if as_json:
+        sys.stdout.write(json.dumps({"error": {"code": code, "message": text,
+                                               "exit_code": exit_code}}) + "\n")
+        sys.stdout.flush()
+    sys.stderr.write(f"snapstore: {printable(text, quote=False)}\n")

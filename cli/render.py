@@ -5,16 +5,15 @@ honours both). Everything meant to be read by a program goes through ``--json``
 instead.
 
 Text from the store or the disk (file names, prompts, session and tool names,
-reasons) passes through :func:`printable` before it reaches a terminal, so that a
-name cannot clear the screen, forge a line or reorder what follows it. JSON keeps
-the raw strings.
+reasons) passes through :func:`~snapstore_cli.text.printable` before it reaches a
+terminal (``text`` holds it, without rich, for the fast paths). JSON keeps the raw
+strings.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import time
 from typing import TYPE_CHECKING
 
@@ -22,47 +21,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .text import printable
+
 if TYPE_CHECKING:
     from snapstore.history import FileStat, RewindPoint
     from snapstore.plan import RewindResult
-
-
-#: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
-#: paragraph separators, the bidirectional controls that reorder what follows them
-#: ("Trojan source"), and lone surrogates (a name's bytes that are not UTF-8).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e"
-                     "\u2066-\u2069\ud800-\udfff]")
-_NAMED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v",
-          "\f": "\\f", "\r": "\\r"}
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    if char in _NAMED:
-        return _NAMED[char]
-    code = ord(char)
-    # os.fsdecode keeps an undecodable byte b as the surrogate U+DC00 + b: show the byte.
-    data = bytes([code - 0xDC00]) if 0xDC80 <= code <= 0xDCFF else \
-        char.encode("utf-8", "surrogatepass")
-    return "".join(f"\\{byte:03o}" for byte in data)
-
-
-def printable(text: str, quote: bool = True) -> str:
-    """``text`` safe to show on a terminal.
-
-    Text whose every character shows is returned as it is. Otherwise each character a
-    terminal would act on becomes a C escape (``\\n``, ``\\t``, ``\\033`` for ESC, the
-    octal UTF-8 bytes of a bidi control, the octal byte of an undecodable one), and the
-    whole is quoted the way git's ``core.quotePath`` quotes a path, with ``\\`` and ``"``
-    escaped too, so it reads back unambiguously: ``"bad\\033[2Jname\\n.txt"``. With
-    ``quote=False`` (a sentence that holds a name) only the escapes are made, as ``ls -b``
-    makes them.
-    """
-    if not _UNSAFE.search(text):
-        return text
-    if not quote:
-        return _UNSAFE.sub(_escape, text)
-    return '"' + _UNSAFE.sub(_escape, text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
 
 
 def console(stderr: bool = False) -> Console:

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
-from snapstore import BadInput, SnapstoreError, Store, find_root
+from snapstore import DEFAULT_SESSION, BadInput, SnapstoreError, Store, find_root
 from snapstore.db import STORE_DIRNAME
 from snapstore.errors import NoStore
 from snapstore.fsio import DEFAULT_MAX_FILE_SIZE
@@ -252,3 +253,67 @@ def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]
         raise NoStore(f"no snapstore store for {cwd}, and {project} is too broad to create one",
                       start=cwd)
     return env.open_with_config(project, create=True, warn=warn)
+
+
+class Options:
+    """Global options, settable before the command or after it (both front ends: the Click
+    application keeps one in its context, the capture fast path makes its own)."""
+
+    __slots__ = ("debug", "env", "json", "root", "session")
+
+    def __init__(self, root: str | None = None, json: bool = False, debug: bool = False,
+                 env: Environment | None = None, session: str | None = None):
+        self.root = root
+        self.json = json
+        self.debug = debug
+        self.env = Environment.read() if env is None else env
+        self.session = session or self.env.session
+
+    def session_for(self, store: Store | None = None) -> str:
+        """The session to act on: --session, else $SNAPSTORE_SESSION, else ``default``.
+
+        When reading (``store`` given) and the store has no ``default`` session,
+        the most recently active one is used instead (agents' hooks name their
+        sessions), and a note says so.
+        """
+        if self.session:
+            return self.session
+        if store is None or store.has_session(DEFAULT_SESSION):
+            return DEFAULT_SESSION
+        latest = store.latest_session()
+        if latest is None:
+            return DEFAULT_SESSION
+        from .text import printable  # said with --json too: stderr is for people
+        print(f"snapstore: session {printable(latest)} (the most recent; choose one "
+              "with --session)", file=sys.stderr)
+        self.session = latest
+        return latest
+
+    def find_root(self) -> str | None:
+        if self.root is not None:
+            return os.path.realpath(self.root)
+        return self.env.find_root(os.getcwd())
+
+    def store_dir(self) -> str | None:
+        """The store folder this command uses, without opening it."""
+        return self.env.store_dir_for(self.find_root())
+
+    def open_store(self, create: bool = False) -> Store:
+        root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
+        return self.env.open(root, create=create)
+
+    def open_resuming(self) -> Store:
+        """Open the store for a command that writes, first finishing any rewind a crash cut
+        short (and saying so on stderr)."""
+        store = self.open_store()
+        try:
+            if store.unfinished_operations():
+                for result in store.resume():
+                    changed = len(result.restored) + len(result.merged) + len(result.deleted)
+                    print(f"snapstore: finished interrupted operation {result.undo_id} "
+                          f"({changed} file(s), {len(result.errors)} left alone)",
+                          file=sys.stderr)
+        except BaseException:
+            store.close()
+            raise
+        return store

@@ -18,7 +18,9 @@ key, so a flipped bit on disk can never reach the workspace; ``fsck`` uses the
 same check.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import struct
 from typing import NamedTuple

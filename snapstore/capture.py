@@ -6,7 +6,9 @@ several processes hold the store's writer lock only for the commit. Each call
 is one durable LMDB commit.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import os
 from collections.abc import Iterable

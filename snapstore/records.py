@@ -12,7 +12,9 @@ version of a file is stored as the triple ``[digest, mode, kind]``. Unknown
 keys are an error, so a record written by a newer schema is never half-read.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import json
 import os
@@ -45,7 +47,7 @@ class Version(NamedTuple):
         """The digest as the blob's key."""
         return bytes.fromhex(self.digest)
 
-    def same_content(self, other: Version | None) -> bool:
+    def same_content(self, other: "Version | None") -> bool:
         return other is not None and other.digest == self.digest and other.kind == self.kind
 
 

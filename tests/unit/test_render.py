@@ -6,7 +6,7 @@ import codecs
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from snapstore_cli.render import _UNSAFE, printable
+from snapstore_cli.text import printable, unsafe
 
 ACTIVE = ["\x1b", "\x07", "\x00", "\n", "\r", "\t", "\x7f", "\x85", "\x9b", "\u202e",
           "\u2066", "\u2028", "\udcff", "\udc80"]
@@ -29,9 +29,9 @@ def test_examples_the_git_way() -> None:
 @given(text=names, quote=st.booleans())
 def test_nothing_a_terminal_acts_on_gets_through(text: str, quote: bool) -> None:
     shown = printable(text, quote)
-    assert not _UNSAFE.search(shown)
+    assert not unsafe().search(shown)
     shown.encode("utf-8")  # no lone surrogate: any terminal encoding takes it
-    if not _UNSAFE.search(text):
+    if not unsafe().search(text):
         assert shown == text
 
 
@@ -45,3 +45,11 @@ def test_a_quoted_name_reads_back_to_its_bytes(text: str) -> None:
     assert shown[0] == shown[-1] == '"'
     decoded = codecs.escape_decode(shown[1:-1].encode("utf-8"))[0]
     assert decoded == text.encode("utf-8", "surrogateescape")
+
+
+def test_text_that_is_printable_holds_nothing_unsafe() -> None:
+    """printable answers from str.isprintable first (no regex to compile on the fast paths):
+    every character the pattern escapes must be one that isprintable refuses."""
+    unsafe_chars = [chr(c) for c in range(0x110000) if unsafe().fullmatch(chr(c))]
+    assert len(unsafe_chars) > 2048 + 64  # the surrogates, the C0 and C1 controls, the rest
+    assert not any(ch.isprintable() for ch in unsafe_chars)
