@@ -1,4 +1,8 @@
-"""Commands that read history: log, show, diff."""
+"""Commands that read history: log, show, diff.
+
+rich draws the tables of ``log`` and ``show`` for people, so it loads only there:
+``--json`` and ``diff`` print without it.
+"""
 
 from __future__ import annotations
 
@@ -8,17 +12,9 @@ import click
 
 from snapstore.history import FileStat, RewindPoint
 
+from . import results
 from .app import common_options, complete_turn, emit, is_new, options, print_start, require_turns
-from .render import (
-    console,
-    diff_text,
-    file_table,
-    first_line,
-    iso,
-    points_table,
-    printable,
-    stats_text,
-)
+from .text import iso, printable
 
 
 def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
@@ -41,6 +37,7 @@ def log(all_branches: bool) -> None:
     data = points_json(points)
 
     def human() -> None:
+        from .render import console, points_table
         if new:
             print_start("No turns yet: this store has recorded nothing.")
         elif not points:
@@ -73,6 +70,7 @@ def show(turn: str) -> None:
             "changes": [_change_json(f) for f in detail.files]}
 
     def human() -> None:
+        from .render import console, file_table, first_line, stats_text
         out = console()
         out.print(f"turn {t.id}  [{t.state}]  {iso(t.created)}  session {printable(t.session)}",
                   style="bold")
@@ -102,7 +100,6 @@ def diff(turn: str, paths: tuple[str, ...]) -> None:
                        "diff": "".join(line + "\n" for line in lines)} for stat, lines in files]}
 
     def human() -> None:
-        out = console()
         for stat, lines in files:
-            out.print(diff_text(stat.path, lines), end="")
+            results.diff(stat.path, lines)
     emit(data, human)

@@ -1,4 +1,8 @@
-"""Commands that move between turns: rewind, switch and undo."""
+"""Commands that move between turns: rewind, switch and undo.
+
+What they print is plain text (``results``): with ``--yes`` or ``--json`` they load
+no rich; only the picker and its table do.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from snapstore import DEFAULT_SESSION
 from snapstore.diffs import entry_diff
 from snapstore.plan import MODES, POLICIES, RewindResult
 
+from . import results
 from .app import (
     common_options,
     complete_turn,
@@ -21,7 +26,7 @@ from .app import (
     print_start,
     require_turns,
 )
-from .render import console, diff_text, result_summary
+from .text import say
 
 
 def _interactive() -> bool:
@@ -30,13 +35,12 @@ def _interactive() -> bool:
 
 def _report(result: RewindResult, verb: str) -> None:
     def human() -> None:
-        out = console()
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
-                    out.print(diff_text(plan.path, entry_diff(plan.path, plan.current_entry,
-                                                              plan.content)), end="")
-        result_summary(out, result, verb)
+                    results.diff(plan.path, entry_diff(plan.path, plan.current_entry,
+                                                       plan.content))
+        results.summary(result, verb)
     emit(result.to_json(), human)
     if not result.ok:
         sys.exit(1)
@@ -66,10 +70,10 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
     opts = options()
     if resume:
         with opts.open_store() as store:
-            results = store.resume()
-        emit([r.to_json() for r in results], lambda: [
-            result_summary(console(), r, "resumed") for r in results] or
-            console(stderr=True).print("no interrupted rewind to resume"))
+            done = store.resume()
+        emit([r.to_json() for r in done], lambda: [
+            results.summary(r, "resumed") for r in done] or
+            say("no interrupted rewind to resume"))
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
@@ -91,7 +95,7 @@ def rewind(turn: str | None, mode: str, on_conflict: str, paths: tuple[str, ...]
         if not (yes or dry_run) and _interactive():
             preview = store.rewind(turn, session, mode=mode, on_conflict=on_conflict,
                                    paths=wanted, dry_run=True, force=force)
-            result_summary(console(), preview, "rewind")
+            results.summary(preview, "rewind")
             click.confirm("Rewind?", abort=True)
         result = store.rewind(turn, session, mode=mode, on_conflict=on_conflict,
                               paths=wanted, dry_run=dry_run, force=force)
@@ -121,7 +125,7 @@ def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -
         if not (yes or dry_run) and _interactive():
             preview = store.switch(turn, session, on_conflict=on_conflict, dry_run=True,
                                    force=force)
-            result_summary(console(), preview, "switch")
+            results.summary(preview, "switch")
             click.confirm("Switch?", abort=True)
         result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run,
                               force=force)

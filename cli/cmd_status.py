@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import click
-from rich.text import Text
 
 from .app import common_options, emit, options
-from .render import console, printable
 from .settings import format_size
+from .text import printable
 
 
 @click.command()
@@ -32,6 +31,9 @@ def status() -> None:
             "unattributed": [asdict(item) for item in st.unattributed]}
 
     def human() -> None:
+        from rich.text import Text
+
+        from .render import console
         out = console()
         out.print(f"workspace  {printable(st.root)}")
         out.print(f"store      {printable(st.store)}  ({format_size(st.disk_bytes)} on disk"

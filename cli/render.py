@@ -25,19 +25,12 @@ from .text import printable
 
 if TYPE_CHECKING:
     from snapstore.history import FileStat, RewindPoint
-    from snapstore.plan import RewindResult
 
 
 def console(stderr: bool = False) -> Console:
     """A console that prints text as it is: paths and prompts are never read as markup."""
     return Console(stderr=stderr, highlight=False, markup=False, soft_wrap=False,
                    no_color="NO_COLOR" in os.environ)
-
-
-def iso(ts: float | None) -> str | None:
-    if ts is None:
-        return None
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def relative_time(ts: float, now: float | None = None) -> str:
@@ -122,53 +115,3 @@ def file_table(files: list[FileStat]) -> Table:
         table.add_row(Text(stat.status, style=colours.get(stat.status, "")),
                       printable(stat.path), lines, printable(stat.tool or stat.source))
     return table
-
-
-def diff_text(path: str, lines: list[str]) -> Text:
-    """One file's unified diff coloured the git way, its name quoted as git quotes it in the
-    header lines when it holds what a terminal would act on (the content is as it is)."""
-    text = Text()
-    quoted = printable(path)
-    header = True
-    for line in lines:
-        style = ""
-        header = header and not line.startswith("@@")
-        if header and quoted != path:
-            line = line.replace(f"a/{path}", printable(f"a/{path}")).replace(
-                f"b/{path}", printable(f"b/{path}"))
-        if header:  # diff --git, modes, ---/+++ or Binary: everything before the first hunk
-            style = "bold"
-        elif line.startswith("@@"):
-            style = "cyan"
-        elif line.startswith("+"):
-            style = "green"
-        elif line.startswith("-"):
-            style = "red"
-        text.append(line.rstrip("\n") + "\n", style=style)
-    return text
-
-
-def result_summary(out: Console, result: RewindResult, verb: str) -> None:
-    """What a rewind or undo restored, merged, deleted, left in conflict and failed."""
-    prefix = "would be " if result.dry_run else ""
-    groups = [("restored", result.restored, "green"), ("merged", result.merged, "cyan"),
-              ("deleted", result.deleted, "red")]
-    for name, paths, style in groups:
-        for path in paths:
-            out.print(Text.assemble((f"  {prefix}{name:<9}", style), f" {printable(path)}"))
-    for item in result.conflicts:
-        out.print(Text.assemble(("  conflict ", "bold yellow"), f" {printable(item['path'])}: ",
-                                (printable(item["reason"], quote=False), "yellow")))
-    for item in result.errors:
-        out.print(Text.assemble(("  failed   ", "bold red"), f" {printable(item['path'])}: ",
-                                (printable(item["reason"], quote=False), "red")))
-    changed = len(result.restored) + len(result.merged) + len(result.deleted)
-    if not (changed or result.conflicts or result.errors):
-        out.print("  no files to change")
-    head = result.new_head[:8] if result.new_head else "(start of the session)"
-    if result.dry_run:
-        out.print(f"dry run: nothing was written; the head would be {head}")
-    else:
-        out.print(f"{verb}: {changed} file(s) changed; head is now {head}")
-        if result.undo_id and verb == "rewound":
-            out.print(f"undo it with: snapstore undo {result.undo_id}", style="dim")

@@ -60,14 +60,40 @@ def printable(text: str, quote: bool = True) -> str:
     return '"' + unsafe().sub(_escape, text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
 
 
-#: ANSI colours for the few styled lines the fast paths print.
-_STYLES = {"yellow": "\x1b[33m", "dim": "\x1b[2m"}
+#: ANSI codes for the styles the plain output uses (rich's names).
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+Segment = tuple[str, str]  # (text, style): style is "" or space-separated names of _STYLES
+
+
+def colour(stream: TextIO) -> bool:
+    """Whether to style text on ``stream``: a terminal, and no ``NO_COLOR`` (as rich does)."""
+    return "NO_COLOR" not in os.environ and stream.isatty()
+
+
+def paint(segments: list[Segment] | tuple[Segment, ...], styled: bool) -> str:
+    """The segments as one string, each styled with ANSI codes when ``styled``."""
+    if not styled:
+        return "".join(text for text, _ in segments)
+    out = []
+    for text, style in segments:
+        if style and text:
+            codes = ";".join(_STYLES[name] for name in style.split())
+            out.append(f"\x1b[{codes}m{text}\x1b[0m")
+        else:
+            out.append(text)
+    return "".join(out)
 
 
 def say(text: str, style: str = "", stream: TextIO | None = None) -> None:
-    """Print one line for people on stderr; with a style only on a terminal without NO_COLOR,
-    as rich would."""
+    """Print one line for people, on stderr unless ``stream`` says otherwise; styled only on
+    a terminal without NO_COLOR."""
     out = stream or sys.stderr
-    if style and "NO_COLOR" not in os.environ and out.isatty():
-        text = f"{_STYLES[style]}{text}\x1b[0m"
-    out.write(text + "\n")
+    out.write(paint(((text, style),), colour(out)) + "\n")
+
+
+def iso(ts: float | None) -> str | None:
+    """A time stamp in ISO 8601, UTC, to the second (what ``--json`` prints)."""
+    if ts is None:
+        return None
+    import datetime as dt  # not at start-up: only the commands that print times need it
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
