@@ -97,6 +97,7 @@ COMMANDS = {
     "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
     "doctor": "cmd_doctor:doctor",
     "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
+    "serve": "cmd_serve:serve",
 }
 
 

@@ -36,6 +36,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
 _HINTS: dict[type[BaseException], str] = {
     e.Unfinished: "run `snapstore rewind --resume`",
     e.WatcherRunning: "stop it with `snapstore watch --stop`",
+    e.ServeRunning: "stop it with `snapstore serve --stop`",
     e.StoreLocked: "another snapstore process is writing; try again",
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",

@@ -15,7 +15,8 @@ Environment variables (docs/cli.md):
 
 The store's settings file, ``<store>/config`` (INI), holds scan mode, the scan
 file-size cap, automatic gc, and the remotes (``[remote.NAME]``, with ``[remote]
-auto_push = NAME``; a store with a remote records each new session's base).
+auto_push = NAME``; a store with a remote records each new session's base), and the
+port of ``snapstore serve`` (``[serve] port``, chosen on first use).
 Unknown sections and keys are kept when the file is rewritten, so a newer
 snapstore's settings survive an older one. Hooks open the store on every tool
 call, so loading costs nothing when there is no file (no ``configparser``
@@ -73,14 +74,16 @@ class Config:
     """
 
     __slots__ = ("auto_push", "gc_auto", "gc_keep_days", "gc_keep_turns", "gc_max_size",
-                 "max_file_size", "remotes", "track_shell")
+                 "max_file_size", "remotes", "serve_port", "track_shell")
 
     def __init__(self, *, track_shell: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
                  gc_auto: bool = False, gc_max_size: int | None = None,
                  gc_keep_days: float | None = 30.0, gc_keep_turns: int | None = None,
-                 remotes: dict[str, dict[str, str]] | None = None, auto_push: str | None = None):
+                 remotes: dict[str, dict[str, str]] | None = None, auto_push: str | None = None,
+                 serve_port: int | None = None):
         self.remotes = remotes or {}  # name -> url, endpoint_url, conditional_writes
         self.auto_push = auto_push  # a remote's name: the hook pushes there at each turn end
+        self.serve_port = serve_port  # where `snapstore serve` listens (HTTP hooks)
         self.track_shell = track_shell  # scan mode: scan at each turn's edges
         self.max_file_size = max_file_size  # scans skip (and report) larger files
         self.gc_auto = gc_auto  # run gc after a command once the store passes gc_max_size
@@ -108,6 +111,7 @@ class Config:
                 remotes={section[len(REMOTE_SECTION):]: dict(parser[section])
                          for section in parser.sections() if section.startswith(REMOTE_SECTION)},
                 auto_push=parser.get("remote", "auto_push", fallback=None) or None,
+                serve_port=parser.getint("serve", "port", fallback=None),
             )
         except ValueError as exc:
             raise BadInput(f"{os.path.join(store_dir, CONFIG_FILE)}: {exc}") from None
@@ -134,6 +138,15 @@ def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> No
             parser.set(section, key, value)
     elif parser.get("remote", "auto_push", fallback=None) == name:
         parser.remove_option("remote", "auto_push")
+    _write(store_dir, parser)
+
+
+def set_serve_port(store_dir: str, port: int) -> None:
+    """Record the port `snapstore serve` listens on (the HTTP hooks name it)."""
+    parser = _read(store_dir)
+    if not parser.has_section("serve"):
+        parser.add_section("serve")
+    parser.set("serve", "port", str(port))
     _write(store_dir, parser)
 
 

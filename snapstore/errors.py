@@ -78,6 +78,10 @@ class WatcherRunning(StoreLocked):
     """A watcher already runs for this store (field: ``pid``)."""
 
 
+class ServeRunning(StoreLocked):
+    """``snapstore serve`` already runs for this store (fields: ``pid``, ``port``)."""
+
+
 class StoreReadOnly(SnapstoreError):
     """The store cannot be written: its files or its file system are read-only
     (field: ``reason``). Reading it still works."""
