@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -11,24 +12,25 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
-from rich.text import Text
 
 from snapstore import NotFound
-from snapstore.scan import ScanResult
 
-from .app import common_options, emit, open_resuming, options
-from .render import console, printable
-from .settings import parse_size
+from . import fast
+from .app import common_options, emit, options
+from .results import scan_summary
+from .text import printable, say
 
 
 @contextmanager
 def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | None]:
     """A progress bar on stderr for a long scan (the first one), when a person watches."""
-    out = console(stderr=True)
-    if not enabled or not out.is_terminal:
+    if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from .render import console
+    out = console(stderr=True)
 
     with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=out, transient=True) as bar:
@@ -42,28 +44,6 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | N
                            total=total)
 
         yield update
-
-
-def scan_summary(result: ScanResult) -> None:
-    """What a scan recorded, for people."""
-    out = console(stderr=True)
-    if result.baseline:
-        out.print(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
-    elif not result.count:
-        out.print(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
-    else:
-        where = (f"user changes, turn {result.turn}" if result.user
-                 else f"turn {result.turn}")
-        out.print(f"{len(result.changed)} changed, {len(result.added)} added, "
-                  f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}")
-        for name, paths, style in (("changed", result.changed, "yellow"),
-                                   ("added", result.added, "green"),
-                                   ("deleted", result.deleted, "red")):
-            for path in paths:
-                out.print(Text.assemble("  ", (f"{name:<8}", style), f" {printable(path)}"))
-    for item in result.skipped:
-        out.print(f"  skipped  {printable(item['path'])}: "
-                  f"{printable(item['reason'], quote=False)}", style="dim")
 
 
 @click.command("scan")
@@ -80,11 +60,8 @@ def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
     scan records the baseline.
     """
     opts = options()
-    with open_resuming() as store:
-        if max_file_size:
-            store.max_file_size = parse_size(max_file_size)
-        with scan_progress(not opts.json) as progress:
-            result = store.scan(opts.session, progress=progress, use_watcher=not no_watcher)
+    with scan_progress(not opts.json) as progress:
+        result = fast.scan(opts, max_file_size, no_watcher, progress)
     emit(result.to_json(), lambda: scan_summary(result))
 
 
@@ -126,9 +103,10 @@ def watch(debounce: float, stop_running: bool) -> None:
         if not info or not isinstance(info.get("pid"), int):
             raise NotFound("no watcher is running for this store")
         stopped = _stop_watcher(store_dir, info["pid"], opts.env.lock_timeout)
-        emit({"stopped": stopped, "pid": info["pid"]}, lambda: console(stderr=True).print(
+        emit({"stopped": stopped, "pid": info["pid"]}, lambda: say(
             f"watcher {info['pid']} {'stopped' if stopped else 'did not stop in time'}"))
         return
+    from .render import console
     out = console(stderr=True)
     # watchdog re-adds a new folder's watch it already has and warns about it: harmless
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)

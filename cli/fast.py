@@ -1,4 +1,5 @@
-"""The capture commands without Click or rich: ``begin``, ``end``, ``pre-write``, ``post-write``.
+"""The capture commands without Click or rich: ``begin``, ``end``, ``pre-write``, ``post-write``,
+and ``scan``.
 
 Agent wrappers and plugins spawn one of these for every event, so what they wait
 for is the whole process, measured against the bare-import floor
@@ -20,7 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from snapstore import SnapstoreError
 
@@ -28,15 +29,21 @@ from . import failures
 from .settings import Options
 from .text import printable, say
 
-#: What a command returns: its ``--json`` document, and the lines (text, style) for people.
-Output = tuple[dict, list[tuple[str, str]]]
+if TYPE_CHECKING:
+    from snapstore.scan import ScanResult
+
+#: What a command returns: its ``--json`` document, and for people the lines (text, style) to
+#: print on stderr, or what prints them.
+Output = tuple[dict, "list[tuple[str, str]] | Callable[[], None]"]
 
 #: Global options that take a value (before the command), and the attribute they set.
 GLOBAL_VALUES = {"--root": "root", "--session": "session", "-s": "session",
                  "--lock-timeout": "lock_timeout"}
 #: Each command's own options that take a value; ``--json`` and ``--session`` go with all.
 COMMAND_VALUES = {"begin": ("--prompt", "--prompt-file", "--message-id"), "end": (),
-                  "pre-write": ("--tool",), "post-write": ()}
+                  "pre-write": ("--tool",), "post-write": (), "scan": ("--max-file-size",)}
+#: Each command's own flags.
+COMMAND_FLAGS = {"scan": ("--no-watcher",)}
 #: The commands that take PATHS (one or more).
 WITH_PATHS = ("pre-write", "post-write")
 
@@ -103,6 +110,10 @@ def parse(args: list[str]) -> Parsed | None:
             continue
         if arg == "--json":
             as_json, j = True, j + 1
+            continue
+        if arg in COMMAND_FLAGS.get(command, ()):
+            values[arg.lstrip("-").replace("-", "_")] = "1"
+            j += 1
             continue
         got = _option(rest, j, ("--session", "-s", *own))
         if got is None:
@@ -186,6 +197,17 @@ def post_write(opts: Options, paths: list[str] | tuple[str, ...]) -> Output:
              "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, lines)
 
 
+def scan(opts: Options, max_file_size: str | None, no_watcher: bool,
+         progress: Callable[[str, int, int], None] | None = None) -> ScanResult:
+    """``snapstore scan``: record what changed in the workspace since the last scan."""
+    from .settings import parse_size
+
+    with opts.open_resuming() as store:
+        if max_file_size:
+            store.max_file_size = parse_size(max_file_size)
+        return store.scan(opts.session, progress=progress, use_watcher=not no_watcher)
+
+
 def show(output: Output, as_json: bool, echo: Callable[[str], None] | None = None) -> None:
     """Print a command's output: its JSON document on stdout, or its lines on stderr."""
     data, lines = output
@@ -195,6 +217,9 @@ def show(output: Output, as_json: bool, echo: Callable[[str], None] | None = Non
             echo(text)
         else:
             sys.stdout.write(text + "\n")
+        return
+    if callable(lines):
+        lines()
         return
     for text, style in lines:
         say(text, style)
@@ -214,6 +239,10 @@ def _run(parsed: Parsed) -> Output:
             return begin(opts, prompt_text(None, handle), values.get("message_id"))
     if parsed.command == "end":
         return end(opts)
+    if parsed.command == "scan":
+        result = scan(opts, values.get("max_file_size"), "no_watcher" in values)
+        from .results import scan_summary
+        return result.to_json(), lambda: scan_summary(result)
     if parsed.command == "pre-write":
         return pre_write(opts, values.get("tool", ""), parsed.paths)
     return post_write(opts, parsed.paths)
@@ -236,6 +265,8 @@ def run(args: list[str]) -> int | None:
     parsed = parse(args)
     if parsed is None or not _openable(parsed):
         return None
+    if parsed.command == "scan" and not parsed.options.json and sys.stderr.isatty():
+        return None  # a person may watch a long scan: Click's command draws its progress
     opts = parsed.options
     try:
         output = _run(parsed)

@@ -1,4 +1,4 @@
-"""What a rewind, switch or undo did, and unified diffs, printed for people without rich.
+"""What a rewind, switch, undo or scan did, and unified diffs, printed for people without rich.
 
 ``rewind --yes``, ``undo`` and ``switch`` print a few lines, and ``diff`` and
 ``--dry-run`` print diffs: neither needs a layout engine, so these commands load
@@ -13,10 +13,11 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from .text import Segment, colour, paint, printable
+from .text import Segment, colour, paint, printable, say
 
 if TYPE_CHECKING:
     from snapstore.plan import RewindResult
+    from snapstore.scan import ScanResult
 
 
 def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
@@ -72,3 +73,27 @@ def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> No
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
     for segments in lines:
         out.write(paint(segments, styled) + "\n")
+
+
+def scan_summary(result: ScanResult) -> None:
+    """What a scan recorded, for people (on stderr)."""
+    out = sys.stderr
+    if result.baseline:
+        say(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
+    elif not result.count:
+        say(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
+    else:
+        where = (f"user changes, turn {result.turn}" if result.user
+                 else f"turn {result.turn}")
+        say(f"{len(result.changed)} changed, {len(result.added)} added, "
+            f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}")
+        styled = colour(out)
+        for name, paths, style in (("changed", result.changed, "yellow"),
+                                   ("added", result.added, "green"),
+                                   ("deleted", result.deleted, "red")):
+            for path in paths:
+                out.write(paint((("  ", ""), (f"{name:<8}", style), (f" {printable(path)}", "")),
+                                styled) + "\n")
+    for item in result.skipped:
+        say(f"  skipped  {printable(item['path'])}: "
+            f"{printable(item['reason'], quote=False)}", "dim")

@@ -23,12 +23,16 @@ same check.
 # AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import struct
-from typing import NamedTuple
-
-import blake3
-import zstandard
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import StoreCorrupt
+
+if TYPE_CHECKING:
+    import zstandard
+
+# blake3 and zstandard are imported where they are used, not here: reading history, a
+# scan that finds nothing new, and a turn's begin hash and compress nothing, and loading
+# zstandard alone takes half of a hook's start-up (docs/benchmarks.md).
 
 DIGEST_SIZE = 32
 RAW, ZSTD, DELTA = 0, 1, 2
@@ -49,7 +53,8 @@ _HEAD = 1 + _SIZE.size
 
 def digest(data: bytes) -> bytes:
     """The BLAKE3 digest that names these bytes."""
-    return blake3.blake3(data).digest()
+    from blake3 import blake3
+    return blake3(data).digest()
 
 
 class BlobHeader(NamedTuple):
@@ -84,7 +89,8 @@ def with_depth(value: bytes, depth: int) -> bytes:
     return bytes(value[:at]) + bytes([depth]) + bytes(value[at + 1 :])
 
 
-def _delta_params(base_size: int, size: int) -> zstandard.ZstdCompressionParameters:
+def _delta_params(base_size: int, size: int) -> "zstandard.ZstdCompressionParameters":
+    import zstandard
     window_log = max(10, (base_size + size).bit_length())  # ceil(log2(n + 1))
     window_log = min(window_log, MAX_WINDOW_LOG)
     table_log = min(window_log, MAX_TABLE_LOG)
@@ -93,7 +99,8 @@ def _delta_params(base_size: int, size: int) -> zstandard.ZstdCompressionParamet
     )
 
 
-def _raw_dict(base: bytes) -> zstandard.ZstdCompressionDict:
+def _raw_dict(base: bytes) -> "zstandard.ZstdCompressionDict":
+    import zstandard
     return zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
@@ -103,6 +110,7 @@ def encode(data: bytes, base: bytes | None = None, base_key: bytes | None = None
 
     Whatever is chosen, the result is never larger than the raw bytes plus the header.
     """
+    import zstandard
     size = _SIZE.pack(len(data))
     payload: bytes | None = None
     if base is not None and base_key is not None and data:
@@ -122,6 +130,7 @@ def encode(data: bytes, base: bytes | None = None, base_key: bytes | None = None
 
 def decode_payload(value: bytes, header: BlobHeader, key: bytes, base: bytes | None) -> bytes:
     """Decode one blob value whose base (for a delta) is already decoded, and verify it."""
+    import zstandard
     payload = value[header.header_size :]
     try:
         if header.encoding == RAW:

@@ -41,11 +41,15 @@ class Rules:
     """The patterns of one folder's ignore files, matched against paths relative to it."""
 
     def __init__(self, lines: list[str]):
+        self._any: re.Pattern[str] | None = None
+        # blank lines and comments only (or no file): no patterns, and no pathspec to load
+        self.empty = all(not line.strip() or line.startswith("#") for line in lines)
+        if self.empty:
+            return
         import pathspec
         self.spec: pathspec.GitIgnoreSpec = pathspec.GitIgnoreSpec.from_lines(lines)
         active = [p for p in self.spec.patterns if p.include is not None]
         self.empty = not active
-        self._any: re.Pattern[str] | None = None
         if active and all(p.include for p in active):
             # No negation: "ignored" is "any pattern matches", one regex for all of them.
             self._any = re.compile("|".join(

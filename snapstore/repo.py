@@ -28,8 +28,6 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import blake3
-
 from . import blobs
 from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database
 from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
@@ -384,7 +382,8 @@ class Tx(View):
         store_id = self._get("meta", b"store_id") or b""
         salt = 0
         while True:
-            turn_id = blake3.blake3(b"%s:%d:%d" % (store_id, seq, salt)).hexdigest()[:12]
+            from blake3 import blake3  # here, not at the top: most commands make no turn
+            turn_id = blake3(b"%s:%d:%d" % (store_id, seq, salt)).hexdigest()[:12]
             if self._get("turns", turn_id.encode()) is None and not turn_id.isdigit():
                 break
             salt += 1

@@ -32,7 +32,6 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
 
 from .errors import SnapstoreError
 from .fsio import DEFAULT_MAX_FILE_SIZE
@@ -69,47 +68,71 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 Progress = Callable[[str, int, int], None]
 
 
-@dataclass
 class ScanResult:
-    """What one scan found and recorded."""
+    """What one scan found and recorded.
 
-    changed: list[str] = field(default_factory=list)
-    added: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    skipped: list[dict[str, str]] = field(default_factory=list)  # path, reason
-    seconds: float = 0.0
-    turn: str | None = None  # the turn the changes went to
-    user: bool = False  # whether that turn is a ``user`` turn (changes seen between turns)
-    unattributed: list[str] = field(default_factory=list)  # sessions whose shell calls overlapped
-    baseline: bool = False  # the first scan: the baseline was recorded, no changes
-    files: int = 0  # files looked at
-    read: int = 0  # files read and hashed because their fingerprint moved
-    source: str = SCAN
-    full: bool = True  # the whole workspace, or only some paths
+    A plain class, not a dataclass: scans run from hooks and from processes whose
+    start-up counts, and ``dataclasses`` loads ``inspect`` (docs/benchmarks.md).
+    """
+
+    __slots__ = ("added", "baseline", "changed", "deleted", "files", "full", "read", "seconds",
+                 "skipped", "source", "turn", "unattributed", "user")
+
+    def __init__(self, changed: list[str] | None = None, added: list[str] | None = None,
+                 deleted: list[str] | None = None, skipped: list[dict[str, str]] | None = None,
+                 seconds: float = 0.0, turn: str | None = None, user: bool = False,
+                 unattributed: list[str] | None = None, baseline: bool = False, files: int = 0,
+                 read: int = 0, source: str = SCAN, full: bool = True):
+        self.changed = changed or []
+        self.added = added or []
+        self.deleted = deleted or []
+        self.skipped = skipped or []  # path, reason
+        self.seconds = seconds
+        self.turn = turn  # the turn the changes went to
+        self.user = user  # whether that turn is a ``user`` turn (changes seen between turns)
+        self.unattributed = unattributed or []  # sessions whose shell calls overlapped
+        self.baseline = baseline  # the first scan: the baseline was recorded, no changes
+        self.files = files  # files looked at
+        self.read = read  # files read and hashed because their fingerprint moved
+        self.source = source
+        self.full = full  # the whole workspace, or only some paths
 
     @property
     def count(self) -> int:
         return len(self.changed) + len(self.added) + len(self.deleted)
 
     def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["seconds"] = round(self.seconds, 4)
-        return data
+        return {"changed": list(self.changed), "added": list(self.added),
+                "deleted": list(self.deleted), "skipped": [dict(s) for s in self.skipped],
+                "seconds": round(self.seconds, 4), "turn": self.turn, "user": self.user,
+                "unattributed": list(self.unattributed), "baseline": self.baseline,
+                "files": self.files, "read": self.read, "source": self.source,
+                "full": self.full}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScanResult) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"ScanResult({self.to_json()!r})"
 
 
-@dataclass
 class _Item:
     """One path whose fingerprint moved: what is on disk now, ready to commit."""
 
-    rel: str
-    old: bytes | None  # its index entry before the scan
-    version: Version | None = None  # None: the path is gone
-    fingerprint: bytes = b""  # to store; what lstat must still say at commit time
-    check: bytes | None = None
-    key: bytes | None = None
-    value: bytes | None = None  # encoded; None when the blob is already stored
-    data: bytes = b""
-    mkdirs: int = 0
+    __slots__ = ("check", "data", "fingerprint", "key", "mkdirs", "old", "rel", "value",
+                 "version")
+
+    def __init__(self, rel: str, old: bytes | None, version: Version | None = None,
+                 fingerprint: bytes = b"", check: bytes | None = None):
+        self.rel = rel
+        self.old = old  # its index entry before the scan
+        self.version = version  # None: the path is gone
+        self.fingerprint = fingerprint  # to store; what lstat must still say at commit time
+        self.check = check
+        self.key: bytes | None = None
+        self.value: bytes | None = None  # encoded; None when the blob is already stored
+        self.data = b""
+        self.mkdirs = 0
 
 
 def _stored(st: os.stat_result, now_ns: int) -> bytes:
