@@ -10,7 +10,9 @@ workspace is ``UnsafePath``), and the caller decides whether that may block
 the agent.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import json
 import os
@@ -237,7 +239,7 @@ def reply(agent: Agent, event: str) -> str:
     return (agent.replies or {}).get(event, agent.silent)
 
 
-def apply(store: Store, action: HookAction, scan: bool = False) -> HookOutcome:
+def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome:
     """Run one hook action; with ``scan`` (scan mode), a turn's edges and each shell call
     are scanned (without it, shell calls do nothing).
 
