@@ -20,6 +20,7 @@ and why:
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -31,7 +32,7 @@ import click
 
 from snapstore import find_root
 from snapstore.adapters import AGENT_NAMES
-from snapstore.adapters.install import exclude_from_git
+from snapstore.adapters.install import exclude_from_git, merge_hooks
 
 from .app import common_options, emit, options
 from .entry import NO_CREATE, run_hook
@@ -88,9 +89,14 @@ def hook_command(agent: str, scope: str) -> str:
             # no hook, on a teammate's machine
             return "command -v snapstore >/dev/null 2>&1 || exit 0; snapstore hook copilot"
         return f"snapstore hook {agent}"
+    return shlex.join([*_snapstore_words(), "hook", agent,
+                       *([NO_CREATE] if scope == "user" else [])])
+
+
+def _snapstore_words() -> list[str]:
+    """This machine's snapstore as a command line's first words."""
     exe = snapstore_path()
-    words = [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
-    return shlex.join([*words, "hook", agent, *([NO_CREATE] if scope == "user" else [])])
+    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
 
 
 def config_path(agent: str, scope: str, root: str) -> str:
@@ -155,14 +161,55 @@ def _scan_mode(root: str) -> bool:
     return store_dir is not None and Config.load(store_dir).track_shell
 
 
+#: Agents whose HTTP hooks can block a write when ``snapstore serve`` does not answer.
+HTTP_AGENTS = ("claude-code",)
+
+
+def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[str], str]:
+    """Write HTTP hooks that post to this workspace's ``snapstore serve``: the events, the
+    daemon's start at each session's start, and the secret the header carries. Returns
+    what was added and the daemon's URL."""
+    from snapstore.adapters.install import read_json, write_text
+
+    from . import serve
+
+    if agent not in HTTP_AGENTS:
+        raise click.BadParameter(
+            f"{agent}'s HTTP hooks let a tool call go ahead when nothing answers, so a write "
+            "could go uncaptured; install its command hooks (without --http)",
+            param_hint="--http")
+    if scope != "local":
+        raise click.BadParameter("HTTP hooks name this machine's port and this workspace's "
+                                 "secret: they go in --scope local", param_hint="--scope")
+    with options().env.open(root, create=True) as store:  # the store holds port and secret
+        store_dir = store.store_dir
+    url = f"http://127.0.0.1:{serve.port(store_dir)}/snapstore/hook/{agent}"
+    start = shlex.join([*_snapstore_words(), "serve", "--detach"])
+    block = module(agent).http_block(url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"},
+                                     [serve.SECRET_VAR], start, _scan_mode(root))
+    added = merge_hooks(path, block, agent)
+    settings = read_json(path)  # Claude Code fills the header from its environment: the
+    env = settings.setdefault("env", {})  # settings' env, in this git-ignored file (0600)
+    if not isinstance(env, dict):
+        raise click.ClickException(f"'env' in {path} is not an object")
+    if env.get(serve.SECRET_VAR) != serve.secret(store_dir):
+        env[serve.SECRET_VAR] = serve.secret(store_dir)
+        added.append("env")
+    write_text(path, json.dumps(settings, indent=2) + "\n", mode=0o600)
+    return added, url
+
+
 @hook.command("install")
 @click.argument("agent", type=click.Choice(AGENTS))
 @click.option("--scope", type=click.Choice(SCOPES), default=None,
               help="local: your personal settings for this project (the default where the "
                    "agent has them); project: the shared project settings (the default "
                    "elsewhere); user: your settings for every project.")
+@click.option("--http", "http", is_flag=True,
+              help="HTTP hooks that post to `snapstore serve` (Claude Code; --scope local): "
+                   "no process per event, and a write is blocked while the daemon is down.")
 @common_options
-def install(agent: str, scope: str | None) -> None:
+def install(agent: str, scope: str | None, http: bool) -> None:
     """Write snapstore's hooks into AGENT's config, keeping what is there."""
     opts = options()
     mod = module(agent)
@@ -179,13 +226,21 @@ def install(agent: str, scope: str | None) -> None:
     if agent == "gemini-cli":
         extra["switches"], note = _gemini_release()
         notes.append(note)
-    added = mod.install(path, command, _scan_mode(root), **extra)
+    if http:
+        added, command = _install_http(agent, scope, root, path)
+        notes.append("Each session starts `snapstore serve` if it is not running; while it is "
+                     "down, Claude Code blocks prompts and writes (onFailure: block) and says "
+                     "so: run `snapstore serve --detach` to go on.")
+    else:
+        added = mod.install(path, command, _scan_mode(root), **extra)
     excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))
     warnings = []
     if scope == "project" and shutil.which("snapstore") is None:
         warnings.append("`snapstore` is not on your PATH, so these hooks will not find it: "
                         "put it there, or install with --scope local or --scope user")
-    why = _why(agent, scope, command)
+    why = _why(agent, scope, command) if not http else (
+        f"your personal settings for this project, which stay out of git (mode 0600: it holds "
+        f"the workspace's secret): the hooks post to snapstore serve at {command}")
 
     def human() -> None:
         out = console(stderr=True)

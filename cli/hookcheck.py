@@ -96,6 +96,8 @@ def _failures(hook_log: str | None) -> dict[str, list[str]]:
 
 def _runnable(command: str) -> list[str]:
     """Why the shell could not start this command (exit 127), if it could not."""
+    if command.startswith(("http://", "https://")):  # an HTTP hook: no command to start
+        return []
     if command.startswith("command -v snapstore "):  # Copilot's portable guard
         return [] if shutil.which("snapstore") else [
             "`snapstore` is not on PATH, so the hooks do nothing (put it there, or install "

@@ -7,7 +7,7 @@ that has the store open costs about a millisecond. What the daemon accepts:
 - connections on the loopback address only (it binds 127.0.0.1, and checks the
   peer again), with a ``Host`` of ``127.0.0.1`` or ``localhost`` and its port (a
   web page whose own name resolves to 127.0.0.1 is refused);
-- ``POST /hook/AGENT`` with the workspace's secret in ``X-Snapstore-Secret``,
+- ``POST /snapstore/hook/AGENT`` with the workspace's secret in ``X-Snapstore-Secret``,
   compared in constant time. A browser cannot send that header without a CORS
   preflight, which nothing here answers. The secret is ``<store>/serve.secret``
   (mode 0600), made on first use and never printed;
@@ -168,7 +168,7 @@ class Daemon:
             self.store, self.config = self.env.open_with_config(self.root, warn=warnings.append)
             self._config_stamp = stamp
             for text in warnings:
-                self._note(text)
+                self._note("serve", text)
         return self.store
 
     def close(self) -> None:
@@ -197,7 +197,7 @@ class Daemon:
                 warnings = self._apply(action)
                 self.last = time.monotonic()
             for text in warnings:
-                self._note(text)
+                self._note(agent, text)
             if warnings:
                 return _message("; ".join(f"snapstore: {w}" for w in warnings))
             return spec.silent.encode()
@@ -205,7 +205,7 @@ class Daemon:
             text = failures.message(exc)
         except Exception as exc:  # an event must never take the daemon down
             text = f"internal error: {exc!r}"
-        self._note(text)
+        self._note(agent, text)
         if self.strict and action.kind in (BEGIN, PRE):
             return _block(action, f"snapstore: {text}")
         return _message(f"snapstore: {text}")
@@ -238,13 +238,14 @@ class Daemon:
         if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
             raise BadInput(f"an event from {cwd}, outside this daemon's workspace {root}")
 
-    def _note(self, text: str) -> None:
-        """A failure or warning: into hook.log (which `snapstore doctor` reads) and the log."""
+    def _note(self, agent: str, text: str) -> None:
+        """A failure or warning: into hook.log, as the hook command logs it (`snapstore
+        doctor` reads it), and into the daemon's own log."""
         stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
         with contextlib.suppress(OSError), \
                 open(os.path.join(self.store_dir, LOG_FILE), "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} serve: {text}\n")
-        self.log(text)
+            handle.write(f"{stamp} {agent}: {text}\n")
+        self.log(f"{agent}: {text}")
 
 
 def _message(text: str) -> bytes:
@@ -267,6 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"  # keep-alive: an agent may post many events on one
     timeout = TIMEOUT
+    disable_nagle_algorithm = True  # a reply is one small write: send it now
     server_version = "snapstore"
     sys_version = ""
 
@@ -282,7 +284,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) != length:
             self.close_connection = True
             return
-        agent = self.path.split("/")[2]
+        agent = self.path.split("/")[3]
         self._send(200, self.server.daemon.handle(agent, body))
 
     def _refusal(self) -> tuple[int, str] | None:
@@ -293,7 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         if host not in self.server.hosts:
             return 403, "wrong Host"
         parts = self.path.split("/")
-        if len(parts) != 3 or parts[1] != "hook" or parts[2] not in AGENTS:
+        if len(parts) != 4 or parts[1:3] != ["snapstore", "hook"] or parts[3] not in AGENTS:
             return 404, "no such hook"
         given = self.headers.get(HEADER)
         if not given:
@@ -310,14 +312,15 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _send(self, status: int, body: bytes, close: bool = False) -> None:
+        """The reply in one write: status line, headers and body."""
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         if close:
             self.send_header("Connection", "close")
             self.close_connection = True
-        self.end_headers()
-        self.wfile.write(body)
+        self._headers_buffer.append(b"\r\n" + body)
+        self.flush_headers()
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # requests are not logged; refusals are (Server.refused)

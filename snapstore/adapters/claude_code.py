@@ -51,6 +51,27 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     return block
 
 
+def http_block(url: str, headers: dict[str, str], env_vars: list[str], start: str,
+               shell: bool = False) -> dict[str, list[dict[str, Any]]]:
+    """The hooks block with HTTP hooks (Claude Code 2.1.63 and newer) posting to ``url``
+    instead of starting a process per event, where the command block has commands.
+
+    ``onFailure: block``: when nothing answers at ``url`` a prompt or a write is blocked,
+    never let through uncaptured. ``headers`` may name ``env_vars`` ($VAR), which Claude
+    Code fills in from its environment. ``start`` is a command run when a session starts
+    (the daemon's start; once per session, not per event).
+    """
+    def http(entry: dict[str, Any]) -> dict[str, Any]:
+        hooks = [{"type": "http", "url": url, "headers": dict(headers),
+                  "allowedEnvVars": list(env_vars), "onFailure": "block",
+                  "timeout": h.get("timeout", 30)} for h in entry["hooks"]]
+        return {**entry, "hooks": hooks}
+    block = {event: [http(entry) for entry in entries]
+             for event, entries in settings_block("", shell).items()}
+    block["SessionStart"] = [{"hooks": [{"type": "command", "command": start, "timeout": 30}]}]
+    return block
+
+
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
     return merge_hooks(path, settings_block(command, shell), AGENT.name)

@@ -20,7 +20,7 @@ from typing import Any
 from ..errors import BadInput
 
 #: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
-COMMAND_KEYS = ("command", "bash", "powershell")
+COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Claude Code)
 
 
 def claude_shaped(command: str, tools: str) -> dict[str, list[dict[str, Any]]]:
@@ -38,11 +38,15 @@ def claude_shaped(command: str, tools: str) -> dict[str, list[dict[str, Any]]]:
 
 
 def is_ours(command: Any, agent: str) -> bool:
-    """Whether a hook command runs ``snapstore hook AGENT`` (by any path, with any event
-    or flags after it)."""
-    return isinstance(command, str) and re.search(
-        rf"(^|\s)hook\s+{re.escape(agent)}(\s|$)", command) is not None \
-        and "snapstore" in command
+    """Whether a hook runs snapstore for ``agent``: a command ``snapstore hook AGENT`` (by any
+    path, with any event or flags after it), an HTTP hook's URL ``.../snapstore/hook/AGENT``
+    (``snapstore serve``), or the ``snapstore serve --detach`` that starts that daemon."""
+    if not isinstance(command, str):
+        return False
+    if re.match(rf"https?://[^/\s]+/snapstore/hook/{re.escape(agent)}$", command):
+        return True
+    return "snapstore" in command and re.search(
+        rf"(^|\s)(hook\s+{re.escape(agent)}|serve\s+--detach)(\s|$)", command) is not None
 
 
 def entry_commands(entry: Any) -> list[str]:

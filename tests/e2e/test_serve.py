@@ -27,6 +27,7 @@ from snapstore.adapters import MAX_PAYLOAD
 from ..support import hermetic_env, read, snapstore_bin, wait_until, write
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude-code"
+HOOK = "/snapstore/hook/claude-code"
 SESSION = "claude-code/3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c90"
 
 
@@ -53,7 +54,7 @@ class Daemon:
         self.output = done.stdout + done.stderr
 
     def post(self, body: bytes, headers: dict[str, str] | None = None, path: str =
-             "/hook/claude-code", method: str = "POST", host: str = "127.0.0.1"
+             "/snapstore/hook/claude-code", method: str = "POST", host: str = "127.0.0.1"
              ) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection(host, self.port, timeout=10)
         try:
@@ -143,9 +144,10 @@ def test_a_missing_or_wrong_secret_is_refused(daemon: Daemon, root: Path, cli,
 def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Path,
                                                         cli) -> None:
     body = event(root, "user-prompt-submit")
-    assert daemon.post(body, path="/hook/gemini-cli")[0] == 404
+    assert daemon.post(body, path="/snapstore/hook/gemini-cli")[0] == 404
     assert daemon.post(body, path="/rewind")[0] == 404
-    assert daemon.post(body, path="/hook/claude-code/../rewind")[0] == 404
+    assert daemon.post(body, path="/hook/claude-code")[0] == 404
+    assert daemon.post(body, path="/snapstore/hook/claude-code/../rewind")[0] == 404
     assert daemon.post(b"", method="GET")[0] == 501
     assert daemon.post(b"", method="DELETE")[0] == 501
     # events that change nothing are answered and ignored: a session's start, a read
@@ -173,13 +175,13 @@ def test_another_host_name_is_refused(daemon: Daemon, root: Path) -> None:
 
 def test_the_body_is_capped_and_needs_a_length(daemon: Daemon, root: Path) -> None:
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        sock.sendall(f"POST /hook/claude-code HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+        sock.sendall(f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
                      f"X-Snapstore-Secret: {daemon.secret}\r\n"
                      f"Content-Length: {MAX_PAYLOAD + 1}\r\n\r\n".encode())
         reply = sock.recv(4096)  # refused before a byte of the body is read
     assert reply.startswith(b"HTTP/1.1 413")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        sock.sendall(f"POST /hook/claude-code HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+        sock.sendall(f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
                      f"X-Snapstore-Secret: {daemon.secret}\r\n"
                      "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".encode())
         assert sock.recv(4096).startswith(b"HTTP/1.1 411")
@@ -219,7 +221,7 @@ def test_a_peer_that_is_not_loopback_is_refused(daemon: Daemon, root: Path) -> N
         thread.start()
         port = server.server_address[1]
         conn = http.client.HTTPConnection(address, port, timeout=10)
-        conn.request("POST", "/hook/claude-code", body=b"{}",
+        conn.request("POST", "/snapstore/hook/claude-code", body=b"{}",
                      headers={"X-Snapstore-Secret": daemon.secret, "Host": f"127.0.0.1:{port}"})
         reply = conn.getresponse()
         assert reply.status == 403 and b"not from this machine" in reply.read()
