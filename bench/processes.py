@@ -46,8 +46,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import installed, report, startup
-from .measure import Summary, ratio, timed
+from . import installed, report, serve, startup
+from .measure import Summary, percentile, ratio, timed
 from .peers import ShadowGit
 from .report import Charts, Figure, seconds
 from .session import SESSION, SessionRun
@@ -60,9 +60,12 @@ from .workloads import synthetic_workload
 
 REWIND_FILES, REWIND_TURNS, REWIND_DEPTH = 1_000, 50, 50
 TURN_FILES, TURN_WRITES = 1_000, 10
+#: The forms of a turn, in turn: CLI commands, hook processes, HTTP hooks to snapstore serve.
+HTTP_VARIANT = "claude-code http hooks"
+TURN_VARIANTS = ("commands", "claude-code hooks", HTTP_VARIANT)
 SCAN_CHANGED = 10
-QUICK = {"profile_runs": 1, "callgrind_runs": 1, "turns": 4, "scan_rounds": 3}
-FULL = {"profile_runs": 5, "callgrind_runs": 3, "turns": 12, "scan_rounds": 7}
+QUICK = {"profile_runs": 1, "callgrind_runs": 1, "turns": 6, "scan_rounds": 3}
+FULL = {"profile_runs": 5, "callgrind_runs": 3, "turns": 15, "scan_rounds": 7}
 #: Commands that agents (or their wrappers) spawn per event: at most 1.5x the floor.
 CAPTURE = ("begin", "pre-write f", "post-write f", "end", "hook claude-code PreToolUse",
            "hook claude-code PostToolUse", "hook gemini-cli BeforeTool")
@@ -123,15 +126,16 @@ def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
 # -- 3. per-turn cost through processes --------------------------------------------------
 
 
-def _turn(cli: Cli, variant: str, n: int, rels: list[str], each: dict[str, list[float]]
-          ) -> float:
-    """One agent turn of ``len(rels)`` writes, every event a process; their summed time.
-    ``each`` gathers the time of every process by its label."""
+def _turn(cli: Cli, variant: str, n: int, rels: list[str], each: dict[str, list[float]],
+          daemon: serve.Daemon | None = None) -> float:
+    """One agent turn of ``len(rels)`` writes, every event a process (or, with ``daemon``, a
+    POST to ``snapstore serve``); their summed time. ``each`` gathers the time of every
+    event by its label."""
     root, spent = cli.root, 0.0
 
     def spawn(step: Step) -> None:
         nonlocal spent
-        seconds_ = cli.run(step)[0]
+        seconds_ = daemon.post(step.stdin) if daemon is not None else cli.run(step)[0]
         each.setdefault(f"{variant}: {step.label}", []).append(seconds_)
         spent += seconds_
 
@@ -173,21 +177,28 @@ def per_turn(inst: installed.Installed, tmp: str, seed: int, turns: int,
     cli.cli(["init"])
     files = sorted(rel for rel, v in base.items() if v.kind == FILE)
     rng = random.Random(f"process-turns:{seed}")
-    variants = ("commands", "claude-code hooks")
-    samples: dict[str, list[float]] = {v: [] for v in variants}
+    samples: dict[str, list[float]] = {v: [] for v in TURN_VARIANTS}
     each: dict[str, list[float]] = {}
     checkpoints = []
-    for n in range(turns):
-        variant = variants[n % 2]
-        samples[variant].append(_turn(cli, variant, n, rng.sample(files, TURN_WRITES), each))
-        checkpoints.append(timed(lambda n=n: git.checkpoint(f"turn {n}"))[0])
-        tick()
+    daemon = serve.Daemon(inst, root)
+    try:
+        for n in range(turns):
+            variant = TURN_VARIANTS[n % len(TURN_VARIANTS)]
+            samples[variant].append(_turn(cli, variant, n, rng.sample(files, TURN_WRITES), each,
+                                          daemon if variant == HTTP_VARIANT else None))
+            checkpoints.append(timed(lambda n=n: git.checkpoint(f"turn {n}"))[0])
+            tick()
+    finally:
+        daemon.stop()
     hook_session = "claude-code/" + json.loads(payload("claude-code", "stop", root))["session_id"]
-    for variant, session in zip(variants, ("default", hook_session), strict=True):
-        logged = json.loads(cli.cli(["--session", session, "log", "--json"]))
-        files_per_turn = [entry["files"] for entry in logged]
-        if files_per_turn != [TURN_WRITES] * len(samples[variant]):
-            raise AssertionError(f"{variant}: the turns recorded {files_per_turn} files, "
+    logged = {session: [entry["files"] for entry in json.loads(cli.cli(
+        ["--session", session, "log", "--json"]))] for session in ("default", hook_session)}
+    for variant, session in zip(TURN_VARIANTS, ("default", hook_session, hook_session),
+                                strict=True):
+        wanted = sum(len(samples[v]) for v in TURN_VARIANTS if v.startswith("claude-code")) \
+            if session == hook_session else len(samples[variant])
+        if logged[session] != [TURN_WRITES] * wanted:
+            raise AssertionError(f"{variant}: the turns recorded {logged[session]} files, "
                                  f"not {TURN_WRITES} each")
     shutil.rmtree(os.path.dirname(root), ignore_errors=True)
     git_median = statistics.median(checkpoints)
@@ -196,8 +207,11 @@ def per_turn(inst: installed.Installed, tmp: str, seed: int, turns: int,
                            "per_process": {label: Summary.of(t).to_json()
                                            for label, t in each.items()}}
     for variant, s in samples.items():
-        out[variant] = {**Summary.of(s).to_json(), "processes": 2 + 2 * TURN_WRITES,
+        out[variant] = {**Summary.of(s).to_json(), "events": 2 + 2 * TURN_WRITES,
+                        "processes": 0 if variant == HTTP_VARIANT else 2 + 2 * TURN_WRITES,
                         "ratio": ratio(statistics.median(s), git_median)}
+    posts = [t for label, ts in each.items() if label.startswith(HTTP_VARIANT) for t in ts]
+    out["http_event"] = {**Summary.of(posts).to_json(), "p90": percentile(posts, 90)}
     return out
 
 
@@ -287,9 +301,14 @@ def suite(cfg: Config, step: Progress, charts: Charts) -> Outcome:
     tick = step("processes: pip install . (cached)", 1)
     inst = installed.ensure(lambda line: report.console.print(line))
     tick()
-    results: dict[str, Any] = {"installed": inst.describe(), "load_average_before":
-                               os.getloadavg(), "reproduce": "python -m bench processes"
-                               + (" --quick" if cfg.quick else "")}
+    loads: dict[str, tuple[float, float, float]] = {"before": os.getloadavg()}
+    results: dict[str, Any] = {
+        "installed": inst.describe(), "load_averages": loads,
+        "machine_note": f"a machine shared with other work ({os.cpu_count()} cores): the load "
+                        "averages (1, 5 and 15 minutes) beside each part say how busy it was; "
+                        "ratios between peers measured in the same rounds hold up better than "
+                        "absolute times",
+        "reproduce": "python -m bench processes" + (" --quick" if cfg.quick else "")}
     extra = sizes["profile_runs"] + sizes["callgrind_runs"]
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-processes-", dir=cfg.tmp) as tmp:
         tick = step("processes: start-up workspace", 1)
@@ -297,6 +316,7 @@ def suite(cfg: Config, step: Progress, charts: Charts) -> Outcome:
         tick()
         results["startup"] = startup.latency(ws, cfg.hook_reps,
                                              step("processes: start-up rounds", cfg.hook_reps))
+        loads["startup"] = os.getloadavg()
         tick = step("processes: -X importtime and callgrind", 1)
         results["imports"] = startup.importtime(ws, cfg.hook_reps, sizes["profile_runs"])
         results["instructions"] = startup.instructions(
@@ -304,10 +324,12 @@ def suite(cfg: Config, step: Progress, charts: Charts) -> Outcome:
         tick()
         results["turn"] = per_turn(inst, tmp, cfg.seed, sizes["turns"],
                                    step("processes: per-turn cost", sizes["turns"]))
+        loads["turn"] = os.getloadavg()
         results["rewind"] = rewind(inst, tmp, cfg.seed, cfg.rewind_reps,
                                    step("processes: rewind 50 and undo", cfg.rewind_reps))
+        loads["rewind"] = os.getloadavg()
         results["scan"] = warm_scan(inst, tmp, cfg.files, cfg.seed, sizes["scan_rounds"], step)
-    results["load_average_after"] = os.getloadavg()
+    loads["after"] = os.getloadavg()
     results["targets"] = TARGETS
     floor_bounds(results)
     import_table(results["imports"])
@@ -347,13 +369,17 @@ def figures(results: dict[str, Any]) -> list[Figure]:
                               "≤ 1.5x", row["ratio"] <= TARGETS["capture_startup_vs_floor"]))
     turn = results["turn"]
     git = turn["shadow_git_checkpoint"]["median"]
-    for variant in ("commands", "claude-code hooks"):
+    for variant in TURN_VARIANTS:
         row = turn[variant]
         what = (f"per-turn cost, {turn['files']:,} files, {TURN_WRITES} writes, {variant} "
-                f"({row['processes']} processes)")
+                f"({row['processes'] or 'no'} processes, {row['events']} events)")
         out.append(Figure("i10", what, seconds(row["median"]),
                           f"shadow git add -A + commit {seconds(git)}", row["ratio"], "≤ 1.0x",
                           row["ratio"] <= TARGETS["turn_vs_shadow_git_checkpoint"]))
+    http = turn["http_event"]
+    out.append(Figure("i10", f"  one event posted to snapstore serve (p90 {seconds(http['p90'])})",
+                      seconds(http["median"]), f"bare import {seconds(floor)}",
+                      ratio(http["median"], floor)))
     bound = turn["floor_bound"]
     out.append(Figure("i10", f"  the floor alone: {turn['commands']['processes']} x bare import",
                       seconds(bound["seconds"]), f"shadow git add -A + commit {seconds(git)}",

@@ -15,7 +15,8 @@ wrappers do), ``hook claude-code`` PreToolUse and PostToolUse, ``hook
 gemini-cli`` BeforeTool (payloads from ``tests/fixtures``; every tenth round
 an untimed UserPromptSubmit / BeforeAgent opens a new turn), then ``log``,
 ``show 1``, ``status``, ``rewind 1 --yes --dry-run`` and ``undo --dry-run``
-on the ``default`` session, which holds a ten-turn history and one rewind.
+(and ``log --json``, ``status --json``) on the ``default`` session, which holds a
+ten-turn history and one rewind.
 
 Beside the wall times: what each command imports (``-X importtime``: total
 import time, module count, the top modules by cumulative time, the modules
@@ -47,8 +48,8 @@ TURN_CALLS = 10
 #: The commands measured under callgrind as well.
 CALLGRIND = ("pre-write f", "hook claude-code PreToolUse")
 LABELS = ("begin", "pre-write f", "post-write f", "end", "hook claude-code PreToolUse",
-          "hook claude-code PostToolUse", "hook gemini-cli BeforeTool", "log", "show 1",
-          "status", "rewind 1 --yes --dry-run", "undo --dry-run")
+          "hook claude-code PostToolUse", "hook gemini-cli BeforeTool", "log", "log --json",
+          "show 1", "status", "status --json", "rewind 1 --yes --dry-run", "undo --dry-run")
 
 
 def payload(agent: str, event: str, root: str, rel: str | None = None, **fields: Any) -> bytes:
@@ -176,8 +177,10 @@ class Workspace(Cli):
                    payload("gemini-cli", "before-tool-write-file", root, gm))
         write(root, gm, ten_kib(gm, "written"))
         yield Step("log", ["log"])
+        yield Step("log --json", ["log", "--json"])
         yield Step("show 1", ["show", "1"])
         yield Step("status", ["status"])
+        yield Step("status --json", ["status", "--json"])
         yield Step("rewind 1 --yes --dry-run", ["rewind", "1", "--yes", "--dry-run"])
         yield Step("undo --dry-run", ["undo", "--dry-run"])
 

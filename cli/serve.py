@@ -155,6 +155,7 @@ class Daemon:
         self._config_stamp: float | None = None
         self.last = time.monotonic()
         self.agents = {name: _agent(name) for name in AGENTS}
+        self._cwds: dict[str, bool] = {}  # cwd -> inside the workspace (a realpath each)
         self.log = log or (lambda text: None)
 
     # -- the store, open while requests come ------------------------------------------
@@ -234,8 +235,13 @@ class Daemon:
         root = self.root or (self.store.root if self.store is not None else None)
         if root is None:
             return
-        real = os.path.realpath(cwd)
-        if real != root and not real.startswith(root.rstrip(os.sep) + os.sep):
+        inside = self._cwds.get(cwd)
+        if inside is None:
+            real = os.path.realpath(cwd)
+            inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+            if len(self._cwds) < 1024:
+                self._cwds[cwd] = inside
+        if not inside:
             raise BadInput(f"an event from {cwd}, outside this daemon's workspace {root}")
 
     def _note(self, agent: str, text: str) -> None:
