@@ -49,7 +49,7 @@ from importlib import metadata
 from typing import Any
 
 from snapstore import Store
-from snapstore.watch import watcher_info
+from snapstore.watchlink import watcher_info
 
 from .measure import Summary, ratio, timed
 from .peers import ShadowGit

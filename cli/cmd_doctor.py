@@ -4,26 +4,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import click
 
 from snapstore.errors import NoStore
 
 from .app import common_options, emit, options
-from .hookcheck import check
+from .hookcheck import check, hook_reports
 from .render import console, printable
 from .settings import project_root
-
-
-def hook_reports(store: Any | None, root: str) -> list[dict[str, Any]]:
-    """:func:`hookcheck.check` for ``root``, with the store's sessions and hook log."""
-    sessions: list[str] = []
-    if store is not None:
-        with store.repo.read() as v:
-            sessions = [record.name for record in v.sessions()]
-    log = os.path.join(store.store_dir, "hook.log") if store is not None else None
-    return check(root, sessions, log, os.path.expanduser("~"), os.environ)
 
 
 @click.command()

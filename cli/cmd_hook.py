@@ -24,9 +24,7 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
-from types import ModuleType
 
 import click
 
@@ -36,17 +34,13 @@ from snapstore.adapters.install import exclude_from_git, merge_hooks
 
 from .app import common_options, emit, options
 from .entry import NO_CREATE, run_hook
+from .hookcheck import config_path, gemini_version, module
 from .render import console
 from .settings import Config, project_root
 
 #: Every agent ``hook install`` knows, by its command-line name.
 AGENTS = AGENT_NAMES
 SCOPES = ("local", "project", "user")
-
-
-def module(agent: str) -> ModuleType:
-    """An agent's adapter module: its payload table, config locations and writer."""
-    return __import__(f"snapstore.adapters.{agent.replace('-', '_')}", fromlist=["AGENT"])
 
 
 @click.group()
@@ -99,18 +93,6 @@ def _snapstore_words() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
 
 
-def config_path(agent: str, scope: str, root: str) -> str:
-    """Where the agent reads hooks of that scope."""
-    mod = module(agent)
-    where = mod.CONFIG[scope]
-    if not where.startswith("~/"):
-        return os.path.join(root, where)
-    env = getattr(mod, "USER_DIR_ENV", None)  # Codex: $CODEX_HOME instead of ~/.codex
-    if env and os.environ.get(env[0]) and where.startswith(env[1] + "/"):
-        return os.path.join(os.environ[env[0]], where[len(env[1]) + 1:])
-    return os.path.expanduser(where)
-
-
 def _why(agent: str, scope: str, command: str) -> str:
     """One sentence: why this file, and what the command is."""
     if scope == "local":
@@ -124,18 +106,6 @@ def _why(agent: str, scope: str, command: str) -> str:
         f" ({agent} has no personal settings file per project)"
     return (f"the project's shared settings{personal}: the hooks call `snapstore` from PATH, "
             "so they work on every machine that has it")
-
-
-def gemini_version() -> str:
-    """What ``gemini --version`` says on this machine ("" when no Gemini CLI answers)."""
-    exe = shutil.which("gemini")
-    if not exe:
-        return ""
-    try:
-        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def _gemini_release() -> tuple[dict[str, bool], str]:

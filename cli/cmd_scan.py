@@ -67,7 +67,7 @@ def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
 
 def _stop_watcher(store_dir: str, pid: int, timeout: float) -> bool:
     """Send SIGTERM and wait for the watcher to let go of its lock."""
-    from snapstore.watch import watcher_info
+    from snapstore.watchlink import watcher_info
 
     try:
         os.kill(pid, signal.SIGTERM)
@@ -93,7 +93,8 @@ def watch(debounce: float, stop_running: bool) -> None:
     Scans (and the hooks' scans at each turn) then ask the watcher instead of
     walking the whole tree. Stop it with Ctrl-C, SIGTERM or `snapstore watch --stop`.
     """
-    from snapstore.watch import WatchReport, watcher_info
+    from snapstore.watch import WatchReport
+    from snapstore.watchlink import watcher_info
 
     opts = options()
     if stop_running:

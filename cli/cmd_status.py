@@ -20,7 +20,7 @@ def status() -> None:
         session = opts.session_for(store)
         st = store.status(session)
         read_only = store.repo.read_only
-        from .cmd_doctor import hook_reports
+        from .hookcheck import hook_reports
         hooks = [f"{r['agent']}: {problem}" for r in hook_reports(store, st.root)
                  for problem in r["problems"]]
     data = {"root": st.root, "store": st.store, "sessions": st.sessions, "turns": st.turns,

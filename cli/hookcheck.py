@@ -18,7 +18,9 @@ import os
 import re
 import shlex
 import shutil
+import subprocess
 from collections.abc import Iterable
+from types import ModuleType
 from typing import Any
 
 from snapstore.adapters import AGENT_NAMES
@@ -40,13 +42,51 @@ NEVER_RAN = {
 }
 
 
+def module(agent: str) -> ModuleType:
+    """An agent's adapter module: its payload table, config locations and writer."""
+    return __import__(f"snapstore.adapters.{agent.replace('-', '_')}", fromlist=["AGENT"])
+
+
+def config_path(agent: str, scope: str, root: str) -> str:
+    """Where the agent reads hooks of that scope."""
+    mod = module(agent)
+    where = mod.CONFIG[scope]
+    if not where.startswith("~/"):
+        return os.path.join(root, where)
+    env = getattr(mod, "USER_DIR_ENV", None)  # Codex: $CODEX_HOME instead of ~/.codex
+    if env and os.environ.get(env[0]) and where.startswith(env[1] + "/"):
+        return os.path.join(os.environ[env[0]], where[len(env[1]) + 1:])
+    return os.path.expanduser(where)
+
+
+def gemini_version() -> str:
+    """What ``gemini --version`` says on this machine ("" when no Gemini CLI answers)."""
+    exe = shutil.which("gemini")
+    if not exe:
+        return ""
+    try:
+        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def hook_reports(store: Any | None, root: str) -> list[dict[str, Any]]:
+    """:func:`check` for ``root``, with the store's sessions and hook log."""
+    sessions: list[str] = []
+    if store is not None:
+        with store.repo.read() as v:
+            sessions = [record.name for record in v.sessions()]
+    log = os.path.join(store.store_dir, "hook.log") if store is not None else None
+    return check(root, sessions, log, os.path.expanduser("~"), os.environ)
+
+
 def check(root: str, sessions: Iterable[str], hook_log: str | None, home: str,
           environ: dict[str, str] | os._Environ[str]) -> list[dict[str, Any]]:
     """One report per installed config: agent, scope, file, commands, sessions (how many
     of that agent's sessions the store has), problems (what will keep the hooks from
     recording), unrecorded (no session and no failure: never ran, or never used) and
     advice."""
-    from .cmd_hook import config_path, module
     names = list(sessions)
     failures = _failures(hook_log)
     reports = []
@@ -161,7 +201,6 @@ def _disabled(path: str) -> list[str]:
     if hooks.get("enabled") is True:
         from snapstore.adapters.gemini_cli import switches
 
-        from .cmd_hook import gemini_version
         version = gemini_version()
         if version and "hooks.enabled" not in switches(version):
             return [f'"hooks": {{"enabled": true}} in {path} makes Gemini CLI {version} print '

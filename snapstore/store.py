@@ -268,7 +268,7 @@ class Store:
         from .scan import scan
         window = list(window)
         if paths is None and use_watcher:
-            from .watch import ask_watcher
+            from .watchlink import ask_watcher
             answer = ask_watcher(self.repo, session, window=window)
             if answer is not None:
                 return answer

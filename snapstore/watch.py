@@ -13,12 +13,9 @@ visits. After an overflow it scans the whole workspace; a folder left
 unwatched is scanned in full at every flush. Both are reported.
 
 Other processes reach a running watcher through the store folder, not a
-socket: a hook that wants "everything up to now" writes a request file into
-``<store>/watch/``. That folder lies under the watched tree, and inotify keeps
-one queue in order, so when the watcher sees the request it has already seen
-every event before it. It records the dirty paths into the caller's session
-and writes the result beside the request. Without a watcher (its lock free),
-:func:`ask_watcher` answers None and the caller scans in full.
+socket (snapstore.watchlink, which scans and hooks load without this module):
+the watcher answers each request file with the dirty paths recorded into the
+caller's session.
 """
 
 from __future__ import annotations
@@ -28,10 +25,9 @@ import fcntl
 import json
 import logging
 import os
-import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,9 +36,8 @@ from .ignore import IGNORE_FILES, IgnoreRules
 from .repo import Repo
 from .scan import DEFAULT_MAX_FILE_SIZE, WATCH, Progress, ScanResult, normalize_scopes, scan
 from .shell import WindowAction, open_windows
+from .watchlink import LOCK_NAME, REQUEST_DIR, watcher_info, write_json
 
-LOCK_NAME = "watch.lock"
-REQUEST_DIR = "watch"
 DEFAULT_DEBOUNCE = 0.2
 #: How often folders that cannot be watched are scanned even when nothing else changed.
 POLL_UNWATCHED = 2.0
@@ -59,78 +54,6 @@ class WatchReport:
 
 
 Report = Callable[[WatchReport], None]
-
-
-# -- the client side: no watchdog needed -------------------------------------------
-
-
-def watcher_info(store_dir: str) -> dict[str, Any] | None:
-    """What a running watcher wrote into its lock (pid, sync), or None when none runs."""
-    path = os.path.join(store_dir, LOCK_NAME)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                raw = handle.read()
-            try:
-                info = json.loads(raw or b"{}")
-            except ValueError:
-                info = {}
-            return info if isinstance(info, dict) else {}
-        return None  # the lock was free: nobody is watching
-    finally:
-        os.close(fd)
-
-
-def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None,
-                window: Iterable[WindowAction] = ()) -> ScanResult | None:
-    """Have a running watcher record everything up to now, then open or close the shell
-    windows of ``window`` (snapstore.shell); None when no watcher can."""
-    info = watcher_info(repo.store_dir)
-    if not info or not info.get("sync"):
-        return None
-    nonce = secrets.token_hex(8)
-    folder = os.path.join(repo.store_dir, REQUEST_DIR)
-    request = os.path.join(folder, f"req-{nonce}")
-    answer = os.path.join(folder, f"res-{nonce}")
-    try:
-        _write_json(request, {"session": session, "window": [a.to_json() for a in window]})
-    except OSError:
-        return None
-    deadline = time.monotonic() + (repo.lock_timeout if timeout is None else timeout)
-    delay, checked = 0.0005, time.monotonic()
-    while time.monotonic() < deadline:
-        try:
-            with open(answer, "rb") as handle:
-                data = json.load(handle)
-        except (FileNotFoundError, ValueError):  # not there yet, or still being written
-            time.sleep(delay)
-            delay = min(delay * 2, 0.002)
-            if time.monotonic() - checked > 0.5:
-                checked = time.monotonic()
-                if watcher_info(repo.store_dir) is None:
-                    break  # it stopped without answering
-            continue
-        with contextlib.suppress(OSError):
-            os.unlink(answer)
-        return ScanResult(**data) if "error" not in data else None
-    with contextlib.suppress(OSError):
-        os.unlink(request)
-    return None
-
-
-def _write_json(path: str, data: dict[str, Any]) -> None:
-    """Create ``path`` holding ``data``. No rename: inside the watched tree a rename
-    holds watchdog's event queue for half a second while it pairs the two halves.
-    A reader that finds the file half written gets invalid JSON and tries again."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle)
 
 
 # -- coverage ------------------------------------------------------------------------
@@ -424,7 +347,7 @@ class Watcher:
                 os.unlink(os.path.join(self.requests_dir, f"req-{nonce}"))
             data = result.to_json() if result is not None else {"error": "not recorded"}
             with contextlib.suppress(OSError):
-                _write_json(os.path.join(self.requests_dir, f"res-{nonce}"), data)
+                write_json(os.path.join(self.requests_dir, f"res-{nonce}"), data)
         if requests:
             self.report(WatchReport("answered", f"answered {len(requests)} request(s)", result))
 

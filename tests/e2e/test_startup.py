@@ -127,3 +127,129 @@ def test_in_scan_mode_a_file_tool_hook_loads_no_more(root: Path, tmp_path: Path,
     assert ours == HOOK_MODULES | {f"snapstore.adapters.{agent.replace('-', '_')}"}
     # <store>/config exists in scan mode, and configparser reads it (as before shell hooks)
     assert loaded - floor - ours <= ALLOWED_BEYOND_FLOOR | {"configparser"}
+
+
+# -- the console script (snapstore_cli.launch): capture commands, hooks, reads, rewinds ------
+
+_LAUNCH = """
+import io, json, os, sys
+out = sys.argv[1]
+sys.argv = ["snapstore", *sys.argv[2:]]
+sys.stdin = io.TextIOWrapper(io.BytesIO(sys.stdin.buffer.read()))
+def leave(code):
+    sys.stdout.flush()
+    with open(out, "w") as handle:
+        json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
+    real_exit(0)
+real_exit, os._exit = os._exit, leave  # the fast paths end with os._exit: see what they loaded
+from snapstore_cli.launch import main
+try:
+    main()
+except SystemExit as exc:
+    leave(exc.code)
+leave(None)
+"""
+
+#: snapstore's own modules behind the capture commands: the hook path's, without the adapters.
+CAPTURE_MODULES = {
+    "snapstore", "snapstore.blobs", "snapstore.capture", "snapstore.db", "snapstore.errors",
+    "snapstore.faults", "snapstore.fsio", "snapstore.records", "snapstore.repo",
+    "snapstore.store", "snapstore_cli", "snapstore_cli.autogc", "snapstore_cli.fast",
+    "snapstore_cli.failures", "snapstore_cli.launch", "snapstore_cli.settings",
+    "snapstore_cli.text",
+}
+#: The console script turns the collector off: ``gc`` is built into the interpreter.
+LAUNCH_ALLOWED = ALLOWED_BEYOND_FLOOR | {"gc"}
+#: Never loaded by a command an agent or its wrapper starts for each event.
+HEAVY = ("click", "rich", "prompt_toolkit", "dataclasses", "inspect", "configparser",
+         "pathspec", "watchdog", "difflib", "shutil", "concurrent.futures", "threading")
+
+
+def _launched(args: list[str], cwd: Path, out: Path, stdin: bytes = b"") -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", _LAUNCH, str(out), *args], input=stdin, cwd=cwd,
+                          env=hermetic_env(), capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(out.read_text())
+    return result["code"], set(result["modules"])
+
+
+def _ours(loaded: set[str]) -> set[str]:
+    return {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
+
+
+def test_the_capture_commands_load_only_the_capture_path(root: Path, tmp_path: Path,
+                                                         floor: set[str]) -> None:
+    (root / "app.py").write_text("print('hello')\n")
+    subprocess.run([sys.executable, "-m", "snapstore_cli", "init"], cwd=root,
+                   env=hermetic_env(), check=True, capture_output=True)
+    steps = [["begin", "--prompt", "a turn"], ["--json", "pre-write", "--tool", "Write",
+                                               "app.py"],
+             ["post-write", "app.py", "--session", "default"], ["end", "--json"]]
+    for i, args in enumerate(steps):
+        if "post-write" in args:  # the agent writes between pre-write and post-write
+            (root / "app.py").write_text("print('written')\n")
+        code, loaded = _launched(args, root, tmp_path / f"{i}.json")
+        assert code == 0, args
+        assert _ours(loaded) == CAPTURE_MODULES, args
+        assert loaded - floor - _ours(loaded) <= LAUNCH_ALLOWED, args
+        for heavy in HEAVY:
+            assert heavy not in loaded, (args, heavy)
+        if args[0] in ("begin", "end"):  # nothing to hash or compress
+            assert "zstandard" not in loaded, args
+    log = subprocess.run([sys.executable, "-m", "snapstore_cli", "log", "--json"], cwd=root,
+                         env=hermetic_env(), check=True, capture_output=True, text=True)
+    assert [p["files"] for p in json.loads(log.stdout)] == [1]  # and they did the work
+
+
+def test_a_bad_capture_command_line_still_gets_clicks_answer(root: Path, tmp_path: Path) -> None:
+    """The fast path takes only what it reads as Click would; the rest goes to Click."""
+    code, loaded = _launched(["pre-write"], root, tmp_path / "missing.json")
+    assert code == 2 and "click" in loaded  # a usage error: Click says what is missing
+    code, loaded = _launched(["begin", "--help"], root, tmp_path / "help.json")
+    assert code == 0 and "click" in loaded
+
+
+def test_a_hook_through_the_console_script_loads_only_the_capture_path(
+        root: Path, tmp_path: Path, floor: set[str]) -> None:
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text('def greet(name):\n    return "Hello, " + name\n')
+    for name in ("user-prompt-submit", "pre-tool-use-edit"):
+        raw = (FIXTURES / "claude-code" / f"{name}.json").read_text()
+        raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
+        code, loaded = _launched(["hook", "claude-code"], root, tmp_path / f"{name}.json",
+                                 raw.encode())
+        assert code == 0
+    assert _ours(loaded) == HOOK_MODULES | {"snapstore.adapters.claude_code",
+                                            "snapstore_cli.launch"}
+    assert loaded - floor - _ours(loaded) <= LAUNCH_ALLOWED
+    for heavy in HEAVY:
+        assert heavy not in loaded, heavy
+
+
+def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path: Path) -> None:
+    """With --json (or --yes), the read, scan and rewind commands print without rich; scan and
+    the JSON reads of history load no compression either."""
+    env = hermetic_env()
+    (root / "a.txt").write_text("one\n")
+    for args in (["init"], ["begin", "--prompt", "first"], ["pre-write", "a.txt"]):
+        subprocess.run([sys.executable, "-m", "snapstore_cli", *args], cwd=root, env=env,
+                       check=True, capture_output=True)
+    (root / "a.txt").write_text("two\n")
+    for args in (["post-write", "a.txt"], ["end"]):
+        subprocess.run([sys.executable, "-m", "snapstore_cli", *args], cwd=root, env=env,
+                       check=True, capture_output=True)
+    turn = json.loads(subprocess.run([sys.executable, "-m", "snapstore_cli", "log", "--json"],
+                                     cwd=root, env=env, check=True, capture_output=True,
+                                     text=True).stdout)[0]["turn"]
+    commands = [["log", "--json"], ["status", "--json"], ["show", "1", "--json"], ["diff", "1"],
+                ["scan", "--json"], ["rewind", "1", "--yes"], ["undo", "--json"],
+                ["switch", turn, "--yes"], ["rewind", "1", "--json", "--dry-run"]]
+    for i, args in enumerate(commands):
+        code, loaded = _launched(args, root, tmp_path / f"{i}.json")
+        assert code == 0, args
+        assert not any(m == "rich" or m.startswith("rich.") for m in loaded), args
+        if args[0] in ("log", "status", "scan"):
+            assert "zstandard" not in loaded, args
+        if args[0] == "scan":
+            assert "click" not in loaded and "dataclasses" not in loaded
+    assert (root / "a.txt").read_text() == "two\n"  # rewound, undone, switched back: all ran

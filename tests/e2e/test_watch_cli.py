@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from snapstore import Store
-from snapstore.watch import watcher_info
+from snapstore.watchlink import watcher_info
 
 from ..support import hermetic_env, read, snapstore_bin, wait_until, write
 

@@ -23,7 +23,8 @@ LAYERS = [
     # operations on the record layer
     {"snapstore.capture", "snapstore.history", "snapstore.plan", "snapstore.journal",
      "snapstore.rewind", "snapstore.ignore", "snapstore.shell", "snapstore.scan",
-     "snapstore.watch", "snapstore.gc", "snapstore.fsck", "snapstore.diffs", "snapstore.base",
+     "snapstore.watch", "snapstore.watchlink", "snapstore.gc", "snapstore.fsck", "snapstore.diffs",
+     "snapstore.base",
      # remotes: push, pull, and their upkeep (log, fsck, gc)
      "snapstore.remote.push", "snapstore.remote.pull", "snapstore.remote.upkeep"},
     # the facade and the public API

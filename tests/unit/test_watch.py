@@ -11,7 +11,8 @@ import pytest
 
 from snapstore import Store
 from snapstore.shell import CLOSE, WindowAction
-from snapstore.watch import WatchReport, ask_watcher
+from snapstore.watch import WatchReport
+from snapstore.watchlink import ask_watcher
 
 from ..support import changes_of, snapshot, wait_until, write
 
