@@ -47,7 +47,7 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
 
 def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
-    and where the head is."""
+    what it warns of (a hard link it split), and where the head is."""
     out = stream or sys.stdout
     styled = colour(out)
     prefix = "would be " if result.dry_run else ""
@@ -58,7 +58,8 @@ def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> No
         lines += [[(f"  {prefix}{name:<9}", style), (f" {printable(path)}", "")]
                   for path in paths]
     for items, name, style in ((result.conflicts, "conflict", "yellow"),
-                               (result.errors, "failed", "red")):
+                               (result.errors, "failed", "red"),
+                               (result.warnings, "warning", "yellow")):
         lines += [[(f"  {name:<9}", f"bold {style}"), (f" {printable(item['path'])}: ", ""),
                    (printable(item["reason"], quote=False), style)] for item in items]
     changed = len(result.restored) + len(result.merged) + len(result.deleted)

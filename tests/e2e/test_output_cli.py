@@ -5,6 +5,7 @@ that would drive a terminal, escaped for people and raw in JSON."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -204,3 +205,14 @@ def test_a_name_that_is_not_utf8_is_shown_as_its_bytes(cli, root: Path) -> None:
             {**event, "hook_event_name": name})).code == 0
     show = cli("show", "1", "--session", "claude-code/s")
     assert show.code == 0 and '"caf\\351.txt"' in show.stdout
+
+
+def test_a_rewind_that_splits_a_hard_link_says_so_on_the_terminal(cli, root: Path) -> None:
+    """The split is reported to people too, not only in --json."""
+    cli("init")
+    _turn(cli, root, "edit", "a.txt", "one\n", "two\n")
+    os.link(root / "a.txt", root / "b.txt")
+    result = cli("rewind", "1", "--yes")
+    assert result.code == 0, result.stderr
+    assert read(root, "a.txt") == b"one\n" and read(root, "b.txt") == b"two\n"
+    assert re.search(r"^  warning\s+a\.txt: .*2 hard links", result.stdout, re.M), result.stdout
