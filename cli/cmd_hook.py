@@ -30,7 +30,8 @@ import click
 
 from snapstore import find_root
 from snapstore.adapters import AGENT_NAMES
-from snapstore.adapters.install import exclude_from_git, merge_hooks
+from snapstore.adapters.install import merge_hooks
+from snapstore.fsio import exclude_from_git
 
 from .app import common_options, emit, options
 from .entry import NO_CREATE, run_hook
@@ -131,6 +132,35 @@ def _scan_mode(root: str) -> bool:
     return store_dir is not None and Config.load(store_dir).track_shell
 
 
+#: What each agent needs before it runs the hooks `hook install` wrote (said after it).
+INSTALL_NOTES = {
+    "cline": (
+        "Cline runs TaskComplete after the CLI exits: if `snapstore rewind` says the turn is "
+        "still open, wait a moment (or pass --force if Cline was killed)."),
+    "codex": (
+        "Codex runs a project's hooks only in a trusted project, and each hook only once you "
+        'trust it: start `codex` here and choose "Trust all and continue" (or review them '
+        "with /hooks). Until then Codex skips them without a word; `snapstore doctor` tells "
+        "you when no Codex turn was recorded."),
+    "copilot": (
+        "Copilot CLI loads a repository's hooks only in a trusted folder: answer its trust "
+        "prompt, or pass --trust-folder."),
+    "cursor": (
+        "Cursor runs a project's hooks only in a trusted workspace; Cursor Settings > Hooks "
+        "lists them and their runs."),
+    "gemini-cli": (
+        "Gemini CLI runs a project's hooks only in a trusted folder (`--skip-trust` alone "
+        "does not run them): trust it once with /permissions, or add it to "
+        "~/.gemini/trustedFolders.json."),
+    "opencode": (
+        "On its next start opencode installs @opencode-ai/plugin next to the plugin with npm "
+        "(once; it needs the network). The plugin itself needs nothing from it."),
+    "qwen-code": (
+        "Qwen Code runs a project's hooks only in a trusted folder: trust it when Qwen Code "
+        "asks, or add it to ~/.qwen/trustedFolders.json."),
+}
+
+
 #: Agents whose HTTP hooks can block a write when ``snapstore serve`` does not answer.
 HTTP_AGENTS = ("claude-code",)
 
@@ -191,7 +221,7 @@ def install(agent: str, scope: str | None, http: bool) -> None:
     root = find_root(start) or project_root(start)
     path = config_path(agent, scope, root)
     command = hook_command(agent, scope)
-    notes = [mod.NOTES] if mod.NOTES else []
+    notes = [INSTALL_NOTES[agent]] if agent in INSTALL_NOTES else []
     extra = {}
     if agent == "gemini-cli":
         extra["switches"], note = _gemini_release()

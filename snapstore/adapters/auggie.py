@@ -34,7 +34,6 @@ AGENT = Agent(
 #: Auggie reads ``.augment/settings.local.json`` before the shared settings.
 CONFIG = {"local": ".augment/settings.local.json", "project": ".augment/settings.json",
           "user": "~/.augment/settings.json"}
-NOTES = ""
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

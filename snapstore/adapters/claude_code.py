@@ -36,7 +36,6 @@ AGENT = Agent(
 #: the project's shared settings, and the user's own.
 CONFIG = {"local": ".claude/settings.local.json", "project": ".claude/settings.json",
           "user": "~/.claude/settings.json"}
-NOTES = ""
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

@@ -42,8 +42,6 @@ AGENT = Agent(
 )
 
 CONFIG = {"project": ".clinerules/hooks", "user": "~/.cline/hooks"}
-NOTES = ("Cline runs TaskComplete after the CLI exits: if `snapstore rewind` says the turn is "
-         "still open, wait a moment (or pass --force if Cline was killed).")
 EVENTS = ("UserPromptSubmit", "PreToolUse", "PostToolUse", "TaskComplete", "TaskCancel")
 MARK = "Written by `snapstore hook install cline`"
 

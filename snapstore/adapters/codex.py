@@ -34,10 +34,6 @@ AGENT = Agent(
 CONFIG = {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"}
 #: ``$CODEX_HOME`` moves the user's Codex folder (default ``~/.codex``).
 USER_DIR_ENV = ("CODEX_HOME", "~/.codex")
-NOTES = ("Codex runs a project's hooks only in a trusted project, and each hook only once "
-         "you trust it: start `codex` here and choose \"Trust all and continue\" (or review "
-         "them with /hooks). Until then Codex skips them without a word; `snapstore doctor` "
-         "tells you when no Codex turn was recorded.")
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

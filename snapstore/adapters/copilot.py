@@ -38,8 +38,6 @@ AGENT = Agent(
 #: The personal settings file for this project is Copilot's "local" settings (1.0.8+).
 CONFIG = {"local": ".github/copilot/settings.local.json",
           "project": ".github/hooks/snapstore.json", "user": "~/.copilot/hooks/snapstore.json"}
-NOTES = ("Copilot CLI loads a repository's hooks only in a trusted folder: answer its trust "
-         "prompt, or pass --trust-folder.")
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

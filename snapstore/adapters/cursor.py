@@ -32,8 +32,6 @@ AGENT = Agent(
 )
 
 CONFIG = {"project": ".cursor/hooks.json", "user": "~/.cursor/hooks.json"}
-NOTES = ("Cursor runs a project's hooks only in a trusted workspace; Cursor Settings > Hooks "
-         "lists them and their runs.")
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

@@ -28,9 +28,6 @@ AGENT = Agent(
 )
 
 CONFIG = {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"}
-NOTES = ("Gemini CLI runs a project's hooks only in a trusted folder (`--skip-trust` alone "
-         "does not run them): trust it once with /permissions, or add it to "
-         "~/.gemini/trustedFolders.json.")
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

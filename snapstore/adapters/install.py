@@ -179,27 +179,6 @@ def write_text(path: str, text: str, mode: int | None = None) -> None:
         raise
 
 
-def exclude_from_git(root: str, rel: str) -> bool:
-    """Add ``/REL`` to the repository's ``.git/info/exclude`` (a personal settings file
-    stays out of commits); False when ``root`` is no git repository or it is there."""
-    info = os.path.join(root, ".git", "info")
-    if not os.path.isdir(os.path.join(root, ".git")):
-        return False
-    exclude = os.path.join(info, "exclude")
-    line = "/" + rel.replace(os.sep, "/")
-    try:
-        with open(exclude, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        text = ""
-    if line in text.splitlines():
-        return False
-    os.makedirs(info, exist_ok=True)
-    with open(exclude, "a", encoding="utf-8") as handle:
-        handle.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
-    return True
-
-
 def hook_commands(path: str, agent: str) -> list[str]:
     """The ``snapstore hook AGENT`` commands a config holds: a JSON settings file, a
     folder of executables (Cline) or a plugin file (opencode). Unreadable: none."""

@@ -38,8 +38,6 @@ AGENT = Agent(
 
 CONFIG = {"project": ".opencode/plugin/snapstore.js",
           "user": "~/.config/opencode/plugin/snapstore.js"}
-NOTES = ("On its next start opencode installs @opencode-ai/plugin next to the plugin with npm "
-         "(once; it needs the network). The plugin itself needs nothing from it.")
 #: Marks the plugin file as snapstore's, so that installing again may rewrite it.
 MARK = "Written by `snapstore hook install opencode`"
 

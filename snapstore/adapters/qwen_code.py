@@ -26,8 +26,6 @@ AGENT = Agent(
 )
 
 CONFIG = {"project": ".qwen/settings.json", "user": "~/.qwen/settings.json"}
-NOTES = ("Qwen Code runs a project's hooks only in a trusted folder: trust it when Qwen Code "
-         "asks, or add it to ~/.qwen/trustedFolders.json.")
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:

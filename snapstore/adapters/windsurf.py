@@ -36,7 +36,6 @@ AGENT = Agent(
 )
 
 CONFIG = {"project": ".windsurf/hooks.json", "user": "~/.codeium/windsurf/hooks.json"}
-NOTES = ""
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
