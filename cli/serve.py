@@ -59,6 +59,7 @@ from snapstore.adapters import (
     load_payload,
     parse,
 )
+from snapstore.db import holder_info
 from snapstore.errors import ServeRunning
 
 from . import failures
@@ -117,24 +118,7 @@ def port(store_dir: str) -> int:
 
 def info(store_dir: str) -> dict[str, Any] | None:
     """What a running daemon wrote into its lock (pid, port, root), or None when none runs."""
-    path = os.path.join(store_dir, LOCK_FILE)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raw = os.pread(fd, 4096, 0)
-            try:
-                found = json.loads(raw or b"{}")
-            except ValueError:
-                found = {}
-            return found if isinstance(found, dict) else {}
-        return None  # the lock was free: no daemon
-    finally:
-        os.close(fd)
+    return holder_info(os.path.join(store_dir, LOCK_FILE))
 
 
 def _agent(name: str) -> Agent:

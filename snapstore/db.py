@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import struct
 import time
@@ -605,3 +606,24 @@ def _check_store_dir(store_dir: str, create: bool) -> None:
         raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
     if not os.path.isdir(store_dir):
         raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
+
+
+def holder_info(path: str) -> dict[str, Any] | None:
+    """What the process holding the lock file ``path`` wrote into it (a daemon's pid and
+    port), or None when no process holds it; {} when what it wrote cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            try:
+                info = json.loads(os.pread(fd, 65536, 0) or b"{}")
+            except ValueError:
+                info = {}
+            return info if isinstance(info, dict) else {}
+        return None  # the lock was free: no process holds it
+    finally:
+        os.close(fd)

@@ -524,3 +524,25 @@ def _syncfs() -> Callable[[int], int] | None:
 def _unlink_quietly(name: str, dir_fd: int) -> None:
     with contextlib.suppress(OSError):
         os.unlink(name, dir_fd=dir_fd)
+
+
+def exclude_from_git(root: str, rel: str) -> bool:
+    """Add ``/REL`` to the repository's ``.git/info/exclude`` (the store, a personal
+    settings file: kept out of commits); False when ``root`` is no git repository (a
+    ``.git`` file, a worktree, is left alone) or the line is there."""
+    info = os.path.join(root, ".git", "info")
+    if not os.path.isdir(os.path.join(root, ".git")):
+        return False
+    exclude = os.path.join(info, "exclude")
+    line = "/" + rel.replace(os.sep, "/")
+    try:
+        with open(exclude, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = ""
+    if line in text.splitlines():
+        return False
+    os.makedirs(info, exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as handle:
+        handle.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
+    return True

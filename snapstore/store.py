@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from .db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .errors import NotFound, SnapstoreError
-from .fsio import DEFAULT_MAX_FILE_SIZE
+from .fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
 from .records import DEFAULT_SESSION, Change, Turn
 from .repo import Repo, find_root
 
@@ -109,28 +109,11 @@ class Store:
         self.close()
 
     def exclude_from_git(self) -> bool:
-        """Add the store to ``.git/info/exclude`` when the workspace is a git repo.
-
-        Returns whether a line was added. A ``.git`` file (a worktree) is left alone.
-        """
-        git_dir = os.path.join(self.root, ".git")
-        if not os.path.isdir(git_dir) or self.ws.store_rel is None:
+        """Add the store to ``.git/info/exclude`` when the workspace is a git repo; whether a
+        line was added."""
+        if self.ws.store_rel is None:
             return False
-        line = f"/{self.ws.store_rel}/"
-        exclude = os.path.join(git_dir, "info", "exclude")
-        try:
-            with open(exclude, encoding="utf-8") as handle:
-                existing = handle.read()
-        except FileNotFoundError:
-            existing = ""
-        if line in existing.splitlines():
-            return False
-        os.makedirs(os.path.dirname(exclude), exist_ok=True)
-        with open(exclude, "a", encoding="utf-8") as handle:
-            if existing and not existing.endswith("\n"):
-                handle.write("\n")
-            handle.write(line + "\n")
-        return True
+        return exclude_from_git(self.root, f"{self.ws.store_rel}/")
 
     # -- capture (snapstore.capture) ---------------------------------------------
 

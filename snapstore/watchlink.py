@@ -13,13 +13,13 @@ Scans and hooks load this module; only ``snapstore watch`` loads the daemon.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import time
 from collections.abc import Iterable
 from typing import Any
 
+from .db import holder_info
 from .repo import Repo
 from .scan import ScanResult
 from .shell import WindowAction
@@ -28,28 +28,9 @@ LOCK_NAME = "watch.lock"
 REQUEST_DIR = "watch"
 
 
-
 def watcher_info(store_dir: str) -> dict[str, Any] | None:
     """What a running watcher wrote into its lock (pid, sync), or None when none runs."""
-    path = os.path.join(store_dir, LOCK_NAME)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                raw = handle.read()
-            try:
-                info = json.loads(raw or b"{}")
-            except ValueError:
-                info = {}
-            return info if isinstance(info, dict) else {}
-        return None  # the lock was free: nobody is watching
-    finally:
-        os.close(fd)
+    return holder_info(os.path.join(store_dir, LOCK_NAME))
 
 
 def ask_watcher(repo: Repo, session: str | None, timeout: float | None = None,
