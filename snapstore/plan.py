@@ -20,9 +20,11 @@ Planning only reads. ``snapstore.journal`` makes the plan durable and applies it
 
 from __future__ import annotations
 
+import bisect
 import copy
+import itertools
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
 from typing import Any, NamedTuple
 
@@ -169,13 +171,25 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
     planner's to choose, so the outcome never depends on the order of paths.
     """
     by_path = {p.path: p for p in plans}
+    ordered = sorted(by_path)
+    occupied: dict[str, bool] = {}  # the workspace does not change while the plan is made
 
     def stays(path: str) -> bool:
         """Whether a file or link is at ``path`` once the operation is done."""
         plan = by_path.get(path)
         if plan is None:
-            return ws.occupied(path)
+            if path not in occupied:
+                occupied[path] = ws.occupied(path)
+            return occupied[path]
         return (plan.result if plan.writes else plan.current) is not None
+
+    def planned_below(path: str) -> Iterator[str]:
+        """The planned paths below ``path``: a run of the sorted list."""
+        prefix = path + "/"
+        for other in itertools.islice(ordered, bisect.bisect_left(ordered, prefix), None):
+            if not other.startswith(prefix):
+                return
+            yield other
 
     while True:
         refused: list[tuple[PathPlan, str]] = []
@@ -185,7 +199,7 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
             parts = plan.path.split("/")
             others = [
                 *(ws.files_below(plan.path) if plan.folder else ()),
-                *(p for p in by_path if p.startswith(plan.path + "/")),
+                *planned_below(plan.path),
                 *("/".join(parts[:n]) for n in range(1, len(parts)))]
             holder = next((p for p in others if stays(p)), None)
             if holder is not None:
