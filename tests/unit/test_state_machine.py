@@ -1,6 +1,6 @@
 """A hypothesis state machine against a reference model: never a silently wrong tree.
 
-Two sessions and the user act on one workspace: turns begin and end; agents write,
+Three sessions and the user act on one workspace: turns begin and end; agents write,
 delete, change modes, swap a file for a folder, call tools in parallel on one file;
 the user edits what the agents touched and what they did not; sessions rewind,
 switch and undo; gc runs. After every step the workspace must be exactly what
@@ -31,7 +31,7 @@ from snapstore.gc import GcPolicy
 from ..support import Clock, snapshot
 from ..support.model import SLOTS, Model, Outcome, State
 
-SESSIONS = ("a", "b")
+SESSIONS = ("a", "b", "c")
 TEXT = ("t0.txt", "t1.txt", "sub/t2.txt")
 ALL = (*TEXT, "b.dat", "ln", "cfg", "cfg/x.txt")
 #: Every order of two tool calls' events on one file that an agent can produce: each call's
@@ -180,13 +180,14 @@ class Workspace(RuleBasedStateMachine):
         self._write(session, new, content._replace(value=tuple(
             self.model.token("agent") for _ in range(SLOTS))), "Write")
 
-    @rule(first=st.sampled_from(SESSIONS), path=st.sampled_from(TEXT), other=st.sampled_from(TEXT),
+    @rule(pair=st.permutations(SESSIONS).map(lambda order: order[:2]),
+          path=st.sampled_from(TEXT), other=st.sampled_from(TEXT),
           how=st.sampled_from(["slot0", "slot3", "chmod"]))
-    def calls_of_two_sessions_interleave(self, first: str, path: str, other: str,
+    def calls_of_two_sessions_interleave(self, pair: tuple[str, str], path: str, other: str,
                                          how: str) -> None:
-        """Session ``first`` captures ``path``; before its write lands, the other session's
+        """Session ``first`` captures ``path``; before its write lands, session ``second``'s
         whole tool call on ``other`` (another file) runs."""
-        second = SESSIONS[1 - SESSIONS.index(first)]
+        first, second = pair
         state = self._edited(path, how, "agent")
         if other == path or path not in self.model.files:
             return
@@ -216,17 +217,20 @@ class Workspace(RuleBasedStateMachine):
         self.store.shell_end(session, call)
         self.model.record(session, path, before, state)
 
-    @rule(path=st.sampled_from(TEXT), how=st.sampled_from(["slot1", "chmod", "new"]))
-    def shell_calls_of_two_sessions_overlap(self, path: str, how: str) -> None:
-        """Both sessions' shell calls run at once: what changed then is nobody's turn."""
+    @rule(sessions=st.sampled_from([*itertools.combinations(SESSIONS, 2), SESSIONS]),
+          path=st.sampled_from(TEXT), how=st.sampled_from(["slot1", "chmod", "new"]))
+    def shell_calls_of_sessions_overlap(self, sessions: tuple[str, ...], path: str,
+                                        how: str) -> None:
+        """Two or three sessions' shell calls run at once: what changed then is nobody's
+        turn."""
         state = self._edited(path, how, "shell")
-        calls = [self.model.token("call") for _ in SESSIONS]
-        for session, call in zip(SESSIONS, calls, strict=True):
+        calls = [self.model.token("call") for _ in sessions]
+        for session, call in zip(sessions, calls, strict=True):
             self.store.shell_begin(session, call)
             if session not in self.model.open:
                 self.model.begin(self.store.open_turn(session).id, session, implicit=True)
         self._put(path, state)
-        for session, call in zip(SESSIONS, calls, strict=True):
+        for session, call in zip(sessions, calls, strict=True):
             self.store.shell_end(session, call)
         self.model.set(path, state)  # the user's, unattributed
 
