@@ -1,7 +1,8 @@
 """Every agent's hook events, as the agents sent them (tests/fixtures/agents: recorded from the
 real CLIs; from their docs for Cursor and Windsurf, and from its package for Auggie), fed to
-the real `snapstore hook AGENT` process: two turns recorded, rewound exactly and undone; bad
-input never blocks; strict mode blocks the agent's own way."""
+the real `snapstore hook AGENT` process: two turns recorded, rewound exactly, undone, and
+rewound around a hand edit (a merge); bad input never blocks; strict mode blocks the agent's
+own way."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from ..support import hermetic_env, snapstore_bin
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 AGENTS = sorted(p.stem for p in FIXTURES.glob("*.json"))
 P1, P2 = "Add src/new.py", "Make the greeting friendlier"
-APP, NEW = 'GREETING = "hello"\n', "def new():\n    return 'v1'\n"
+APP = 'GREETING = "hello"\n\n\ndef main():\n    print(GREETING)\n'
+NEW = "def new():\n    return 'v1'\n"
+#: app.py as the agent's edit leaves it: its first line changed, the rest kept.
+EDITED = APP.replace('"hello"', '"hello, agent"')
 #: Where each agent puts its session id (a dotted key), independently of the adapters.
 SESSION = {"claude-code": "session_id", "gemini-cli": "session_id", "codex": "session_id",
            "qwen-code": "session_id", "copilot": "sessionId", "opencode": "input.sessionID",
@@ -76,7 +80,7 @@ def play(agent: str, root: Path) -> list[str]:
             (root / "src").mkdir(exist_ok=True)
             (root / "src" / "new.py").write_text(NEW)
         elif name in PRE and "hello, agent" in text and (root / "app.py").read_text() == APP:
-            (root / "app.py").write_text('GREETING = "hello, agent"\n')
+            (root / "app.py").write_text(EDITED)
         session = dig(payload, SESSION[agent])
         if isinstance(session, str) and f"{agent}/{session}" not in sessions:
             sessions.append(f"{agent}/{session}")
@@ -88,7 +92,7 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
     (root / "app.py").write_text(APP)
     assert snapstore(root, "init").returncode == 0
     sessions = play(agent, root)
-    assert (root / "app.py").read_text() == 'GREETING = "hello, agent"\n'
+    assert (root / "app.py").read_text() == EDITED
     logs = {s: json.loads(snapstore(root, "--json", "log", "--session", s).stdout)
             for s in sessions}
     if agent == "cline":  # a task per prompt; the headless first task had no prompt event
@@ -110,7 +114,16 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
     assert rewind.returncode == 0, rewind.stderr
     assert (root / "app.py").read_text() == APP and (root / "src" / "new.py").read_text() == NEW
     assert snapstore(root, "undo").returncode == 0
-    assert (root / "app.py").read_text() == 'GREETING = "hello, agent"\n'
+    assert (root / "app.py").read_text() == EDITED
+    with (root / "app.py").open("a") as handle:  # the user's own line, after the agent's turn
+        handle.write("\nmain()\n")
+    rewind = snapstore(root, "--json", "rewind", edit_turn[0], "--yes", "--session",
+                       edit_session)
+    assert rewind.returncode == 0, rewind.stderr
+    assert json.loads(rewind.stdout)["merged"] == ["app.py"]
+    assert (root / "app.py").read_text() == APP + "\nmain()\n"  # the agent's edit out, theirs in
+    assert snapstore(root, "undo").returncode == 0  # the agent's edit back, the user's kept
+    assert (root / "app.py").read_text() == EDITED + "\nmain()\n"
     rewind = snapstore(root, "rewind", write_turn[0], "--yes", "--session", write_turn[1])
     assert rewind.returncode == 0, rewind.stderr
     assert not (root / "src" / "new.py").exists()
