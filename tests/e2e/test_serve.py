@@ -244,3 +244,13 @@ def test_stop_and_start_again(daemon: Daemon, root: Path, cli) -> None:
         turn_through(again, root, "src/app.py", "second\n")
     finally:
         again.stop()
+
+
+def test_a_second_daemon_on_one_store_is_refused(daemon: Daemon, root: Path, cli) -> None:
+    """One daemon per store: a second one in the foreground exits 3 and names the first."""
+    second = cli("--json", "serve")
+    assert second.code == 3, second.stderr
+    error = second.json["error"]
+    assert error["code"] == "locked" and f"pid {daemon.pid}" in error["message"]
+    assert "snapstore serve --stop" in second.stderr
+    assert daemon.post(event(root, "stop")) == (200, b"")  # the first still answers
