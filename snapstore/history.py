@@ -92,10 +92,9 @@ class StoreStatus:
         return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
 
 
-def branch(v: View, session: str) -> list[Turn]:
-    """The session's current branch, from the head back to its first turn."""
+def ancestors(v: View, turn_id: str | None) -> list[Turn]:
+    """A turn and its ancestors, newest first (a cycle in damaged records ends the walk)."""
     turns = []
-    turn_id = v.head(session)
     seen = set()
     while turn_id is not None and turn_id not in seen:
         seen.add(turn_id)
@@ -103,6 +102,11 @@ def branch(v: View, session: str) -> list[Turn]:
         turns.append(turn)
         turn_id = turn.parent
     return turns
+
+
+def branch(v: View, session: str) -> list[Turn]:
+    """The session's current branch, from the head back to its first turn."""
+    return ancestors(v, v.head(session))
 
 
 def undoable(turn: Turn) -> bool:

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 from .capture import finish_open_turn
 from .errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
-from .history import branch, last_undoable, resolve_turn, undoable
+from .history import ancestors, branch, last_undoable, resolve_turn, undoable
 from .journal import Operation, execute
 from .plan import (
     MODES,
@@ -185,21 +185,10 @@ def _plan_rewind(repo: Repo, v: View, turn: Turn, session: str, mode: str, on_co
     return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
 
 
-def _chain(v: View, turn_id: str | None) -> list[Turn]:
-    """A turn and its ancestors, newest first."""
-    chain, seen = [], set()
-    while turn_id is not None and turn_id not in seen:
-        seen.add(turn_id)
-        turn = v.turn(turn_id)
-        chain.append(turn)
-        turn_id = turn.parent
-    return chain
-
-
 def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation:
     session = turn.session
     here = branch(v, session)  # the head first
-    there = _chain(v, turn.id)  # the target first
+    there = ancestors(v, turn.id)  # the target first
     here_ids, there_ids = [t.id for t in here], [t.id for t in there]
     fork = next((tid for tid in there_ids if tid in set(here_ids)), None)
     back = here[: here_ids.index(fork) if fork else len(here)]  # newest first
