@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from snapstore.adapters import IGNORE, START, load_payload, parse
+from snapstore.adapters import IGNORE, START, load_payload, module_of, parse
 
 from .report import machine
 from .tree import CorrectnessError
@@ -71,7 +71,7 @@ def shim(path: Path, real: str, log: Path) -> Path:
 def timings(log: Path, agent: str, cwd: str) -> list[tuple[str, float, int]]:
     """(kind, seconds, exit code) of each hook run the shim logged; the kind is what
     snapstore's adapter makes of the payload and the event the command line named."""
-    spec = __import__(f"snapstore.adapters.{agent.replace('-', '_')}", fromlist=["AGENT"]).AGENT
+    spec = module_of(agent).AGENT
     out = []
     for line in log.read_text().splitlines() if log.exists() else []:
         start, end, code, payload, args = line.split(" ", 4)

@@ -29,13 +29,13 @@ import sys
 import click
 
 from snapstore import find_root
-from snapstore.adapters import AGENT_NAMES
+from snapstore.adapters import AGENT_NAMES, module_of
 from snapstore.adapters.install import merge_hooks
 from snapstore.fsio import exclude_from_git
 
 from .app import common_options, emit, options
 from .entry import NO_CREATE, run_hook
-from .hookcheck import config_path, gemini_version, module
+from .hookcheck import config_path, gemini_version
 from .render import console
 from .settings import Config, project_root
 
@@ -103,7 +103,7 @@ def _why(agent: str, scope: str, command: str) -> str:
         return ("your own settings, for every project: the hooks name this machine's "
                 "snapstore, and do nothing in a folder without a store (`snapstore init` "
                 "there to record it)")
-    personal = "" if "local" in module(agent).CONFIG else \
+    personal = "" if "local" in module_of(agent).CONFIG else \
         f" ({agent} has no personal settings file per project)"
     return (f"the project's shared settings{personal}: the hooks call `snapstore` from PATH, "
             "so they work on every machine that has it")
@@ -185,7 +185,7 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
         store_dir = store.store_dir
     url = f"http://127.0.0.1:{serve.port(store_dir)}/snapstore/hook/{agent}"
     start = shlex.join([*_snapstore_words(), "serve", "--detach"])
-    block = module(agent).http_block(url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"},
+    block = module_of(agent).http_block(url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"},
                                      [serve.SECRET_VAR], start, _scan_mode(root))
     added = merge_hooks(path, block, agent)
     settings = read_json(path)  # Claude Code fills the header from its environment: the
@@ -212,7 +212,7 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
 def install(agent: str, scope: str | None, http: bool) -> None:
     """Write snapstore's hooks into AGENT's config, keeping what is there."""
     opts = options()
-    mod = module(agent)
+    mod = module_of(agent)
     scope = scope or ("local" if "local" in mod.CONFIG else "project")
     if scope not in mod.CONFIG:
         raise click.BadParameter(f"{agent} has no {scope} settings; use "

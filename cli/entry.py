@@ -20,7 +20,7 @@ import os
 import sys
 import time
 
-from snapstore import SnapstoreError, find_root
+from snapstore import SnapstoreError, Store, find_root
 from snapstore.adapters import (
     AGENT_NAMES,
     END,
@@ -33,11 +33,12 @@ from snapstore.adapters import (
     HookAction,
     apply,
     load_payload,
+    module_of,
     parse,
     reply,
 )
 
-from .settings import Environment, open_for_hook, strict_hooks
+from .settings import Config, Environment, open_for_hook, strict_hooks
 
 NO_CREATE = "--no-create"
 
@@ -52,13 +53,14 @@ def main(argv: list[str] | None = None) -> None:
     run(args)
 
 
-def _agent(name: str) -> Agent:
+def agent_table(name: str) -> Agent:
     """The agent's table, importing only its own module."""
-    module = __import__(f"snapstore.adapters.{name.replace('-', '_')}", fromlist=["AGENT"])
-    return module.AGENT
+    return module_of(name).AGENT
 
 
-def _log(store_dir: str | None, agent: str, text: str) -> None:
+def log_line(store_dir: str | None, agent: str, text: str) -> None:
+    """One failure or warning of a hook into ``<store>/hook.log`` (`snapstore doctor` reads
+    it); nothing when there is no store."""
     if store_dir is None or not os.path.isdir(store_dir):
         return
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
@@ -99,9 +101,30 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
+def record(store: Store, config: Config, action: HookAction) -> list[str]:
+    """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
+    rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
+    push the store's config asks for. Returns the warnings to show."""
+    if store.unfinished_operations():
+        store.resume()
+    warnings = list(apply(store, action, scan=config.track_shell).warnings)
+    if action.kind == END and config.gc_auto:
+        from . import autogc
+        note = autogc.run_if_due(store, config)
+        if note is not None:
+            warnings.append(note)
+    if action.kind == END and config.auto_push:
+        from . import autopush
+        try:
+            autopush.start(store.store_dir, store.root, config.auto_push)
+        except OSError as exc:
+            warnings.append(f"automatic push could not start: {exc}")
+    return warnings
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
-    spec = _agent(agent)
+    spec = agent_table(agent)
     store_dir = None
     strict = strict_hooks()
     event: str | None = None
@@ -125,24 +148,10 @@ def run_hook(agent: str, args: list[str]) -> int:
         store, config = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
-            if store.unfinished_operations():
-                store.resume()
-            outcome = apply(store, action, scan=config.track_shell)
-            warnings += outcome.warnings
-            if action.kind == END and config.gc_auto:
-                from . import autogc
-                note = autogc.run_if_due(store, config)
-                if note is not None:
-                    warnings.append(note)
-            if action.kind == END and config.auto_push:
-                from . import autopush
-                try:
-                    autopush.start(store_dir, store.root, config.auto_push)
-                except OSError as exc:
-                    warnings.append(f"automatic push could not start: {exc}")
+            warnings += record(store, config, action)
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
-            _log(store_dir, agent, warning)
+            log_line(store_dir, agent, warning)
         sys.stdout.write(reply(spec, action.event))
         return 0
     except SnapstoreError as exc:
@@ -151,7 +160,7 @@ def run_hook(agent: str, args: list[str]) -> int:
     except Exception as exc:  # a hook must not break the agent
         text = f"internal error: {exc!r}"
     print(f"snapstore: {text}", file=sys.stderr)
-    _log(store_dir or _store_here(), agent, text)
+    log_line(store_dir or _store_here(), agent, text)
     if strict:
         if spec.deny:
             sys.stdout.write(spec.deny.replace("{reason}", json.dumps(f"snapstore: {text}")))

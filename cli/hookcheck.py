@@ -20,10 +20,9 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable
-from types import ModuleType
 from typing import Any
 
-from snapstore.adapters import AGENT_NAMES
+from snapstore.adapters import AGENT_NAMES, module_of
 from snapstore.adapters.install import hook_commands
 
 #: What to do when an agent's hooks have never recorded a turn, per agent.
@@ -42,14 +41,9 @@ NEVER_RAN = {
 }
 
 
-def module(agent: str) -> ModuleType:
-    """An agent's adapter module: its payload table, config locations and writer."""
-    return __import__(f"snapstore.adapters.{agent.replace('-', '_')}", fromlist=["AGENT"])
-
-
 def config_path(agent: str, scope: str, root: str) -> str:
     """Where the agent reads hooks of that scope."""
-    mod = module(agent)
+    mod = module_of(agent)
     where = mod.CONFIG[scope]
     if not where.startswith("~/"):
         return os.path.join(root, where)
@@ -91,7 +85,7 @@ def check(root: str, sessions: Iterable[str], hook_log: str | None, home: str,
     failures = _failures(hook_log)
     reports = []
     for agent in AGENT_NAMES:
-        for scope in module(agent).CONFIG:
+        for scope in module_of(agent).CONFIG:
             path = config_path(agent, scope, root)
             commands = sorted(set(hook_commands(path, agent)))
             if not commands:

@@ -33,7 +33,6 @@ connection's thread. The store stays open between requests and is closed after
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hmac
 import json
@@ -48,14 +47,11 @@ from typing import Any
 from snapstore import BadInput, SnapstoreError, Store
 from snapstore.adapters import (
     BEGIN,
-    END,
     IGNORE,
     MAX_PAYLOAD,
     PRE,
     START,
-    Agent,
     HookAction,
-    apply,
     load_payload,
     parse,
 )
@@ -63,9 +59,10 @@ from snapstore.db import holder_info
 from snapstore.errors import ServeRunning
 
 from . import failures
+from .entry import agent_table, log_line, record
 from .settings import Config, Environment, set_serve_port, strict_hooks
 
-LOCK_FILE, SECRET_FILE, LOG_FILE = "serve.lock", "serve.secret", "hook.log"
+LOCK_FILE, SECRET_FILE = "serve.lock", "serve.secret"
 HEADER = "X-Snapstore-Secret"
 #: The environment variable that carries the secret into the agent's header.
 SECRET_VAR = "SNAPSTORE_HOOK_SECRET"
@@ -121,11 +118,6 @@ def info(store_dir: str) -> dict[str, Any] | None:
     return holder_info(os.path.join(store_dir, LOCK_FILE))
 
 
-def _agent(name: str) -> Agent:
-    module = __import__(f"snapstore.adapters.{name.replace('-', '_')}", fromlist=["AGENT"])
-    return module.AGENT
-
-
 class Daemon:
     """The work behind the HTTP front: one store, its settings, and the events it records."""
 
@@ -138,7 +130,7 @@ class Daemon:
         self.config = Config()
         self._config_stamp: float | None = None
         self.last = time.monotonic()
-        self.agents = {name: _agent(name) for name in AGENTS}
+        self.agents = {name: agent_table(name) for name in AGENTS}
         self._cwds: dict[str, bool] = {}  # cwd -> inside the workspace (a realpath each)
         self.log = log or (lambda text: None)
 
@@ -179,7 +171,7 @@ class Daemon:
             self._inside(action.cwd)
             with self.lock:
                 self.last = time.monotonic()
-                warnings = self._apply(action)
+                warnings = record(self._open(), self.config, action)
                 self.last = time.monotonic()
             for text in warnings:
                 self._note(agent, text)
@@ -195,24 +187,6 @@ class Daemon:
             return _block(action, f"snapstore: {text}")
         return _message(f"snapstore: {text}")
 
-    def _apply(self, action: HookAction) -> list[str]:
-        store = self._open()
-        if store.unfinished_operations():
-            store.resume()
-        outcome = apply(store, action, scan=self.config.track_shell)
-        warnings = list(outcome.warnings)
-        if action.kind == END and self.config.gc_auto:
-            from . import autogc
-            note = autogc.run_if_due(store, self.config)
-            if note is not None:
-                warnings.append(note)
-        if action.kind == END and self.config.auto_push:
-            from . import autopush
-            try:
-                autopush.start(self.store_dir, store.root, self.config.auto_push)
-            except OSError as exc:
-                warnings.append(f"automatic push could not start: {exc}")
-        return warnings
 
     def _inside(self, cwd: str) -> None:
         """Refuse an event from outside this daemon's workspace: its store is another one."""
@@ -231,10 +205,7 @@ class Daemon:
     def _note(self, agent: str, text: str) -> None:
         """A failure or warning: into hook.log, as the hook command logs it (`snapstore
         doctor` reads it), and into the daemon's own log."""
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
-        with contextlib.suppress(OSError), \
-                open(os.path.join(self.store_dir, LOG_FILE), "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {agent}: {text}\n")
+        log_line(self.store_dir, agent, text)
         self.log(f"{agent}: {text}")
 
 

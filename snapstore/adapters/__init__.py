@@ -16,6 +16,7 @@ the agent.
 
 import json
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import BadInput
@@ -29,6 +30,14 @@ SHELL_PRE, SHELL_POST, DENIED = "shell-pre", "shell-post", "denied"
 #: Every agent with an adapter module here, by its command-line name.
 AGENT_NAMES = ("claude-code", "gemini-cli", "codex", "copilot", "qwen-code", "cline", "cursor",
                "windsurf", "auggie", "opencode")
+
+
+def module_of(agent: str) -> ModuleType:
+    """An agent's adapter module (its payload table ``AGENT``, config locations and writer),
+    loading that one only: a hook process pays for its own agent."""
+    return __import__(f"{__name__}.{agent.replace('-', '_')}", fromlist=["AGENT"])
+
+
 #: Hook payloads are small JSON objects; anything bigger is refused unread.
 MAX_PAYLOAD = 8 * 1024 * 1024
 #: The lines of an apply_patch text (Codex, opencode, Auggie) that name a file.
