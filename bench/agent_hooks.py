@@ -77,12 +77,13 @@ def timings(log: Path, agent: str, cwd: str) -> list[tuple[str, float, int]]:
         start, end, code, payload, args = line.split(" ", 4)
         words = args.split()
         if "hook" in words:  # snapstore hook AGENT [EVENT] [--no-create]
-            rest = [w for w in words[words.index("hook") + 2:] if not w.startswith("-")]
+            rest = [w for w in words[words.index("hook") + 2 :] if not w.startswith("-")]
         else:  # python recorder.py LOG EVENT [STDOUT]
             rest = words[3:4]
         try:
-            action = parse(spec, load_payload(Path(payload).read_bytes()),
-                           rest[-1] if rest else None, cwd)
+            action = parse(
+                spec, load_payload(Path(payload).read_bytes()), rest[-1] if rest else None, cwd
+            )
             kind = "ignored" if action.kind in (IGNORE, START) else action.kind
         except Exception as exc:
             kind = "other"
@@ -103,9 +104,14 @@ def run_session(agent: str, base: Path, hooks: str) -> dict[str, Any]:
     try:
         with Session(agent, base, SCRIPT) as s:
             if hooks == "snapstore":
-                done = subprocess.run([snapstore, "hook", "install", agent, "--scope",
-                                       "project"], cwd=s.workspace, env=s.env(),
-                                      capture_output=True, text=True, timeout=60)
+                done = subprocess.run(
+                    [snapstore, "hook", "install", agent, "--scope", "project"],
+                    cwd=s.workspace,
+                    env=s.env(),
+                    capture_output=True,
+                    text=True,
+                    timeout=60,
+                )
                 if done.returncode:
                     raise CorrectnessError(f"hook install {agent}: {done.stderr}")
                 if agent == "opencode":  # else opencode npm-installs its plugin API, offline
@@ -133,13 +139,18 @@ def summary(rows: list[tuple[str, float, int]]) -> dict[str, dict[str, float]]:
     kinds: dict[str, list[float]] = {}
     for kind, seconds, _ in rows:
         kinds.setdefault(kind, []).append(seconds)
-    return {kind: {"n": len(v), "median_ms": statistics.median(v) * 1e3,
-                   "max_ms": max(v) * 1e3} for kind, v in sorted(kinds.items())}
+    return {
+        kind: {"n": len(v), "median_ms": statistics.median(v) * 1e3, "max_ms": max(v) * 1e3}
+        for kind, v in sorted(kinds.items())
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.agent_hooks", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.agent_hooks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("agents", nargs="*", choices=[[], *AGENTS], metavar="AGENT")
     parser.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = parser.parse_args(argv)
@@ -150,24 +161,42 @@ def main(argv: list[str] | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="bench-agent-hooks-") as tmp:
             ours = run_session(agent, Path(tmp) / "snapstore", "snapstore")
             floor = run_session(agent, Path(tmp) / "recorder", "recorder")
-        results[agent] = {"snapstore": summary(ours["hooks"]), "recorder": summary(
-            floor["hooks"]), "session_s": {"snapstore": ours["session_s"],
-                                           "recorder": floor["session_s"]},
-            "failed_hooks": sum(code != 0 for _, _, code in ours["hooks"])}
-        print(f"\n{agent}: session {ours['session_s']:.1f} s with snapstore, "
-              f"{floor['session_s']:.1f} s with the recorder")
-        print(f"  {'event':<8} {'n':>3} {'snapstore median':>17} {'max':>7} "
-              f"{'recorder median':>16} {'ratio':>6}")
+        results[agent] = {
+            "snapstore": summary(ours["hooks"]),
+            "recorder": summary(floor["hooks"]),
+            "session_s": {"snapstore": ours["session_s"], "recorder": floor["session_s"]},
+            "failed_hooks": sum(code != 0 for _, _, code in ours["hooks"]),
+        }
+        print(
+            f"\n{agent}: session {ours['session_s']:.1f} s with snapstore, "
+            f"{floor['session_s']:.1f} s with the recorder"
+        )
+        print(
+            f"  {'event':<8} {'n':>3} {'snapstore median':>17} {'max':>7} "
+            f"{'recorder median':>16} {'ratio':>6}"
+        )
         for kind, figures in results[agent]["snapstore"].items():
             peer = results[agent]["recorder"].get(kind, {})
             ratio = figures["median_ms"] / peer["median_ms"] if peer else float("nan")
-            print(f"  {kind:<8} {figures['n']:>3} {figures['median_ms']:>14.1f} ms "
-                  f"{figures['max_ms']:>4.0f} ms {peer.get('median_ms', float('nan')):>13.1f} ms"
-                  f" {ratio:>6.2f}")
+            print(
+                f"  {kind:<8} {figures['n']:>3} {figures['median_ms']:>14.1f} ms "
+                f"{figures['max_ms']:>4.0f} ms {peer.get('median_ms', float('nan')):>13.1f} ms"
+                f" {ratio:>6.2f}"
+            )
     path = Path(args.out) / "agent-hooks.json"
-    path.write_text(json.dumps({"suite": "agent-hooks", "when": time.strftime(
-        "%Y-%m-%dT%H:%M:%S%z", time.localtime(started)), "duration_s": time.time() - started,
-        "machine": machine(), "results": results}, indent=2) + "\n")
+    path.write_text(
+        json.dumps(
+            {
+                "suite": "agent-hooks",
+                "when": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+                "duration_s": time.time() - started,
+                "machine": machine(),
+                "results": results,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"\nwrote {path}")
 
 

@@ -48,8 +48,9 @@ class _Prober:
     def __init__(self, store: Store, root: str, folder: str, seed: int, backup: str):
         self.store, self.root, self.backup = store, root, backup
         self.text, contents = _texts(seed)
-        self.paths = [f"{folder}/probe_{i}.txt" if folder else f"probe_{i}.txt"
-                      for i in range(PROBE_FILES)]
+        self.paths = [
+            f"{folder}/probe_{i}.txt" if folder else f"probe_{i}.txt" for i in range(PROBE_FILES)
+        ]
         self.current = dict(zip(self.paths, contents, strict=True))
         for rel, data in self.current.items():
             with open(os.path.join(root, rel), "wb") as handle:
@@ -86,13 +87,19 @@ def _deep_folder(run: SessionRun) -> str:
     return min(folders, key=lambda f: (-f.count("/") - bool(f), f))
 
 
-def probe(runs: list[SessionRun], rounds: int, seed: int,
-          tick: Callable[[], None] | None = None) -> dict[str, Any]:
+def probe(
+    runs: list[SessionRun], rounds: int, seed: int, tick: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """Figure 1: per-write capture latency (pre_write + post_write) per tree size."""
-    probers = [_Prober(run.store, run.root, _deep_folder(run), seed,
-                       os.path.join(run.workdir, "probe-copy")) for run in runs]
-    samples: list[dict[str, list[float]]] = [{"write": [], "pre": [], "post": [], "copy": []}
-                                             for _ in runs]
+    probers = [
+        _Prober(
+            run.store, run.root, _deep_folder(run), seed, os.path.join(run.workdir, "probe-copy")
+        )
+        for run in runs
+    ]
+    samples: list[dict[str, list[float]]] = [
+        {"write": [], "pre": [], "post": [], "copy": []} for _ in runs
+    ]
     for _ in range(rounds):
         for prober, into in zip(probers, samples, strict=True):
             pre, post, copy = prober.write()
@@ -112,8 +119,9 @@ def probe(runs: list[SessionRun], rounds: int, seed: int,
     return {"rounds": rounds, "file_size": PROBE_SIZE, "sizes": sizes}
 
 
-def pre_write_latency(reps: int, seed: int, tick: Callable[[], None] | None = None
-                      ) -> dict[str, Any]:
+def pre_write_latency(
+    reps: int, seed: int, tick: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """Issue 2: the in-process ``pre_write`` call for a 10 KiB file, median and p99."""
     pre: list[float] = []
     post: list[float] = []
@@ -131,8 +139,12 @@ def pre_write_latency(reps: int, seed: int, tick: Callable[[], None] | None = No
                 if tick and i % 10 == 9:
                     tick()
             prober.finish()
-    result = {"reps": reps, "file_size": PROBE_SIZE, "pre_write": Summary.of(pre).to_json(),
-              "post_write": Summary.of(post).to_json(), "plain_copy": Summary.of(copy).to_json()}
-    result["ratio_to_copy"] = ratio(result["pre_write"]["median"],
-                                    result["plain_copy"]["median"])
+    result = {
+        "reps": reps,
+        "file_size": PROBE_SIZE,
+        "pre_write": Summary.of(pre).to_json(),
+        "post_write": Summary.of(post).to_json(),
+        "plain_copy": Summary.of(copy).to_json(),
+    }
+    result["ratio_to_copy"] = ratio(result["pre_write"]["median"], result["plain_copy"]["median"])
     return result

@@ -48,23 +48,38 @@ def _env() -> dict[str, str]:
 
 
 def _payload(root: str, event: str, **fields: Any) -> bytes:
-    return json.dumps({"session_id": SESSION_ID, "transcript_path": os.path.join(root, "t.jsonl"),
-                       "cwd": root, "permission_mode": "default", "hook_event_name": event,
-                       **fields}).encode()
+    return json.dumps(
+        {
+            "session_id": SESSION_ID,
+            "transcript_path": os.path.join(root, "t.jsonl"),
+            "cwd": root,
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **fields,
+        }
+    ).encode()
 
 
 def _pre_tool_use(root: str, rel: str) -> bytes:
-    return _payload(root, "PreToolUse", tool_name="Write", tool_use_id=f"toolu_{rel}",
-                    tool_input={"file_path": os.path.join(root, rel), "content": "x"})
+    return _payload(
+        root,
+        "PreToolUse",
+        tool_name="Write",
+        tool_use_id=f"toolu_{rel}",
+        tool_input={"file_path": os.path.join(root, rel), "content": "x"},
+    )
 
 
 def _run(cmd: list[str], stdin: bytes = b"", silent: bool = True) -> float:
     """Wall time of one process; a hook that fails or says anything on stderr is an error."""
-    seconds, proc = timed(lambda: subprocess.run(cmd, input=stdin, capture_output=True,
-                                                 env=_env(), check=False))
+    seconds, proc = timed(
+        lambda: subprocess.run(cmd, input=stdin, capture_output=True, env=_env(), check=False)
+    )
     if proc.returncode != 0 or (silent and proc.stderr.strip()):
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): "
-                           f"{proc.stderr.decode(errors='replace').strip()}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({proc.returncode}): "
+            f"{proc.stderr.decode(errors='replace').strip()}"
+        )
     return seconds
 
 
@@ -102,10 +117,14 @@ def latency(reps: int, tick: Callable[[], None] | None = None) -> dict[str, Any]
         root = _workspace(tmp, reps)
         for i in range(reps):
             if i % TURN_CALLS == 0:
-                _run([*hook, "hook", "claude-code"], _payload(root, "UserPromptSubmit",
-                                                              prompt=f"turn {i}"))
-            runs = [("hook", [*hook, "hook", "claude-code"],
-                     _pre_tool_use(root, f"src/file_{i}.py")), ("floor", floor, b"")]
+                _run(
+                    [*hook, "hook", "claude-code"],
+                    _payload(root, "UserPromptSubmit", prompt=f"turn {i}"),
+                )
+            runs = [
+                ("hook", [*hook, "hook", "claude-code"], _pre_tool_use(root, f"src/file_{i}.py")),
+                ("floor", floor, b""),
+            ]
             for name, cmd, stdin in runs if i % 2 == 0 else reversed(runs):
                 samples[name].append(_run(cmd, stdin))
             if tick:
@@ -114,17 +133,26 @@ def latency(reps: int, tick: Callable[[], None] | None = None) -> dict[str, Any]
     if captured != reps:
         raise AssertionError(f"the hook captured {captured} file(s) of {reps}")
     out = {name: Summary.of(values).to_json() for name, values in samples.items()}
-    out.update(reps=reps, captured=captured, command=" ".join(hook) + " hook claude-code",
-               floor_command=f"{sys.executable} -c {FLOOR!r}",
-               ratio=ratio(out["hook"]["median"], out["floor"]["median"]))
+    out.update(
+        reps=reps,
+        captured=captured,
+        command=" ".join(hook) + " hook claude-code",
+        floor_command=f"{sys.executable} -c {FLOOR!r}",
+        ratio=ratio(out["hook"]["median"], out["floor"]["median"]),
+    )
     return out
 
 
 def _captured(root: str) -> int:
     """How many PreToolUse calls the store recorded (its audit log has one event each)."""
     with Store.open(root) as store:
-        return sum(1 for event in store.events() if event["type"] == "pre_write"
-                   and event["session"].endswith(SESSION_ID) and event["paths"])
+        return sum(
+            1
+            for event in store.events()
+            if event["type"] == "pre_write"
+            and event["session"].endswith(SESSION_ID)
+            and event["paths"]
+        )
 
 
 def _importtime(cmd: list[str], stdin: bytes) -> dict[str, tuple[int, int]]:
@@ -145,35 +173,45 @@ def parse_importtime(stderr: str) -> dict[str, tuple[int, int]]:
 def import_breakdown(runs: int = 5, top: int = 25) -> dict[str, Any]:
     """What the hook process imports beyond the floor, and what its work costs in-process."""
     cmd = hook_command()
-    hook = [sys.executable, "-X", "importtime", *(cmd[1:] if cmd[0] == sys.executable else cmd),
-            "hook", "claude-code"]
+    hook = [
+        sys.executable,
+        "-X",
+        "importtime",
+        *(cmd[1:] if cmd[0] == sys.executable else cmd),
+        "hook",
+        "claude-code",
+    ]
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-hook-") as tmp:
         root = _workspace(tmp, 2 * runs)
         _run([*cmd, "hook", "claude-code"], _payload(root, "UserPromptSubmit", prompt="imports"))
         hooks = [_importtime(hook, _pre_tool_use(root, f"src/file_{i}.py")) for i in range(runs)]
-        floors = [_importtime([sys.executable, "-X", "importtime", "-c", FLOOR], b"")
-                  for _ in range(runs)]
+        floors = [
+            _importtime([sys.executable, "-X", "importtime", "-c", FLOOR], b"") for _ in range(runs)
+        ]
         work = _work_in_process(root, [f"src/file_{runs + i}.py" for i in range(runs)])
     floor_names = set().union(*floors)
     extra = {}
     for name in set().union(*hooks) - floor_names:
         values = [h[name] for h in hooks if name in h]
-        extra[name] = (statistics.median(v[0] for v in values),
-                       statistics.median(v[1] for v in values))
+        extra[name] = (
+            statistics.median(v[0] for v in values),
+            statistics.median(v[1] for v in values),
+        )
     ranked = sorted(extra.items(), key=lambda kv: -kv[1][0])
     return {
         "extra_modules": len(extra),
         "extra_self_us": sum(v[0] for v in extra.values()),
         "floor_self_us": statistics.median(sum(v[0] for v in f.values()) for f in floors),
-        "top": [{"module": name, "self_us": s, "cumulative_us": c} for name, (s, c) in
-                ranked[:top]],
+        "top": [
+            {"module": name, "self_us": s, "cumulative_us": c} for name, (s, c) in ranked[:top]
+        ],
         "work_in_process": work,
     }
 
 
 def _work_in_process(root: str, rels: list[str]) -> dict[str, Any]:
     """The hook's own work with every import already loaded: run_hook, called in-process."""
-    from snapstore_cli.entry import run_hook
+    from snapstore_cli.hooks import run_hook
 
     samples = []
     for rel in rels:

@@ -44,16 +44,26 @@ def clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def run(cmd: list[str], cwd: str, stdin: bytes = b"", env: dict[str, str] | None = None,
-        ok: Sequence[int] = (0,), silent: bool = False
-        ) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+def run(
+    cmd: list[str],
+    cwd: str,
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    ok: Sequence[int] = (0,),
+    silent: bool = False,
+) -> tuple[float, subprocess.CompletedProcess[bytes]]:
     """Wall time and outcome of one process; an exit code outside ``ok`` (or, with
     ``silent``, anything on stderr) is an error: a figure is only taken of work that was done."""
-    seconds, proc = timed(lambda: subprocess.run(cmd, cwd=cwd, input=stdin, capture_output=True,
-                                                 env=env or clean_env(), check=False))
+    seconds, proc = timed(
+        lambda: subprocess.run(
+            cmd, cwd=cwd, input=stdin, capture_output=True, env=env or clean_env(), check=False
+        )
+    )
     if proc.returncode not in ok or (silent and proc.stderr.strip()):
-        raise RuntimeError(f"{' '.join(cmd)} (in {cwd}) failed ({proc.returncode}): "
-                           f"{proc.stderr.decode(errors='replace').strip()[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} (in {cwd}) failed ({proc.returncode}): "
+            f"{proc.stderr.decode(errors='replace').strip()[-2000:]}"
+        )
     return seconds, proc
 
 
@@ -76,11 +86,14 @@ def _sources() -> list[str]:
 
 
 def _check(cmd: list[str], cwd: str) -> str:
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=clean_env(),
-                          check=False)
+    proc = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, env=clean_env(), check=False
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n"
+            f"{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+        )
     return proc.stdout
 
 
@@ -100,11 +113,13 @@ class Installed:
 
     def describe(self) -> dict[str, Any]:
         """Where snapstore was imported from, the interpreter, and every installed version."""
-        script = ("import json, sys, importlib.metadata as m, snapstore, snapstore_cli;"
-                  "print(json.dumps({'python': sys.version.split()[0],"
-                  "'executable': sys.executable, 'snapstore': snapstore.__file__,"
-                  "'snapstore_cli': snapstore_cli.__file__, 'versions': {d.metadata['Name']:"
-                  " d.version for d in m.distributions()}}))")
+        script = (
+            "import json, sys, importlib.metadata as m, snapstore, snapstore_cli;"
+            "print(json.dumps({'python': sys.version.split()[0],"
+            "'executable': sys.executable, 'snapstore': snapstore.__file__,"
+            "'snapstore_cli': snapstore_cli.__file__, 'versions': {d.metadata['Name']:"
+            " d.version for d in m.distributions()}}))"
+        )
         with tempfile.TemporaryDirectory() as tmp:
             info = json.loads(_check([self.python, "-c", script], tmp))
         for key in ("snapstore", "snapstore_cli"):
@@ -135,8 +150,11 @@ def ensure(log: Any = print) -> Installed:
         src = os.path.join(tmp, "src")
         os.makedirs(src)
         for package in SOURCES:
-            shutil.copytree(os.path.join(ROOT, package), os.path.join(src, package),
-                            ignore=shutil.ignore_patterns("__pycache__"))
+            shutil.copytree(
+                os.path.join(ROOT, package),
+                os.path.join(src, package),
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         for path in files:
             shutil.copy2(path, src)
         if fresh:
@@ -147,12 +165,32 @@ def ensure(log: Any = print) -> Installed:
             _check([installed.python, "-m", "pip", "install", "--quiet", src], tmp)
         else:
             log("processes: the sources changed: reinstalling snapstore (pip install .) ...")
-            _check([installed.python, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--force-reinstall", src], tmp)
+            _check(
+                [
+                    installed.python,
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--no-deps",
+                    "--force-reinstall",
+                    src,
+                ],
+                tmp,
+            )
     site = os.path.dirname(os.path.dirname(installed.describe()["snapstore"]))
     # pip compiles on install; this makes sure even if it was told not to
-    _check([installed.python, "-m", "compileall", "-q", os.path.join(site, "snapstore"),
-            os.path.join(site, "snapstore_cli")], CACHE)
+    _check(
+        [
+            installed.python,
+            "-m",
+            "compileall",
+            "-q",
+            os.path.join(site, "snapstore"),
+            os.path.join(site, "snapstore_cli"),
+        ],
+        CACHE,
+    )
     with open(stamp, "w", encoding="utf-8") as handle:
         json.dump({"meta": meta_key, "code": code_key}, handle)
     return installed

@@ -79,8 +79,11 @@ def timed(cmd: list[str], cwd: Path) -> float:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench log", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench log",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--rewrites", type=int, default=10)
     parser.add_argument("--lines", type=int, default=30_000)
@@ -96,8 +99,11 @@ def main(argv: list[str]) -> int:
         build(root, args.turns, args.rewrites, args.lines, args.seed)
         built = time.time() - started
         first = timed([exe, "log"], root)
-        runs: dict[str, list[float]] = {"snapstore log": [], "snapstore log --json": [],
-                                        "git log --numstat": []}
+        runs: dict[str, list[float]] = {
+            "snapstore log": [],
+            "snapstore log --json": [],
+            "git log --numstat": [],
+        }
         for _ in range(args.reps):  # interleaved, so that drift hits all three alike
             runs["snapstore log"].append(timed([exe, "log"], root))
             runs["snapstore log --json"].append(timed([exe, "--json", "log"], root))
@@ -106,12 +112,18 @@ def main(argv: list[str]) -> int:
     peer = medians["git log --numstat"]
     rows = [("snapstore log, the first time (counts made, then kept)", first)]
     rows += [(name, value) for name, value in medians.items()]
-    report.console.print(f"log over {args.turns} turns, {args.rewrites} of them "
-                         f"{args.lines:,}-line rewrites (built in {built:.0f} s)")
+    report.console.print(
+        f"log over {args.turns} turns, {args.rewrites} of them "
+        f"{args.lines:,}-line rewrites (built in {built:.0f} s)"
+    )
     for label, value in rows:
         report.console.print(f"  {label:<58} {value * 1000:8.0f} ms  {value / peer:6.2f}x git")
-    results: dict[str, Any] = {"first_log_s": first, "medians_s": medians, "runs_s": runs,
-                               "ratio_to_git": {k: v / peer for k, v in medians.items()}}
+    results: dict[str, Any] = {
+        "first_log_s": first,
+        "medians_s": medians,
+        "runs_s": runs,
+        "ratio_to_git": {k: v / peer for k, v in medians.items()},
+    }
     os.makedirs(args.out, exist_ok=True)
     report.write_json(args.out, "log", vars(args) | {"out": None}, results, [], started)
     return 0

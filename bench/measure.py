@@ -47,8 +47,13 @@ class Summary:
     def of(cls, samples: list[float]) -> Summary:
         if not samples:
             return cls(0, math.nan, math.nan, math.nan, 0.0)
-        return cls(len(samples), statistics.median(samples), percentile(samples, 99),
-                   statistics.fmean(samples), sum(samples))
+        return cls(
+            len(samples),
+            statistics.median(samples),
+            percentile(samples, 99),
+            statistics.fmean(samples),
+            sum(samples),
+        )
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

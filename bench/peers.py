@@ -33,13 +33,23 @@ class ShadowGit:
     def __init__(self, worktree: str, git_dir: str, exclude: tuple[str, ...]):
         self.worktree = worktree
         self.git_dir = git_dir
-        self.env = {**os.environ, "GIT_DIR": git_dir, "GIT_WORK_TREE": worktree,
-                    "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                    "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-                    "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+        self.env = {
+            **os.environ,
+            "GIT_DIR": git_dir,
+            "GIT_WORK_TREE": worktree,
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_AUTHOR_NAME": "bench",
+            "GIT_AUTHOR_EMAIL": "bench@localhost",
+            "GIT_COMMITTER_NAME": "bench",
+            "GIT_COMMITTER_EMAIL": "bench@localhost",
+        }
         self.git("init", "-q")
-        for key, value in (("gc.auto", "0"), ("core.autocrlf", "false"),
-                           ("commit.gpgsign", "false")):
+        for key, value in (
+            ("gc.auto", "0"),
+            ("core.autocrlf", "false"),
+            ("commit.gpgsign", "false"),
+        ):
             self.git("config", key, value)
         with open(os.path.join(git_dir, "info", "exclude"), "a", encoding="utf-8") as handle:
             handle.writelines(f"/{name}/\n" for name in exclude)
@@ -99,8 +109,9 @@ class PlainCopy:
             target = os.path.join(self.worktree, rel)
             if existed:
                 os.makedirs(os.path.dirname(target), exist_ok=True)
-                shutil.copy2(os.path.join(self.backup, str(turn), rel), target,
-                             follow_symlinks=False)
+                shutil.copy2(
+                    os.path.join(self.backup, str(turn), rel), target, follow_symlinks=False
+                )
             elif os.path.lexists(target):
                 os.unlink(target)
 
@@ -117,8 +128,12 @@ class Restic:
         self.worktree = worktree
         self.repo = repo
         self.exclude = exclude
-        self.env = {**os.environ, "RESTIC_REPOSITORY": repo, "RESTIC_PASSWORD": self.PASSWORD,
-                    "RESTIC_CACHE_DIR": repo + ".cache"}
+        self.env = {
+            **os.environ,
+            "RESTIC_REPOSITORY": repo,
+            "RESTIC_PASSWORD": self.PASSWORD,
+            "RESTIC_CACHE_DIR": repo + ".cache",
+        }
         _run(["restic", "init", "--quiet"], env=self.env)
 
     @staticmethod
@@ -130,8 +145,9 @@ class Restic:
         return _run(["restic", "version"]).strip()
 
     def snapshot(self) -> None:
-        excludes = [arg for name in self.exclude
-                    for arg in ("--exclude", os.path.join(self.worktree, name))]
+        excludes = [
+            arg for name in self.exclude for arg in ("--exclude", os.path.join(self.worktree, name))
+        ]
         _run(["restic", "backup", "--quiet", ".", *excludes], env=self.env, cwd=self.worktree)
 
     def size(self) -> int:

@@ -67,20 +67,33 @@ SCAN_CHANGED = 10
 QUICK = {"profile_runs": 1, "callgrind_runs": 1, "turns": 6, "scan_rounds": 3}
 FULL = {"profile_runs": 5, "callgrind_runs": 3, "turns": 15, "scan_rounds": 7}
 #: Commands that agents (or their wrappers) spawn per event: at most 1.5x the floor.
-CAPTURE = ("begin", "pre-write f", "post-write f", "end", "hook claude-code PreToolUse",
-           "hook claude-code PostToolUse", "hook gemini-cli BeforeTool")
-TARGETS = {"capture_startup_vs_floor": 1.5, "rewind_vs_git_reset_hard": 1.0,
-           "turn_vs_shadow_git_checkpoint": 1.0, "warm_scan_vs_git_status": 2.0}
+CAPTURE = (
+    "begin",
+    "pre-write f",
+    "post-write f",
+    "end",
+    "hook claude-code PreToolUse",
+    "hook claude-code PostToolUse",
+    "hook gemini-cli BeforeTool",
+)
+TARGETS = {
+    "capture_startup_vs_floor": 1.5,
+    "rewind_vs_git_reset_hard": 1.0,
+    "turn_vs_shadow_git_checkpoint": 1.0,
+    "warm_scan_vs_git_status": 2.0,
+}
 
 
 # -- 2. rewind and undo as processes -----------------------------------------------------
 
 
-def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
-           tick: Callable[[], None]) -> dict[str, Any]:
+def rewind(
+    inst: installed.Installed, tmp: str, seed: int, reps: int, tick: Callable[[], None]
+) -> dict[str, Any]:
     """``rewind 50 --yes`` and ``undo`` against ``git reset --hard`` there and back."""
-    run = SessionRun(synthetic_workload(REWIND_FILES, REWIND_TURNS, seed),
-                     os.path.join(tmp, "rewind"))
+    run = SessionRun(
+        synthetic_workload(REWIND_FILES, REWIND_TURNS, seed), os.path.join(tmp, "rewind")
+    )
     run.setup()
     try:
         run.play()
@@ -88,12 +101,17 @@ def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
         run.close()  # the processes open the store themselves
     first = len(run.plans) - REWIND_DEPTH
     cli = Cli(inst, run.root)
-    samples: dict[str, list[float]] = {"rewind": [], "undo": [], "git_reset_hard": [],
-                                       "git_reset_hard_back": []}
+    samples: dict[str, list[float]] = {
+        "rewind": [],
+        "undo": [],
+        "git_reset_hard": [],
+        "git_reset_hard_back": [],
+    }
 
     def snapstore() -> None:
-        seconds_, _, _ = cli.run(Step("rewind", ["--session", SESSION, "rewind",
-                                                 str(REWIND_DEPTH), "--yes"]))
+        seconds_, _, _ = cli.run(
+            Step("rewind", ["--session", SESSION, "rewind", str(REWIND_DEPTH), "--yes"])
+        )
         run.tree.check(run.rewound_state(first), f"snapstore rewind {REWIND_DEPTH} --yes")
         samples["rewind"].append(seconds_)
         samples["undo"].append(cli.run(Step("undo", ["--session", SESSION, "undo"]))[0])
@@ -102,8 +120,7 @@ def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
     def git() -> None:
         samples["git_reset_hard"].append(timed(lambda: run.git.reset_hard(run.commits[first]))[0])
         run.tree.check(run.states[first], "git reset --hard to the same turn")
-        samples["git_reset_hard_back"].append(timed(lambda: run.git.reset_hard(
-            run.head_commit))[0])
+        samples["git_reset_hard_back"].append(timed(lambda: run.git.reset_hard(run.head_commit))[0])
         run.tree.check(run.final, "git reset --hard back")
 
     for r in range(reps):
@@ -112,13 +129,19 @@ def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
         tick()
     out: dict[str, Any] = {name: Summary.of(s).to_json() for name, s in samples.items()}
     out.update(
-        files=REWIND_FILES, turns=len(run.plans), depth=REWIND_DEPTH, reps=reps,
-        files_restored=sum(1 for rel in run.agent_paths
-                           if run.states[first].get(rel) != run.final.get(rel)),
-        checks=run.tree.checks, correct=True,
+        files=REWIND_FILES,
+        turns=len(run.plans),
+        depth=REWIND_DEPTH,
+        reps=reps,
+        files_restored=sum(
+            1 for rel in run.agent_paths if run.states[first].get(rel) != run.final.get(rel)
+        ),
+        checks=run.tree.checks,
+        correct=True,
         command=f"snapstore --session {SESSION} rewind {REWIND_DEPTH} --yes",
         ratio=ratio(out["rewind"]["median"], out["git_reset_hard"]["median"]),
-        undo_ratio=ratio(out["undo"]["median"], out["git_reset_hard_back"]["median"]))
+        undo_ratio=ratio(out["undo"]["median"], out["git_reset_hard_back"]["median"]),
+    )
     shutil.rmtree(run.workdir, ignore_errors=True)
     return out
 
@@ -126,8 +149,14 @@ def rewind(inst: installed.Installed, tmp: str, seed: int, reps: int,
 # -- 3. per-turn cost through processes --------------------------------------------------
 
 
-def _turn(cli: Cli, variant: str, n: int, rels: list[str], each: dict[str, list[float]],
-          daemon: serve.Daemon | None = None) -> float:
+def _turn(
+    cli: Cli,
+    variant: str,
+    n: int,
+    rels: list[str],
+    each: dict[str, list[float]],
+    daemon: serve.Daemon | None = None,
+) -> float:
     """One agent turn of ``len(rels)`` writes, every event a process (or, with ``daemon``, a
     POST to ``snapstore serve``); their summed time. ``each`` gathers the time of every
     event by its label."""
@@ -152,21 +181,35 @@ def _turn(cli: Cli, variant: str, n: int, rels: list[str], each: dict[str, list[
         spawn(Step("end", ["end"]))
         return spent
     hook = ["hook", "claude-code"]
-    spawn(Step("UserPromptSubmit", hook, payload("claude-code", "user-prompt-submit", root,
-                                                 prompt=f"turn {n}")))
+    spawn(
+        Step(
+            "UserPromptSubmit",
+            hook,
+            payload("claude-code", "user-prompt-submit", root, prompt=f"turn {n}"),
+        )
+    )
     for i, rel in enumerate(rels):
         tool = {"tool_use_id": f"toolu_{n}_{i}"}
-        spawn(Step("PreToolUse", hook,
-                   payload("claude-code", "pre-tool-use-write", root, rel, **tool)))
+        spawn(
+            Step(
+                "PreToolUse", hook, payload("claude-code", "pre-tool-use-write", root, rel, **tool)
+            )
+        )
         edit(rel)
-        spawn(Step("PostToolUse", hook,
-                   payload("claude-code", "post-tool-use-write", root, rel, **tool)))
+        spawn(
+            Step(
+                "PostToolUse",
+                hook,
+                payload("claude-code", "post-tool-use-write", root, rel, **tool),
+            )
+        )
     spawn(Step("Stop", hook, payload("claude-code", "stop", root)))
     return spent
 
 
-def per_turn(inst: installed.Installed, tmp: str, seed: int, turns: int,
-             tick: Callable[[], None]) -> dict[str, Any]:
+def per_turn(
+    inst: installed.Installed, tmp: str, seed: int, turns: int, tick: Callable[[], None]
+) -> dict[str, Any]:
     """snapstore's turn (as CLI commands, and as Claude Code hooks) against a shadow-git
     checkpoint of the same turn, alternating turn by turn."""
     root = os.path.join(tmp, "turn", "ws")
@@ -184,32 +227,55 @@ def per_turn(inst: installed.Installed, tmp: str, seed: int, turns: int,
     try:
         for n in range(turns):
             variant = TURN_VARIANTS[n % len(TURN_VARIANTS)]
-            samples[variant].append(_turn(cli, variant, n, rng.sample(files, TURN_WRITES), each,
-                                          daemon if variant == HTTP_VARIANT else None))
+            samples[variant].append(
+                _turn(
+                    cli,
+                    variant,
+                    n,
+                    rng.sample(files, TURN_WRITES),
+                    each,
+                    daemon if variant == HTTP_VARIANT else None,
+                )
+            )
             checkpoints.append(timed(lambda n=n: git.checkpoint(f"turn {n}"))[0])
             tick()
     finally:
         daemon.stop()
     hook_session = "claude-code/" + json.loads(payload("claude-code", "stop", root))["session_id"]
-    logged = {session: [entry["files"] for entry in json.loads(cli.cli(
-        ["--session", session, "log", "--json"]))] for session in ("default", hook_session)}
-    for variant, session in zip(TURN_VARIANTS, ("default", hook_session, hook_session),
-                                strict=True):
-        wanted = sum(len(samples[v]) for v in TURN_VARIANTS if v.startswith("claude-code")) \
-            if session == hook_session else len(samples[variant])
+    logged = {
+        session: [
+            entry["files"] for entry in json.loads(cli.cli(["--session", session, "log", "--json"]))
+        ]
+        for session in ("default", hook_session)
+    }
+    for variant, session in zip(
+        TURN_VARIANTS, ("default", hook_session, hook_session), strict=True
+    ):
+        wanted = (
+            sum(len(samples[v]) for v in TURN_VARIANTS if v.startswith("claude-code"))
+            if session == hook_session
+            else len(samples[variant])
+        )
         if logged[session] != [TURN_WRITES] * wanted:
-            raise AssertionError(f"{variant}: the turns recorded {logged[session]} files, "
-                                 f"not {TURN_WRITES} each")
+            raise AssertionError(
+                f"{variant}: the turns recorded {logged[session]} files, not {TURN_WRITES} each"
+            )
     shutil.rmtree(os.path.dirname(root), ignore_errors=True)
     git_median = statistics.median(checkpoints)
-    out: dict[str, Any] = {"files": TURN_FILES, "writes_per_turn": TURN_WRITES, "turns": turns,
-                           "shadow_git_checkpoint": Summary.of(checkpoints).to_json(),
-                           "per_process": {label: Summary.of(t).to_json()
-                                           for label, t in each.items()}}
+    out: dict[str, Any] = {
+        "files": TURN_FILES,
+        "writes_per_turn": TURN_WRITES,
+        "turns": turns,
+        "shadow_git_checkpoint": Summary.of(checkpoints).to_json(),
+        "per_process": {label: Summary.of(t).to_json() for label, t in each.items()},
+    }
     for variant, s in samples.items():
-        out[variant] = {**Summary.of(s).to_json(), "events": 2 + 2 * TURN_WRITES,
-                        "processes": 0 if variant == HTTP_VARIANT else 2 + 2 * TURN_WRITES,
-                        "ratio": ratio(statistics.median(s), git_median)}
+        out[variant] = {
+            **Summary.of(s).to_json(),
+            "events": 2 + 2 * TURN_WRITES,
+            "processes": 0 if variant == HTTP_VARIANT else 2 + 2 * TURN_WRITES,
+            "ratio": ratio(statistics.median(s), git_median),
+        }
     posts = [t for label, ts in each.items() if label.startswith(HTTP_VARIANT) for t in ts]
     out["http_event"] = {**Summary.of(posts).to_json(), "p90": percentile(posts, 90)}
     return out
@@ -218,8 +284,14 @@ def per_turn(inst: installed.Installed, tmp: str, seed: int, turns: int,
 # -- 4. warm scan without the daemon ------------------------------------------------------
 
 
-def _scan_tree(inst: installed.Installed, tmp: str, files: int, seed: int, rounds: int,
-               tick: Callable[[], None]) -> dict[str, Any]:
+def _scan_tree(
+    inst: installed.Installed,
+    tmp: str,
+    files: int,
+    seed: int,
+    rounds: int,
+    tick: Callable[[], None],
+) -> dict[str, Any]:
     work = os.path.join(tmp, f"scan-{files}")
     root = os.path.join(work, "ws")
     base = materialise(root, files, seed)
@@ -228,16 +300,19 @@ def _scan_tree(inst: installed.Installed, tmp: str, files: int, seed: int, round
     uc_index = os.path.join(git.git_dir, "index-uc")
     shutil.copy2(os.path.join(git.git_dir, "index"), uc_index)
     git_env = {"default": git.env, "untracked_cache": {**git.env, "GIT_INDEX_FILE": uc_index}}
-    git_cfg = {"default": "core.untrackedCache=false",
-               "untracked_cache": "core.untrackedCache=true"}
+    git_cfg = {
+        "default": "core.untrackedCache=false",
+        "untracked_cache": "core.untrackedCache=true",
+    }
     cli = Cli(inst, root)
     cli.cli(["init"])
     first, _, _ = cli.run(Step("scan", ["scan", "--no-watcher", "--json"]))
     time.sleep(2.1)  # files written just now are "racily clean" for both tools: let them age
 
     def status(kind: str, expect: int) -> float:
-        seconds_, proc = installed.run(["git", "-c", git_cfg[kind], "status", "--porcelain"],
-                                       root, env=git_env[kind])
+        seconds_, proc = installed.run(
+            ["git", "-c", git_cfg[kind], "status", "--porcelain"], root, env=git_env[kind]
+        )
         if len(proc.stdout.splitlines()) != expect:
             raise AssertionError(f"git status ({kind}) listed {proc.stdout!r}, not {expect}")
         return seconds_
@@ -250,9 +325,12 @@ def _scan_tree(inst: installed.Installed, tmp: str, files: int, seed: int, round
         return seconds_
 
     def measure(expect: int, r: int, into: dict[str, list[float]]) -> None:
-        steps = [("scan", lambda: scan(expect)), ("default", lambda: status("default", expect)),
-                 ("untracked_cache", lambda: status("untracked_cache", expect))]
-        steps = steps[r % 3:] + steps[:r % 3]
+        steps = [
+            ("scan", lambda: scan(expect)),
+            ("default", lambda: status("default", expect)),
+            ("untracked_cache", lambda: status("untracked_cache", expect)),
+        ]
+        steps = steps[r % 3 :] + steps[: r % 3]
         for name, fn in steps if r % 2 == 0 else reversed(steps):
             into[name].append(fn())
 
@@ -270,24 +348,31 @@ def _scan_tree(inst: installed.Installed, tmp: str, files: int, seed: int, round
                 handle.write(f"# round {r}\n".encode())
         measure(SCAN_CHANGED, r, changed)
         git.checkpoint(f"round {r}")  # untimed: both indexes match HEAD again
-        installed.run(["git", "-c", git_cfg["untracked_cache"], "add", "-A"], root,
-                      env=git_env["untracked_cache"])
+        installed.run(
+            ["git", "-c", git_cfg["untracked_cache"], "add", "-A"],
+            root,
+            env=git_env["untracked_cache"],
+        )
         tick()
     shutil.rmtree(work, ignore_errors=True)
     out: dict[str, Any] = {"files": files, "first_scan": first, "rounds": rounds}
     for label, rows in (("clean", clean), (f"{SCAN_CHANGED}_changed", changed)):
         row = {name: Summary.of(s).to_json() for name, s in rows.items()}
         row["ratio"] = ratio(row["scan"]["median"], row["default"]["median"])
-        row["ratio_untracked_cache"] = ratio(row["scan"]["median"],
-                                             row["untracked_cache"]["median"])
+        row["ratio_untracked_cache"] = ratio(
+            row["scan"]["median"], row["untracked_cache"]["median"]
+        )
         out[label] = row
     return out
 
 
-def warm_scan(inst: installed.Installed, tmp: str, sizes: list[int], seed: int, rounds: int,
-              step: Progress) -> list[dict[str, Any]]:
-    return [_scan_tree(inst, tmp, n, seed, rounds, step(f"processes: scan, {n:,} files", rounds))
-            for n in sizes]
+def warm_scan(
+    inst: installed.Installed, tmp: str, sizes: list[int], seed: int, rounds: int, step: Progress
+) -> list[dict[str, Any]]:
+    return [
+        _scan_tree(inst, tmp, n, seed, rounds, step(f"processes: scan, {n:,} files", rounds))
+        for n in sizes
+    ]
 
 
 # -- the suite --------------------------------------------------------------------------
@@ -296,37 +381,52 @@ def warm_scan(inst: installed.Installed, tmp: str, sizes: list[int], seed: int, 
 def suite(cfg: Config, step: Progress, charts: Charts) -> Outcome:
     """``python -m bench processes``: every figure above, its table, JSON and chart."""
     sizes = QUICK if cfg.quick else FULL
-    params = {"startup_rounds": cfg.hook_reps, "rewind_reps": cfg.rewind_reps,
-              "scan_files": cfg.files, "seed": cfg.seed, **sizes}
+    params = {
+        "startup_rounds": cfg.hook_reps,
+        "rewind_reps": cfg.rewind_reps,
+        "scan_files": cfg.files,
+        "seed": cfg.seed,
+        **sizes,
+    }
     tick = step("processes: pip install . (cached)", 1)
     inst = installed.ensure(lambda line: report.console.print(line))
     tick()
     loads: dict[str, tuple[float, float, float]] = {"before": os.getloadavg()}
     results: dict[str, Any] = {
-        "installed": inst.describe(), "load_averages": loads,
+        "installed": inst.describe(),
+        "load_averages": loads,
         "machine_note": f"a machine shared with other work ({os.cpu_count()} cores): the load "
-                        "averages (1, 5 and 15 minutes) beside each part say how busy it was; "
-                        "ratios between peers measured in the same rounds hold up better than "
-                        "absolute times",
-        "reproduce": "python -m bench processes" + (" --quick" if cfg.quick else "")}
+        "averages (1, 5 and 15 minutes) beside each part say how busy it was; "
+        "ratios between peers measured in the same rounds hold up better than "
+        "absolute times",
+        "reproduce": "python -m bench processes" + (" --quick" if cfg.quick else ""),
+    }
     extra = sizes["profile_runs"] + sizes["callgrind_runs"]
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-processes-", dir=cfg.tmp) as tmp:
         tick = step("processes: start-up workspace", 1)
         ws = startup.Workspace(inst, os.path.join(tmp, "startup"), cfg.hook_reps + extra)
         tick()
-        results["startup"] = startup.latency(ws, cfg.hook_reps,
-                                             step("processes: start-up rounds", cfg.hook_reps))
+        results["startup"] = startup.latency(
+            ws, cfg.hook_reps, step("processes: start-up rounds", cfg.hook_reps)
+        )
         loads["startup"] = os.getloadavg()
         tick = step("processes: -X importtime and callgrind", 1)
         results["imports"] = startup.importtime(ws, cfg.hook_reps, sizes["profile_runs"])
         results["instructions"] = startup.instructions(
-            ws, cfg.hook_reps + sizes["profile_runs"], sizes["callgrind_runs"])
+            ws, cfg.hook_reps + sizes["profile_runs"], sizes["callgrind_runs"]
+        )
         tick()
-        results["turn"] = per_turn(inst, tmp, cfg.seed, sizes["turns"],
-                                   step("processes: per-turn cost", sizes["turns"]))
+        results["turn"] = per_turn(
+            inst, tmp, cfg.seed, sizes["turns"], step("processes: per-turn cost", sizes["turns"])
+        )
         loads["turn"] = os.getloadavg()
-        results["rewind"] = rewind(inst, tmp, cfg.seed, cfg.rewind_reps,
-                                   step("processes: rewind 50 and undo", cfg.rewind_reps))
+        results["rewind"] = rewind(
+            inst,
+            tmp,
+            cfg.seed,
+            cfg.rewind_reps,
+            step("processes: rewind 50 and undo", cfg.rewind_reps),
+        )
         loads["rewind"] = os.getloadavg()
         results["scan"] = warm_scan(inst, tmp, cfg.files, cfg.seed, sizes["scan_rounds"], step)
     loads["after"] = os.getloadavg()
@@ -343,8 +443,10 @@ def floor_bounds(results: dict[str, Any]) -> None:
     floor = results["startup"]["floor"]["median"]
     turn = results["turn"]
     bound = floor * turn["commands"]["processes"]
-    turn["floor_bound"] = {"seconds": bound, "ratio": ratio(
-        bound, turn["shadow_git_checkpoint"]["median"])}
+    turn["floor_bound"] = {
+        "seconds": bound,
+        "ratio": ratio(bound, turn["shadow_git_checkpoint"]["median"]),
+    }
     for tree in results["scan"]:
         tree["floor_vs_git_status"] = ratio(floor, tree["clean"]["default"]["median"])
 
@@ -356,57 +458,121 @@ def figures(results: dict[str, Any]) -> list[Figure]:
     floor = start["floor"]["median"]
     for label, row in start["commands"].items():
         target = label in CAPTURE
-        out.append(Figure("i10", f"`snapstore {label}` process (p90 {seconds(row['p90'])})",
-                          seconds(row["median"]), f"bare import {seconds(floor)}", row["ratio"],
-                          "≤ 1.5x" if target else "",
-                          row["ratio"] <= TARGETS["capture_startup_vs_floor"] if target else None))
+        out.append(
+            Figure(
+                "i10",
+                f"`snapstore {label}` process (p90 {seconds(row['p90'])})",
+                seconds(row["median"]),
+                f"bare import {seconds(floor)}",
+                row["ratio"],
+                "≤ 1.5x" if target else "",
+                row["ratio"] <= TARGETS["capture_startup_vs_floor"] if target else None,
+            )
+        )
     counts = results.get("instructions")
     if counts:
         for label, row in counts["commands"].items():
-            out.append(Figure("i10", f"instructions, `snapstore {label}` (callgrind)",
-                              f"{row['instructions'] / 1e6:.0f} M",
-                              f"bare import {counts['floor'] / 1e6:.0f} M", row["ratio"],
-                              "≤ 1.5x", row["ratio"] <= TARGETS["capture_startup_vs_floor"]))
+            out.append(
+                Figure(
+                    "i10",
+                    f"instructions, `snapstore {label}` (callgrind)",
+                    f"{row['instructions'] / 1e6:.0f} M",
+                    f"bare import {counts['floor'] / 1e6:.0f} M",
+                    row["ratio"],
+                    "≤ 1.5x",
+                    row["ratio"] <= TARGETS["capture_startup_vs_floor"],
+                )
+            )
     turn = results["turn"]
     git = turn["shadow_git_checkpoint"]["median"]
     for variant in TURN_VARIANTS:
         row = turn[variant]
-        what = (f"per-turn cost, {turn['files']:,} files, {TURN_WRITES} writes, {variant} "
-                f"({row['processes'] or 'no'} processes, {row['events']} events)")
-        out.append(Figure("i10", what, seconds(row["median"]),
-                          f"shadow git add -A + commit {seconds(git)}", row["ratio"], "≤ 1.0x",
-                          row["ratio"] <= TARGETS["turn_vs_shadow_git_checkpoint"]))
+        what = (
+            f"per-turn cost, {turn['files']:,} files, {TURN_WRITES} writes, {variant} "
+            f"({row['processes'] or 'no'} processes, {row['events']} events)"
+        )
+        out.append(
+            Figure(
+                "i10",
+                what,
+                seconds(row["median"]),
+                f"shadow git add -A + commit {seconds(git)}",
+                row["ratio"],
+                "≤ 1.0x",
+                row["ratio"] <= TARGETS["turn_vs_shadow_git_checkpoint"],
+            )
+        )
     http = turn["http_event"]
-    out.append(Figure("i10", f"  one event posted to snapstore serve (p90 {seconds(http['p90'])})",
-                      seconds(http["median"]), f"bare import {seconds(floor)}",
-                      ratio(http["median"], floor)))
+    out.append(
+        Figure(
+            "i10",
+            f"  one event posted to snapstore serve (p90 {seconds(http['p90'])})",
+            seconds(http["median"]),
+            f"bare import {seconds(floor)}",
+            ratio(http["median"], floor),
+        )
+    )
     bound = turn["floor_bound"]
-    out.append(Figure("i10", f"  the floor alone: {turn['commands']['processes']} x bare import",
-                      seconds(bound["seconds"]), f"shadow git add -A + commit {seconds(git)}",
-                      bound["ratio"]))
+    out.append(
+        Figure(
+            "i10",
+            f"  the floor alone: {turn['commands']['processes']} x bare import",
+            seconds(bound["seconds"]),
+            f"shadow git add -A + commit {seconds(git)}",
+            bound["ratio"],
+        )
+    )
     rw = results["rewind"]
-    what = (f"`rewind {rw['depth']} --yes` process, {rw['files']:,} files, "
-            f"{rw['files_restored']} files restored")
-    out.append(Figure("i10", what, seconds(rw["rewind"]["median"]),
-                      f"git reset --hard {seconds(rw['git_reset_hard']['median'])}", rw["ratio"],
-                      "≤ 1.0x", rw["ratio"] <= TARGETS["rewind_vs_git_reset_hard"]))
-    out.append(Figure("i10", "`undo` of that rewind, process", seconds(rw["undo"]["median"]),
-                      f"git reset --hard back {seconds(rw['git_reset_hard_back']['median'])}",
-                      rw["undo_ratio"]))
+    what = (
+        f"`rewind {rw['depth']} --yes` process, {rw['files']:,} files, "
+        f"{rw['files_restored']} files restored"
+    )
+    out.append(
+        Figure(
+            "i10",
+            what,
+            seconds(rw["rewind"]["median"]),
+            f"git reset --hard {seconds(rw['git_reset_hard']['median'])}",
+            rw["ratio"],
+            "≤ 1.0x",
+            rw["ratio"] <= TARGETS["rewind_vs_git_reset_hard"],
+        )
+    )
+    out.append(
+        Figure(
+            "i10",
+            "`undo` of that rewind, process",
+            seconds(rw["undo"]["median"]),
+            f"git reset --hard back {seconds(rw['git_reset_hard_back']['median'])}",
+            rw["undo_ratio"],
+        )
+    )
     for tree in results["scan"]:
         for state in ("clean", f"{SCAN_CHANGED}_changed"):
             row = tree[state]
-            out.append(Figure(
-                "i10", f"`scan --no-watcher` process, {tree['files']:,} files, "
-                       f"{state.replace('_', ' ')}", seconds(row["scan"]["median"]),
-                f"git status {seconds(row['default']['median'])} (untracked cache "
-                f"{seconds(row['untracked_cache']['median'])}: "
-                f"{row['ratio_untracked_cache']:.2f}x)",
-                row["ratio"], "≤ 2x", row["ratio"] <= TARGETS["warm_scan_vs_git_status"]))
-        out.append(Figure("i10", f"  the floor alone, {tree['files']:,} files",
-                          f"bare import {seconds(floor)}",
-                          f"git status {seconds(tree['clean']['default']['median'])}",
-                          tree["floor_vs_git_status"]))
+            out.append(
+                Figure(
+                    "i10",
+                    f"`scan --no-watcher` process, {tree['files']:,} files, "
+                    f"{state.replace('_', ' ')}",
+                    seconds(row["scan"]["median"]),
+                    f"git status {seconds(row['default']['median'])} (untracked cache "
+                    f"{seconds(row['untracked_cache']['median'])}: "
+                    f"{row['ratio_untracked_cache']:.2f}x)",
+                    row["ratio"],
+                    "≤ 2x",
+                    row["ratio"] <= TARGETS["warm_scan_vs_git_status"],
+                )
+            )
+        out.append(
+            Figure(
+                "i10",
+                f"  the floor alone, {tree['files']:,} files",
+                f"bare import {seconds(floor)}",
+                f"git status {seconds(tree['clean']['default']['median'])}",
+                tree["floor_vs_git_status"],
+            )
+        )
     return out
 
 
@@ -414,17 +580,25 @@ def import_table(imports: dict[str, Any]) -> None:
     """What each command imports beyond the floor, on the terminal."""
     from rich.table import Table
 
-    grid = Table(title="imports per command (-X importtime, median of "
-                       f"{imports['runs']} run(s); the floor: "
-                       f"{imports['floor']['total_us'] / 1e3:.1f} ms, "
-                       f"{imports['floor']['modules']} modules)")
+    grid = Table(
+        title="imports per command (-X importtime, median of "
+        f"{imports['runs']} run(s); the floor: "
+        f"{imports['floor']['total_us'] / 1e3:.1f} ms, "
+        f"{imports['floor']['modules']} modules)"
+    )
     for name in ("command", "imports", "modules", "beyond the floor", "heaviest packages"):
         grid.add_column(name, overflow="fold")
     for label, p in imports["commands"].items():
-        heavy = ", ".join(f"{row['package']} {row['self_us'] / 1e3:.1f}"
-                          for row in p["extra_by_package"][:5])
-        grid.add_row(label, f"{p['total_us'] / 1e3:.1f} ms", f"{p['modules']}",
-                     f"{p['extra_modules']} ({p['extra_us'] / 1e3:.1f} ms)", heavy)
+        heavy = ", ".join(
+            f"{row['package']} {row['self_us'] / 1e3:.1f}" for row in p["extra_by_package"][:5]
+        )
+        grid.add_row(
+            label,
+            f"{p['total_us'] / 1e3:.1f} ms",
+            f"{p['modules']}",
+            f"{p['extra_modules']} ({p['extra_us'] / 1e3:.1f} ms)",
+            heavy,
+        )
     report.console.print(grid)
 
 
@@ -440,20 +614,37 @@ def startup_chart(charts: Charts, start: dict[str, Any]) -> None:
     fig, ax = plt.subplots(figsize=(8, 6), dpi=110)
     ys = range(len(labels))
     colours = ["tab:blue" if k in CAPTURE else "tab:gray" for k in labels]
-    bars = ax.barh(ys, medians, color=colours,
-                   xerr=[[0] * len(labels), [p - m for p, m in zip(p90s, medians, strict=True)]],
-                   capsize=2, error_kw={"elinewidth": 0.8},
-                   label="median, whisker to p90 (blue: capture commands and hooks)")
-    ax.bar_label(bars, [f"{m / floor:.1f}x" for m in medians], label_type="center",
-                 color="white", fontsize="x-small")
+    bars = ax.barh(
+        ys,
+        medians,
+        color=colours,
+        xerr=[[0] * len(labels), [p - m for p, m in zip(p90s, medians, strict=True)]],
+        capsize=2,
+        error_kw={"elinewidth": 0.8},
+        label="median, whisker to p90 (blue: capture commands and hooks)",
+    )
+    ax.bar_label(
+        bars,
+        [f"{m / floor:.1f}x" for m in medians],
+        label_type="center",
+        color="white",
+        fontsize="x-small",
+    )
     ax.axvline(floor, color="black", label=f"floor: bare import, {floor:.0f} ms")
-    ax.axvline(floor * TARGETS["capture_startup_vs_floor"], color="tab:red", linestyle="--",
-               label="target for capture: 1.5x the floor")
+    ax.axvline(
+        floor * TARGETS["capture_startup_vs_floor"],
+        color="tab:red",
+        linestyle="--",
+        label="target for capture: 1.5x the floor",
+    )
     ax.set_yticks(list(ys), [f"snapstore {k}" for k in labels], fontsize="small")
     ax.invert_yaxis()
     ax.set_xlabel("ms per process (wall time)")
-    ax.set_title("snapstore commands as processes (installed, not editable), against\n"
-                 "the floor python -c 'import lmdb, blake3, zstandard'", fontsize="medium")
+    ax.set_title(
+        "snapstore commands as processes (installed, not editable), against\n"
+        "the floor python -c 'import lmdb, blake3, zstandard'",
+        fontsize="medium",
+    )
     ax.legend(fontsize="x-small", loc="upper center", bbox_to_anchor=(0.5, -0.1))
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()

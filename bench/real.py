@@ -25,8 +25,19 @@ from .tree import FILE, Version, read_version, scan_base, walk
 from .workloads import SKIP, Edit, TurnPlan, Workload
 
 PACKAGE = "django"
-VERSIONS = ("5.1", "5.1.1", "5.1.2", "5.1.3", "5.1.4", "5.1.5", "5.1.6", "5.1.7", "5.1.8",
-            "5.1.9", "5.1.10")
+VERSIONS = (
+    "5.1",
+    "5.1.1",
+    "5.1.2",
+    "5.1.3",
+    "5.1.4",
+    "5.1.5",
+    "5.1.6",
+    "5.1.7",
+    "5.1.8",
+    "5.1.9",
+    "5.1.10",
+)
 CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache")
 INDEX = "https://pypi.org/pypi"
 TIMEOUT = 60
@@ -45,8 +56,9 @@ def _releases(package: str) -> dict[str, list[dict[str, Any]]]:
         raise Offline(f"cannot reach the package index for {package}: {exc}") from None
 
 
-def _sdist_url(releases: dict[str, list[dict[str, Any]]], package: str, version: str
-               ) -> tuple[str, str, str]:
+def _sdist_url(
+    releases: dict[str, list[dict[str, Any]]], package: str, version: str
+) -> tuple[str, str, str]:
     """The sdist's file name, URL and SHA-256."""
     for item in releases.get(version, []):
         if item.get("packagetype") == "sdist":
@@ -99,8 +111,11 @@ def _extract(package: str, version: str, index: Callable[[], dict[str, Any]]) ->
     return target
 
 
-def fetch(package: str = PACKAGE, versions: tuple[str, ...] = VERSIONS,
-          progress: Callable[[str], None] | None = None) -> list[str]:
+def fetch(
+    package: str = PACKAGE,
+    versions: tuple[str, ...] = VERSIONS,
+    progress: Callable[[str], None] | None = None,
+) -> list[str]:
     """Every release tree, oldest first; raises :class:`Offline` when they cannot be had."""
     trees = []
     fetched: dict[str, Any] = {}
@@ -141,9 +156,22 @@ def real_workload(trees: list[str], package: str, versions: tuple[str, ...]) -> 
         return scan_base(root, SKIP)
 
     def plan(_root: str, _base: dict[str, Version]) -> list[TurnPlan]:
-        return [TurnPlan(f"upgrade {package} {versions[i]} -> {versions[i + 1]}",
-                         _diff(trees[i], trees[i + 1])) for i in range(len(trees) - 1)]
+        return [
+            TurnPlan(
+                f"upgrade {package} {versions[i]} -> {versions[i + 1]}",
+                _diff(trees[i], trees[i + 1]),
+            )
+            for i in range(len(trees) - 1)
+        ]
 
-    return Workload(f"real-{package}", {"workload": "real", "package": package,
-                                        "versions": list(versions), "turns": len(trees) - 1},
-                    materialise, plan)
+    return Workload(
+        f"real-{package}",
+        {
+            "workload": "real",
+            "package": package,
+            "versions": list(versions),
+            "turns": len(trees) - 1,
+        },
+        materialise,
+        plan,
+    )

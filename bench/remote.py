@@ -48,6 +48,7 @@ def _git_commit(root: str) -> None:
 def _prefix_bytes(server: Any, prefix: str) -> tuple[int, int]:
     """(bytes, objects) under a prefix of the bench bucket."""
     from tests.support.seaweed import BUCKET
+
     with server.store(f"s3://{BUCKET}/{prefix}") as store:
         infos = list(store.list())
     return sum(i.size for i in infos), len(infos)
@@ -56,17 +57,27 @@ def _prefix_bytes(server: Any, prefix: str) -> tuple[int, int]:
 class _Restic:
     def __init__(self, server: Any, prefix: str, tmp: str):
         from tests.support.seaweed import ACCESS_KEY, BUCKET, SECRET_KEY
-        self.env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                    "AWS_SECRET_ACCESS_KEY": SECRET_KEY, "RESTIC_PASSWORD": RESTIC_PASSWORD,
-                    "RESTIC_REPOSITORY": f"s3:{server.endpoint}/{BUCKET}/{prefix}",
-                    "RESTIC_CACHE_DIR": os.path.join(tmp, f"restic-cache-{prefix}")}
+
+        self.env = {
+            **os.environ,
+            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+            "RESTIC_PASSWORD": RESTIC_PASSWORD,
+            "RESTIC_REPOSITORY": f"s3:{server.endpoint}/{BUCKET}/{prefix}",
+            "RESTIC_CACHE_DIR": os.path.join(tmp, f"restic-cache-{prefix}"),
+        }
         self.prefix = prefix
         self.run("init")
 
     def run(self, *args: str, cwd: str | None = None) -> float:
         began = time.perf_counter()
-        subprocess.run(["restic", "--quiet", *args], env=self.env, cwd=cwd, check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            ["restic", "--quiet", *args],
+            env=self.env,
+            cwd=cwd,
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         return time.perf_counter() - began
 
     def backup(self, root: str) -> float:
@@ -97,7 +108,7 @@ def _turn(store: Any, prompt: str, edits: list[Any]) -> None:
 
 def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, Any]:
     from snapstore import Store
-    from snapstore.base import capture_base
+    from snapstore.ops.session_base import capture_base
     from tests.support.seaweed import BUCKET
 
     workload = real.real_workload(trees, real.PACKAGE, real.VERSIONS)
@@ -110,8 +121,10 @@ def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, 
     peer = _Restic(server, "restic-django", tmp) if restic else None
     restic_times = [peer.backup(a)] if peer else []
     pushes = []
-    with server.store(f"s3://{BUCKET}/snap-django") as remote, \
-            Store.init(a, record_base=True) as store:
+    with (
+        server.store(f"s3://{BUCKET}/snap-django") as remote,
+        Store.init(a, record_base=True) as store,
+    ):
         began = time.perf_counter()
         capture_base(store.repo, store.max_file_size)  # what a new session costs once
         out["git_base_seconds"] = time.perf_counter() - began
@@ -119,9 +132,15 @@ def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, 
             _turn(store, plan.prompt, plan.agent)
             began = time.perf_counter()
             result = store.push(remote)
-            pushes.append({"seconds": time.perf_counter() - began, "bytes": result.bytes,
-                           "blobs": result.blobs, "requests": result.requests,
-                           "turns": result.turns})
+            pushes.append(
+                {
+                    "seconds": time.perf_counter() - began,
+                    "bytes": result.bytes,
+                    "blobs": result.blobs,
+                    "requests": result.requests,
+                    "turns": result.turns,
+                }
+            )
             if peer:
                 restic_times.append(peer.backup(a))
     out["pushes"] = pushes
@@ -138,8 +157,7 @@ def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, 
         for plan in plans:
             _turn(store, plan.prompt, plan.agent)
         result = store.push(remote)
-    out["second_machine"] = {"turns": result.turns, "blobs": result.blobs,
-                             "bytes": result.bytes}
+    out["second_machine"] = {"turns": result.turns, "blobs": result.blobs, "bytes": result.bytes}
 
     # a fresh clone pulls the whole history, then switches to its last turn
     last_tree = scan_base(a, SKIP)
@@ -150,14 +168,19 @@ def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, 
     with server.store(f"s3://{BUCKET}/snap-django") as remote, Store.init(c) as store:
         began = time.perf_counter()
         pulled = store.pull(remote)
-        out["pull"] = {"seconds": time.perf_counter() - began, "turns": pulled.turns,
-                       "blobs": pulled.blobs, "bytes": pulled.bytes,
-                       "requests": pulled.requests}
+        out["pull"] = {
+            "seconds": time.perf_counter() - began,
+            "turns": pulled.turns,
+            "blobs": pulled.blobs,
+            "bytes": pulled.bytes,
+            "requests": pulled.requests,
+        }
         began = time.perf_counter()
         switched = store.switch(last_turn)
-        out["switch"] = {"seconds": time.perf_counter() - began,
-                         "files": len(switched.restored) + len(switched.merged)
-                         + len(switched.deleted)}
+        out["switch"] = {
+            "seconds": time.perf_counter() - began,
+            "files": len(switched.restored) + len(switched.merged) + len(switched.deleted),
+        }
     if not switched.ok or scan_base(c, SKIP) != last_tree:
         raise CorrectnessError("the fresh clone's switch did not reproduce the last turn")
     if peer:
@@ -185,11 +208,21 @@ def _big_tree(server: Any, tmp: str, files: int, restic: bool, reps: int = 3) ->
         began = time.perf_counter()
         _turn(store, "first", [_edit(0)])  # the session's first capture runs git once
         out["first_turn_with_git_base_seconds"] = time.perf_counter() - began
-        set_remote(store.store_dir, "bench", {"url": f"s3://{BUCKET}/snap-big",
-                                               "endpoint_url": server.endpoint,
-                                               "conditional_writes": "true"})
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-           "AWS_REGION": "us-east-1"}
+        set_remote(
+            store.store_dir,
+            "bench",
+            {
+                "url": f"s3://{BUCKET}/snap-big",
+                "endpoint_url": server.endpoint,
+                "conditional_writes": "true",
+            },
+        )
+    env = {
+        **os.environ,
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": "us-east-1",
+    }
     push = [sys.executable, "-m", "snapstore_cli", "--root", root, "push", "bench", "--all"]
     subprocess.run(push, env=env, check=True, capture_output=True)  # the first push
     peer = _Restic(server, "restic-big", tmp) if restic else None
@@ -212,6 +245,7 @@ def _big_tree(server: Any, tmp: str, files: int, restic: bool, reps: int = 3) ->
 
 def _edit(n: int) -> Any:
     from .workloads import Edit
+
     rel = f"d{n // 100:04d}/f{n:06d}.txt"
     return Edit(rel, "".join(f"file {n} line {i} edited\n" for i in range(20)).encode())
 
@@ -230,15 +264,21 @@ def suite(cfg: Any, step: Any, charts: Any) -> Any:
         report.console.print("[yellow]restic is not installed: its columns are skipped[/]")
     big = max(cfg.files)
     tick = step("remote: django history, then a 100k-file tree", 2)
-    with tempfile.TemporaryDirectory(prefix="snapstore-bench-remote-", dir=cfg.tmp) as tmp, \
-            start_seaweed(Path(tmp) / "seaweed") as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="snapstore-bench-remote-", dir=cfg.tmp) as tmp,
+        start_seaweed(Path(tmp) / "seaweed") as server,
+    ):
         django = _django(server, tmp, trees, restic)
         tick()
         large = _big_tree(server, tmp, big, restic)
         tick()
     results = {"django": django, "big": large, "restic": restic}
-    return Outcome("remote", {"package": cfg.package, "versions": list(cfg.versions),
-                              "big_files": big}, results, figures(results))
+    return Outcome(
+        "remote",
+        {"package": cfg.package, "versions": list(cfg.versions), "big_files": big},
+        results,
+        figures(results),
+    )
 
 
 def figures(r: dict[str, Any]) -> list[Figure]:
@@ -247,26 +287,63 @@ def figures(r: dict[str, Any]) -> list[Figure]:
     requests = statistics.median(p["requests"] / max(p["turns"], 1) for p in pushes)
     out = []
     if r["restic"]:
-        out.append(Figure("remote", "remote bytes, Django history", size(d["snapstore_bytes"]),
-                          f"restic repository {size(d['restic_bytes'])}",
-                          d["snapstore_bytes"] / d["restic_bytes"], "≤ 0.5x",
-                          d["snapstore_bytes"] / d["restic_bytes"] <= 0.5))
-        push, inc = statistics.median(b["push_seconds"]), \
-            statistics.median(b["restic_incremental_seconds"])
-        out.append(Figure("remote", f"per-turn push, {b['files'] // 1000}k files",
-                          seconds(push), f"restic incremental backup {seconds(inc)}",
-                          push / inc, "≤ 0.2x", push / inc <= 0.2))
+        out.append(
+            Figure(
+                "remote",
+                "remote bytes, Django history",
+                size(d["snapstore_bytes"]),
+                f"restic repository {size(d['restic_bytes'])}",
+                d["snapstore_bytes"] / d["restic_bytes"],
+                "≤ 0.5x",
+                d["snapstore_bytes"] / d["restic_bytes"] <= 0.5,
+            )
+        )
+        push, inc = (
+            statistics.median(b["push_seconds"]),
+            statistics.median(b["restic_incremental_seconds"]),
+        )
+        out.append(
+            Figure(
+                "remote",
+                f"per-turn push, {b['files'] // 1000}k files",
+                seconds(push),
+                f"restic incremental backup {seconds(inc)}",
+                push / inc,
+                "≤ 0.2x",
+                push / inc <= 0.2,
+            )
+        )
         fresh = d["pull"]["seconds"] + d["switch"]["seconds"]
-        out.append(Figure("remote", "a fresh clone: pull, then switch to the last turn "
-                          f"({d['switch']['files']} files written)", seconds(fresh),
-                          f"restic restore {seconds(d['restic_restore_seconds'])}",
-                          fresh / d["restic_restore_seconds"], "≤ 1.0x",
-                          fresh / d["restic_restore_seconds"] <= 1.0))
-    out.append(Figure("remote", "requests per pushed turn (median), Django",
-                      f"{requests:.0f}", "", float("nan")))
+        out.append(
+            Figure(
+                "remote",
+                "a fresh clone: pull, then switch to the last turn "
+                f"({d['switch']['files']} files written)",
+                seconds(fresh),
+                f"restic restore {seconds(d['restic_restore_seconds'])}",
+                fresh / d["restic_restore_seconds"],
+                "≤ 1.0x",
+                fresh / d["restic_restore_seconds"] <= 1.0,
+            )
+        )
+    out.append(
+        Figure(
+            "remote",
+            "requests per pushed turn (median), Django",
+            f"{requests:.0f}",
+            "",
+            float("nan"),
+        )
+    )
     second = d["second_machine"]
     first = sum(p["bytes"] for p in pushes)
-    out.append(Figure("remote", "second machine's upload for content already pushed",
-                      size(second["bytes"]), f"first machine {size(first)}",
-                      second["bytes"] / max(1, first)))
+    out.append(
+        Figure(
+            "remote",
+            "second machine's upload for content already pushed",
+            size(second["bytes"]),
+            f"first machine {size(first)}",
+            second["bytes"] / max(1, first),
+        )
+    )
     return out

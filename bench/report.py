@@ -104,7 +104,8 @@ def machine() -> dict[str, Any]:
             "snapstore": _version("snapstore"),
             "lmdb": f"{lmdb.__version__} (LMDB {'.'.join(map(str, lmdb.version()))})",
             "zstandard": f"{zstandard.__version__} (zstd {zstandard.ZSTD_VERSION})"
-            if hasattr(zstandard, "ZSTD_VERSION") else zstandard.__version__,
+            if hasattr(zstandard, "ZSTD_VERSION")
+            else zstandard.__version__,
             "blake3": _version("blake3"),
             "git": _command(["git", "--version"]),
             "restic": _command(["restic", "version"]),
@@ -113,13 +114,24 @@ def machine() -> dict[str, Any]:
     }
 
 
-def write_json(out: str, suite: str, params: dict[str, Any], results: dict[str, Any],
-               figures: list[Figure], started: float) -> str:
+def write_json(
+    out: str,
+    suite: str,
+    params: dict[str, Any],
+    results: dict[str, Any],
+    figures: list[Figure],
+    started: float,
+) -> str:
     path = os.path.join(out, f"{suite}.json")
-    document = {"suite": suite, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z",
-                                                      time.localtime(started)),
-                "duration_s": time.time() - started, "machine": machine(), "params": params,
-                "results": results, "figures": [asdict(f) for f in figures]}
+    document = {
+        "suite": suite,
+        "when": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "duration_s": time.time() - started,
+        "machine": machine(),
+        "params": params,
+        "results": results,
+        "figures": [asdict(f) for f in figures],
+    }
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(document, handle, indent=2, default=_jsonable)
         handle.write("\n")
@@ -138,17 +150,23 @@ def table(figures: list[Figure]) -> None:
         grid.add_column(name, overflow="fold")
     for f in figures:
         style = "red" if f.met is False else None
-        grid.add_row(f.figure, f.what, f.snapstore, f.peer, times(f.ratio), f.target, f.verdict,
-                     style=style)
+        grid.add_row(
+            f.figure, f.what, f.snapstore, f.peer, times(f.ratio), f.target, f.verdict, style=style
+        )
     Console(width=None if sys.stdout.isatty() else 160).print(grid)
 
 
 def markdown(out: str, figures: list[Figure]) -> str:
     path = os.path.join(out, "figures.md")
-    lines = ["| figure | what | snapstore | peer | ratio | target | verdict |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {f.figure} | {f.what} | {f.snapstore} | {f.peer} | {times(f.ratio)} | "
-              f"{f.target} | {f.verdict} |" for f in figures]
+    lines = [
+        "| figure | what | snapstore | peer | ratio | target | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {f.figure} | {f.what} | {f.snapstore} | {f.peer} | {times(f.ratio)} | "
+        f"{f.target} | {f.verdict} |"
+        for f in figures
+    ]
     with open(path, "w", encoding="utf-8") as handle:
         handle.write("\n".join(lines) + "\n")
     return path
@@ -166,14 +184,22 @@ class Charts:
             import matplotlib.pyplot as plt
         except ImportError:
             self.plt = None
-            console.print("[yellow]charts skipped: matplotlib is not installed "
-                          "(pip install -e '.[bench]')[/]")
+            console.print(
+                "[yellow]charts skipped: matplotlib is not installed (pip install -e '.[bench]')[/]"
+            )
         else:
             self.plt = plt
         self.written: list[str] = []
 
-    def bars(self, name: str, title: str, groups: list[str], series: dict[str, list[float]],
-             ylabel: str, log: bool = False) -> None:
+    def bars(
+        self,
+        name: str,
+        title: str,
+        groups: list[str],
+        series: dict[str, list[float]],
+        ylabel: str,
+        log: bool = False,
+    ) -> None:
         """Grouped bars: one group per x label, one bar per series."""
         if self.plt is None:
             return
@@ -181,8 +207,7 @@ class Charts:
         width = 0.8 / max(1, len(series))
         for i, (label, values) in enumerate(series.items()):
             xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(groups))]
-            ax.bar(xs, [0 if v is None or math.isnan(v) else v for v in values], width,
-                   label=label)
+            ax.bar(xs, [0 if v is None or math.isnan(v) else v for v in values], width, label=label)
         ax.set_xticks(range(len(groups)), groups)
         ax.set_ylabel(ylabel)
         ax.set_title(title)

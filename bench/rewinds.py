@@ -27,13 +27,16 @@ from .tree import CorrectnessError
 def _snapstore(run: SessionRun, depth: int, first: int) -> float:
     seconds, result = timed(lambda: run.store.rewind(depth, SESSION))
     if not result.ok or len(result.turns_reverted) != depth:
-        raise CorrectnessError(f"snapstore rewind {depth}: conflicts {result.conflicts}, "
-                               f"errors {result.errors}, reverted {len(result.turns_reverted)}")
+        raise CorrectnessError(
+            f"snapstore rewind {depth}: conflicts {result.conflicts}, "
+            f"errors {result.errors}, reverted {len(result.turns_reverted)}"
+        )
     run.tree.check(run.rewound_state(first), f"snapstore rewind of {depth} turn(s)")
     undone = run.store.undo(session=SESSION)
     if not undone.ok:
-        raise CorrectnessError(f"snapstore undo after rewind {depth}: {undone.conflicts} "
-                               f"{undone.errors}")
+        raise CorrectnessError(
+            f"snapstore undo after rewind {depth}: {undone.conflicts} {undone.errors}"
+        )
     run.tree.check(run.final, f"snapstore undo of the rewind of {depth} turn(s)")
     return seconds
 
@@ -55,16 +58,19 @@ def _copy(run: SessionRun, depth: int, first: int) -> float:
 
 
 PEERS: dict[str, Callable[[SessionRun, int, int], float]] = {
-    "snapstore": _snapstore, "git_reset_hard": _git, "plain_copy": _copy}
+    "snapstore": _snapstore,
+    "git_reset_hard": _git,
+    "plain_copy": _copy,
+}
 
 
-def measure(run: SessionRun, depths: list[int], reps: int,
-            tick: Callable[[], None] | None = None) -> dict[str, Any]:
+def measure(
+    run: SessionRun, depths: list[int], reps: int, tick: Callable[[], None] | None = None
+) -> dict[str, Any]:
     """Median rewind seconds per depth and tool, every step checked for correctness."""
     turns = len(run.plans)
     usable = [d for d in depths if d <= turns]
-    samples: dict[int, dict[str, list[float]]] = {d: {name: [] for name in PEERS}
-                                                  for d in usable}
+    samples: dict[int, dict[str, list[float]]] = {d: {name: [] for name in PEERS} for d in usable}
     checks_before = run.tree.checks
     for _ in range(reps):
         for depth in usable:
@@ -78,11 +84,14 @@ def measure(run: SessionRun, depths: list[int], reps: int,
     for depth in usable:
         first = turns - depth
         row = {name: statistics.median(s) for name, s in samples[depth].items() if s}
-        row["files"] = sum(1 for rel in run.agent_paths
-                           if run.states[first].get(rel) != run.final.get(rel))
+        row["files"] = sum(
+            1 for rel in run.agent_paths if run.states[first].get(rel) != run.final.get(rel)
+        )
         row["user_edits_lost_by_git"] = sum(
-            1 for rel, v in run.final.items()
-            if rel not in run.agent_paths and run.states[first].get(rel) != v)
+            1
+            for rel, v in run.final.items()
+            if rel not in run.agent_paths and run.states[first].get(rel) != v
+        )
         out["depths"][str(depth)] = row
     out["checks"] = run.tree.checks - checks_before
     out["correct"] = True

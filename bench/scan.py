@@ -49,7 +49,7 @@ from importlib import metadata
 from typing import Any
 
 from snapstore import Store
-from snapstore.watchlink import watcher_info
+from snapstore.ops.watchlink import watcher_info
 
 from .measure import Summary, ratio, timed
 from .peers import ShadowGit
@@ -58,15 +58,22 @@ from .synthetic import materialise
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHANGED = 10
 SESSION = "bench"
-TARGETS = {"warm_scan_vs_git_status": 2.0, "daemon_scan_vs_git_status": 0.2,
-           "checkpoint_vs_turn": 20.0}
+TARGETS = {
+    "warm_scan_vs_git_status": 2.0,
+    "daemon_scan_vs_git_status": 0.2,
+    "checkpoint_vs_turn": 20.0,
+}
 
 
 def _stdlib_copy(dest: str) -> str:
     """A real source tree: this interpreter's standard library, without caches and packages."""
     source = sysconfig.get_paths()["stdlib"]
-    shutil.copytree(source, dest, symlinks=True,
-                    ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"))
+    shutil.copytree(
+        source,
+        dest,
+        symlinks=True,
+        ignore=shutil.ignore_patterns("site-packages", "__pycache__", "*.pyc"),
+    )
     return source
 
 
@@ -87,8 +94,19 @@ class Daemon:
 
     def __init__(self, root: str, debounce: float):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "snapstore_cli", "--root", root, "watch", "--debounce",
-             str(debounce)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                sys.executable,
+                "-m",
+                "snapstore_cli",
+                "--root",
+                root,
+                "watch",
+                "--debounce",
+                str(debounce),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
 
     def wait_ready(self, store: Store) -> float:
         """Seconds until it answers (its start-up scan included)."""
@@ -106,8 +124,16 @@ class Daemon:
         self.proc.wait(timeout=120)
 
 
-def _round(store: Store, git: ShadowGit, root: str, files: list[str], rng: random.Random,
-           label: str, use_watcher: bool, settle: float = 0.0) -> dict[str, float]:
+def _round(
+    store: Store,
+    git: ShadowGit,
+    root: str,
+    files: list[str],
+    rng: random.Random,
+    label: str,
+    use_watcher: bool,
+    settle: float = 0.0,
+) -> dict[str, float]:
     """One agent turn in which a shell command changes ``CHANGED`` files.
 
     ``settle``: seconds between the shell command and the end of the turn (the
@@ -126,8 +152,12 @@ def _round(store: Store, git: ShadowGit, root: str, files: list[str], rng: rando
     if recorded != CHANGED:
         raise RuntimeError(f"{label}: the turn recorded {recorded} changes, not {CHANGED}")
     checkpoint, _ = timed(lambda: git.checkpoint(label))
-    return {"git_status": status, "scan": scan, "turn": begin + opened + scan + end,
-            "checkpoint": checkpoint}
+    return {
+        "git_status": status,
+        "scan": scan,
+        "turn": begin + opened + scan + end,
+        "checkpoint": checkpoint,
+    }
 
 
 def measure_tree(name: str, root: str, git_dir: str, rounds: int, seed: int) -> dict[str, Any]:
@@ -138,8 +168,7 @@ def measure_tree(name: str, root: str, git_dir: str, rounds: int, seed: int) -> 
     try:
         first, baseline = timed(lambda: store.scan(use_watcher=False))
         figures["files"] = baseline.files
-        figures["bytes"] = sum(os.lstat(os.path.join(root, p)).st_size
-                               for p in _walk_files(root))
+        figures["bytes"] = sum(os.lstat(os.path.join(root, p)).st_size for p in _walk_files(root))
         figures["first_scan"] = first
         figures["first_checkpoint"], _ = timed(lambda: git.checkpoint("baseline"))
         figures["store_bytes_after_baseline"] = _disk(store.store_dir)
@@ -148,20 +177,22 @@ def measure_tree(name: str, root: str, git_dir: str, rounds: int, seed: int) -> 
         git.git("status", "--porcelain")
         files = _text_files(root)
         rng = random.Random(f"scan-bench:{name}:{seed}")
-        plain = [_round(store, git, root, files, rng, f"plain {i}", False)
-                 for i in range(rounds)]
+        plain = [_round(store, git, root, files, rng, f"plain {i}", False) for i in range(rounds)]
         daemon = Daemon(root, debounce=60)  # nothing is recorded before it is asked
         try:
             figures["daemon_ready"] = daemon.wait_ready(store)
-            watched = [_round(store, git, root, files, rng, f"watched {i}", True)
-                       for i in range(rounds)]
+            watched = [
+                _round(store, git, root, files, rng, f"watched {i}", True) for i in range(rounds)
+            ]
         finally:
             daemon.stop()
         daemon = Daemon(root, debounce=0.2)  # the default: recorded as the changes happen
         try:
             daemon.wait_ready(store)
-            typical = [_round(store, git, root, files, rng, f"typical {i}", True, settle=1.0)
-                       for i in range(rounds)]
+            typical = [
+                _round(store, git, root, files, rng, f"typical {i}", True, settle=1.0)
+                for i in range(rounds)
+            ]
         finally:
             daemon.stop()
     finally:
@@ -179,12 +210,16 @@ def _walk_files(root: str) -> list[str]:
 
 
 def _disk(path: str) -> int:
-    return sum(os.lstat(os.path.join(folder, n)).st_size
-               for folder, _, names in os.walk(path) for n in names)
+    return sum(
+        os.lstat(os.path.join(folder, n)).st_size
+        for folder, _, names in os.walk(path)
+        for n in names
+    )
 
 
-def _summaries(plain: list[dict[str, float]], watched: list[dict[str, float]],
-               typical: list[dict[str, float]]) -> dict[str, Any]:
+def _summaries(
+    plain: list[dict[str, float]], watched: list[dict[str, float]], typical: list[dict[str, float]]
+) -> dict[str, Any]:
     def median(rows: list[dict[str, float]], key: str) -> Summary:
         return Summary.of([row[key] for row in rows])
 
@@ -205,28 +240,36 @@ def _summaries(plain: list[dict[str, float]], watched: list[dict[str, float]],
         "daemon_scan_vs_git_status": ratio(out["daemon_scan"]["median"], status.median),
         "checkpoint_vs_turn": ratio(checkpoint.median, out["turn"]["median"]),
         "checkpoint_vs_daemon_turn": ratio(checkpoint.median, out["daemon_turn"]["median"]),
-        "typical_daemon_scan_vs_git_status": ratio(out["typical_daemon_scan"]["median"],
-                                                   status.median),
-        "checkpoint_vs_typical_daemon_turn": ratio(checkpoint.median,
-                                                   out["typical_daemon_turn"]["median"]),
+        "typical_daemon_scan_vs_git_status": ratio(
+            out["typical_daemon_scan"]["median"], status.median
+        ),
+        "checkpoint_vs_typical_daemon_turn": ratio(
+            checkpoint.median, out["typical_daemon_turn"]["median"]
+        ),
     }
     r = out["ratios"]
     out["targets_met"] = {
         "warm_scan_vs_git_status": r["warm_scan_vs_git_status"] <= 2.0,
         "daemon_scan_vs_git_status": r["daemon_scan_vs_git_status"] <= 0.2,
-        "checkpoint_vs_turn": min(r["checkpoint_vs_turn"], r["checkpoint_vs_daemon_turn"])
-        >= 20.0,
+        "checkpoint_vs_turn": min(r["checkpoint_vs_turn"], r["checkpoint_vs_daemon_turn"]) >= 20.0,
     }
     return out
 
 
 def _machine() -> dict[str, Any]:
-    versions = {name: metadata.version(name) for name in
-                ("snapstore", "watchdog", "pathspec", "lmdb", "zstandard", "blake3")}
-    return {"platform": platform.platform(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "python": platform.python_version(),
-            "git": ShadowGit.version(), "versions": versions,
-            "load_average": os.getloadavg()}
+    versions = {
+        name: metadata.version(name)
+        for name in ("snapstore", "watchdog", "pathspec", "lmdb", "zstandard", "blake3")
+    }
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "git": ShadowGit.version(),
+        "versions": versions,
+        "load_average": os.getloadavg(),
+    }
 
 
 def _ms(seconds: float) -> str:
@@ -252,18 +295,25 @@ def print_table(result: dict[str, Any]) -> None:
         for label, seconds in rows:
             print(f"  {label:<38}{_ms(seconds)}")
         print(f"  warm scan / git status      {r['warm_scan_vs_git_status']:6.2f}x  (target <= 2)")
-        print(f"  daemon scan / git status    {r['daemon_scan_vs_git_status']:6.2f}x  "
-              "(target <= 0.2)")
+        print(
+            f"  daemon scan / git status    {r['daemon_scan_vs_git_status']:6.2f}x  (target <= 0.2)"
+        )
         print(f"  checkpoint / turn           {r['checkpoint_vs_turn']:6.1f}x  (target >= 20)")
-        print(f"  checkpoint / daemon turn    {r['checkpoint_vs_daemon_turn']:6.1f}x  "
-              "(target >= 20)")
-        print(f"  typical: scan / git status  {r['typical_daemon_scan_vs_git_status']:6.2f}x, "
-              f"checkpoint / turn {r['checkpoint_vs_typical_daemon_turn']:.1f}x")
+        print(
+            f"  checkpoint / daemon turn    {r['checkpoint_vs_daemon_turn']:6.1f}x  (target >= 20)"
+        )
+        print(
+            f"  typical: scan / git status  {r['typical_daemon_scan_vs_git_status']:6.2f}x, "
+            f"checkpoint / turn {r['checkpoint_vs_typical_daemon_turn']:.1f}x"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.scan", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.scan",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--files", type=int, help="generated tree size (default 100000)")
     parser.add_argument("--quick", action="store_true", help="10,000 files, 3 rounds")
     parser.add_argument("--rounds", type=int, help="turns measured per mode (default 7)")
@@ -274,18 +324,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     files = args.files or (10_000 if args.quick else 100_000)
     rounds = args.rounds or (3 if args.quick else 7)
-    result: dict[str, Any] = {"machine": _machine(), "trees": [],
-                              "params": {"files": files, "rounds": rounds, "changed": CHANGED,
-                                         "seed": args.seed, "repo": args.repo},
-                              "targets": TARGETS}
+    result: dict[str, Any] = {
+        "machine": _machine(),
+        "trees": [],
+        "params": {
+            "files": files,
+            "rounds": rounds,
+            "changed": CHANGED,
+            "seed": args.seed,
+            "repo": args.repo,
+        },
+        "targets": TARGETS,
+    }
     work = tempfile.mkdtemp(prefix="snapstore-scan-bench-", dir=args.tmp)
     try:
         synthetic = os.path.join(work, "synthetic")
         print(f"generating {files} files ...", file=sys.stderr)
         materialise(synthetic, files, args.seed)
-        result["trees"].append(measure_tree(f"generated ({files} files)", synthetic,
-                                            os.path.join(work, "synthetic.git"), rounds,
-                                            args.seed))
+        result["trees"].append(
+            measure_tree(
+                f"generated ({files} files)",
+                synthetic,
+                os.path.join(work, "synthetic.git"),
+                rounds,
+                args.seed,
+            )
+        )
         shutil.rmtree(synthetic)
         real = os.path.join(work, "real")
         if args.repo:
@@ -295,8 +359,15 @@ def main(argv: list[str] | None = None) -> int:
             source = _stdlib_copy(real)
         print(f"real tree: a copy of {source} ...", file=sys.stderr)
         result["params"]["real_source"] = source
-        result["trees"].append(measure_tree(f"real ({os.path.basename(source)})", real,
-                                            os.path.join(work, "real.git"), rounds, args.seed))
+        result["trees"].append(
+            measure_tree(
+                f"real ({os.path.basename(source)})",
+                real,
+                os.path.join(work, "real.git"),
+                rounds,
+                args.seed,
+            )
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     result["machine"]["load_average_after"] = os.getloadavg()

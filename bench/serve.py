@@ -37,13 +37,19 @@ class Daemon:
 
     def post(self, body: bytes) -> float:
         """Send one event; the wall time until the whole reply is in."""
+
         def exchange() -> None:
-            self.conn.request("POST", HOOK, body=body, headers={
-                "X-Snapstore-Secret": self.secret, "Content-Type": "application/json"})
+            self.conn.request(
+                "POST",
+                HOOK,
+                body=body,
+                headers={"X-Snapstore-Secret": self.secret, "Content-Type": "application/json"},
+            )
             reply = self.conn.getresponse()
             answer = reply.read()
             if reply.status != 200 or answer:
                 raise RuntimeError(f"snapstore serve answered {reply.status} {answer[:300]!r}")
+
         return timed(exchange)[0]
 
     def stop(self) -> None:

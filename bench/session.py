@@ -47,8 +47,9 @@ class Timings:
     restic: list[float] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return {name: Summary.of(samples).to_json() for name, samples in vars(self).items()
-                if samples}
+        return {
+            name: Summary.of(samples).to_json() for name, samples in vars(self).items() if samples
+        }
 
 
 def apply_edit(root: str, edit: Edit) -> None:
@@ -66,8 +67,9 @@ def apply_edit(root: str, edit: Edit) -> None:
 class SessionRun:
     """One workload in one temporary folder: the workspace, the store and every peer."""
 
-    def __init__(self, workload: Workload, workdir: str, *, peers: bool = True,
-                 restic: bool = False):
+    def __init__(
+        self, workload: Workload, workdir: str, *, peers: bool = True, restic: bool = False
+    ):
         self.workload = workload
         self.workdir = workdir
         self.root = os.path.join(workdir, "ws")
@@ -86,8 +88,9 @@ class SessionRun:
     def setup(self) -> None:
         os.makedirs(self.root)
         seconds, base = timed(lambda: self.workload.materialise(self.root))
-        self.info.update(files=len(base), tree_bytes=_tree_bytes(self.root, base),
-                         materialise_s=seconds)
+        self.info.update(
+            files=len(base), tree_bytes=_tree_bytes(self.root, base), materialise_s=seconds
+        )
         self.plans = self.workload.plan(self.root, base)
         self.tree = Tree(self.root, base, frozenset({STORE_DIR}))
         seconds, self.store = timed(lambda: Store.init(self.root))

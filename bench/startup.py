@@ -47,9 +47,22 @@ HISTORY_FILES = 3
 TURN_CALLS = 10
 #: The commands measured under callgrind as well.
 CALLGRIND = ("pre-write f", "hook claude-code PreToolUse")
-LABELS = ("begin", "pre-write f", "post-write f", "end", "hook claude-code PreToolUse",
-          "hook claude-code PostToolUse", "hook gemini-cli BeforeTool", "log", "log --json",
-          "show 1", "status", "status --json", "rewind 1 --yes --dry-run", "undo --dry-run")
+LABELS = (
+    "begin",
+    "pre-write f",
+    "post-write f",
+    "end",
+    "hook claude-code PreToolUse",
+    "hook claude-code PostToolUse",
+    "hook gemini-cli BeforeTool",
+    "log",
+    "log --json",
+    "show 1",
+    "status",
+    "status --json",
+    "rewind 1 --yes --dry-run",
+    "undo --dry-run",
+)
 
 
 def payload(agent: str, event: str, root: str, rel: str | None = None, **fields: Any) -> bytes:
@@ -102,8 +115,9 @@ class Cli:
         """Run one snapstore command, untimed; its stdout."""
         return self.run(Step(args[0], args, env=env))[1]
 
-    def run(self, step: Step, wrap: tuple[str, ...] = (), opts: tuple[str, ...] = ()
-            ) -> tuple[float, bytes, bytes]:
+    def run(
+        self, step: Step, wrap: tuple[str, ...] = (), opts: tuple[str, ...] = ()
+    ) -> tuple[float, bytes, bytes]:
         """Run ``step``; wall time, stdout, stderr. ``wrap`` goes before the interpreter
         (valgrind), ``opts`` after it (``-X importtime``); without either the console
         script runs, as agents spawn it.
@@ -115,15 +129,18 @@ class Cli:
         if wrap or opts:
             cmd = [*wrap, self.installed.python, *opts, *cmd]
         env = clean_env(**step.env, **({"SNAPSTORE_STRICT": "1"} if step.is_hook else {}))
-        seconds, proc = run(cmd, self.root, step.stdin, env,
-                            silent=step.is_hook and not (wrap or opts))
+        seconds, proc = run(
+            cmd, self.root, step.stdin, env, silent=step.is_hook and not (wrap or opts)
+        )
         return seconds, proc.stdout, proc.stderr
 
-    def floor(self, wrap: tuple[str, ...] = (), opts: tuple[str, ...] = (), **env: str
-              ) -> tuple[float, bytes]:
+    def floor(
+        self, wrap: tuple[str, ...] = (), opts: tuple[str, ...] = (), **env: str
+    ) -> tuple[float, bytes]:
         """The bare-import floor with the same interpreter; wall time and stderr."""
-        seconds, proc = run([*wrap, self.installed.python, *opts, "-c", FLOOR], self.root,
-                            env=clean_env(**env))
+        seconds, proc = run(
+            [*wrap, self.installed.python, *opts, "-c", FLOOR], self.root, env=clean_env(**env)
+        )
         return seconds, proc.stderr
 
 
@@ -158,23 +175,42 @@ class Workspace(Cli):
         root, env = self.root, {"SNAPSTORE_SESSION": CAPTURE_SESSION}
         cap, cc, gm = (f"src/{kind}_{i}.py" for kind in ("cap", "cc", "gm"))
         if i % TURN_CALLS == 0:
-            self.run(Step("open", ["hook", "claude-code"], payload(
-                "claude-code", "user-prompt-submit", root, prompt=f"turn {i}")))
-            self.run(Step("open", ["hook", "gemini-cli"], payload(
-                "gemini-cli", "before-agent", root, prompt=f"turn {i}")))
+            self.run(
+                Step(
+                    "open",
+                    ["hook", "claude-code"],
+                    payload("claude-code", "user-prompt-submit", root, prompt=f"turn {i}"),
+                )
+            )
+            self.run(
+                Step(
+                    "open",
+                    ["hook", "gemini-cli"],
+                    payload("gemini-cli", "before-agent", root, prompt=f"turn {i}"),
+                )
+            )
         yield Step("begin", ["begin", "--prompt", f"round {i}"], env=env)
         yield Step("pre-write f", ["pre-write", cap], env=env)
         write(root, cap, ten_kib(cap, "written"))
         yield Step("post-write f", ["post-write", cap], env=env)
         yield Step("end", ["end"], env=env)
         tool_id = {"tool_use_id": f"toolu_bench_{i}"}
-        yield Step("hook claude-code PreToolUse", ["hook", "claude-code"],
-                   payload("claude-code", "pre-tool-use-write", root, cc, **tool_id))
+        yield Step(
+            "hook claude-code PreToolUse",
+            ["hook", "claude-code"],
+            payload("claude-code", "pre-tool-use-write", root, cc, **tool_id),
+        )
         write(root, cc, ten_kib(cc, "written"))
-        yield Step("hook claude-code PostToolUse", ["hook", "claude-code"],
-                   payload("claude-code", "post-tool-use-write", root, cc, **tool_id))
-        yield Step("hook gemini-cli BeforeTool", ["hook", "gemini-cli"],
-                   payload("gemini-cli", "before-tool-write-file", root, gm))
+        yield Step(
+            "hook claude-code PostToolUse",
+            ["hook", "claude-code"],
+            payload("claude-code", "post-tool-use-write", root, cc, **tool_id),
+        )
+        yield Step(
+            "hook gemini-cli BeforeTool",
+            ["hook", "gemini-cli"],
+            payload("gemini-cli", "before-tool-write-file", root, gm),
+        )
         write(root, gm, ten_kib(gm, "written"))
         yield Step("log", ["log"])
         yield Step("log --json", ["log", "--json"])
@@ -189,8 +225,7 @@ def _summary(samples: list[float]) -> dict[str, Any]:
     return {**Summary.of(samples).to_json(), "p90": percentile(samples, 90)}
 
 
-def latency(ws: Workspace, rounds: int, tick: Callable[[], None] | None = None
-            ) -> dict[str, Any]:
+def latency(ws: Workspace, rounds: int, tick: Callable[[], None] | None = None) -> dict[str, Any]:
     """Median and p90 wall time of each command and of the floor, paired and interleaved."""
     samples: dict[str, list[float]] = {label: [] for label in LABELS}
     floor: list[float] = []
@@ -204,18 +239,27 @@ def latency(ws: Workspace, rounds: int, tick: Callable[[], None] | None = None
         if tick:
             tick()
     base = statistics.median(floor)
-    commands = {label: {**_summary(s), "ratio": ratio(statistics.median(s), base),
-                        "p90_ratio": ratio(percentile(s, 90), base)}
-                for label, s in samples.items()}
+    commands = {
+        label: {
+            **_summary(s),
+            "ratio": ratio(statistics.median(s), base),
+            "p90_ratio": ratio(percentile(s, 90), base),
+        }
+        for label, s in samples.items()
+    }
     return {"rounds": rounds, "floor": _summary(floor), "commands": commands}
 
 
-def _profile(runs: list[dict[str, tuple[int, int]]], floor: set[str], top: int
-             ) -> dict[str, Any]:
+def _profile(runs: list[dict[str, tuple[int, int]]], floor: set[str], top: int) -> dict[str, Any]:
     """Medians over runs of one command's ``-X importtime``, summarised."""
     names = set().union(*runs)
-    med = {name: (statistics.median(r[name][0] for r in runs if name in r),
-                  statistics.median(r[name][1] for r in runs if name in r)) for name in names}
+    med = {
+        name: (
+            statistics.median(r[name][0] for r in runs if name in r),
+            statistics.median(r[name][1] for r in runs if name in r),
+        )
+        for name in names
+    }
     extra = {n: v for n, v in med.items() if n not in floor}
     packages: dict[str, float] = {}
     for name, (self_us, _) in extra.items():
@@ -227,10 +271,13 @@ def _profile(runs: list[dict[str, tuple[int, int]]], floor: set[str], top: int
         "modules": statistics.median(len(r) for r in runs),
         "extra_modules": len(extra),
         "extra_us": sum(v[0] for v in extra.values()),
-        "top_cumulative": [{"module": n, "self_us": s, "cumulative_us": c}
-                           for n, (s, c) in by_cumulative],
-        "extra_by_package": [{"package": p, "self_us": us} for p, us in
-                             sorted(packages.items(), key=lambda kv: -kv[1])[:top]],
+        "top_cumulative": [
+            {"module": n, "self_us": s, "cumulative_us": c} for n, (s, c) in by_cumulative
+        ],
+        "extra_by_package": [
+            {"package": p, "self_us": us}
+            for p, us in sorted(packages.items(), key=lambda kv: -kv[1])[:top]
+        ],
         "extra_names": sorted(extra),
     }
 
@@ -247,9 +294,11 @@ def importtime(ws: Workspace, first_round: int, runs: int, top: int = 10) -> dic
         floors.append(parse_importtime(ws.floor(opts=opts)[1].decode(errors="replace")))
     floor_names = set().union(*floors)
     floor = _profile(floors, set(), top)
-    return {"runs": runs, "floor": {k: floor[k] for k in ("total_us", "modules",
-                                                          "top_cumulative")},
-            "commands": {label: _profile(p, floor_names, top) for label, p in seen.items()}}
+    return {
+        "runs": runs,
+        "floor": {k: floor[k] for k in ("total_us", "modules", "top_cumulative")},
+        "commands": {label: _profile(p, floor_names, top) for label, p in seen.items()},
+    }
 
 
 def _instructions(stderr: bytes) -> int:
@@ -278,8 +327,15 @@ def instructions(ws: Workspace, first_round: int, runs: int) -> dict[str, Any] |
                 ws.run(step)
         floor.append(_instructions(ws.floor(wrap, **pinned)[1]))
     base = statistics.median(floor)
-    return {"runs": runs, "tool": "valgrind --tool=callgrind (instructions executed, Ir)",
-            "floor": base,
-            "commands": {label: {"instructions": statistics.median(c),
-                                 "ratio": ratio(statistics.median(c), base)}
-                         for label, c in counts.items()}}
+    return {
+        "runs": runs,
+        "tool": "valgrind --tool=callgrind (instructions executed, Ir)",
+        "floor": base,
+        "commands": {
+            label: {
+                "instructions": statistics.median(c),
+                "ratio": ratio(statistics.median(c), base),
+            }
+            for label, c in counts.items()
+        },
+    }

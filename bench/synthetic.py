@@ -20,14 +20,59 @@ from collections.abc import Iterator
 
 from .tree import FILE, LINK, Version
 
-WORDS = ("core", "utils", "api", "models", "views", "tests", "handlers", "config", "db",
-         "auth", "cache", "client", "server", "schema", "io", "net", "ui", "widgets",
-         "parser", "lexer", "runtime", "plugins", "docs", "scripts", "assets", "lib",
-         "internal", "common", "services", "storage", "jobs", "events", "metrics", "http")
+WORDS = (
+    "core",
+    "utils",
+    "api",
+    "models",
+    "views",
+    "tests",
+    "handlers",
+    "config",
+    "db",
+    "auth",
+    "cache",
+    "client",
+    "server",
+    "schema",
+    "io",
+    "net",
+    "ui",
+    "widgets",
+    "parser",
+    "lexer",
+    "runtime",
+    "plugins",
+    "docs",
+    "scripts",
+    "assets",
+    "lib",
+    "internal",
+    "common",
+    "services",
+    "storage",
+    "jobs",
+    "events",
+    "metrics",
+    "http",
+)
 #: Extension, relative weight. ``.png`` and ``.bin`` files are random bytes.
-EXTENSIONS = ((".py", 30), (".ts", 14), (".js", 10), (".md", 8), (".json", 8), (".go", 5),
-              (".rs", 4), (".txt", 5), (".yaml", 5), (".html", 4), (".css", 3), (".sh", 2),
-              (".png", 1.5), (".bin", 0.5))
+EXTENSIONS = (
+    (".py", 30),
+    (".ts", 14),
+    (".js", 10),
+    (".md", 8),
+    (".json", 8),
+    (".go", 5),
+    (".rs", 4),
+    (".txt", 5),
+    (".yaml", 5),
+    (".html", 4),
+    (".css", 3),
+    (".sh", 2),
+    (".png", 1.5),
+    (".bin", 0.5),
+)
 BINARY = (".png", ".bin")
 MAX_DEPTH = 8
 FILES_PER_DIR = 12
@@ -39,8 +84,11 @@ CORPUS_SIZE = 1 << 21
 class Text:
     """Seeded code-like text: single lines for edits, and a corpus to cut files from."""
 
-    IDENTS = tuple(f"{a}_{b}" for a in WORDS[:16] for b in ("id", "name", "value", "items",
-                                                            "count", "path", "state", "result"))
+    IDENTS = tuple(
+        f"{a}_{b}"
+        for a in WORDS[:16]
+        for b in ("id", "name", "value", "items", "count", "path", "state", "result")
+    )
 
     def __init__(self, rng: random.Random):
         self.rng = rng
@@ -59,8 +107,10 @@ class Text:
             return f"{indent}if {ident(self.IDENTS)} > {rng.randrange(100)}:"
         if kind == 4:
             return ""
-        return f"{indent}{ident(self.IDENTS)} = {ident(self.IDENTS)}({ident(self.IDENTS)}, " \
-               f"{rng.randrange(10_000)})"
+        return (
+            f"{indent}{ident(self.IDENTS)} = {ident(self.IDENTS)}({ident(self.IDENTS)}, "
+            f"{rng.randrange(10_000)})"
+        )
 
     def lines(self, count: int) -> list[bytes]:
         return [self.line().encode() + b"\n" for _ in range(count)]

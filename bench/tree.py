@@ -108,14 +108,15 @@ class Tree:
         if problems:
             shown = "\n  ".join(problems[:20])
             more = f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else ""
-            raise CorrectnessError(f"{label}: the tree does not hold the expected state "
-                                   f"({len(problems)} problem(s)):\n  {shown}{more}")
+            raise CorrectnessError(
+                f"{label}: the tree does not hold the expected state "
+                f"({len(problems)} problem(s)):\n  {shown}{more}"
+            )
 
 
 def scan_base(root: str, skip: frozenset[str]) -> dict[str, Version]:
     """Hash every file and link under ``root``: the base state of a tree made elsewhere."""
-    return {rel: read_version(os.path.join(root, rel), st)
-            for rel, st in walk(root, skip).items()}
+    return {rel: read_version(os.path.join(root, rel), st) for rel, st in walk(root, skip).items()}
 
 
 def disk_usage(path: str) -> int:

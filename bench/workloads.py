@@ -63,10 +63,11 @@ class Workload:
 
 def synthetic_workload(files: int, turns: int, seed: int) -> Workload:
     return Workload(
-        f"synthetic-{files}", {"workload": "synthetic", "files": files, "turns": turns,
-                               "seed": seed},
+        f"synthetic-{files}",
+        {"workload": "synthetic", "files": files, "turns": turns, "seed": seed},
         lambda root: synthetic.materialise(root, files, seed),
-        lambda root, base: plan_session(root, base, turns, seed))
+        lambda root, base: plan_session(root, base, turns, seed),
+    )
 
 
 def repo_workload(path: str, turns: int, seed: int) -> Workload:
@@ -76,14 +77,22 @@ def repo_workload(path: str, turns: int, seed: int) -> Workload:
         raise SystemExit(f"bench: --repo {path} is not a folder")
 
     def materialise(root: str) -> dict[str, Version]:
-        shutil.copytree(source, root, symlinks=True, dirs_exist_ok=True,
-                        ignore=lambda d, names: [n for n in names if n in SKIP])
+        shutil.copytree(
+            source,
+            root,
+            symlinks=True,
+            dirs_exist_ok=True,
+            ignore=lambda d, names: [n for n in names if n in SKIP],
+        )
         return scan_base(root, SKIP)
 
     name = os.path.basename(source.rstrip(os.sep)) or "repo"
-    return Workload(f"repo-{name}", {"workload": "repo", "repo": source, "turns": turns,
-                                     "seed": seed}, materialise,
-                    lambda root, base: plan_session(root, base, turns, seed))
+    return Workload(
+        f"repo-{name}",
+        {"workload": "repo", "repo": source, "turns": turns, "seed": seed},
+        materialise,
+        lambda root, base: plan_session(root, base, turns, seed),
+    )
 
 
 # -- the agent session -------------------------------------------------------------
@@ -122,8 +131,9 @@ class _Session:
             raise SystemExit("bench: the tree has no text file an agent could edit")
         everything = [rel for folder in self.folders for rel in by_folder[folder]]
         self.user_files = set(self.rng.sample(everything, max(1, min(50, len(everything) // 50))))
-        self.by_folder = {f: [r for r in rels if r not in self.user_files]
-                          for f, rels in by_folder.items()}
+        self.by_folder = {
+            f: [r for r in rels if r not in self.user_files] for f, rels in by_folder.items()
+        }
         self.recent: list[str] = []
 
     def _is_text(self, rel: str) -> bool:

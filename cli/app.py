@@ -29,15 +29,25 @@ def open_resuming() -> Store:
 
 
 #: How to start recording, for a store that has no turns yet.
-START = ("install your agent's hooks in this project: `snapstore hook install AGENT`, AGENT "
-         "one of " + ", ".join(AGENT_NAMES))
+START = (
+    "install your agent's hooks in this project: `snapstore hook install AGENT`, AGENT "
+    "one of " + ", ".join(AGENT_NAMES)
+)
 
 
 def print_start(first: str) -> None:
     """Tell a person, on stderr, that the store is new and how to start recording."""
-    click.echo("\n".join([first, "To record your agent's turns, install its hooks in this "
-                          "project:", "  snapstore hook install AGENT",
-                          f"AGENT: {', '.join(AGENT_NAMES)}."]), err=True)
+    click.echo(
+        "\n".join(
+            [
+                first,
+                "To record your agent's turns, install its hooks in this project:",
+                "  snapstore hook install AGENT",
+                f"AGENT: {', '.join(AGENT_NAMES)}.",
+            ]
+        ),
+        err=True,
+    )
 
 
 def is_new(store: Store, session: str) -> bool:
@@ -49,8 +59,9 @@ def require_turns(store: Store, session: str, nothing: str) -> None:
     """Refuse a command that acts on a turn in a store that has none yet (exit 4, not found:
     there is nothing to act on), saying ``nothing`` and how to start."""
     if is_new(store, session):
-        raise NotFound(f"{nothing}: this store has no turns yet; to record them, {START}",
-                       session=session)
+        raise NotFound(
+            f"{nothing}: this store has no turns yet; to record them, {START}", session=session
+        )
 
 
 def options() -> Options:
@@ -61,16 +72,30 @@ def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
     def callback(ctx: click.Context, _param: click.Parameter, value: Any) -> None:
         if value not in (None, False):
             setattr(ctx.ensure_object(Options), name, value)
+
     return callback
 
 
 def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``--json`` and ``--session`` after the command name, as well as before it."""
-    fn = click.option("--json", "json_", is_flag=True, expose_value=False, callback=_set("json"),
-                      is_eager=True, help="Print one JSON document on stdout.")(fn)
-    return click.option("--session", "-s", metavar="S", expose_value=False,
-                        callback=_set("session"), is_eager=True,
-                        help="Agent session (default: $SNAPSTORE_SESSION or 'default').")(fn)
+    fn = click.option(
+        "--json",
+        "json_",
+        is_flag=True,
+        expose_value=False,
+        callback=_set("json"),
+        is_eager=True,
+        help="Print one JSON document on stdout.",
+    )(fn)
+    return click.option(
+        "--session",
+        "-s",
+        metavar="S",
+        expose_value=False,
+        callback=_set("session"),
+        is_eager=True,
+        help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
+    )(fn)
 
 
 class Failure(click.ClickException):
@@ -88,16 +113,29 @@ class Failure(click.ClickException):
 
 #: Each command's module and name; a command's module is imported only when it runs.
 COMMANDS = {
-    "init": "cmd_capture:init", "begin": "cmd_capture:begin", "end": "cmd_capture:end",
-    "pre-write": "cmd_capture:pre_write", "post-write": "cmd_capture:post_write",
-    "log": "cmd_history:log", "show": "cmd_history:show", "diff": "cmd_history:diff",
-    "rewind": "cmd_rewind:rewind", "undo": "cmd_rewind:undo", "switch": "cmd_rewind:switch",
-    "status": "cmd_status:status",
-    "scan": "cmd_scan:scan_command", "watch": "cmd_scan:watch", "gc": "cmd_maintenance:gc",
-    "fsck": "cmd_maintenance:fsck", "hook": "cmd_hook:hook", "demo": "cmd_demo:demo",
-    "doctor": "cmd_doctor:doctor",
-    "remote": "cmd_remote:remote", "push": "cmd_remote:push", "pull": "cmd_remote:pull",
-    "serve": "cmd_serve:serve",
+    "init": "commands.capture:init",
+    "begin": "commands.capture:begin",
+    "end": "commands.capture:end",
+    "pre-write": "commands.capture:pre_write",
+    "post-write": "commands.capture:post_write",
+    "log": "commands.history:log",
+    "show": "commands.history:show",
+    "diff": "commands.history:diff",
+    "rewind": "commands.rewind:rewind",
+    "undo": "commands.rewind:undo",
+    "switch": "commands.rewind:switch",
+    "status": "commands.status:status",
+    "scan": "commands.scan:scan_command",
+    "watch": "commands.scan:watch",
+    "gc": "commands.maintenance:gc",
+    "fsck": "commands.maintenance:fsck",
+    "hook": "commands.hook:hook",
+    "demo": "commands.demo:demo",
+    "doctor": "commands.doctor:doctor",
+    "remote": "commands.remote:remote",
+    "push": "commands.remote:push",
+    "pull": "commands.remote:pull",
+    "serve": "commands.serve:serve",
 }
 
 
@@ -121,21 +159,31 @@ class SnapstoreGroup(click.Group):
         except SnapstoreError as exc:
             if opts.debug:
                 raise
-            raise Failure(failures.message(exc, ctx.invoked_subcommand),
-                          failures.exit_code(exc), exc.code, opts.json) from exc
+            raise Failure(
+                failures.message(exc, ctx.invoked_subcommand),
+                failures.exit_code(exc),
+                exc.code,
+                opts.json,
+            ) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
             raise
         except Exception as exc:
             if opts.debug:
                 raise
-            raise Failure(f"internal error: {exc!r} (run with --debug for the traceback)",
-                          1, "internal", opts.json) from exc
+            raise Failure(
+                f"internal error: {exc!r} (run with --debug for the traceback)",
+                1,
+                "internal",
+                opts.json,
+            ) from exc
 
 
-def complete_turn(ctx: click.Context, _param: click.Parameter,
-                  incomplete: str) -> list[click.shell_completion.CompletionItem]:
+def complete_turn(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
     """Shell completion for TURN: the session's rewind points, with their prompts."""
     from click.shell_completion import CompletionItem
+
     opts = ctx.find_object(Options) or Options()
     try:
         with opts.open_store() as store:
@@ -161,18 +209,33 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 
 
 @click.group(cls=SnapstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--root", metavar="DIR", type=click.Path(file_okay=False),
-              help="The workspace (default: the nearest folder above holding .snapstore/).")
+@click.option(
+    "--root",
+    metavar="DIR",
+    type=click.Path(file_okay=False),
+    help="The workspace (default: the nearest folder above holding .snapstore/).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
-@click.option("--session", "-s", metavar="S", help="Agent session (default: $SNAPSTORE_SESSION "
-              "or 'default').")
-@click.option("--lock-timeout", type=float, metavar="SECONDS",
-              help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).")
+@click.option(
+    "--session", "-s", metavar="S", help="Agent session (default: $SNAPSTORE_SESSION or 'default')."
+)
+@click.option(
+    "--lock-timeout",
+    type=float,
+    metavar="SECONDS",
+    help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks.")
 @click.version_option(__version__, prog_name="snapstore")
 @click.pass_context
-def cli(ctx: click.Context, root: str | None, as_json: bool, session: str | None,
-        lock_timeout: float | None, debug: bool) -> None:
+def cli(
+    ctx: click.Context,
+    root: str | None,
+    as_json: bool,
+    session: str | None,
+    lock_timeout: float | None,
+    debug: bool,
+) -> None:
     """snapstore: the undo layer for AI coding agents.
 
     Capture files before an agent writes them, then rewind any turn: exact
@@ -208,7 +271,7 @@ def auto_gc(*_: Any, **__: Any) -> None:
 def _asks_for_json(args: list[str]) -> bool:
     """Whether the command line holds ``--json`` (before a ``--``), wherever it stands: a usage
     error can stop Click before it reads the option, and still owes one JSON document."""
-    return "--json" in (args[:args.index("--")] if "--" in args else args)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
 
 
 def run(args: list[str]) -> None:
@@ -220,8 +283,9 @@ def run(args: list[str]) -> None:
         where = ctx.command_path if ctx is not None else "snapstore"
         opts = ctx.find_object(Options) if ctx is not None else None
         as_json = bool(opts and opts.json) or _asks_for_json(args)
-        Failure(f"{exc.format_message()} (see `{where} --help`)", exc.exit_code, "usage",
-                as_json).show()
+        Failure(
+            f"{exc.format_message()} (see `{where} --help`)", exc.exit_code, "usage", as_json
+        ).show()
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()

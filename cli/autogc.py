@@ -15,7 +15,7 @@ so the hook path can use it.
 from __future__ import annotations
 
 from snapstore import SnapstoreError, Store
-from snapstore.db import store_size
+from snapstore.core.db import store_size
 
 from .settings import Config, Options, format_size
 
@@ -36,19 +36,22 @@ def run_if_due(store: Store, config: Config) -> str | None:
     """Run gc with the configured policy when due; the one-line note that says so."""
     if not due(store.store_dir, config):
         return None
-    from snapstore.gc import GcPolicy
+    from snapstore.ops.gc import GcPolicy
 
     assert config.gc_max_size is not None
     before = store_size(store.store_dir)
     try:
-        result = store.gc(GcPolicy(config.gc_keep_days, config.gc_keep_turns,
-                                   int(config.gc_max_size * LOW_WATER)))
+        result = store.gc(
+            GcPolicy(config.gc_keep_days, config.gc_keep_turns, int(config.gc_max_size * LOW_WATER))
+        )
     except SnapstoreError as exc:
         return f"automatic gc failed: {exc}"
     quota = format_size(config.gc_max_size)
-    note = (f"the store passed its quota ({format_size(before)} > {quota}); "
-            f"automatic gc removed {len(result.removed_turns)} turn(s) and "
-            f"{result.removed_blobs} blob(s), now {format_size(result.store_bytes)}")
+    note = (
+        f"the store passed its quota ({format_size(before)} > {quota}); "
+        f"automatic gc removed {len(result.removed_turns)} turn(s) and "
+        f"{result.removed_blobs} blob(s), now {format_size(result.store_bytes)}"
+    )
     return "; ".join([note, *result.notes])
 
 

@@ -32,6 +32,12 @@ def start(store_dir: str, root: str, name: str) -> int:
         env.setdefault("SNAPSTORE_DIR", store_dir)
         proc = subprocess.Popen(
             [sys.executable, "-m", "snapstore_cli", "--root", root, "push", name, "--all"],
-            cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=handle, stderr=handle,
-            start_new_session=True, close_fds=True)
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=handle,
+            stderr=handle,
+            start_new_session=True,
+            close_fds=True,
+        )
     return proc.pid

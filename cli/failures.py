@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import sys
 
-from snapstore import errors as e
+from snapstore.core import errors as e
 
-from .text import printable
+from .output.plain import printable
 
-#: The remote's errors (snapstore.remote.errors) exit 6. That package is imported only by
+#: The remote's errors (snapstore.remote.transport.errors) exit 6. That package is imported only by
 #: the commands that talk to a remote, so an error of its can exist only once it is loaded:
 #: looked up by name, it stays off the fast paths.
-REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.errors", 6
+REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.transport.errors", 6
 
 #: Exit codes (docs/cli.md); the first class in an error's MRO found here decides.
 EXIT_CODES: dict[type[BaseException], int] = {
@@ -43,7 +43,7 @@ _HINTS: dict[type[BaseException], str] = {
     e.SchemaMismatch: "use the snapstore release that made this store",
     e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",
     e.StoreReadOnly: "log, show, diff, status and fsck still read it; make it writable to "
-                     "record or rewind",
+    "record or rewind",
 }
 
 
@@ -61,13 +61,19 @@ def exit_code(exc: BaseException) -> int:
 def hint(exc: BaseException, command: str | None = None) -> str | None:
     """What to do next, worded for the command that failed (None when nothing helps)."""
     if isinstance(exc, e.UnknownTurn):
-        return "see `snapstore log`" if getattr(exc, "count", None) is not None \
+        return (
+            "see `snapstore log`"
+            if getattr(exc, "count", None) is not None
             else "see `snapstore log --all`"
+        )
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
         if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"
-        return "end it with `snapstore end` first" if command == "undo" \
+        return (
+            "end it with `snapstore end` first"
+            if command == "undo"
             else "end it with `snapstore end`"
+        )
     for cls in type(exc).__mro__:
         if cls in _HINTS:
             return _HINTS[cls]
@@ -84,7 +90,8 @@ def report(text: str, exit_code: int, code: str = "error", as_json: bool = False
     """Print a failure: with ``--json``, one JSON document on stdout saying so; always one
     line on stderr (docs/cli.md)."""
     if as_json:
-        sys.stdout.write(json.dumps({"error": {"code": code, "message": text,
-                                               "exit_code": exit_code}}) + "\n")
+        sys.stdout.write(
+            json.dumps({"error": {"code": code, "message": text, "exit_code": exit_code}}) + "\n"
+        )
         sys.stdout.flush()
     sys.stderr.write(f"snapstore: {printable(text, quote=False)}\n")

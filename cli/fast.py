@@ -9,7 +9,7 @@ One implementation serves both front ends. The console script
 :func:`parse` reads exactly as Click would; anything else (``--help``,
 ``--version``, ``--debug``, an unknown option, a usage error, a ``--prompt-file``
 that cannot be opened) goes to the Click application, whose commands
-(``cmd_capture``) call the same functions below and print the same output. The
+(``commands.capture``) call the same functions below and print the same output. The
 contract is docs/cli.md's: options before or after the command, ``--json``,
 ``--session``, one-line errors with their exit codes (``failures``), and gc
 after a command that added to the store.
@@ -26,22 +26,31 @@ from typing import TYPE_CHECKING, BinaryIO
 from snapstore import SnapstoreError
 
 from . import failures
+from .output.plain import printable, say
 from .settings import Options
-from .text import printable, say
 
 if TYPE_CHECKING:
-    from snapstore.scan import ScanResult
+    from snapstore.ops.scan import ScanResult
 
 #: What a command returns: its ``--json`` document, and for people the lines (text, style) to
 #: print on stderr, or what prints them.
 Output = tuple[dict, "list[tuple[str, str]] | Callable[[], None]"]
 
 #: Global options that take a value (before the command), and the attribute they set.
-GLOBAL_VALUES = {"--root": "root", "--session": "session", "-s": "session",
-                 "--lock-timeout": "lock_timeout"}
+GLOBAL_VALUES = {
+    "--root": "root",
+    "--session": "session",
+    "-s": "session",
+    "--lock-timeout": "lock_timeout",
+}
 #: Each command's own options that take a value; ``--json`` and ``--session`` go with all.
-COMMAND_VALUES = {"begin": ("--prompt", "--prompt-file", "--message-id"), "end": (),
-                  "pre-write": ("--tool",), "post-write": (), "scan": ("--max-file-size",)}
+COMMAND_VALUES = {
+    "begin": ("--prompt", "--prompt-file", "--message-id"),
+    "end": (),
+    "pre-write": ("--tool",),
+    "post-write": (),
+    "scan": ("--max-file-size",),
+}
 #: Each command's own flags.
 COMMAND_FLAGS = {"scan": ("--no-watcher",)}
 #: The commands that take PATHS (one or more).
@@ -53,16 +62,16 @@ class Parsed:
 
     __slots__ = ("command", "options", "paths", "values")
 
-    def __init__(self, command: str, options: Options, values: dict[str, str],
-                 paths: list[str]):
+    def __init__(self, command: str, options: Options, values: dict[str, str], paths: list[str]):
         self.command = command
         self.options = options
         self.values = values  # the command's own options, by name without dashes
         self.paths = paths
 
 
-def _option(args: list[str], i: int, names: tuple[str, ...] | dict[str, str]
-            ) -> tuple[str, str, int] | None:
+def _option(
+    args: list[str], i: int, names: tuple[str, ...] | dict[str, str]
+) -> tuple[str, str, int] | None:
     """The option at ``args[i]`` taking a value, its value and the next index; None when it is
     not one of ``names`` or its value is one that Click might read otherwise (empty, or
     starting with a dash)."""
@@ -94,7 +103,7 @@ def parse(args: list[str]) -> Parsed | None:
         found[GLOBAL_VALUES[got[0]]], i = got[1], got[2]
     if i >= len(args) or args[i] not in COMMAND_VALUES:
         return None
-    command, rest = args[i], args[i + 1:]
+    command, rest = args[i], args[i + 1 :]
     own = COMMAND_VALUES[command]
     values: dict[str, str] = {}
     paths: list[str] = []
@@ -102,7 +111,7 @@ def parse(args: list[str]) -> Parsed | None:
     while j < len(rest):
         arg = rest[j]
         if arg == "--":
-            paths += rest[j + 1:]
+            paths += rest[j + 1 :]
             break
         if not arg.startswith("-") or arg == "-":
             paths.append(arg)
@@ -137,7 +146,7 @@ def parse(args: list[str]) -> Parsed | None:
     return Parsed(command, opts, values, paths)
 
 
-# -- the commands (the Click commands in cmd_capture call these too) -------------------------
+# -- the commands (the Click commands in commands.capture call these too) -------------------------
 
 
 def _abs(paths: list[str] | tuple[str, ...]) -> list[str]:
@@ -158,8 +167,13 @@ def prompt_text(prompt: str | None, prompt_file: BinaryIO | None) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        say(printable(f"snapstore: {source} is not valid UTF-8 (byte {exc.start}); invalid "
-                      "bytes are kept as U+FFFD", quote=False))
+        say(
+            printable(
+                f"snapstore: {source} is not valid UTF-8 (byte {exc.start}); invalid "
+                "bytes are kept as U+FFFD",
+                quote=False,
+            )
+        )
         return raw.decode("utf-8", "replace")
 
 
@@ -167,8 +181,10 @@ def begin(opts: Options, text: str, message_id: str | None) -> Output:
     session = opts.session_for()
     with opts.open_resuming() as store:
         turn = store.begin_turn(session, text, message_id)
-    return ({"session": session, "turn": turn.id},
-            [(f"turn {turn.id} begun in session {printable(session)}", "")])
+    return (
+        {"session": session, "turn": turn.id},
+        [(f"turn {turn.id} begun in session {printable(session)}", "")],
+    )
 
 
 def end(opts: Options) -> Output:
@@ -176,29 +192,46 @@ def end(opts: Options) -> Output:
     with opts.open_resuming() as store:
         turn = store.end_turn(session)
         changes = len(store.changes(turn.id))
-    return ({"session": session, "turn": turn.id, "changes": changes},
-            [(f"turn {turn.id} ended with {changes} change(s)", "")])
+    return (
+        {"session": session, "turn": turn.id, "changes": changes},
+        [(f"turn {turn.id} ended with {changes} change(s)", "")],
+    )
 
 
 def pre_write(opts: Options, tool: str, paths: list[str] | tuple[str, ...]) -> Output:
     with opts.open_resuming() as store:
         result = store.pre_write(_abs(paths), tool, opts.session_for())
-    return ({"session": result.session, "turn": result.turn, "captured": result.paths},
-            [(f"captured {len(result.paths)} path(s) in turn {result.turn}", "")])
+    return (
+        {"session": result.session, "turn": result.turn, "captured": result.paths},
+        [(f"captured {len(result.paths)} path(s) in turn {result.turn}", "")],
+    )
 
 
 def post_write(opts: Options, paths: list[str] | tuple[str, ...]) -> Output:
     with opts.open_resuming() as store:
         result = store.post_write(_abs(paths), opts.session_for())
     lines = [(f"recorded {len(result.paths)} path(s) in turn {result.turn}", "")]
-    lines += [(f"  skipped {printable(path)}: {printable(reason, quote=False)}", "yellow")
-              for path, reason in result.skipped]
-    return ({"session": result.session, "turn": result.turn, "recorded": result.paths,
-             "skipped": [{"path": p, "reason": r} for p, r in result.skipped]}, lines)
+    lines += [
+        (f"  skipped {printable(path)}: {printable(reason, quote=False)}", "yellow")
+        for path, reason in result.skipped
+    ]
+    return (
+        {
+            "session": result.session,
+            "turn": result.turn,
+            "recorded": result.paths,
+            "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
+        },
+        lines,
+    )
 
 
-def scan(opts: Options, max_file_size: str | None, no_watcher: bool,
-         progress: Callable[[str, int, int], None] | None = None) -> ScanResult:
+def scan(
+    opts: Options,
+    max_file_size: str | None,
+    no_watcher: bool,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> ScanResult:
     """``snapstore scan``: record what changed in the workspace since the last scan."""
     from .settings import parse_size
 
@@ -234,14 +267,18 @@ def _run(parsed: Parsed) -> Output:
         prompt_file = values.get("prompt_file")
         if prompt_file is None:
             return begin(opts, prompt_text(values.get("prompt"), None), values.get("message_id"))
-        with (open(sys.stdin.fileno(), "rb", closefd=False) if prompt_file == "-"
-              else open(prompt_file, "rb")) as handle:
+        with (
+            open(sys.stdin.fileno(), "rb", closefd=False)
+            if prompt_file == "-"
+            else open(prompt_file, "rb")
+        ) as handle:
             return begin(opts, prompt_text(None, handle), values.get("message_id"))
     if parsed.command == "end":
         return end(opts)
     if parsed.command == "scan":
         result = scan(opts, values.get("max_file_size"), "no_watcher" in values)
-        from .results import scan_summary
+        from .output.results import scan_summary
+
         return result.to_json(), lambda: scan_summary(result)
     if parsed.command == "pre-write":
         return pre_write(opts, values.get("tool", ""), parsed.paths)
@@ -278,13 +315,17 @@ def run(args: list[str]) -> int | None:
         say("snapstore: interrupted")
         return 130
     except Exception as exc:
-        failures.report(f"internal error: {exc!r} (run with --debug for the traceback)", 1,
-                        "internal", opts.json)
+        failures.report(
+            f"internal error: {exc!r} (run with --debug for the traceback)",
+            1,
+            "internal",
+            opts.json,
+        )
         return 1
     show(output, opts.json)
     from . import autogc  # after a command that added to the store (Click's result callback)
+
     note = autogc.after_command(opts)
     if note is not None:
         say(f"snapstore: {note}")
     return 0
-

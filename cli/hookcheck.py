@@ -28,15 +28,14 @@ from snapstore.adapters.install import hook_commands
 #: What to do when an agent's hooks have never recorded a turn, per agent.
 NEVER_RAN = {
     "codex": "Codex skips a hook it has not trusted, without a word: start `codex` here and "
-             "choose \"Trust all and continue\" (or review them with /hooks)",
+    'choose "Trust all and continue" (or review them with /hooks)',
     "gemini-cli": "Gemini CLI runs a project's hooks only in a trusted folder (`--skip-trust` "
-                  "is not enough): trust it with /permissions",
-    "qwen-code": "Qwen Code runs a project's hooks only in a trusted folder: trust it when "
-                 "it asks",
+    "is not enough): trust it with /permissions",
+    "qwen-code": "Qwen Code runs a project's hooks only in a trusted folder: trust it when it asks",
     "copilot": "Copilot CLI loads a repository's hooks only in a trusted folder: answer its "
-               "trust prompt, or pass --trust-folder",
+    "trust prompt, or pass --trust-folder",
     "cursor": "Cursor runs a project's hooks only in a trusted workspace; see Cursor "
-              "Settings > Hooks",
+    "Settings > Hooks",
     "opencode": "opencode loads plugins when it starts: restart it",
 }
 
@@ -49,7 +48,7 @@ def config_path(agent: str, scope: str, root: str) -> str:
         return os.path.join(root, where)
     env = getattr(mod, "USER_DIR_ENV", None)  # Codex: $CODEX_HOME instead of ~/.codex
     if env and os.environ.get(env[0]) and where.startswith(env[1] + "/"):
-        return os.path.join(os.environ[env[0]], where[len(env[1]) + 1:])
+        return os.path.join(os.environ[env[0]], where[len(env[1]) + 1 :])
     return os.path.expanduser(where)
 
 
@@ -59,8 +58,9 @@ def gemini_version() -> str:
     if not exe:
         return ""
     try:
-        return subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30,
-                              stdin=subprocess.DEVNULL).stdout.strip()
+        return subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return ""
 
@@ -75,8 +75,13 @@ def hook_reports(store: Any | None, root: str) -> list[dict[str, Any]]:
     return check(root, sessions, log, os.path.expanduser("~"), os.environ)
 
 
-def check(root: str, sessions: Iterable[str], hook_log: str | None, home: str,
-          environ: dict[str, str] | os._Environ[str]) -> list[dict[str, Any]]:
+def check(
+    root: str,
+    sessions: Iterable[str],
+    hook_log: str | None,
+    home: str,
+    environ: dict[str, str] | os._Environ[str],
+) -> list[dict[str, Any]]:
     """One report per installed config: agent, scope, file, commands, sessions (how many
     of that agent's sessions the store has), problems (what will keep the hooks from
     recording), unrecorded (no session and no failure: never ran, or never used) and
@@ -95,19 +100,34 @@ def check(root: str, sessions: Iterable[str], hook_log: str | None, home: str,
             problems += _loaded(agent, scope, path, root, home, environ)
             logged = failures.get(agent, [])
             if logged:
-                problems.append(f"{len(logged)} hook failure(s) in {hook_log}; the last: "
-                                f"{logged[-1]}")
+                problems.append(
+                    f"{len(logged)} hook failure(s) in {hook_log}; the last: {logged[-1]}"
+                )
             advice = []
             if any(p.startswith("the hook command cannot start: /") for p in problems):
-                advice.append(f"run `snapstore hook install {agent}` again: it writes a "
-                              "command that starts")
+                advice.append(
+                    f"run `snapstore hook install {agent}` again: it writes a command that starts"
+                )
             unrecorded = count == 0 and not logged
             if unrecorded:
-                advice.append(NEVER_RAN.get(agent, f"if you have used {agent} here since "
-                                                    "installing, its hooks do not run"))
-            reports.append({"agent": agent, "scope": scope, "file": path, "commands": commands,
-                            "sessions": count, "problems": list(dict.fromkeys(problems)),
-                            "unrecorded": unrecorded, "advice": advice})
+                advice.append(
+                    NEVER_RAN.get(
+                        agent,
+                        f"if you have used {agent} here since installing, its hooks do not run",
+                    )
+                )
+            reports.append(
+                {
+                    "agent": agent,
+                    "scope": scope,
+                    "file": path,
+                    "commands": commands,
+                    "sessions": count,
+                    "problems": list(dict.fromkeys(problems)),
+                    "unrecorded": unrecorded,
+                    "advice": advice,
+                }
+            )
     return reports
 
 
@@ -133,27 +153,41 @@ def _runnable(command: str) -> list[str]:
     if command.startswith(("http://", "https://")):  # an HTTP hook: no command to start
         return []
     if command.startswith("command -v snapstore "):  # Copilot's portable guard
-        return [] if shutil.which("snapstore") else [
-            "`snapstore` is not on PATH, so the hooks do nothing (put it there, or install "
-            "with --scope local or --scope user)"]
+        return (
+            []
+            if shutil.which("snapstore")
+            else [
+                "`snapstore` is not on PATH, so the hooks do nothing (put it there, or install "
+                "with --scope local or --scope user)"
+            ]
+        )
     try:
         program = shlex.split(command)[0]
     except (ValueError, IndexError):
-        return [f"the hook command cannot start: it does not parse as a shell command: "
-                f"{command}"]
+        return [f"the hook command cannot start: it does not parse as a shell command: {command}"]
     if "/" in program:
         if os.path.isfile(program) and os.access(program, os.X_OK):
             return []
-        return [f"the hook command cannot start: {program} is not an executable file "
-                f"(command: {command})"]
+        return [
+            f"the hook command cannot start: {program} is not an executable file "
+            f"(command: {command})"
+        ]
     if shutil.which(program):
         return []
-    return [f"the hook command cannot start: `{program}` is not on PATH (put it there, or "
-            "install with --scope local or --scope user)"]
+    return [
+        f"the hook command cannot start: `{program}` is not on PATH (put it there, or "
+        "install with --scope local or --scope user)"
+    ]
 
 
-def _loaded(agent: str, scope: str, path: str, root: str, home: str,
-            environ: dict[str, str] | os._Environ[str]) -> list[str]:
+def _loaded(
+    agent: str,
+    scope: str,
+    path: str,
+    root: str,
+    home: str,
+    environ: dict[str, str] | os._Environ[str],
+) -> list[str]:
     """Why the agent would not load these hooks (its trust and enable settings)."""
     if agent in ("gemini-cli", "qwen-code") and scope == "project":
         folder = ".gemini" if agent == "gemini-cli" else ".qwen"
@@ -161,8 +195,9 @@ def _loaded(agent: str, scope: str, path: str, root: str, home: str,
         if agent == "gemini-cli" and environ.get("GEMINI_CLI_TRUST_WORKSPACE") == "true":
             return _disabled(path)
         if not _trusted(_json(trust), root):
-            return [f"this folder is not trusted in {trust}, so {agent} skips the project's "
-                    "hooks"] + (_disabled(path) if agent == "gemini-cli" else [])
+            return [
+                f"this folder is not trusted in {trust}, so {agent} skips the project's hooks"
+            ] + (_disabled(path) if agent == "gemini-cli" else [])
         return _disabled(path) if agent == "gemini-cli" else []
     if agent == "codex":
         codex_home = environ.get("CODEX_HOME") or os.path.join(home, ".codex")
@@ -174,12 +209,15 @@ def _loaded(agent: str, scope: str, path: str, root: str, home: str,
             text = ""
         problems = []
         if scope == "project" and not re.search(
-                rf'\[projects\."{re.escape(root)}"\][^\[]*trust_level\s*=\s*"trusted"', text):
-            problems.append(f"Codex does not trust this project ({config}), so it skips "
-                            "the project's hooks")
+            rf'\[projects\."{re.escape(root)}"\][^\[]*trust_level\s*=\s*"trusted"', text
+        ):
+            problems.append(
+                f"Codex does not trust this project ({config}), so it skips the project's hooks"
+            )
         if f'"{path}:' not in text:
-            problems.append(f"Codex has not trusted these hooks ({config} has no "
-                            f"hooks.state for {path})")
+            problems.append(
+                f"Codex has not trusted these hooks ({config} has no hooks.state for {path})"
+            )
         return problems
     return []
 
@@ -188,8 +226,7 @@ def _disabled(path: str) -> list[str]:
     """Gemini CLI's switches: ``hooks.enabled`` (0.25 and older), ``hooksConfig.enabled``."""
     settings = _json(path)
     hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) \
-        else {}
+    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
     if hooks.get("enabled") is False or config.get("enabled") is False:
         return [f"hooks are switched off in {path}"]
     if hooks.get("enabled") is True:
@@ -197,9 +234,11 @@ def _disabled(path: str) -> list[str]:
 
         version = gemini_version()
         if version and "hooks.enabled" not in switches(version):
-            return [f'"hooks": {{"enabled": true}} in {path} makes Gemini CLI {version} print '
-                    '"Invalid configuration" at every start (only 0.24 and 0.25 need it): '
-                    "remove it"]
+            return [
+                f'"hooks": {{"enabled": true}} in {path} makes Gemini CLI {version} print '
+                '"Invalid configuration" at every start (only 0.24 and 0.25 need it): '
+                "remove it"
+            ]
     return []
 
 

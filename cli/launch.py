@@ -28,7 +28,8 @@ def main() -> None:
     gc.disable()
     args = sys.argv[1:]
     if args[:1] == ["hook"]:  # the hook fast path, or a short hook command through Click
-        from .entry import main as entry_main
+        from .hooks import main as entry_main
+
         try:
             entry_main(args)
         except SystemExit as exc:
@@ -41,7 +42,8 @@ def main() -> None:
         _exit(code)
     gc.freeze()
     gc.enable()
-    from .entry import main as entry_main
+    from .hooks import main as entry_main
+
     entry_main(args)
 
 

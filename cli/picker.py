@@ -21,16 +21,18 @@ from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
 from snapstore import Store
-from snapstore.history import RewindPoint
-from snapstore.plan import RewindResult
+from snapstore.ops.history import RewindPoint
+from snapstore.ops.plan import RewindResult
 
 from .app import emit
-from .cmd_history import points_json
-from .render import console, first_line, points_table, printable, relative_time
+from .commands.history import points_json
+from .output.rich import console, first_line, points_table, printable, relative_time
 
-MODE_CHOICES = [("both", "Rewind code and conversation"),
-                ("conversation", "Rewind conversation only"),
-                ("code", "Rewind code only")]
+MODE_CHOICES = [
+    ("both", "Rewind code and conversation"),
+    ("conversation", "Rewind conversation only"),
+    ("code", "Rewind code only"),
+]
 PREVIEW_LINES = 6
 KEYS_HELP = "↑/↓ move · Enter choose · Esc cancel\n"
 
@@ -44,14 +46,17 @@ def print_points(store: Store, session: str) -> None:
             console(stderr=True).print(f"no rewind points in session {printable(session)}")
             return
         out = console()
-        out.file.write(points_table(points, store.clock(), out.width,
-                                    out.color_system is not None))
+        out.file.write(points_table(points, store.clock(), out.width, out.color_system is not None))
         console(stderr=True).print("rewind with: snapstore rewind N", style="dim")
+
     emit(points_json(points), human)
 
 
-def menu(title: str, items: list[str], details: Callable[[int], list[str]] | None = None,
-         ) -> int | None:
+def menu(
+    title: str,
+    items: list[str],
+    details: Callable[[int], list[str]] | None = None,
+) -> int | None:
     """Show ``items`` under ``title``; the index chosen with Enter, or None on Esc."""
     selected = [0]
     bindings = KeyBindings()
@@ -88,7 +93,11 @@ def menu(title: str, items: list[str], details: Callable[[int], list[str]] | Non
 
     app: Application[int | None] = Application(
         layout=Layout(Window(FormattedTextControl(text), always_hide_cursor=True)),
-        key_bindings=bindings, full_screen=False, mouse_support=False, erase_when_done=True)
+        key_bindings=bindings,
+        full_screen=False,
+        mouse_support=False,
+        erase_when_done=True,
+    )
     return app.run()
 
 
@@ -98,10 +107,12 @@ SWITCH = "switch"
 
 def _point_row(point: RewindPoint, now: float) -> str:
     number = f"{point.n:>2}" if point.n is not None else " ↻"
-    return (f"{number}  {relative_time(point.turn.created, now):<11} "
-            f"{printable(first_line(point.turn.prompt))[:60]:<60}  {len(point.files)} file(s) "
-            f"+{point.added} -{point.removed}"
-            + ("" if point.n is not None else f"  [{point.turn.state}: switch to it]"))
+    return (
+        f"{number}  {relative_time(point.turn.created, now):<11} "
+        f"{printable(first_line(point.turn.prompt))[:60]:<60}  {len(point.files)} file(s) "
+        f"+{point.added} -{point.removed}"
+        + ("" if point.n is not None else f"  [{point.turn.state}: switch to it]")
+    )
 
 
 def _point_details(point: RewindPoint) -> list[str]:
@@ -110,8 +121,9 @@ def _point_details(point: RewindPoint) -> list[str]:
     if len(prompt) > PREVIEW_LINES:
         lines.append("  …")
     lines.append("Files:")
-    lines += [f"  {f.status:<8} {printable(f.path)}  +{f.added} -{f.removed}"
-              for f in point.files[:10]]
+    lines += [
+        f"  {f.status:<8} {printable(f.path)}  +{f.added} -{f.removed}" for f in point.files[:10]
+    ]
     if len(point.files) > 10:
         lines.append(f"  … and {len(point.files) - 10} more")
     if not point.files:
@@ -123,15 +135,24 @@ def _plan_lines(plan: RewindResult) -> list[str]:
     lines = [f"  restore  {printable(p)}" for p in plan.restored]
     lines += [f"  merge    {printable(p)}  (keeps your edits)" for p in plan.merged]
     lines += [f"  delete   {printable(p)}" for p in plan.deleted]
-    lines += [f"  conflict {printable(c['path'])}: {printable(c['reason'], quote=False)} "
-              "(left alone)" for c in plan.conflicts]
-    lines += [f"  error    {printable(e['path'])}: {printable(e['reason'], quote=False)}"
-              for e in plan.errors]
+    lines += [
+        f"  conflict {printable(c['path'])}: {printable(c['reason'], quote=False)} (left alone)"
+        for c in plan.conflicts
+    ]
+    lines += [
+        f"  error    {printable(e['path'])}: {printable(e['reason'], quote=False)}"
+        for e in plan.errors
+    ]
     return lines or ["  no files to change"]
 
 
-def choose(store: Store, session: str, mode: str, interactive: bool, force: bool = False,
-           ) -> tuple[str | None, str]:
+def choose(
+    store: Store,
+    session: str,
+    mode: str,
+    interactive: bool,
+    force: bool = False,
+) -> tuple[str | None, str]:
     """The turn and mode to rewind, or (None, mode) when nothing was chosen; the mode is
     :data:`SWITCH` for a turn off the branch, to switch to."""
     if not interactive:
@@ -144,8 +165,11 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
         console(stderr=True).print(f"no rewind points in session {printable(session)}")
         return None, mode
     now = store.clock()
-    index = menu("Rewind to before which turn? (↻: taken back earlier; switch to it)",
-                 [_point_row(p, now) for p in points], lambda i: _point_details(points[i]))
+    index = menu(
+        "Rewind to before which turn? (↻: taken back earlier; switch to it)",
+        [_point_row(p, now) for p in points],
+        lambda i: _point_details(points[i]),
+    )
     if index is None:
         console(stderr=True).print("cancelled; nothing changed")
         return None, mode
@@ -157,9 +181,11 @@ def choose(store: Store, session: str, mode: str, interactive: bool, force: bool
     changed_files = any(p.files for p in points[: index + 1])
     plan = store.rewind(point.turn.id, session, mode="both", dry_run=True, force=force)
     choices = [c for c in MODE_CHOICES if changed_files or c[0] == "conversation"]
-    title = (f"Rewind to before turn {point.n} ({prompt[:50]}), "
-             f"taking back {len(plan.turns_reverted)} turn(s):\n"
-             + "\n".join(_plan_lines(plan) if changed_files else ["  no files changed"]))
+    title = (
+        f"Rewind to before turn {point.n} ({prompt[:50]}), "
+        f"taking back {len(plan.turns_reverted)} turn(s):\n"
+        + "\n".join(_plan_lines(plan) if changed_files else ["  no files changed"])
+    )
     picked = menu(title, [label for _, label in choices] + ["Cancel"])
     if picked is None or picked == len(choices):
         console(stderr=True).print("cancelled; nothing changed")
@@ -172,9 +198,11 @@ def _confirm_switch(store: Store, point: RewindPoint, force: bool) -> tuple[str 
     """What switching to a turn taken back earlier would do, and whether to."""
     prompt = printable(first_line(point.turn.prompt))
     plan = store.switch(point.turn.id, dry_run=True, force=force)
-    title = (f"Switch to right after {prompt[:50]} (taken back earlier), taking back "
-             f"{len(plan.turns_reverted)} turn(s) on the current branch:\n"
-             + "\n".join(_plan_lines(plan)))
+    title = (
+        f"Switch to right after {prompt[:50]} (taken back earlier), taking back "
+        f"{len(plan.turns_reverted)} turn(s) on the current branch:\n"
+        + "\n".join(_plan_lines(plan))
+    )
     if menu(title, ["Switch to it", "Cancel"]) != 0:
         console(stderr=True).print("cancelled; nothing changed")
         return None, SWITCH

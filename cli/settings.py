@@ -33,9 +33,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, BadInput, SnapstoreError, Store, find_root
-from snapstore.db import STORE_DIRNAME
-from snapstore.errors import NoStore
-from snapstore.fsio import DEFAULT_MAX_FILE_SIZE
+from snapstore.core.db import STORE_DIRNAME
+from snapstore.core.errors import NoStore
+from snapstore.core.fsio import DEFAULT_MAX_FILE_SIZE
 
 if TYPE_CHECKING:
     import configparser
@@ -44,8 +44,19 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 CONFIG_FILE = "config"
 #: ``[remote.NAME]`` sections hold one remote each (url, endpoint_url, conditional_writes).
 REMOTE_SECTION = "remote."
-_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2, "mb": 1024**2,
-          "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
 
 
 def parse_size(text: str) -> int:
@@ -73,14 +84,31 @@ class Config:
     defining a NamedTuple costs about 0.1 ms of every hook's start-up.
     """
 
-    __slots__ = ("auto_push", "gc_auto", "gc_keep_days", "gc_keep_turns", "gc_max_size",
-                 "max_file_size", "remotes", "serve_port", "track_shell")
+    __slots__ = (
+        "auto_push",
+        "gc_auto",
+        "gc_keep_days",
+        "gc_keep_turns",
+        "gc_max_size",
+        "max_file_size",
+        "remotes",
+        "serve_port",
+        "track_shell",
+    )
 
-    def __init__(self, *, track_shell: bool = False, max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-                 gc_auto: bool = False, gc_max_size: int | None = None,
-                 gc_keep_days: float | None = 30.0, gc_keep_turns: int | None = None,
-                 remotes: dict[str, dict[str, str]] | None = None, auto_push: str | None = None,
-                 serve_port: int | None = None):
+    def __init__(
+        self,
+        *,
+        track_shell: bool = False,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        gc_auto: bool = False,
+        gc_max_size: int | None = None,
+        gc_keep_days: float | None = 30.0,
+        gc_keep_turns: int | None = None,
+        remotes: dict[str, dict[str, str]] | None = None,
+        auto_push: str | None = None,
+        serve_port: int | None = None,
+    ):
         self.remotes = remotes or {}  # name -> url, endpoint_url, conditional_writes
         self.auto_push = auto_push  # a remote's name: the hook pushes there at each turn end
         self.serve_port = serve_port  # where `snapstore serve` listens (HTTP hooks)
@@ -102,14 +130,18 @@ class Config:
             keep_turns = parser.get("gc", "keep_turns", fallback=None)
             return cls(
                 track_shell=parser.getboolean("capture", "track_shell", fallback=False),
-                max_file_size=parse_size(parser.get("capture", "max_file_size",
-                                                    fallback=str(DEFAULT_MAX_FILE_SIZE))),
+                max_file_size=parse_size(
+                    parser.get("capture", "max_file_size", fallback=str(DEFAULT_MAX_FILE_SIZE))
+                ),
                 gc_auto=parser.getboolean("gc", "auto", fallback=False),
                 gc_max_size=None if max_size is None else parse_size(max_size),
                 gc_keep_days=cls().gc_keep_days if keep_days is None else float(keep_days),
                 gc_keep_turns=None if keep_turns is None else int(keep_turns),
-                remotes={section[len(REMOTE_SECTION):]: dict(parser[section])
-                         for section in parser.sections() if section.startswith(REMOTE_SECTION)},
+                remotes={
+                    section[len(REMOTE_SECTION) :]: dict(parser[section])
+                    for section in parser.sections()
+                    if section.startswith(REMOTE_SECTION)
+                },
                 auto_push=parser.get("remote", "auto_push", fallback=None) or None,
                 serve_port=parser.getint("serve", "port", fallback=None),
             )
@@ -119,8 +151,9 @@ class Config:
     def save(self, store_dir: str) -> None:
         parser = _read(store_dir)
         for section, key, value in (
-                ("capture", "track_shell", str(self.track_shell).lower()),
-                ("capture", "max_file_size", str(self.max_file_size))):
+            ("capture", "track_shell", str(self.track_shell).lower()),
+            ("capture", "max_file_size", str(self.max_file_size)),
+        ):
             if not parser.has_section(section):
                 parser.add_section(section)
             parser.set(section, key, value)
@@ -175,8 +208,13 @@ class Environment:
 
     __slots__ = ("lock_timeout", "now", "session", "store_dir")
 
-    def __init__(self, store_dir: str | None = None, session: str | None = None,
-                 lock_timeout: float = DEFAULT_LOCK_TIMEOUT, now: float | None = None):
+    def __init__(
+        self,
+        store_dir: str | None = None,
+        session: str | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        now: float | None = None,
+    ):
         self.store_dir = store_dir  # SNAPSTORE_DIR, absolute
         self.session = session
         self.lock_timeout = lock_timeout  # seconds to wait for a busy store
@@ -191,8 +229,12 @@ class Environment:
         except ValueError as exc:
             raise BadInput(f"a SNAPSTORE_ environment variable is not a number: {exc}") from None
         store_dir = env.get("SNAPSTORE_DIR")
-        return cls(os.path.abspath(store_dir) if store_dir else None,
-                   env.get("SNAPSTORE_SESSION") or None, timeout, now)
+        return cls(
+            os.path.abspath(store_dir) if store_dir else None,
+            env.get("SNAPSTORE_SESSION") or None,
+            timeout,
+            now,
+        )
 
     def clock(self) -> Callable[[], float]:
         if self.now is None:
@@ -221,8 +263,9 @@ class Environment:
         store's own config (its scan file-size cap)."""
         return self.open_with_config(root, create=create)[0]
 
-    def open_with_config(self, root: str | None, *, create: bool = False,
-                         warn: Callable[[str], None] | None = None) -> tuple[Store, Config]:
+    def open_with_config(
+        self, root: str | None, *, create: bool = False, warn: Callable[[str], None] | None = None
+    ) -> tuple[Store, Config]:
         """The store and its settings. With ``warn``, a bad settings file is reported there
         and the defaults are used, instead of failing."""
         store_dir = self.store_dir_for(root)
@@ -234,9 +277,16 @@ class Environment:
                 if warn is None:
                     raise
                 warn(str(exc))
-        store = Store(root, store_dir=store_dir, create=create, clock=self.clock(),
-                      lock_timeout=self.lock_timeout, max_file_size=config.max_file_size,
-                      warn=warn, record_base=bool(config.remotes))
+        store = Store(
+            root,
+            store_dir=store_dir,
+            create=create,
+            clock=self.clock(),
+            lock_timeout=self.lock_timeout,
+            max_file_size=config.max_file_size,
+            warn=warn,
+            record_base=bool(config.remotes),
+        )
         return store, config
 
 
@@ -250,8 +300,7 @@ def project_root(cwd: str) -> str:
     return find_root(cwd, (".git",)) or cwd
 
 
-def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]
-                  ) -> tuple[Store, Config]:
+def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]) -> tuple[Store, Config]:
     """The store an agent's hook at ``cwd`` writes to, and its settings; the store is
     created at the project root when there is none yet, never at the file system root
     or the home folder. What goes wrong without stopping the hook goes to ``warn``."""
@@ -263,8 +312,9 @@ def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]
     project = os.path.realpath(project_root(cwd))
     home = os.path.realpath(os.path.expanduser("~"))
     if project in (os.path.sep, home):
-        raise NoStore(f"no snapstore store for {cwd}, and {project} is too broad to create one",
-                      start=cwd)
+        raise NoStore(
+            f"no snapstore store for {cwd}, and {project} is too broad to create one", start=cwd
+        )
     return env.open_with_config(project, create=True, warn=warn)
 
 
@@ -274,8 +324,14 @@ class Options:
 
     __slots__ = ("debug", "env", "json", "root", "session")
 
-    def __init__(self, root: str | None = None, json: bool = False, debug: bool = False,
-                 env: Environment | None = None, session: str | None = None):
+    def __init__(
+        self,
+        root: str | None = None,
+        json: bool = False,
+        debug: bool = False,
+        env: Environment | None = None,
+        session: str | None = None,
+    ):
         self.root = root
         self.json = json
         self.debug = debug
@@ -296,9 +352,12 @@ class Options:
         latest = store.latest_session()
         if latest is None:
             return DEFAULT_SESSION
-        from .text import printable  # said with --json too: stderr is for people
-        print(f"snapstore: session {printable(latest)} (the most recent; choose one "
-              "with --session)", file=sys.stderr)
+        from .output.plain import printable  # said with --json too: stderr is for people
+
+        print(
+            f"snapstore: session {printable(latest)} (the most recent; choose one with --session)",
+            file=sys.stderr,
+        )
         self.session = latest
         return latest
 
@@ -323,9 +382,11 @@ class Options:
             if store.unfinished_operations():
                 for result in store.resume():
                     changed = len(result.restored) + len(result.merged) + len(result.deleted)
-                    print(f"snapstore: finished interrupted operation {result.undo_id} "
-                          f"({changed} file(s), {len(result.errors)} left alone)",
-                          file=sys.stderr)
+                    print(
+                        f"snapstore: finished interrupted operation {result.undo_id} "
+                        f"({changed} file(s), {len(result.errors)} left alone)",
+                        file=sys.stderr,
+                    )
         except BaseException:
             store.close()
             raise

@@ -41,7 +41,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "greet.py").write_text(
-            'def greet(name):\n    return "hello " + name\n\n\nprint(greet("you"))\n')
+            'def greet(name):\n    return "hello " + name\n\n\nprint(greet("you"))\n'
+        )
         with Store.init(root) as store:
             write_file, edit_file = build_tools(store, root, session)
 
@@ -57,8 +58,10 @@ def main() -> None:
                 handle.write("print(greet('again'))\n")
 
             for point in store.rewind_points(session):
-                print(f"{point.n}. {point.turn.prompt!r}: {len(point.files)} file(s), "
-                      f"+{point.added} -{point.removed}")
+                print(
+                    f"{point.n}. {point.turn.prompt!r}: {len(point.files)} file(s), "
+                    f"+{point.added} -{point.removed}"
+                )
 
             result = store.rewind(1, session)  # take back "Shout the greeting"
             print("merged:", result.merged, "conflicts:", result.conflicts)

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .capture import CaptureResult
-from .errors import (
+from .core.errors import (
     BadInput,
     NotFound,
     RunActive,
@@ -32,6 +31,7 @@ from .errors import (
     StoreLocked,
     UnsafePath,
 )
+from .ops.capture import CaptureResult
 from .store import DEFAULT_SESSION, STORE_DIRNAME, Store, find_root, tracked
 
 __version__ = "0.1.0"
@@ -59,9 +59,11 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # Result types of rewinding and history load lazily: the hook path never needs them.
     if name == "RewindResult":
-        from .plan import RewindResult
+        from .ops.plan import RewindResult
+
         return RewindResult
     if name == "RewindPoint":
-        from .history import RewindPoint
+        from .ops.history import RewindPoint
+
         return RewindPoint
     raise AttributeError(f"module 'snapstore' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """The Store: the library's facade over one workspace and its store.
 
-A ``Store`` holds a :class:`~snapstore.repo.Repo` (the record layer) and offers
+A ``Store`` holds a :class:`~snapstore.core.repo.Repo` (the record layer) and offers
 each operation as a method that delegates to the module holding that concept:
 ``capture`` (the hooks), ``history`` (rewind points, status), ``rewind`` (with
 ``plan`` and ``journal`` below it), ``scan`` and ``watch``, ``gc`` and
@@ -22,26 +22,26 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .db import INITIAL_MAP_SIZE, STORE_DIRNAME
-from .errors import NotFound, SnapstoreError
-from .fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .records import DEFAULT_SESSION, Change, Turn
-from .repo import Repo, find_root
+from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
+from .core.errors import NotFound, SnapstoreError
+from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
+from .core.records import DEFAULT_SESSION, Change, Turn
+from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
-    from .capture import CaptureResult
-    from .fsck import FsckReport
-    from .fsio import Workspace
-    from .gc import GcPolicy, GcResult
-    from .history import FileStat, RewindPoint, StoreStatus, TurnDetail
-    from .plan import RewindResult
-    from .remote.base import ObjectStore
-    from .remote.catalog import Catalog
-    from .remote.push import SyncResult
-    from .remote.upkeep import LogEntry, RemoteFsck, RemoteGc
-    from .scan import ScanResult
-    from .shell import WindowAction
-    from .watch import Report, Watcher
+    from .core.fsio import Workspace
+    from .ops.capture import CaptureResult
+    from .ops.fsck import FsckReport
+    from .ops.gc import GcPolicy, GcResult
+    from .ops.history import FileStat, RewindPoint, StoreStatus, TurnDetail
+    from .ops.plan import RewindResult
+    from .ops.scan import ScanResult
+    from .ops.shell import WindowAction
+    from .ops.watch import Report, Watcher
+    from .remote.format.catalog import Catalog
+    from .remote.sync.push import SyncResult
+    from .remote.sync.upkeep import LogEntry, RemoteFsck, RemoteGc
+    from .remote.transport.backend import ObjectStore
 
 __all__ = ["DEFAULT_SESSION", "STORE_DIRNAME", "Store", "find_root", "tracked"]
 
@@ -57,17 +57,31 @@ class Store:
     this Store runs (scan mode's turn scans included). ``warn`` receives what
     went wrong without stopping the operation (a scan at a turn's edge that
     failed); without it, such a failure is raised. ``record_base`` records, at each
-    session's first capture, the git commit and what differed from it (snapstore.base:
+    session's first capture, the git commit and what differed from it (snapstore.ops.session_base:
     git runs once per new session), so that another machine can rebuild its turns.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None, *, store_dir: str | None = None,
-                 create: bool = False, clock: Callable[[], float] | None = None,
-                 lock_timeout: float = 10.0, map_size: int = INITIAL_MAP_SIZE,
-                 max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-                 warn: Callable[[str], None] | None = None, record_base: bool = False):
-        self.repo = Repo(root, store_dir=store_dir, create=create, clock=clock,
-                         lock_timeout=lock_timeout, map_size=map_size)
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None,
+        *,
+        store_dir: str | None = None,
+        create: bool = False,
+        clock: Callable[[], float] | None = None,
+        lock_timeout: float = 10.0,
+        map_size: int = INITIAL_MAP_SIZE,
+        max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+        warn: Callable[[str], None] | None = None,
+        record_base: bool = False,
+    ):
+        self.repo = Repo(
+            root,
+            store_dir=store_dir,
+            create=create,
+            clock=clock,
+            lock_timeout=lock_timeout,
+            map_size=map_size,
+        )
         self.max_file_size = max_file_size
         self.warn = warn
         self.record_base = record_base
@@ -115,11 +129,17 @@ class Store:
             return False
         return exclude_from_git(self.root, f"{self.ws.store_rel}/")
 
-    # -- capture (snapstore.capture) ---------------------------------------------
+    # -- capture (snapstore.ops.capture) ---------------------------------------------
 
-    def begin_turn(self, session: str = DEFAULT_SESSION, prompt: str = "",
-                   message_id: str | None = None, *, scan: bool = False,
-                   close_open: bool = False) -> Turn:
+    def begin_turn(
+        self,
+        session: str = DEFAULT_SESSION,
+        prompt: str = "",
+        message_id: str | None = None,
+        *,
+        scan: bool = False,
+        close_open: bool = False,
+    ) -> Turn:
         """Open a turn for one user message, as a child of the session's head.
 
         An open turn of the session is refused (``RunActive``), unless it was
@@ -129,7 +149,8 @@ class Store:
         user's, and closes the session's shell windows still open, before the
         turn begins.
         """
-        from .capture import begin_turn, finish_open_turn
+        from .ops.capture import begin_turn, finish_open_turn
+
         if scan:
             with self.repo.write_lock():
                 finish_open_turn(self.repo, session, implicit_only=not close_open)
@@ -143,30 +164,34 @@ class Store:
         """A new session's base, read before its first capture (None: not asked, or not new)."""
         if not self.record_base or self.has_session(session):
             return None
-        from .base import capture_base
+        from .ops.session_base import capture_base
+
         return capture_base(self.repo, self.max_file_size)
 
     def _keep_base(self, session: str, base: Any) -> None:
         if base is not None:
-            from .base import record_base
+            from .ops.session_base import record_base
+
             record_base(self.repo, session, *base)
 
     def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
 
-        What changed before is recorded (whose it is: see snapstore.shell), then
+        What changed before is recorded (whose it is: see snapstore.ops.shell), then
         the call's window opens; until it closes, what changes belongs to the
         session's open turn (an implicit one if none is open), unless another
         session's shell call runs at the same time.
         """
-        from .capture import open_implicit_turn
-        from .shell import OPEN, WindowAction
+        from .ops.capture import open_implicit_turn
+        from .ops.shell import OPEN, WindowAction
+
         open_implicit_turn(self.repo, session)
         self._window_scan(session, WindowAction(OPEN, session, call))
 
     def shell_end(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell call has ended; what it changed is recorded."""
-        from .shell import CLOSE, WindowAction
+        from .ops.shell import CLOSE, WindowAction
+
         self._window_scan(session, WindowAction(CLOSE, session, call))
 
     def open_turn(self, session: str = DEFAULT_SESSION) -> Turn | None:
@@ -174,32 +199,43 @@ class Store:
         with self.repo.read() as v:
             return v.open_turn(session)
 
-    def pre_write(self, paths: Iterable[str | os.PathLike[str]], tool: str = "",
-                  session: str = DEFAULT_SESSION) -> CaptureResult:
+    def pre_write(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        tool: str = "",
+        session: str = DEFAULT_SESSION,
+    ) -> CaptureResult:
         """Capture the current bytes of ``paths`` before the agent writes them."""
-        from .capture import pre_write
+        from .ops.capture import pre_write
+
         base = self._base_of_new(session)
         result = pre_write(self.repo, paths, tool, session)
         self._keep_base(session, base)
         return result
 
-    def post_write(self, paths: Iterable[str | os.PathLike[str]],
-                   session: str = DEFAULT_SESSION, tool: str = "") -> CaptureResult:
+    def post_write(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        session: str = DEFAULT_SESSION,
+        tool: str = "",
+    ) -> CaptureResult:
         """Record what the agent wrote to ``paths``.
 
         ``tool`` names the tool of a change this opens itself, when the path's
         pre-write never reached the store.
         """
-        from .capture import post_write
+        from .ops.capture import post_write
+
         return post_write(self.repo, paths, session, tool)
 
     def end_turn(self, session: str = DEFAULT_SESSION, *, scan: bool = False) -> Turn:
         """Close the session's open turn, recording any ``after`` still missing.
 
         ``scan`` first records what changed since the last scan: the user's
-        (snapstore.shell), and it closes the session's shell windows still open.
+        (snapstore.ops.shell), and it closes the session's shell windows still open.
         """
-        from .capture import end_turn
+        from .ops.capture import end_turn
+
         if scan:
             if self.open_turn(session) is None:
                 raise NotFound(f"session {session!r} has no open turn", session=session)
@@ -209,7 +245,8 @@ class Store:
     def _edge_scan(self, session: str) -> None:
         """The scan at a turn's edge; it closes the session's shell windows still open (an
         agent that died inside a shell call). A failure goes to ``warn``, the turn goes on."""
-        from .shell import END, WindowAction
+        from .ops.shell import END, WindowAction
+
         self._window_scan(session, WindowAction(END, session))
 
     def _window_scan(self, session: str, action: WindowAction) -> None:
@@ -217,15 +254,20 @@ class Store:
         try:
             self.scan(session, window=[action])
         except SnapstoreError as exc:
-            from .shell import act_alone
+            from .ops.shell import act_alone
+
             act_alone(self.repo, [action])
             if self.warn is None:
                 raise
             self.warn(f"scan failed: {exc}")
 
     @contextmanager
-    def writing(self, paths: Iterable[str | os.PathLike[str]], tool: str = "",
-                session: str = DEFAULT_SESSION) -> Iterator[CaptureResult]:
+    def writing(
+        self,
+        paths: Iterable[str | os.PathLike[str]],
+        tool: str = "",
+        session: str = DEFAULT_SESSION,
+    ) -> Iterator[CaptureResult]:
         """Capture ``paths`` before the block and record them after it, even if it raises."""
         paths = list(paths)
         result = self.pre_write(paths, tool, session)
@@ -234,66 +276,90 @@ class Store:
         finally:
             self.post_write(paths, session, tool)
 
-    # -- scan mode (snapstore.scan, snapstore.watch) -------------------------------
+    # -- scan mode (snapstore.ops.scan, snapstore.ops.watch) -------------------------------
 
-    def scan(self, session: str | None = None,
-             paths: Iterable[str | os.PathLike[str]] | None = None,
-             progress: Callable[[str, int, int], None] | None = None,
-             use_watcher: bool = True, window: Iterable[WindowAction] = ()) -> ScanResult:
-        """Record what changed on disk since the last scan (see snapstore.scan).
+    def scan(
+        self,
+        session: str | None = None,
+        paths: Iterable[str | os.PathLike[str]] | None = None,
+        progress: Callable[[str, int, int], None] | None = None,
+        use_watcher: bool = True,
+        window: Iterable[WindowAction] = (),
+    ) -> ScanResult:
+        """Record what changed on disk since the last scan (see snapstore.ops.scan).
 
         Whose the changes are depends on the agents' shell calls running
-        (snapstore.shell); ``session`` names the user turn otherwise. ``window``
+        (snapstore.ops.shell); ``session`` names the user turn otherwise. ``window``
         opens or closes shell windows once the changes are recorded. A running
         ``snapstore watch`` already knows what changed; a scan of the whole
         workspace asks it instead of walking, unless ``use_watcher`` is false.
         """
-        from .scan import scan
+        from .ops.scan import scan
+
         window = list(window)
         if paths is None and use_watcher:
-            from .watchlink import ask_watcher
+            from .ops.watchlink import ask_watcher
+
             answer = ask_watcher(self.repo, session, window=window)
             if answer is not None:
                 return answer
-        return scan(self.repo, session, paths, progress=progress,
-                    max_file_size=self.max_file_size, window=window)
+        return scan(
+            self.repo,
+            session,
+            paths,
+            progress=progress,
+            max_file_size=self.max_file_size,
+            window=window,
+        )
 
-    def watcher(self, *, debounce: float | None = None, report: Report | None = None
-                ) -> Watcher:
-        """A watch daemon for this workspace (see snapstore.watch), with this Store's cap."""
-        from .watch import DEFAULT_DEBOUNCE, Watcher
-        return Watcher(self.repo, debounce=DEFAULT_DEBOUNCE if debounce is None else debounce,
-                       max_file_size=self.max_file_size, report=report)
+    def watcher(self, *, debounce: float | None = None, report: Report | None = None) -> Watcher:
+        """A watch daemon for this workspace (see snapstore.ops.watch), with this Store's cap."""
+        from .ops.watch import DEFAULT_DEBOUNCE, Watcher
 
-    # -- history (snapstore.history, snapstore.diffs) ------------------------------
+        return Watcher(
+            self.repo,
+            debounce=DEFAULT_DEBOUNCE if debounce is None else debounce,
+            max_file_size=self.max_file_size,
+            report=report,
+        )
 
-    def rewind_points(self, session: str = DEFAULT_SESSION,
-                      all_branches: bool = False) -> list[RewindPoint]:
+    # -- history (snapstore.ops.history, snapstore.ops.diffs) ------------------------------
+
+    def rewind_points(
+        self, session: str = DEFAULT_SESSION, all_branches: bool = False
+    ) -> list[RewindPoint]:
         """Rewind points, newest first, numbered 1..N on the current branch."""
-        from .history import rewind_points
+        from .ops.history import rewind_points
+
         return rewind_points(self.repo, session, all_branches)
 
     def resolve_turn(self, ref: str | int, session: str = DEFAULT_SESSION) -> Turn:
         """A turn from a number shown by ``log`` or an id (or unique id prefix)."""
-        from .history import resolve_turn
+        from .ops.history import resolve_turn
+
         with self.repo.read() as v:
             return resolve_turn(v, ref, session)
 
     def show(self, ref: str | int, session: str = DEFAULT_SESSION) -> TurnDetail:
         """One turn with per-file stats."""
-        from .history import show
+        from .ops.history import show
+
         return show(self.repo, ref, session)
 
-    def diff(self, ref: str | int, session: str = DEFAULT_SESSION,
-             paths: list[str] | None = None) -> list[str]:
+    def diff(
+        self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
+    ) -> list[str]:
         """The lines of a git-style diff of one turn's changes (or only ``paths``)."""
-        from .diffs import turn_diff
+        from .ops.diffs import turn_diff
+
         return turn_diff(self.repo, ref, session, paths)
 
-    def diffs(self, ref: str | int, session: str = DEFAULT_SESSION,
-              paths: list[str] | None = None) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+    def diffs(
+        self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
+    ) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
         """One turn, and each file it changed (or only ``paths``) with its diff lines."""
-        from .diffs import turn_diffs
+        from .ops.diffs import turn_diffs
+
         return turn_diffs(self.repo, ref, session, paths)
 
     def changes(self, turn_id: str) -> list[Change]:
@@ -303,12 +369,14 @@ class Store:
 
     def status(self, session: str = DEFAULT_SESSION) -> StoreStatus:
         """What the store holds."""
-        from .history import status
+        from .ops.history import status
+
         return status(self.repo, session)
 
     def latest_session(self) -> str | None:
         """The session whose newest agent turn is the most recent in the store."""
-        from .history import latest_session
+        from .ops.history import latest_session
+
         return latest_session(self.repo)
 
     def has_session(self, session: str) -> bool:
@@ -320,30 +388,62 @@ class Store:
         with self.repo.read() as v:
             return v.events()
 
-    # -- rewind (snapstore.rewind, snapstore.journal) -----------------------------
+    # -- rewind (snapstore.ops.rewind, snapstore.ops.journal) -----------------------------
 
-    def rewind(self, target: str | int, session: str = DEFAULT_SESSION, *, mode: str = "both",
-               on_conflict: str = "skip", paths: Iterable[str] | None = None,
-               dry_run: bool = False, force: bool = False) -> RewindResult:
+    def rewind(
+        self,
+        target: str | int,
+        session: str = DEFAULT_SESSION,
+        *,
+        mode: str = "both",
+        on_conflict: str = "skip",
+        paths: Iterable[str] | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch."""
-        from .rewind import rewind
-        return rewind(self.repo, target, session, mode=mode, on_conflict=on_conflict,
-                      paths=paths, dry_run=dry_run, force=force)
+        from .ops.rewind import rewind
 
-    def switch(self, target: str | int, session: str | None = None, *,
-               on_conflict: str = "skip", dry_run: bool = False,
-               force: bool = False) -> RewindResult:
+        return rewind(
+            self.repo,
+            target,
+            session,
+            mode=mode,
+            on_conflict=on_conflict,
+            paths=paths,
+            dry_run=dry_run,
+            force=force,
+        )
+
+    def switch(
+        self,
+        target: str | int,
+        session: str | None = None,
+        *,
+        on_conflict: str = "skip",
+        dry_run: bool = False,
+        force: bool = False,
+    ) -> RewindResult:
         """Make the workspace what it was right after ``target``: back, forward (redo) or on
         another branch of its session. A number needs ``session``; an id does not."""
-        from .rewind import switch
-        return switch(self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run,
-                      force=force)
+        from .ops.rewind import switch
 
-    def undo(self, rewind_id: str | None = None, session: str | None = None, *,
-             on_conflict: str = "skip", dry_run: bool = False) -> RewindResult:
+        return switch(
+            self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run, force=force
+        )
+
+    def undo(
+        self,
+        rewind_id: str | None = None,
+        session: str | None = None,
+        *,
+        on_conflict: str = "skip",
+        dry_run: bool = False,
+    ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
         the newest in the store. The result names the session it acted on."""
-        from .rewind import undo
+        from .ops.rewind import undo
+
         return undo(self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
 
     def unfinished_operations(self) -> list[str]:
@@ -352,60 +452,86 @@ class Store:
 
     def resume(self) -> list[RewindResult]:
         """Finish every interrupted rewind or undo."""
-        from .journal import resume
+        from .ops.journal import resume
+
         return resume(self.repo)
 
-    # -- maintenance (snapstore.fsck, snapstore.gc) -------------------------------
+    # -- maintenance (snapstore.ops.fsck, snapstore.ops.gc) -------------------------------
 
     def fsck(self, repair: bool = False) -> FsckReport:
         """Verify every blob and reference; with ``repair``, drop what cannot be recovered."""
-        from .fsck import fsck
+        from .ops.fsck import fsck
+
         return fsck(self.repo, repair)
 
-    def gc(self, policy: GcPolicy | None = None, *, dry_run: bool = False,
-           compact: bool = True) -> GcResult:
+    def gc(
+        self, policy: GcPolicy | None = None, *, dry_run: bool = False, compact: bool = True
+    ) -> GcResult:
         """Drop turns the policy does not keep, sweep unneeded blobs, compact the file."""
-        from .gc import GcPolicy, gc
+        from .ops.gc import GcPolicy, gc
+
         return gc(self.repo, policy or GcPolicy(), dry_run=dry_run, compact=compact)
 
     # -- remotes (snapstore.remote: push, pull, upkeep) ----------------------------------
 
     def catalog(self, remote: ObjectStore) -> Catalog:
         """The remote read through its layout, with this store's cache of its indexes."""
-        from .remote.catalog import Catalog
-        from .remote.verify import digest_hex
-        return Catalog(remote, os.path.join(self.store_dir, "remote-cache",
-                                            digest_hex(remote.url.encode())[:16]))
+        from .remote.format.catalog import Catalog
+        from .remote.format.verify import digest_hex
+
+        return Catalog(
+            remote,
+            os.path.join(self.store_dir, "remote-cache", digest_hex(remote.url.encode())[:16]),
+        )
 
     def push(self, remote: ObjectStore, sessions: list[str] | None = None) -> SyncResult:
         """Upload ``sessions`` (None: all) and the blobs they need that the remote lacks."""
-        from .remote.push import push
+        from .remote.sync.push import push
+
         return push(self.repo, self.catalog(remote), sessions)
 
-    def pull(self, remote: ObjectStore, sessions: list[str] | None = None,
-             progress: Callable[[str], None] | None = None) -> SyncResult:
+    def pull(
+        self,
+        remote: ObjectStore,
+        sessions: list[str] | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> SyncResult:
         """Fetch the remote's sessions named ``sessions`` (None: all) and what they need;
         the workspace is not touched."""
-        from .remote.pull import pull
+        from .remote.sync.pull import pull
+
         return pull(self.repo, self.catalog(remote), sessions, progress)
 
     def remote_log(self, remote: ObjectStore) -> list[LogEntry]:
-        from .remote.upkeep import log
+        from .remote.sync.upkeep import log
+
         return log(self.catalog(remote))
 
     def remote_fsck(self, remote: ObjectStore) -> RemoteFsck:
-        from .remote.upkeep import fsck
+        from .remote.sync.upkeep import fsck
+
         return fsck(self.catalog(remote))
 
-    def remote_gc(self, remote: ObjectStore, keep_days: float | None,
-                  grace: float | None = None) -> RemoteGc:
-        from .remote.upkeep import DEFAULT_GRACE, gc
-        return gc(self.catalog(remote), keep_days,
-                  grace=DEFAULT_GRACE if grace is None else grace, now=self.clock())
+    def remote_gc(
+        self, remote: ObjectStore, keep_days: float | None, grace: float | None = None
+    ) -> RemoteGc:
+        from .remote.sync.upkeep import DEFAULT_GRACE, gc
+
+        return gc(
+            self.catalog(remote),
+            keep_days,
+            grace=DEFAULT_GRACE if grace is None else grace,
+            now=self.clock(),
+        )
 
 
-def tracked(store: Store, paths: str | Callable[..., Iterable[str | os.PathLike[str]]], *,
-            tool: str | None = None, session: str = DEFAULT_SESSION) -> Callable[[F], F]:
+def tracked(
+    store: Store,
+    paths: str | Callable[..., Iterable[str | os.PathLike[str]]],
+    *,
+    tool: str | None = None,
+    session: str = DEFAULT_SESSION,
+) -> Callable[[F], F]:
     """Decorate an agent's tool function so every call is captured.
 
     ``paths`` names the parameter that holds the path (or a list of paths), or

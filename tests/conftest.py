@@ -25,6 +25,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from . import support
+
     support.SLOW = bool(config.getoption("--slow"))
 
 
@@ -55,11 +56,21 @@ def store(root: Path, clock: Clock) -> Iterator[Store]:
 def cli(root: Path):
     """Run the real `snapstore` command in the workspace, hermetically."""
 
-    def run(*args: str, cwd: Path | None = None, input: str | None = None,
-            env: dict[str, str] | None = None) -> CliResult:
-        proc = subprocess.run([*snapstore_bin(), *args], cwd=cwd or root, input=input,
-                              capture_output=True, text=True, env=hermetic_env(**(env or {})),
-                              timeout=120)
+    def run(
+        *args: str,
+        cwd: Path | None = None,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> CliResult:
+        proc = subprocess.run(
+            [*snapstore_bin(), *args],
+            cwd=cwd or root,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=hermetic_env(**(env or {})),
+            timeout=120,
+        )
         return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
     return run
@@ -70,8 +81,11 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
     """A 3 MiB tmpfs, unmounted afterwards."""
     mount = tmp_path / "small"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:

@@ -19,7 +19,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import BadInput
+from ..core.errors import BadInput
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -28,8 +28,18 @@ BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "
 #: Around the agent's shell tool (scan mode); DENIED: a tool call that will not run.
 SHELL_PRE, SHELL_POST, DENIED = "shell-pre", "shell-post", "denied"
 #: Every agent with an adapter module here, by its command-line name.
-AGENT_NAMES = ("claude-code", "gemini-cli", "codex", "copilot", "qwen-code", "cline", "cursor",
-               "windsurf", "auggie", "opencode")
+AGENT_NAMES = (
+    "claude-code",
+    "gemini-cli",
+    "codex",
+    "copilot",
+    "qwen-code",
+    "cline",
+    "cursor",
+    "windsurf",
+    "auggie",
+    "opencode",
+)
 
 
 def module_of(agent: str) -> ModuleType:
@@ -145,8 +155,9 @@ def event_name(agent: Agent, payload: dict[str, Any], given: str | None = None) 
     return named if isinstance(named, str) and named else (given or "")
 
 
-def parse(agent: Agent, payload: dict[str, Any], event: str | None = None,
-          cwd: str | None = None) -> HookAction:
+def parse(
+    agent: Agent, payload: dict[str, Any], event: str | None = None, cwd: str | None = None
+) -> HookAction:
     """The action one hook event asks for; unknown events and other tools are IGNORE.
 
     ``event`` is the event named on the hook's command line (agents whose payload
@@ -173,16 +184,29 @@ def parse(agent: Agent, payload: dict[str, Any], event: str | None = None,
     if kind == BEGIN:
         return HookAction(kind, session, where, prompt, message_id, event=event)
     if kind in (PRE, POST, DENIED):
-        tool = (agent.event_tools or {}).get(event) or field_str(payload, agent.tool_keys,
-                                                                 "tool name")
+        tool = (agent.event_tools or {}).get(event) or field_str(
+            payload, agent.tool_keys, "tool name"
+        )
         if tool in agent.shell_tools:
             call = dig(payload, agent.call_id_key) if agent.call_id_key else None
-            return HookAction(SHELL_PRE if kind == PRE else SHELL_POST, session, where, tool=tool,
-                              event=event, call=call if isinstance(call, str) else "")
+            return HookAction(
+                SHELL_PRE if kind == PRE else SHELL_POST,
+                session,
+                where,
+                tool=tool,
+                event=event,
+                call=call if isinstance(call, str) else "",
+            )
         if tool not in agent.file_tools or kind == DENIED:
             return HookAction(IGNORE, event=event, tool=tool)  # a denied write changes nothing
-        return HookAction(kind, session, where, tool=tool, event=event,
-                          paths=tool_paths(agent, tool, tool_args(agent, payload), where))
+        return HookAction(
+            kind,
+            session,
+            where,
+            tool=tool,
+            event=event,
+            paths=tool_paths(agent, tool, tool_args(agent, payload), where),
+        )
     return HookAction(kind, session, where, message_id=message_id, event=event)
 
 
@@ -191,8 +215,13 @@ def prompt_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        return "".join(part["text"] for part in value if isinstance(part, dict)
-                       and part.get("type", "text") == "text" and isinstance(part.get("text"), str))
+        return "".join(
+            part["text"]
+            for part in value
+            if isinstance(part, dict)
+            and part.get("type", "text") == "text"
+            and isinstance(part.get("text"), str)
+        )
     return ""
 
 
@@ -222,8 +251,11 @@ def tool_paths(agent: Agent, tool: str, args: dict[str, Any], cwd: str) -> tuple
     else:
         value = first(args, agent.path_keys)
         found = [value] if isinstance(value, str) else value
-        if not isinstance(found, list) or not found or not all(
-                isinstance(p, str) and p for p in found):
+        if (
+            not isinstance(found, list)
+            or not found
+            or not all(isinstance(p, str) and p for p in found)
+        ):
             raise BadInput(f"{tool} names no file ({' or '.join(agent.path_keys)})")
     return tuple(os.path.join(cwd, path) for path in found)
 
@@ -238,8 +270,8 @@ def patch_paths(text: str) -> list[str]:
     found: dict[str, None] = {}
     for line in text.splitlines():
         for marker in PATCH_MARKERS:
-            if line.startswith(marker) and line[len(marker):].strip():
-                found[line[len(marker):].strip()] = None
+            if line.startswith(marker) and line[len(marker) :].strip():
+                found[line[len(marker) :].strip()] = None
     return list(found)
 
 
@@ -262,16 +294,21 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             store.shell_end(action.session, action.call)
         return HookOutcome(action)
     if action.kind == BEGIN:
-        turn = store.begin_turn(action.session, action.prompt, action.message_id, scan=scan,
-                                close_open=True)
+        turn = store.begin_turn(
+            action.session, action.prompt, action.message_id, scan=scan, close_open=True
+        )
         return HookOutcome(action, turn.id)
     if action.kind in (PRE, POST):
         if action.kind == PRE:
             result = store.pre_write(action.paths, action.tool, action.session)
         else:
             result = store.post_write(action.paths, action.session, action.tool)
-        return HookOutcome(action, result.turn, result.paths,
-                           [f"{path}: {reason}" for path, reason in result.skipped])
+        return HookOutcome(
+            action,
+            result.turn,
+            result.paths,
+            [f"{path}: {reason}" for path, reason in result.skipped],
+        )
     if action.kind == END:
         turn = store.open_turn(action.session)
         if turn is not None and not _later_turn(turn.message_id, action.message_id):

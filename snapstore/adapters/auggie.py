@@ -18,8 +18,14 @@ from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="auggie",
-    events={"PromptSubmit": BEGIN, "PreToolUse": PRE, "PostToolUse": POST, "Stop": END,
-            "SessionEnd": END, "SessionStart": START},
+    events={
+        "PromptSubmit": BEGIN,
+        "PreToolUse": PRE,
+        "PostToolUse": POST,
+        "Stop": END,
+        "SessionEnd": END,
+        "SessionStart": START,
+    },
     file_tools=("save-file", "str-replace-editor", "remove-files", "apply_patch"),
     path_keys=("path", "file_paths"),
     silent="",
@@ -32,21 +38,30 @@ AGENT = Agent(
 )
 
 #: Auggie reads ``.augment/settings.local.json`` before the shared settings.
-CONFIG = {"local": ".augment/settings.local.json", "project": ".augment/settings.json",
-          "user": "~/.augment/settings.json"}
+CONFIG = {
+    "local": ".augment/settings.local.json",
+    "project": ".augment/settings.json",
+    "user": "~/.augment/settings.json",
+}
 
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .augment/settings.json (the matcher is a regular expression)."""
+
     def hook() -> list[dict[str, Any]]:
         return [{"type": "command", "command": command}]
+
     tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
-    return {"PromptSubmit": [{"hooks": hook()}],
-            "PreToolUse": [{"matcher": tools, "hooks": hook()}],
-            "PostToolUse": [{"matcher": tools, "hooks": hook()}],
-            "Stop": [{"hooks": hook()}], "SessionEnd": [{"hooks": hook()}]}
+    return {
+        "PromptSubmit": [{"hooks": hook()}],
+        "PreToolUse": [{"matcher": tools, "hooks": hook()}],
+        "PostToolUse": [{"matcher": tools, "hooks": hook()}],
+        "Stop": [{"hooks": hook()}],
+        "SessionEnd": [{"hooks": hook()}],
+    }
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name)

@@ -18,13 +18,20 @@ mode prints. ``run_commands`` sends its commands as a JSON string.
 
 from __future__ import annotations
 
-from ..errors import BadInput
+from ..core.errors import BadInput
 from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="cline",
-    events={"UserPromptSubmit": BEGIN, "PreToolUse": PRE, "PostToolUse": POST,
-            "TaskComplete": END, "TaskCancel": END, "TaskStart": START, "TaskResume": START},
+    events={
+        "UserPromptSubmit": BEGIN,
+        "PreToolUse": PRE,
+        "PostToolUse": POST,
+        "TaskComplete": END,
+        "TaskCancel": END,
+        "TaskStart": START,
+        "TaskResume": START,
+    },
     file_tools=("editor", "write_to_file", "replace_in_file", "apply_patch"),
     path_keys=("path",),
     silent="",
@@ -54,9 +61,15 @@ def install(path: str, command: str, shell: bool = False) -> list[str]:
     """Write one executable per event into the folder ``path``; ``shell`` changes
     nothing (the commands reach the same PreToolUse executable)."""
     from .install import foreign, write_owned
+
     theirs = foreign([f"{path}/{event}" for event in EVENTS], MARK)
     if theirs:  # one executable per event: a hook of someone else's cannot share it
-        raise BadInput(f"{', '.join(theirs)} already exist and are not snapstore's: add "
-                       f"`snapstore hook cline EVENT` to them yourself, or move them away")
-    return [event for event in EVENTS
-            if write_owned(f"{path}/{event}", script(command, event), MARK, mode=0o755)]
+        raise BadInput(
+            f"{', '.join(theirs)} already exist and are not snapstore's: add "
+            f"`snapstore hook cline EVENT` to them yourself, or move them away"
+        )
+    return [
+        event
+        for event in EVENTS
+        if write_owned(f"{path}/{event}", script(command, event), MARK, mode=0o755)
+    ]

@@ -19,8 +19,14 @@ from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="codex",
-    events={"UserPromptSubmit": BEGIN, "PreToolUse": PRE, "PostToolUse": POST, "Stop": END,
-            "SessionEnd": END, "SessionStart": START},
+    events={
+        "UserPromptSubmit": BEGIN,
+        "PreToolUse": PRE,
+        "PostToolUse": POST,
+        "Stop": END,
+        "SessionEnd": END,
+        "SessionStart": START,
+    },
     file_tools=("apply_patch",),
     path_keys=(),
     silent="",
@@ -39,10 +45,11 @@ USER_DIR_ENV = ("CODEX_HOME", "~/.codex")
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .codex/hooks.json (timeouts in seconds)."""
     from .install import claude_shaped
-    return claude_shaped(command, "|".join(AGENT.file_tools + (AGENT.shell_tools if shell
-                                                                else ())))
+
+    return claude_shaped(command, "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())))
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name)

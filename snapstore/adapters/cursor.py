@@ -18,8 +18,14 @@ from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="cursor",
-    events={"beforeSubmitPrompt": BEGIN, "preToolUse": PRE, "postToolUse": POST, "stop": END,
-            "sessionEnd": END, "sessionStart": START},
+    events={
+        "beforeSubmitPrompt": BEGIN,
+        "preToolUse": PRE,
+        "postToolUse": POST,
+        "stop": END,
+        "sessionEnd": END,
+        "sessionStart": START,
+    },
     file_tools=("Write", "Delete"),
     path_keys=("file_path", "path"),
     silent="{}",
@@ -41,10 +47,17 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     def hook(matcher: bool = False) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"command": command, "timeout": 30}
         return [{**entry, "matcher": tools} if matcher else entry]
-    return {"beforeSubmitPrompt": hook(), "preToolUse": hook(True), "postToolUse": hook(True),
-            "stop": hook(), "sessionEnd": hook()}
+
+    return {
+        "beforeSubmitPrompt": hook(),
+        "preToolUse": hook(True),
+        "postToolUse": hook(True),
+        "stop": hook(),
+        "sessionEnd": hook(),
+    }
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name, top={"version": 1})

@@ -19,8 +19,14 @@ from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="gemini-cli",
-    events={"BeforeAgent": BEGIN, "BeforeTool": PRE, "AfterTool": POST, "AfterAgent": END,
-            "SessionEnd": END, "SessionStart": START},
+    events={
+        "BeforeAgent": BEGIN,
+        "BeforeTool": PRE,
+        "AfterTool": POST,
+        "AfterAgent": END,
+        "SessionEnd": END,
+        "SessionStart": START,
+    },
     file_tools=("write_file", "replace"),
     path_keys=("file_path",),
     silent="{}",
@@ -33,9 +39,15 @@ CONFIG = {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"}
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .gemini/settings.json (timeouts in milliseconds);
     ``shell``: scan mode's hooks around ``run_shell_command``."""
+
     def hook(name: str) -> dict[str, Any]:
-        return {"type": "command", "command": command, "name": f"snapstore-{name}",
-                "timeout": 30000}
+        return {
+            "type": "command",
+            "command": command,
+            "name": f"snapstore-{name}",
+            "timeout": 30000,
+        }
+
     tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
     return {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
@@ -63,8 +75,10 @@ def switches(version: str) -> dict[str, bool]:
     return {"tools.enableHooks": True}
 
 
-def install(path: str, command: str, shell: bool = False,
-            switches: dict[str, bool] | None = None) -> list[str]:
+def install(
+    path: str, command: str, shell: bool = False, switches: dict[str, bool] | None = None
+) -> list[str]:
     """``switches``: what an older release needs to run hooks (:func:`switches`)."""
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name, top=switches)

@@ -17,7 +17,7 @@ import re
 import tempfile
 from typing import Any
 
-from ..errors import BadInput
+from ..core.errors import BadInput
 
 #: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
 COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Claude Code)
@@ -26,8 +26,10 @@ COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Cl
 def claude_shaped(command: str, tools: str) -> dict[str, list[dict[str, Any]]]:
     """The hooks block of Claude Code's config shape, shared by Codex and Qwen Code: a
     turn's begin and end, and ``tools`` (a matcher) around each write; 30 s timeouts."""
+
     def group() -> list[dict[str, Any]]:  # each entry its own, so none is edited through another
         return [{"type": "command", "command": command, "timeout": 30}]
+
     return {
         "UserPromptSubmit": [{"hooks": group()}],
         "PreToolUse": [{"matcher": tools, "hooks": group()}],
@@ -45,8 +47,11 @@ def is_ours(command: Any, agent: str) -> bool:
         return False
     if re.match(rf"https?://[^/\s]+/snapstore/hook/{re.escape(agent)}$", command):
         return True
-    return "snapstore" in command and re.search(
-        rf"(^|\s)(hook\s+{re.escape(agent)}|serve\s+--detach)(\s|$)", command) is not None
+    return (
+        "snapstore" in command
+        and re.search(rf"(^|\s)(hook\s+{re.escape(agent)}|serve\s+--detach)(\s|$)", command)
+        is not None
+    )
 
 
 def entry_commands(entry: Any) -> list[str]:
@@ -55,12 +60,21 @@ def entry_commands(entry: Any) -> list[str]:
         return []
     hooks = entry.get("hooks")
     entries = hooks if isinstance(hooks, list) else [entry]
-    return [h[key] for h in entries if isinstance(h, dict) for key in COMMAND_KEYS
-            if isinstance(h.get(key), str)]
+    return [
+        h[key]
+        for h in entries
+        if isinstance(h, dict)
+        for key in COMMAND_KEYS
+        if isinstance(h.get(key), str)
+    ]
 
 
-def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]], agent: str,
-                top: dict[str, Any] | None = None) -> list[str]:
+def merge_hooks(
+    settings_path: str,
+    block: dict[str, list[dict[str, Any]]],
+    agent: str,
+    top: dict[str, Any] | None = None,
+) -> list[str]:
     """Merge ``block`` (event -> entries) into the ``hooks`` object of a JSON file.
 
     An event with no snapstore hook for ``agent`` gets the block's entries at its
@@ -93,12 +107,15 @@ def merge_hooks(settings_path: str, block: dict[str, list[dict[str, Any]]], agen
             current.extend(entries)
             changed.append(event)
             continue
-        ours = [i for i, e in enumerate(current)
-                if entry_commands(e) and all(is_ours(c, agent) for c in entry_commands(e))]
+        ours = [
+            i
+            for i, e in enumerate(current)
+            if entry_commands(e) and all(is_ours(c, agent) for c in entry_commands(e))
+        ]
         if ours and [current[i] for i in ours] != entries:
             for i in reversed(ours):
                 del current[i]
-            current[ours[0]:ours[0]] = entries
+            current[ours[0] : ours[0]] = entries
             changed.append(event)
     if json.dumps(settings) != before:
         write_text(settings_path, json.dumps(settings, indent=2) + "\n")
@@ -190,8 +207,12 @@ def hook_commands(path: str, agent: str) -> list[str]:
                     texts.append(handle.read())
             except (OSError, UnicodeDecodeError):
                 continue
-        return [line.removeprefix("exec ") for text in texts for line in text.splitlines()
-                if is_ours(line, agent) and not line.startswith("#")]
+        return [
+            line.removeprefix("exec ")
+            for text in texts
+            for line in text.splitlines()
+            if is_ours(line, agent) and not line.startswith("#")
+        ]
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
@@ -202,6 +223,7 @@ def hook_commands(path: str, agent: str) -> list[str]:
         if not match:
             return []
         import shlex
+
         command = shlex.join(json.loads(match.group(1)))
         return [command] if is_ours(command, agent) else []
     try:
@@ -211,5 +233,11 @@ def hook_commands(path: str, agent: str) -> list[str]:
     hooks = settings.get("hooks") if isinstance(settings, dict) else None
     if not isinstance(hooks, dict):
         return []
-    return [c for entries in hooks.values() if isinstance(entries, list) for e in entries
-            for c in entry_commands(e) if is_ours(c, agent)]
+    return [
+        c
+        for entries in hooks.values()
+        if isinstance(entries, list)
+        for e in entries
+        for c in entry_commands(e)
+        if is_ours(c, agent)
+    ]

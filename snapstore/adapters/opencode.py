@@ -18,8 +18,12 @@ from . import BEGIN, END, POST, PRE, Agent
 
 AGENT = Agent(
     name="opencode",
-    events={"chat.message": BEGIN, "tool.execute.before": PRE, "tool.execute.after": POST,
-            "session.idle": END},
+    events={
+        "chat.message": BEGIN,
+        "tool.execute.before": PRE,
+        "tool.execute.after": POST,
+        "session.idle": END,
+    },
     file_tools=("write", "edit", "apply_patch"),
     path_keys=("filePath",),
     silent="",
@@ -36,8 +40,10 @@ AGENT = Agent(
     patch_keys=("patchText",),
 )
 
-CONFIG = {"project": ".opencode/plugin/snapstore.js",
-          "user": "~/.config/opencode/plugin/snapstore.js"}
+CONFIG = {
+    "project": ".opencode/plugin/snapstore.js",
+    "user": "~/.config/opencode/plugin/snapstore.js",
+}
 #: Marks the plugin file as snapstore's, so that installing again may rewrite it.
 MARK = "Written by `snapstore hook install opencode`"
 
@@ -89,11 +95,16 @@ export const Snapstore = async ({ directory }) => ({
 def plugin(command: str, shell: bool = False) -> str:
     """The plugin's source: ``command`` is the shell-quoted snapstore hook command."""
     import shlex  # not on the hook's path
+
     tools = AGENT.file_tools + (AGENT.shell_tools if shell else ())
-    return PLUGIN % {"mark": MARK, "command": json.dumps(shlex.split(command)),
-                     "tools": json.dumps(list(tools))}
+    return PLUGIN % {
+        "mark": MARK,
+        "command": json.dumps(shlex.split(command)),
+        "tools": json.dumps(list(tools)),
+    }
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import write_owned
+
     return ["plugin"] if write_owned(path, plugin(command, shell), MARK) else []

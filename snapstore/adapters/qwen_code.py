@@ -15,8 +15,14 @@ from . import BEGIN, END, POST, PRE, START, Agent
 
 AGENT = Agent(
     name="qwen-code",
-    events={"UserPromptSubmit": BEGIN, "PreToolUse": PRE, "PostToolUse": POST, "Stop": END,
-            "SessionEnd": END, "SessionStart": START},
+    events={
+        "UserPromptSubmit": BEGIN,
+        "PreToolUse": PRE,
+        "PostToolUse": POST,
+        "Stop": END,
+        "SessionEnd": END,
+        "SessionStart": START,
+    },
     file_tools=("write_file", "edit"),
     path_keys=("file_path",),
     silent="",
@@ -31,11 +37,14 @@ CONFIG = {"project": ".qwen/settings.json", "user": "~/.qwen/settings.json"}
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .qwen/settings.json (timeouts in seconds)."""
     from .install import claude_shaped
+
     # anchored: Qwen Code tests an unanchored alternation as a regex (`edit` in `multi_edit`)
-    return claude_shaped(command, "^(" + "|".join(
-        AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$")
+    return claude_shaped(
+        command, "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
+    )
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name)

@@ -18,8 +18,14 @@ from . import BEGIN, END, POST, PRE, Agent
 
 AGENT = Agent(
     name="windsurf",
-    events={"pre_user_prompt": BEGIN, "pre_write_code": PRE, "post_write_code": POST,
-            "pre_run_command": PRE, "post_run_command": POST, "post_cascade_response": END},
+    events={
+        "pre_user_prompt": BEGIN,
+        "pre_write_code": PRE,
+        "post_write_code": POST,
+        "pre_run_command": PRE,
+        "post_run_command": POST,
+        "post_cascade_response": END,
+    },
     file_tools=("write_code",),
     path_keys=("file_path",),
     silent="",
@@ -31,8 +37,12 @@ AGENT = Agent(
     tool_keys=(),
     args_keys=("tool_info",),
     prompt_keys=("tool_info.user_prompt",),
-    event_tools={"pre_write_code": "write_code", "post_write_code": "write_code",
-                 "pre_run_command": "run_command", "post_run_command": "run_command"},
+    event_tools={
+        "pre_write_code": "write_code",
+        "post_write_code": "write_code",
+        "pre_run_command": "run_command",
+        "post_run_command": "run_command",
+    },
 )
 
 CONFIG = {"project": ".windsurf/hooks.json", "user": "~/.codeium/windsurf/hooks.json"}
@@ -49,4 +59,5 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
+
     return merge_hooks(path, settings_block(command, shell), AGENT.name)

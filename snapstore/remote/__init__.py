@@ -1,16 +1,24 @@
 """Remotes: object storage (S3 or a folder) that snapstore pushes turns to and pulls from.
 
-This package is the transport: :class:`ObjectStore` and its two backends, the
-errors (exit 6), and digest checks. Importing it loads no S3 client; opening an
+Three packages, bottom to top: ``transport`` (:class:`ObjectStore`, its two
+backends, credentials and the remote's errors, exit 6), ``format`` (the
+remote's layout: packs, indexes, the catalog, objects checked against their
+digests) and ``sync`` (push, pull, and the remote's log, fsck and gc). This
+module re-exports the transport. Importing it loads no S3 client; opening an
 ``s3://`` remote does (the optional extra ``snapstore[remote]``). The hook path
 never imports this package.
 """
 
 from __future__ import annotations
 
-from .base import Capabilities, ObjectInfo, ObjectStore, RetryPolicy
-from .credentials import AwsChain, S3Credentials, from_environment, region_from_environment
-from .errors import (
+from .transport.backend import Capabilities, ObjectInfo, ObjectStore, RetryPolicy
+from .transport.credentials import (
+    AwsChain,
+    S3Credentials,
+    from_environment,
+    region_from_environment,
+)
+from .transport.errors import (
     CorruptObject,
     MissingBucket,
     ObjectMissing,
@@ -19,8 +27,7 @@ from .errors import (
     RemoteUnavailable,
     RemoteUnreachable,
 )
-from .location import RemoteURL, open_object_store, parse_url
-from .verify import digest_hex, get_verified, verified
+from .transport.location import RemoteURL, open_object_store, parse_url
 
 __all__ = [
     "AwsChain",
@@ -37,11 +44,8 @@ __all__ = [
     "RemoteUnreachable",
     "RetryPolicy",
     "S3Credentials",
-    "digest_hex",
     "from_environment",
-    "get_verified",
     "open_object_store",
     "parse_url",
     "region_from_environment",
-    "verified",
 ]

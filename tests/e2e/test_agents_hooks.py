@@ -36,8 +36,11 @@ NOTES = "alpha\nbeta\n"
 SCRIPT = [
     Turn("Create notes.txt with two lines", (Write("notes.txt", NOTES),), "Created."),
     Turn("Change beta to gamma in notes.txt", (Edit("notes.txt", "beta", "gamma"),), "Edited."),
-    Turn("Append a line to other.txt from the shell",
-         (Shell("printf 'added by shell\\n' >> other.txt"),), "Appended."),
+    Turn(
+        "Append a line to other.txt from the shell",
+        (Shell("printf 'added by shell\\n' >> other.txt"),),
+        "Appended.",
+    ),
 ]
 
 # the tool each agent used for the write, the edit and the shell command
@@ -64,8 +67,11 @@ def session(request: pytest.FixtureRequest, tmp_path: Path):
     agent = request.param
     installed(agent)
     if shutil.which("strace") is None:
-        pytest.fail("strace is not installed (apt-get install strace): it proves that nothing "
-                    "left loopback", pytrace=False)
+        pytest.fail(
+            "strace is not installed (apt-get install strace): it proves that nothing "
+            "left loopback",
+            pytrace=False,
+        )
     with Session(agent, tmp_path, SCRIPT, strace=True) as s:
         yield s
 
@@ -88,8 +94,11 @@ def expected(agent: str) -> list[tuple[str, str, tuple[str, ...]]]:
 def significant(seen: list[Seen]) -> list[Seen]:
     """Turn begins and ends, and the write, edit and shell tools: no reads, no session events,
     no continuation prompts."""
-    return [s for s in seen if s.kind in ("begin", "end")
-            or (s.kind in ("pre", "post") and s.category != "read")]
+    return [
+        s
+        for s in seen
+        if s.kind in ("begin", "end") or (s.kind in ("pre", "post") and s.category != "read")
+    ]
 
 
 @pytest.mark.parametrize("session", AGENTS, indirect=True)
@@ -132,8 +141,9 @@ def test_a_real_cli_sends_its_hooks_every_write_edit_and_shell_call(session: Ses
     assert len(s.model.requests) >= 6  # a tool call and an answer per turn at least
 
 
-PERSONAL = [(agent, scope) for agent in AGENTS for scope in DRIVERS[agent].scopes
-            if scope != "project"]
+PERSONAL = [
+    (agent, scope) for agent in AGENTS for scope in DRIVERS[agent].scopes if scope != "project"
+]
 
 
 @pytest.mark.parametrize(("agent", "scope"), PERSONAL, ids=[f"{a}-{s}" for a, s in PERSONAL])
@@ -154,13 +164,16 @@ def test_hooks_in_a_personal_scope_run_too(agent: str, scope: str, tmp_path: Pat
         assert got == [("pre", write, ("notes.txt",)), ("post", write, ("notes.txt",))], seen
 
 
-PATCH = ("*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Update File: old.txt\n"
-         "*** Move to: moved.txt\n@@\n-old\n+changed\n*** Delete File: gone.txt\n*** End Patch\n")
+PATCH = (
+    "*** Begin Patch\n*** Add File: new.txt\n+hello\n*** Update File: old.txt\n"
+    "*** Move to: moved.txt\n@@\n-old\n+changed\n*** Delete File: gone.txt\n*** End Patch\n"
+)
 
 
 @pytest.mark.parametrize("agent", ["codex", "opencode-gpt"])
-def test_one_apply_patch_names_every_file_it_adds_moves_and_deletes(agent: str,
-                                                                     tmp_path: Path) -> None:
+def test_one_apply_patch_names_every_file_it_adds_moves_and_deletes(
+    agent: str, tmp_path: Path
+) -> None:
     installed(agent)
     turn = Turn("Tidy the files", (Patch(PATCH),), "Tidied.")
     with Session(agent, tmp_path, [turn]) as s:
@@ -171,7 +184,9 @@ def test_one_apply_patch_names_every_file_it_adds_moves_and_deletes(agent: str,
         run = s.run(turn.prompt)
         assert run.code == 0 and not run.timed_out, run.brief()
         assert sorted(p.name for p in s.workspace.iterdir() if not p.name.startswith(".")) == [
-            "moved.txt", "new.txt"]
+            "moved.txt",
+            "new.txt",
+        ]
         assert (s.workspace / "moved.txt").read_text() == "changed\n"
         seen = [describe(agent, r, str(s.workspace)) for r in read_log(log)]
         paths = ("new.txt", "old.txt", "moved.txt", "gone.txt")
@@ -194,17 +209,26 @@ def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Pa
         pre = [r for r in read_log(log) if r["event"] == "PreToolUse"]
         assert [r["payload"]["hook_event_name"] for r in pre] == ["PreToolUse"] * 2
         assert [r["payload"]["tool_name"] for r in pre] == ["Write", "Bash"]
-        assert pre[0]["payload"]["tool_input"] == {"path": str(s.workspace / "notes.txt"),
-                                                   "file_text": NOTES}
+        assert pre[0]["payload"]["tool_input"] == {
+            "path": str(s.workspace / "notes.txt"),
+            "file_text": NOTES,
+        }
         assert all(r["env"].get("COPILOT_CLI") == "1" for r in pre)
 
 
 # -- the same sessions, recorded by snapstore ----------------------------------------------------
 
+
 def snap(s: Session, *args: str) -> subprocess.CompletedProcess:
     """The real `snapstore` in the workspace, with the agent's own environment (its home)."""
-    return subprocess.run([*snapstore_bin(), *args], cwd=s.workspace, env=s.env(),
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [*snapstore_bin(), *args],
+        cwd=s.workspace,
+        env=s.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def install_snapstore(s: Session, *args: str) -> dict:
@@ -228,13 +252,15 @@ def notes(s: Session) -> bytes:
 @pytest.fixture
 def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """This snapstore on PATH, as an installed one is: project-scope hooks call `snapstore`."""
-    monkeypatch.setenv("PATH", os.path.dirname(snapstore_bin()[0]) + os.pathsep
-                       + os.environ.get("PATH", ""))
+    monkeypatch.setenv(
+        "PATH", os.path.dirname(snapstore_bin()[0]) + os.pathsep + os.environ.get("PATH", "")
+    )
 
 
 @pytest.mark.parametrize("session", AGENTS, indirect=True)
 def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
-        session: Session, on_path: None) -> None:
+    session: Session, on_path: None
+) -> None:
     s, agent = session, session.agent
     installed_to = install_snapstore(s)
     assert Path(installed_to["file"]).is_relative_to(s.workspace)
@@ -257,8 +283,9 @@ def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
     assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
     assert off_loopback(s.connects()) == [], "nothing may leave loopback"
     assert set(s.proxy.requests) <= BLOCKED.get(agent, set()), s.proxy.requests
-    assert not (s.workspace / ".snapstore" / "hook.log").exists(), \
-        (s.workspace / ".snapstore" / "hook.log").read_text()
+    assert not (s.workspace / ".snapstore" / "hook.log").exists(), (
+        s.workspace / ".snapstore" / "hook.log"
+    ).read_text()
 
     edit = TOOLS[agent][1]
     if agent in ONE_TASK_PER_PROMPT:  # a session per task; the shell-only task records none
@@ -271,25 +298,43 @@ def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
         log = json.loads(snap(s, "--json", "log", "--session", edit_session(s)).stdout)
         assert [p["prompt"].strip('"') for p in log] == [t.prompt for t in reversed(SCRIPT)]
         assert [p["files"] for p in log] == [0, 1, 1]
-    show = json.loads(snap(s, "--json", "show", "1" if agent in ONE_TASK_PER_PROMPT else "2",
-                           "--session", edit_session(s)).stdout)
+    show = json.loads(
+        snap(
+            s,
+            "--json",
+            "show",
+            "1" if agent in ONE_TASK_PER_PROMPT else "2",
+            "--session",
+            edit_session(s),
+        ).stdout
+    )
     assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
-        ("notes.txt", "modified", edit)]
+        ("notes.txt", "modified", edit)
+    ]
 
     # take back the edit (and the shell turn after it): a merge keeps the hand edit
-    back = snap(s, "--json", "rewind", "1" if agent in ONE_TASK_PER_PROMPT else "2", "--yes",
-                "--session", edit_session(s))
+    back = snap(
+        s,
+        "--json",
+        "rewind",
+        "1" if agent in ONE_TASK_PER_PROMPT else "2",
+        "--yes",
+        "--session",
+        edit_session(s),
+    )
     assert back.returncode == 0, back.stderr
     assert notes(s) == b"hand\nalpha\nbeta\n"
-    assert [m if isinstance(m, str) else m["path"] for m in json.loads(back.stdout)["merged"]] \
-        == ["notes.txt"]
+    assert [m if isinstance(m, str) else m["path"] for m in json.loads(back.stdout)["merged"]] == [
+        "notes.txt"
+    ]
     assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
     undo = snap(s, "undo")
     assert undo.returncode == 0, undo.stderr
     assert notes(s) == b"hand\nalpha\ngamma\n"
     doctor = json.loads(snap(s, "--json", "doctor").stdout)
-    assert [(r["agent"], r["sessions"] > 0) for r in doctor["hooks"]] == [(s.driver.pin or agent,
-                                                                           True)]
+    assert [(r["agent"], r["sessions"] > 0) for r in doctor["hooks"]] == [
+        (s.driver.pin or agent, True)
+    ]
 
 
 def session_id(s: Session) -> str:
@@ -312,8 +357,9 @@ def edit_session(s: Session) -> str:
 
 
 @pytest.mark.parametrize("agent", ["codex", "opencode-gpt"])
-def test_one_apply_patch_is_recorded_whole_and_rewound_whole(agent: str, tmp_path: Path,
-                                                             on_path: None) -> None:
+def test_one_apply_patch_is_recorded_whole_and_rewound_whole(
+    agent: str, tmp_path: Path, on_path: None
+) -> None:
     """An add, a move and a delete in one apply_patch call: every path is captured, both ends
     of the move, and one rewind brings back the tree from before the patch."""
     installed(agent)
@@ -326,8 +372,11 @@ def test_one_apply_patch_is_recorded_whole_and_rewound_whole(agent: str, tmp_pat
         assert run.code == 0 and not run.timed_out, run.brief()
         show = json.loads(snap(s, "--json", "show", "1").stdout)
         assert sorted((c["path"], c["status"], c["tool"]) for c in show["changes"]) == [
-            ("gone.txt", "deleted", "apply_patch"), ("moved.txt", "added", "apply_patch"),
-            ("new.txt", "added", "apply_patch"), ("old.txt", "deleted", "apply_patch")]
+            ("gone.txt", "deleted", "apply_patch"),
+            ("moved.txt", "added", "apply_patch"),
+            ("new.txt", "added", "apply_patch"),
+            ("old.txt", "deleted", "apply_patch"),
+        ]
         assert snap(s, "rewind", "1", "--yes").returncode == 0
         files = {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
         assert files == {"old.txt": "old\n", "gone.txt": "bye\n"}
@@ -338,7 +387,8 @@ def test_one_apply_patch_is_recorded_whole_and_rewound_whole(agent: str, tmp_pat
 
 @pytest.mark.parametrize("copilot_too", [False, True], ids=["claude-only", "both"])
 def test_copilot_running_claude_code_hooks_records_each_write_once(
-        tmp_path: Path, copilot_too: bool, on_path: None) -> None:
+    tmp_path: Path, copilot_too: bool, on_path: None
+) -> None:
     """Copilot CLI runs `snapstore hook claude-code` from .claude/settings.local.json, with its
     own tool arguments: that records the write, under Copilot's session name. With Copilot's
     own hooks installed as well, they record it, and Claude Code's stand aside: once."""
@@ -356,7 +406,8 @@ def test_copilot_running_claude_code_hooks_records_each_write_once(
         assert len(names) == 1 and names[0].startswith("copilot/"), names
         show = json.loads(snap(s, "--json", "show", "1", "--session", names[0]).stdout)
         assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
-            ("notes.txt", "added", "create" if copilot_too else "Write")]
+            ("notes.txt", "added", "create" if copilot_too else "Write")
+        ]
         assert snap(s, "rewind", "1", "--yes", "--session", names[0]).returncode == 0
         assert not (s.workspace / "notes.txt").exists()
 
@@ -370,9 +421,14 @@ def test_a_snapstore_installed_in_a_folder_with_a_space_records(tmp_path: Path) 
     exe = folder / "snapstore"
     shutil.copy2(snapstore_bin()[0], exe)  # the console script: its shebang names the venv
     with Session("claude-code", tmp_path / "session", SCRIPT[:1]) as s:
-        done = subprocess.run([str(exe), "--json", "hook", "install", "claude-code"],
-                              cwd=s.workspace, env=s.env(), capture_output=True, text=True,
-                              timeout=60)
+        done = subprocess.run(
+            [str(exe), "--json", "hook", "install", "claude-code"],
+            cwd=s.workspace,
+            env=s.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["command"] == f"'{exe}' hook claude-code"
         run = s.run(SCRIPT[0].prompt)
@@ -385,8 +441,10 @@ def test_a_user_wide_hook_does_nothing_where_there_is_no_store(tmp_path: Path) -
     """Hooks in the user's own config run in every project: where there is no store they do
     nothing (no store is created); where there is one, they record."""
     installed("codex")
-    turns = [Turn("Create notes.txt", (Write("notes.txt", NOTES),), "Created."),
-             Turn("Change beta to gamma", (Edit("notes.txt", "beta", "gamma"),), "Edited.")]
+    turns = [
+        Turn("Create notes.txt", (Write("notes.txt", NOTES),), "Created."),
+        Turn("Change beta to gamma", (Edit("notes.txt", "beta", "gamma"),), "Edited."),
+    ]
     with Session("codex", tmp_path, turns) as s:
         where = install_snapstore(s, "--scope", "user")
         assert where["file"] == str(s.home / ".codex" / "hooks.json")

@@ -17,9 +17,27 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_quick_benchmark_runs_and_restores_the_right_bytes(tmp_path: Path) -> None:
     out = tmp_path / "results"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "--quick", "--no-progress", "--no-gc", "--files", "500",
-         "--hook-reps", "4", "--out", str(out), "--tmp", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--quick",
+            "--no-progress",
+            "--no-gc",
+            "--files",
+            "500",
+            "--hook-reps",
+            "4",
+            "--out",
+            str(out),
+            "--tmp",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
 
     synthetic = json.loads((out / "synthetic.json").read_text())

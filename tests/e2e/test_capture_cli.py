@@ -39,8 +39,9 @@ def test_two_parallel_tool_calls_on_one_file_are_both_rewound(cli, root: Path) -
     assert read(root, "f.txt") == SECOND.encode()
 
 
-def test_a_post_write_without_a_pre_write_records_against_the_latest_version(cli,
-                                                                           root: Path) -> None:
+def test_a_post_write_without_a_pre_write_records_against_the_latest_version(
+    cli, root: Path
+) -> None:
     """A pre-write that never reached the store (a busy store, a hook that failed)."""
     write(root, "f.txt", BEFORE)
     assert cli("init").code == 0

@@ -10,8 +10,21 @@ import pytest
 
 from ..support import read, write
 
-REWIND_KEYS = {"session", "target", "user_text", "turns_reverted", "restored", "deleted",
-               "merged", "conflicts", "errors", "warnings", "new_head", "undo_id", "dry_run"}
+REWIND_KEYS = {
+    "session",
+    "target",
+    "user_text",
+    "turns_reverted",
+    "restored",
+    "deleted",
+    "merged",
+    "conflicts",
+    "errors",
+    "warnings",
+    "new_head",
+    "undo_id",
+    "dry_run",
+}
 
 
 def _turn(cli, prompt: str, edits: dict[str, str | None], root: Path) -> str:
@@ -60,24 +73,44 @@ def test_full_session_json_contract(cli, root: Path) -> None:
     log = cli("--json", "log")
     assert log.code == 0
     (point,) = log.json
-    assert set(point) == {"n", "turn", "session", "prompt", "created", "state", "files",
-                          "added", "removed"}
+    assert set(point) == {
+        "n",
+        "turn",
+        "session",
+        "prompt",
+        "created",
+        "state",
+        "files",
+        "added",
+        "removed",
+    }
     assert (point["n"], point["files"], point["added"], point["removed"]) == (1, 2, 2, 1)
     assert point["created"] == "2026-01-01T00:00:00+00:00"
 
     show = cli("--json", "show", "1")
     assert {"turn", "session", "prompt", "created", "state", "changes"} <= set(show.json)
     assert {c["path"]: c["status"] for c in show.json["changes"]} == {
-        "app.py": "modified", "docs/new.md": "added"}
-    assert set(show.json["changes"][0]) == {"path", "status", "added", "removed", "tool",
-                                            "source"}
+        "app.py": "modified",
+        "docs/new.md": "added",
+    }
+    assert set(show.json["changes"][0]) == {"path", "status", "added", "removed", "tool", "source"}
 
     diff = cli("diff", "1", "app.py")
     assert diff.code == 0 and "-b\n+B\n" in diff.stdout and "a/app.py" in diff.stdout
 
     status = cli("--json", "status")
-    assert {"root", "store", "sessions", "turns", "open_turn", "head", "blobs",
-            "stored_bytes", "logical_bytes", "dedup_ratio"} <= set(status.json)
+    assert {
+        "root",
+        "store",
+        "sessions",
+        "turns",
+        "open_turn",
+        "head",
+        "blobs",
+        "stored_bytes",
+        "logical_bytes",
+        "dedup_ratio",
+    } <= set(status.json)
     assert status.json["turns"] == 1 and status.json["head"] == begin.json["turn"]
 
     dry = cli("--json", "rewind", "1", "--dry-run")
@@ -161,6 +194,7 @@ def test_a_file_named_snapstore_is_not_a_store(cli, root: Path) -> None:
 
 def test_corrupted_blob_is_reported_and_not_written(cli, root: Path) -> None:
     import lmdb
+
     cli("init")
     write(root, "a.txt", "A original\n" * 40)
     write(root, "b.txt", "B original\n" * 40)
@@ -169,6 +203,7 @@ def test_corrupted_blob_is_reported_and_not_written(cli, root: Path) -> None:
     blobs = env.open_db(b"blobs")
     changes = env.open_db(b"changes")
     import json
+
     with env.begin(write=True) as txn:
         first = json.loads(next(iter(txn.cursor(db=changes)))[1])
         assert first["path"] == "a.txt" and first["turn"] == turn
@@ -193,8 +228,9 @@ def test_a_locked_store_exits_3(cli, root: Path) -> None:
 
 def test_usage_errors_exit_2_with_one_line(cli, root: Path) -> None:
     cli("init")
-    _one_error_line(cli("rewind", "1", "--mode", "sideways"), 2, "'--mode'",
-                    "snapstore rewind --help")
+    _one_error_line(
+        cli("rewind", "1", "--mode", "sideways"), 2, "'--mode'", "snapstore rewind --help"
+    )
     _one_error_line(cli("no-such-command"), 2, "No such command")
     result = cli("--json", "no-such-command")
     assert result.code == 2 and result.json["error"]["code"] == "usage"
@@ -240,12 +276,22 @@ def test_shell_completion_offers_rewind_points(cli, root: Path) -> None:
     cli("init")
     _turn(cli, "first", {"a.txt": "a\n"}, root)
     _turn(cli, "second", {"a.txt": "b\n"}, root)
-    result = cli(env={"_SNAPSTORE_COMPLETE": "zsh_complete", "COMP_WORDS": "snapstore rewind ",
-                      "COMP_CWORD": "2"})
+    result = cli(
+        env={
+            "_SNAPSTORE_COMPLETE": "zsh_complete",
+            "COMP_WORDS": "snapstore rewind ",
+            "COMP_CWORD": "2",
+        }
+    )
     assert result.code == 0
     assert result.stdout.split("\n")[:6] == ["plain", "1", "second", "plain", "2", "first"]
-    commands = cli(env={"_SNAPSTORE_COMPLETE": "bash_complete", "COMP_WORDS": "snapstore re",
-                        "COMP_CWORD": "1"})
+    commands = cli(
+        env={
+            "_SNAPSTORE_COMPLETE": "bash_complete",
+            "COMP_WORDS": "snapstore re",
+            "COMP_CWORD": "1",
+        }
+    )
     assert "plain,rewind" in commands.stdout.split()
 
 
@@ -261,7 +307,8 @@ def test_prompts_and_paths_are_printed_as_they_are(cli, root: Path) -> None:
 
 
 def test_any_writing_command_finishes_an_interrupted_rewind(cli, root: Path) -> None:
-    from snapstore import Store, faults
+    from snapstore import Store
+    from snapstore.core import faults
 
     class Crash(Exception):
         pass

@@ -11,13 +11,10 @@ from ..support import read, write
 CTX = mp.get_context("spawn")  # never share an LMDB environment across fork()
 
 
-
 CALLS = 200
 
 
-
 SHARED = 3
-
 
 
 def test_a_rewind_waits_for_a_busy_writer_then_gives_up_with_exit_3(cli, root: Path) -> None:
@@ -36,12 +33,15 @@ def test_a_rewind_waits_for_a_busy_writer_then_gives_up_with_exit_3(cli, root: P
         fcntl.flock(lock, fcntl.LOCK_EX)  # a writer that takes too long
         refused = cli("--lock-timeout", "0.5", "rewind", "1", "--yes")
         assert refused.code == 3 and "busy" in refused.stderr and "Traceback" not in refused.stderr
-        waiting = subprocess.Popen([*snapstore_bin(), "--lock-timeout", "120", "rewind", "1",
-                                    "--yes"], cwd=root, env=hermetic_env(),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        waiting = subprocess.Popen(
+            [*snapstore_bin(), "--lock-timeout", "120", "rewind", "1", "--yes"],
+            cwd=root,
+            env=hermetic_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         with contextlib.suppress(subprocess.TimeoutExpired):
             waiting.wait(1.0)
         assert waiting.poll() is None and read(root, "a.txt") == b"agent\n"  # it waits
     assert waiting.wait(120) == 0  # and goes on once the writer is done
     assert read(root, "a.txt") is None
-

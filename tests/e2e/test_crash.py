@@ -26,15 +26,23 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from snapstore import Store
-from snapstore.fsio import TEMP_NAME
+from snapstore.core.fsio import TEMP_NAME
 
 from ..support import hermetic_env, snapshot, snapstore_bin
 from ..support.crash_child import Runner
 
 REPO = Path(__file__).resolve().parents[2]
-POINTS = ("capture.commit", "journal.journaled", "journal.wrote_path", "journal.before_finish",
-          "fsio.before_rename", "gc.pruned", "gc.rebased", "db.compact_copied",
-          "db.compact_swapped")
+POINTS = (
+    "capture.commit",
+    "journal.journaled",
+    "journal.wrote_path",
+    "journal.before_finish",
+    "fsio.before_rename",
+    "gc.pruned",
+    "gc.rebased",
+    "db.compact_copied",
+    "db.compact_swapped",
+)
 KILLS_PER_SCENARIO = 40
 
 Tree = dict[str, tuple[str, bytes, int]]
@@ -50,8 +58,12 @@ class Torture:
         self.hashes: list[str] = []
         self.trees: list[Tree] = []
         reference = Runner(str(base / f"ref{seed}"), seed)
-        reference.run(lambda _, digest: (self.hashes.append(digest),
-                                         self.trees.append(snapshot(reference.ws, dirs=True))))
+        reference.run(
+            lambda _, digest: (
+                self.hashes.append(digest),
+                self.trees.append(snapshot(reference.ws, dirs=True)),
+            )
+        )
         self.kills = 0
         self.cli_resumes = 0
 
@@ -61,13 +73,18 @@ class Torture:
             delay = None
             if self.kills < budget:
                 if self.rng.random() < 0.7:
-                    env["SNAPSTORE_FAULT"] = (f"{self.rng.choice(POINTS)}:1,"
-                                              f"hit:{self.rng.randint(1, 25)}")
+                    env["SNAPSTORE_FAULT"] = (
+                        f"{self.rng.choice(POINTS)}:1,hit:{self.rng.randint(1, 25)}"
+                    )
                 else:
                     delay = self.rng.uniform(0.15, 0.6)
-            child = subprocess.Popen([sys.executable, "-m", "tests.support.crash_child",
-                                      str(self.work), str(self.seed)], cwd=REPO, env=env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            child = subprocess.Popen(
+                [sys.executable, "-m", "tests.support.crash_child", str(self.work), str(self.seed)],
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             try:
                 _, err = child.communicate(timeout=delay if delay is not None else 120)
             except subprocess.TimeoutExpired:
@@ -100,14 +117,18 @@ class Torture:
         index = int(last.split()[1])
         old = self.trees[index - 1] if index > 0 else {}
         if last.startswith("end "):
-            tree = {p: v for p, v in snapshot(self.ws, dirs=True).items()
-                    if not p.startswith(".snapstore.new-")}  # a store being created
+            tree = {
+                p: v
+                for p, v in snapshot(self.ws, dirs=True).items()
+                if not p.startswith(".snapstore.new-")
+            }  # a store being created
             assert tree == (self.trees[index] if index >= 0 else {})
         else:
             new = self.trees[index]
             for path, got in _files(snapshot(self.ws)).items():
-                assert got in (_files(old).get(path), _files(new).get(path)), \
+                assert got in (_files(old).get(path), _files(new).get(path)), (
                     f"{path} is neither its old nor its new content after a crash in op {index}"
+                )
             for path in set(_files(old)) & set(_files(new)):
                 assert (self.ws / path).exists() or (self.ws / path).is_symlink(), path
         if not (self.ws / ".snapstore").exists():
@@ -122,20 +143,29 @@ class Torture:
     def resume_with_cli(self, index: int) -> None:
         """Finish the interrupted rewind the way a person would, and check the result."""
         env = hermetic_env()
-        resumed = subprocess.run([*snapstore_bin(), "--json", "rewind", "--resume"],
-                                 cwd=self.ws, env=env, capture_output=True, text=True)
+        resumed = subprocess.run(
+            [*snapstore_bin(), "--json", "rewind", "--resume"],
+            cwd=self.ws,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert resumed.returncode == 0, resumed.stderr
         assert snapshot(self.ws, dirs=True) == self.trees[index]
-        fsck = subprocess.run([*snapstore_bin(), "fsck"], cwd=self.ws, env=env,
-                              capture_output=True, text=True)
+        fsck = subprocess.run(
+            [*snapstore_bin(), "fsck"], cwd=self.ws, env=env, capture_output=True, text=True
+        )
         assert fsck.returncode == 0, fsck.stderr
         self.cli_resumes += 1
 
 
 def _files(tree: Tree) -> Tree:
     """The tree without the temp files an interrupted atomic write may leave."""
-    return {p: v for p, v in tree.items() if not TEMP_NAME.fullmatch(os.path.basename(p))
-            and not p.startswith(".snapstore.new-")}
+    return {
+        p: v
+        for p, v in tree.items()
+        if not TEMP_NAME.fullmatch(os.path.basename(p)) and not p.startswith(".snapstore.new-")
+    }
 
 
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, slow: bool) -> None:
@@ -157,9 +187,11 @@ def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, slow: bool) -> 
         record = torture.work / "faults"
         if record.exists():
             where.update(record.read_text().split())
-    print(f"\ncrash injections: {kills} run and survived over {len(tortures)} scenarios; at "
-          f"fault points: {dict(where)}, the rest at random moments; "
-          f"{sum(t.cli_resumes for t in tortures)} finished by `snapstore rewind --resume`")
+    print(
+        f"\ncrash injections: {kills} run and survived over {len(tortures)} scenarios; at "
+        f"fault points: {dict(where)}, the rest at random moments; "
+        f"{sum(t.cli_resumes for t in tortures)} finished by `snapstore rewind --resume`"
+    )
     assert kills >= budget
     assert set(POINTS) <= set(where), f"never killed at {set(POINTS) - set(where)}"
     assert any(t.cli_resumes for t in tortures)

@@ -20,10 +20,25 @@ from ..support import Clock, agent_turn, read, snapshot, write
 
 #: Every command that opens the store, as a user or an integration would call it.
 COMMANDS = [
-    ["log"], ["log", "--all"], ["show", "1"], ["diff", "1"], ["status"], ["fsck"],
-    ["fsck", "--repair"], ["init"], ["begin", "--prompt", "p"], ["end"],
-    ["pre-write", "a.txt"], ["post-write", "a.txt"], ["rewind"], ["rewind", "1", "--yes"],
-    ["rewind", "--resume"], ["undo"], ["gc"], ["scan"], ["watch"],
+    ["log"],
+    ["log", "--all"],
+    ["show", "1"],
+    ["diff", "1"],
+    ["status"],
+    ["fsck"],
+    ["fsck", "--repair"],
+    ["init"],
+    ["begin", "--prompt", "p"],
+    ["end"],
+    ["pre-write", "a.txt"],
+    ["post-write", "a.txt"],
+    ["rewind"],
+    ["rewind", "1", "--yes"],
+    ["rewind", "--resume"],
+    ["undo"],
+    ["gc"],
+    ["scan"],
+    ["watch"],
 ]
 
 
@@ -38,8 +53,9 @@ def template(root: Path, tmp_path: Path) -> Path:
     """A store of several turns, many pages long, kept aside to be truncated copy by copy."""
     with Store.init(root, clock=Clock()) as store:
         for i in range(6):
-            agent_turn(store, f"turn {i}", {f"f{i}.txt": os.urandom(6000).hex(),
-                                            "a.txt": f"version {i}\n"})
+            agent_turn(
+                store, f"turn {i}", {f"f{i}.txt": os.urandom(6000).hex(), "a.txt": f"version {i}\n"}
+            )
     saved = tmp_path / "template"
     shutil.copytree(root / ".snapstore", saved)
     return saved
@@ -78,12 +94,18 @@ def test_every_command_refuses_a_truncated_store(cli, root: Path, template: Path
 
 
 def test_a_hook_on_a_truncated_store_says_so_and_lets_the_agent_go_on(
-        cli, root: Path, template: Path) -> None:
+    cli, root: Path, template: Path
+) -> None:
     data = template / "db" / "data.mdb"
     _truncated(root, template, 2 * _page_size(data))
-    event = {"session_id": "s1", "transcript_path": str(root / "t.jsonl"), "cwd": str(root),
-             "hook_event_name": "PreToolUse", "tool_name": "Write",
-             "tool_input": {"file_path": str(root / "a.txt"), "content": "x"}}
+    event = {
+        "session_id": "s1",
+        "transcript_path": str(root / "t.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(root / "a.txt"), "content": "x"},
+    }
     result = cli("hook", "claude-code", input=json.dumps(event))
     assert result.code == 0, result.stderr  # a hook never breaks the agent
     assert result.stderr.count("\n") == 1 and "damaged" in result.stderr
@@ -97,8 +119,9 @@ def test_truncated_anywhere_never_kills_a_command(cli, root: Path, template: Pat
     data = template / "db" / "data.mdb"
     size = data.stat().st_size
 
-    @settings(max_examples=25, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
     @given(cut=st.integers(0, size - 1), args=st.sampled_from([["log"], ["--json", "fsck"]]))
     def run(cut: int, args: list[str]) -> None:
         _truncated(root, template, cut)

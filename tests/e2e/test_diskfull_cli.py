@@ -10,7 +10,6 @@ from ..support import write
 MIB = 1024 * 1024
 
 
-
 def test_cli_reports_a_full_disk_in_one_line(cli, small_fs: Path, root: Path) -> None:
     env = {"SNAPSTORE_DIR": str(small_fs / "store")}
     assert cli("init", env=env).code == 0
@@ -19,4 +18,3 @@ def test_cli_reports_a_full_disk_in_one_line(cli, small_fs: Path, root: Path) ->
     assert result.code == 3 and result.stderr.startswith("snapstore: ")
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
     assert cli("fsck", env=env).code == 0
-

@@ -16,9 +16,14 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 
 
 def run(root: Path, *args: str, exe: list[str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*(exe or snapstore_bin()), *args], cwd=root, capture_output=True,
-                          text=True, env=hermetic_env(HOME=str(root.parent / "home")),
-                          timeout=60)
+    return subprocess.run(
+        [*(exe or snapstore_bin()), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(HOME=str(root.parent / "home")),
+        timeout=60,
+    )
 
 
 def doctor(root: Path) -> tuple[int, dict]:
@@ -30,9 +35,14 @@ def feed(root: Path, agent: str, upto: int) -> None:
     """The first steps of an agent's recorded session, through the real hook."""
     data = json.loads((FIXTURES / f"{agent}.json").read_text().replace("__CWD__", str(root)))
     for event, payload in data["steps"][:upto]:
-        done = subprocess.run([*snapstore_bin(), "hook", agent, *([event] if event else [])],
-                              cwd=root, input=json.dumps(payload).encode(), capture_output=True,
-                              env=hermetic_env(HOME=str(root.parent / "home")), timeout=60)
+        done = subprocess.run(
+            [*snapstore_bin(), "hook", agent, *([event] if event else [])],
+            cwd=root,
+            input=json.dumps(payload).encode(),
+            capture_output=True,
+            env=hermetic_env(HOME=str(root.parent / "home")),
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
 
 
@@ -43,8 +53,9 @@ def test_no_hooks_no_problem(root: Path) -> None:
     assert "snapstore hook install" in run(root, "doctor").stdout
 
 
-def test_a_hook_that_cannot_start_is_named_and_reinstalling_fixes_it(root: Path,
-                                                                      tmp_path: Path) -> None:
+def test_a_hook_that_cannot_start_is_named_and_reinstalling_fixes_it(
+    root: Path, tmp_path: Path
+) -> None:
     """The command an older release wrote, unquoted, for a snapstore in a folder with a space:
     the shell runs `/.../my` and every hook exits 127."""
     folder = tmp_path / "my tools"
@@ -54,13 +65,21 @@ def test_a_hook_that_cannot_start_is_named_and_reinstalling_fixes_it(root: Path,
     assert run(root, "init").returncode == 0
     settings = root / ".claude" / "settings.local.json"
     settings.parent.mkdir()
-    settings.write_text(json.dumps({"hooks": {"UserPromptSubmit": [
-        {"hooks": [{"type": "command", "command": f"{exe} hook claude-code"}]}]}}))
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "UserPromptSubmit": [
+                        {"hooks": [{"type": "command", "command": f"{exe} hook claude-code"}]}
+                    ]
+                }
+            }
+        )
+    )
     code, report = doctor(root)
     assert code == 1 and not report["ok"]
     [hook] = report["hooks"]
-    assert (hook["agent"], hook["scope"], hook["file"]) == ("claude-code", "local",
-                                                            str(settings))
+    assert (hook["agent"], hook["scope"], hook["file"]) == ("claude-code", "local", str(settings))
     assert any(f"{tmp_path / 'my'} is not an executable file" in p for p in hook["problems"])
     assert hook["unrecorded"] and any("install claude-code` again" in a for a in hook["advice"])
     status = json.loads(run(root, "--json", "status").stdout)
@@ -91,9 +110,11 @@ def test_codex_hooks_never_trusted_are_reported_until_they_record(root: Path) ->
     config = root.parent / "home" / ".codex" / "config.toml"
     config.parent.mkdir(parents=True)
     hooks = root / ".codex" / "hooks.json"
-    config.write_text(f'[projects."{root}"]\ntrust_level = "trusted"\n\n'
-                      f'[hooks.state."{hooks}:pre_tool_use:0:0"]\n'
-                      'trusted_hash = "sha256:0f"\n')
+    config.write_text(
+        f'[projects."{root}"]\ntrust_level = "trusted"\n\n'
+        f'[hooks.state."{hooks}:pre_tool_use:0:0"]\n'
+        'trusted_hash = "sha256:0f"\n'
+    )
     feed(root, "codex", 4)
     [hook] = doctor(root)[1]["hooks"]
     assert hook["sessions"] == 1 and not hook["unrecorded"]
@@ -118,36 +139,56 @@ def test_a_gemini_cli_folder_not_trusted_is_reported(root: Path) -> None:
     assert any("switched off" in p for p in hook["problems"])
 
 
-def test_a_gemini_cli_switch_left_for_an_old_release_is_reported(root: Path,
-                                                                 tmp_path: Path) -> None:
+def test_a_gemini_cli_switch_left_for_an_old_release_is_reported(
+    root: Path, tmp_path: Path
+) -> None:
     """Installed for Gemini CLI 0.25, then Gemini CLI upgraded: its "hooks.enabled" now makes
     every start print "Invalid configuration"."""
     gemini = tmp_path / "bin" / "gemini"
     gemini.parent.mkdir()
     gemini.write_text("#!/bin/sh\necho 0.25.0\n")
     gemini.chmod(0o755)
-    env = hermetic_env(HOME=str(root.parent / "home"),
-                       PATH=f"{gemini.parent}:{os.environ['PATH']}")
+    env = hermetic_env(HOME=str(root.parent / "home"), PATH=f"{gemini.parent}:{os.environ['PATH']}")
+
     def doctor_here() -> dict:
-        done = subprocess.run([*snapstore_bin(), "--json", "doctor"], cwd=root, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*snapstore_bin(), "--json", "doctor"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return json.loads(done.stdout)["hooks"][0]
+
     assert run(root, "init").returncode == 0
-    assert subprocess.run([*snapstore_bin(), "hook", "install", "gemini-cli"], cwd=root,
-                          env=env, capture_output=True, timeout=60).returncode == 0
+    assert (
+        subprocess.run(
+            [*snapstore_bin(), "hook", "install", "gemini-cli"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            timeout=60,
+        ).returncode
+        == 0
+    )
     assert json.loads((root / ".gemini" / "settings.json").read_text())["hooks"]["enabled"]
     assert not any("Invalid configuration" in p for p in doctor_here()["problems"])
     gemini.write_text("#!/bin/sh\necho 0.61.0\n")
-    assert any("Invalid configuration" in p and "remove it" in p
-               for p in doctor_here()["problems"])
+    assert any("Invalid configuration" in p and "remove it" in p for p in doctor_here()["problems"])
 
 
 def test_hook_failures_in_the_log_are_reported(root: Path) -> None:
     assert run(root, "init").returncode == 0
     assert run(root, "hook", "install", "copilot").returncode == 0
-    bad = subprocess.run([*snapstore_bin(), "hook", "copilot", "preToolUse"], cwd=root,
-                         input=b"{ not json", capture_output=True, env=hermetic_env(),
-                         timeout=60)
+    bad = subprocess.run(
+        [*snapstore_bin(), "hook", "copilot", "preToolUse"],
+        cwd=root,
+        input=b"{ not json",
+        capture_output=True,
+        env=hermetic_env(),
+        timeout=60,
+    )
     assert bad.returncode == 0  # Copilot denies a tool call on any other exit code
     [hook] = doctor(root)[1]["hooks"]
     assert any("1 hook failure(s)" in p and "not JSON" in p for p in hook["problems"])

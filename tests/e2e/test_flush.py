@@ -17,11 +17,27 @@ from ..support import hermetic_env, read, snapstore_bin, write
 
 def _syncs(root: Path, trace: Path, *args: str) -> collections.Counter[str]:
     """The sync calls one snapstore process makes, by name."""
-    subprocess.run(["strace", "-f", "-qq", "-e", "trace=fsync,fdatasync,syncfs", "-o",
-                    str(trace), *snapstore_bin(), *args], cwd=root, env=hermetic_env(),
-                   check=True, capture_output=True, timeout=120)
-    return collections.Counter(line.split()[1].split("(")[0]
-                               for line in trace.read_text().splitlines() if "(" in line)
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-e",
+            "trace=fsync,fdatasync,syncfs",
+            "-o",
+            str(trace),
+            *snapstore_bin(),
+            *args,
+        ],
+        cwd=root,
+        env=hermetic_env(),
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return collections.Counter(
+        line.split()[1].split("(")[0] for line in trace.read_text().splitlines() if "(" in line
+    )
 
 
 def test_a_rewind_of_many_files_flushes_once(cli, root: Path, tmp_path: Path) -> None:

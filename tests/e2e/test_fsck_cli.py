@@ -13,9 +13,7 @@ from ..support.rawdb import raw_put, raw_values
 _values = raw_values
 
 
-
 _put = raw_put
-
 
 
 def test_cli_fsck_contract(cli, root: Path) -> None:
@@ -43,4 +41,3 @@ def test_cli_fsck_contract(cli, root: Path) -> None:
     assert repaired.code == 5 and repaired.json["repaired"]
     assert "a.txt" in json.dumps(repaired.json["repaired"])
     assert cli("fsck").code == 0
-

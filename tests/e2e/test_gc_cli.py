@@ -16,8 +16,12 @@ def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
         for n in range(6):
             agent_turn(store, f"p{n}", {"f.txt": os.urandom(20000).hex()})
     dry = cli("--json", "gc", "--keep-turns", "1", "--dry-run")
-    assert dry.code == 0 and {"removed_turns", "removed_blobs", "freed_bytes",
-                              "store_bytes"} <= set(dry.json)
+    assert dry.code == 0 and {
+        "removed_turns",
+        "removed_blobs",
+        "freed_bytes",
+        "store_bytes",
+    } <= set(dry.json)
     assert dry.json["removed_turns"] == 5 and len(cli("--json", "log").json) == 6
     done = cli("--json", "gc", "--keep-turns", "1")
     assert done.code == 0 and done.json["removed_turns"] == 5 and done.json["freed_bytes"] > 0
@@ -28,8 +32,13 @@ def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
     data_file = root / ".snapstore" / "db" / "data.mdb"
     noted = 0
     for n in range(5):
-        for args in (("begin", "--prompt", f"q{n}"), ("pre-write", "f.txt"), None,
-                     ("post-write", "f.txt"), ("end",)):
+        for args in (
+            ("begin", "--prompt", f"q{n}"),
+            ("pre-write", "f.txt"),
+            None,
+            ("post-write", "f.txt"),
+            ("end",),
+        ):
             if args is None:
                 write(root, "f.txt", os.urandom(20000).hex())
                 continue
@@ -40,7 +49,6 @@ def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
                 assert data_file.stat().st_size <= 100 * 1024
     assert noted and cli("fsck").code == 0
     assert len(cli("--json", "log").json) < 6
-
 
 
 def test_the_hook_runs_auto_gc_when_a_turn_ends_and_says_so(cli, root: Path) -> None:
@@ -57,10 +65,10 @@ def test_the_hook_runs_auto_gc_when_a_turn_ends_and_says_so(cli, root: Path) -> 
     hook("PreToolUse", tool_name="Write", tool_input={"file_path": str(root / "f.bin")})
     write(root, "f.bin", os.urandom(40000).hex())
     hook("PostToolUse", tool_name="Write", tool_input={"file_path": str(root / "f.bin")})
-    assert "automatic gc" not in hook("PreToolUse", tool_name="Write",
-                                      tool_input={"file_path": str(root / "g.txt")})
+    assert "automatic gc" not in hook(
+        "PreToolUse", tool_name="Write", tool_input={"file_path": str(root / "g.txt")}
+    )
     said = hook("Stop")
     assert "passed its quota" in said and "automatic gc" in said
     assert "passed its quota" in (root / ".snapstore" / "hook.log").read_text()
     assert cli("fsck").code == 0
-

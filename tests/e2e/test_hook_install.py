@@ -20,26 +20,37 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 AGENTS = sorted(p.stem for p in FIXTURES.glob("*.json"))
 #: Where each agent reads hooks, per scope (~ is the home folder), as its docs say.
 WHERE = {
-    "claude-code": {"local": ".claude/settings.local.json", "project": ".claude/settings.json",
-                    "user": "~/.claude/settings.json"},
+    "claude-code": {
+        "local": ".claude/settings.local.json",
+        "project": ".claude/settings.json",
+        "user": "~/.claude/settings.json",
+    },
     "gemini-cli": {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"},
     "codex": {"project": ".codex/hooks.json", "user": "~/.codex/hooks.json"},
     "qwen-code": {"project": ".qwen/settings.json", "user": "~/.qwen/settings.json"},
-    "copilot": {"local": ".github/copilot/settings.local.json",
-                "project": ".github/hooks/snapstore.json",
-                "user": "~/.copilot/hooks/snapstore.json"},
-    "opencode": {"project": ".opencode/plugin/snapstore.js",
-                 "user": "~/.config/opencode/plugin/snapstore.js"},
+    "copilot": {
+        "local": ".github/copilot/settings.local.json",
+        "project": ".github/hooks/snapstore.json",
+        "user": "~/.copilot/hooks/snapstore.json",
+    },
+    "opencode": {
+        "project": ".opencode/plugin/snapstore.js",
+        "user": "~/.config/opencode/plugin/snapstore.js",
+    },
     "cline": {"project": ".clinerules/hooks", "user": "~/.cline/hooks"},
     "cursor": {"project": ".cursor/hooks.json", "user": "~/.cursor/hooks.json"},
     "windsurf": {"project": ".windsurf/hooks.json", "user": "~/.codeium/windsurf/hooks.json"},
-    "auggie": {"local": ".augment/settings.local.json", "project": ".augment/settings.json",
-               "user": "~/.augment/settings.json"},
+    "auggie": {
+        "local": ".augment/settings.local.json",
+        "project": ".augment/settings.json",
+        "user": "~/.augment/settings.json",
+    },
 }
 #: A hook of the user's own, in each agent's format, that an install must keep.
 THEIRS = {
-    "claude": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
-                                                             "command": "my-linter"}]}]},
+    "claude": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}]
+    },
     "copilot": {"preToolUse": [{"type": "command", "bash": "my-linter", "timeoutSec": 5}]},
     "cursor": {"afterFileEdit": [{"command": "./hooks/format.sh"}]},
     "windsurf": {"post_write_code": [{"command": "my-linter", "show_output": True}]},
@@ -47,14 +58,20 @@ THEIRS = {
 STYLE = {"copilot": "copilot", "cursor": "cursor", "windsurf": "windsurf"}
 
 
-def run(root: Path, *args: str, exe: list[str] | None = None, **env: str
-        ) -> subprocess.CompletedProcess:
+def run(
+    root: Path, *args: str, exe: list[str] | None = None, **env: str
+) -> subprocess.CompletedProcess:
     exe = exe or snapstore_bin()
     if "PATH" in env and not os.path.isabs(exe[0]):
         exe = [shutil.which(exe[0]) or exe[0], *exe[1:]]
-    return subprocess.run([*exe, *args], cwd=root, capture_output=True,
-                          text=True, env=hermetic_env(HOME=str(root.parent / "home"), **env),
-                          timeout=60)
+    return subprocess.run(
+        [*exe, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(HOME=str(root.parent / "home"), **env),
+        timeout=60,
+    )
 
 
 def install(root: Path, agent: str, *args: str, exe: list[str] | None = None) -> dict:
@@ -131,8 +148,13 @@ def test_a_personal_settings_file_stays_out_of_git(root: Path, agent: str) -> No
     got = install(root, agent)
     rel = WHERE[agent]["local"]
     assert got["file"] == str(root / rel) and got["scope"] == "local"
-    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=root,
-                            capture_output=True, text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert rel not in status
     human = run(root, "hook", "install", agent)
     assert "personal settings for this project" in human.stderr and rel in human.stderr
@@ -149,22 +171,34 @@ def spaced(tmp_path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_the_installed_command_starts_from_a_folder_with_a_space(root: Path, agent: str,
-                                                                  spaced: list[str]) -> None:
+def test_the_installed_command_starts_from_a_folder_with_a_space(
+    root: Path, agent: str, spaced: list[str]
+) -> None:
     """Each hook command the installer wrote, run as the agent runs it (through the shell,
     Cline's executable, opencode's argv), records the agent's first prompt."""
     assert run(root, "init").returncode == 0
     scope = "local" if "local" in WHERE[agent] else "user"
     path = where(root, agent, scope)
     install(root, agent, "--scope", scope, exe=spaced)
-    assert f"'{spaced[0]}'" in "".join(v.decode() for v in snapshot(path).values()) \
-        or f'"{spaced[0]}"' in path.read_text()  # opencode: an argv array, no shell
+    assert (
+        f"'{spaced[0]}'" in "".join(v.decode() for v in snapshot(path).values())
+        or f'"{spaced[0]}"' in path.read_text()
+    )  # opencode: an argv array, no shell
     data = json.loads((FIXTURES / f"{agent}.json").read_text().replace("__CWD__", str(root)))
-    event, payload = next((e, p) for e, p in data["steps"]
-                          if (e or p.get("hook_event_name") or p.get("agent_action_name"))
-                          in ("UserPromptSubmit", "BeforeAgent", "userPromptSubmitted",
-                              "chat.message", "beforeSubmitPrompt", "pre_user_prompt",
-                              "PromptSubmit"))
+    event, payload = next(
+        (e, p)
+        for e, p in data["steps"]
+        if (e or p.get("hook_event_name") or p.get("agent_action_name"))
+        in (
+            "UserPromptSubmit",
+            "BeforeAgent",
+            "userPromptSubmitted",
+            "chat.message",
+            "beforeSubmitPrompt",
+            "pre_user_prompt",
+            "PromptSubmit",
+        )
+    )
     if agent == "cline":
         argv = [str(path / "UserPromptSubmit")]
     elif agent == "opencode":
@@ -173,13 +207,19 @@ def test_the_installed_command_starts_from_a_folder_with_a_space(root: Path, age
         commands = hook_commands(str(path), agent)
         command = next(c for c in commands if agent != "copilot" or c.endswith(event))
         argv = ["/bin/sh", "-c", command]
-    done = subprocess.run(argv, cwd=root, input=json.dumps(payload).encode(),
-                          capture_output=True, env=hermetic_env(HOME=str(root.parent / "home")),
-                          timeout=60)
+    done = subprocess.run(
+        argv,
+        cwd=root,
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=hermetic_env(HOME=str(root.parent / "home")),
+        timeout=60,
+    )
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     log = json.loads(run(root, "--json", "log").stdout)
-    assert [p["prompt"] for p in log] == ["Make the greeting friendlier" if agent == "cline"
-                                          else "Add src/new.py"]
+    assert [p["prompt"] for p in log] == [
+        "Make the greeting friendlier" if agent == "cline" else "Add src/new.py"
+    ]
 
 
 def test_an_old_unquoted_install_is_replaced_not_repeated(root: Path, spaced: list[str]) -> None:
@@ -188,9 +228,18 @@ def test_an_old_unquoted_install_is_replaced_not_repeated(root: Path, spaced: li
     settings = root / ".claude" / "settings.local.json"
     settings.parent.mkdir()
     broken = f"{spaced[0]} hook claude-code"
-    settings.write_text(json.dumps({"hooks": {
-        "Stop": [{"hooks": [{"type": "command", "command": broken}]},
-                 {"hooks": [{"type": "command", "command": "say done"}]}]}}))
+    settings.write_text(
+        json.dumps(
+            {
+                "hooks": {
+                    "Stop": [
+                        {"hooks": [{"type": "command", "command": broken}]},
+                        {"hooks": [{"type": "command", "command": "say done"}]},
+                    ]
+                }
+            }
+        )
+    )
     got = install(root, "claude-code", exe=spaced)
     stop = json.loads(settings.read_text())["hooks"]["Stop"]
     assert [h["command"] for e in stop for h in e["hooks"]] == [got["command"], "say done"]
@@ -214,21 +263,25 @@ def fake_gemini(tmp_path: Path, version: str) -> str:
     return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
-@pytest.mark.parametrize(("version", "switched"), [
-    ("0.61.0", {}), ("0.26.0", {}),
-    ("0.25.0", {"tools": {"enableHooks": True}, "enabled": True}),
-    ("0.24.5", {"tools": {"enableHooks": True}, "enabled": True}),
-    ("0.22.4", {"tools": {"enableHooks": True}}),
-])
+@pytest.mark.parametrize(
+    ("version", "switched"),
+    [
+        ("0.61.0", {}),
+        ("0.26.0", {}),
+        ("0.25.0", {"tools": {"enableHooks": True}, "enabled": True}),
+        ("0.24.5", {"tools": {"enableHooks": True}, "enabled": True}),
+        ("0.22.4", {"tools": {"enableHooks": True}}),
+    ],
+)
 def test_an_old_gemini_cli_gets_the_switch_it_needs_and_a_new_one_none(
-        root: Path, tmp_path: Path, version: str, switched: dict) -> None:
+    root: Path, tmp_path: Path, version: str, switched: dict
+) -> None:
     """Issue 13, point 16, measured with each release: 0.25 needs "hooks": {"enabled": true},
     0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the latter only (they refuse
     to start with the former); 0.26 to 0.61 print "Invalid configuration" at every start
     when "hooks.enabled" is there."""
     settings = root / WHERE["gemini-cli"]["project"]
-    done = run(root, "--json", "hook", "install", "gemini-cli",
-               PATH=fake_gemini(tmp_path, version))
+    done = run(root, "--json", "hook", "install", "gemini-cli", PATH=fake_gemini(tmp_path, version))
     assert done.returncode == 0, done.stderr
     written = json.loads(settings.read_text())
     assert written.get("tools") == switched.get("tools")
@@ -242,29 +295,39 @@ def test_a_switch_the_user_set_stands(root: Path, tmp_path: Path) -> None:
     settings = root / WHERE["gemini-cli"]["project"]
     settings.parent.mkdir()
     settings.write_text(json.dumps({"tools": {"sandbox": True}, "hooks": {"enabled": False}}))
-    assert run(root, "hook", "install", "gemini-cli",
-               PATH=fake_gemini(tmp_path, "0.24.5")).returncode == 0
+    assert (
+        run(root, "hook", "install", "gemini-cli", PATH=fake_gemini(tmp_path, "0.24.5")).returncode
+        == 0
+    )
     written = json.loads(settings.read_text())
     assert written["hooks"]["enabled"] is False
     assert written["tools"] == {"sandbox": True, "enableHooks": True}
 
 
-def test_without_a_gemini_to_ask_the_switch_is_left_out_and_said(root: Path,
-                                                                 tmp_path: Path) -> None:
+def test_without_a_gemini_to_ask_the_switch_is_left_out_and_said(
+    root: Path, tmp_path: Path
+) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
     done = run(root, "--json", "hook", "install", "gemini-cli", PATH=str(empty))
     assert done.returncode == 0, done.stderr
-    assert "enabled" not in json.loads((root / WHERE["gemini-cli"]["project"]).read_text())[
-        "hooks"]
+    assert "enabled" not in json.loads((root / WHERE["gemini-cli"]["project"]).read_text())["hooks"]
     assert any("did not answer" in n for n in json.loads(done.stdout)["notes"])
 
 
 #: What scan mode adds to each agent's hooks: its shell tool.
-SHELL = {"claude-code": "Bash", "gemini-cli": "run_shell_command", "codex": "Bash",
-         "qwen-code": "run_shell_command", "copilot": "edit|bash", "opencode": '"bash"',
-         "cline": None, "cursor": "Shell", "windsurf": "pre_run_command",
-         "auggie": "launch-process"}
+SHELL = {
+    "claude-code": "Bash",
+    "gemini-cli": "run_shell_command",
+    "codex": "Bash",
+    "qwen-code": "run_shell_command",
+    "copilot": "edit|bash",
+    "opencode": '"bash"',
+    "cline": None,
+    "cursor": "Shell",
+    "windsurf": "pre_run_command",
+    "auggie": "launch-process",
+}
 
 
 @pytest.mark.parametrize("agent", AGENTS)
@@ -279,8 +342,7 @@ def test_in_scan_mode_the_shell_tool_is_hooked_too(root: Path, agent: str) -> No
     if SHELL[agent] is None:  # Cline: every tool reaches the same PreToolUse executable
         assert again["added"] == [] and snapshot(path) == plain
         return
-    assert SHELL[agent] in text and SHELL[agent] not in "".join(v.decode()
-                                                                for v in plain.values())
+    assert SHELL[agent] in text and SHELL[agent] not in "".join(v.decode() for v in plain.values())
     assert again["added"]
     if path.suffix == ".json":  # replaced where they stood, not added twice
         hooks = json.loads(path.read_text())["hooks"]

@@ -15,17 +15,23 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 def payload(agent: str, name: str, root: Path, **changes: object) -> dict:
     text = (FIXTURES / agent / f"{name}.json").read_text()
-    data = json.loads(text.replace("__CWD__", str(root)).replace("__TRANSCRIPT__",
-                                                                   str(root / "t.jsonl")))
+    data = json.loads(
+        text.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
+    )
     data.update(changes)
     return data
 
 
 def hook(agent: str, event: dict | str | bytes, root: Path, **env: str):
     raw = event if isinstance(event, (str, bytes)) else json.dumps(event)
-    return subprocess.run([*snapstore_bin(), "hook", agent], cwd=root,
-                          input=raw.encode() if isinstance(raw, str) else raw,
-                          capture_output=True, env=hermetic_env(**env), timeout=60)
+    return subprocess.run(
+        [*snapstore_bin(), "hook", agent],
+        cwd=root,
+        input=raw.encode() if isinstance(raw, str) else raw,
+        capture_output=True,
+        env=hermetic_env(**env),
+        timeout=60,
+    )
 
 
 def apply_tool(event: dict) -> None:
@@ -56,8 +62,14 @@ def ok(result, stdout: bytes = b"") -> None:
 
 
 def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*snapstore_bin(), *args], cwd=root, capture_output=True, text=True,
-                          env=hermetic_env(), timeout=60)
+    return subprocess.run(
+        [*snapstore_bin(), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(),
+        timeout=60,
+    )
 
 
 def test_claude_code_session_then_rewind(root: Path) -> None:
@@ -89,7 +101,8 @@ def test_claude_code_session_then_rewind(root: Path) -> None:
     log = json.loads(snapstore(root, "--json", "log", "--session", session).stdout)
     assert [(p["n"], p["prompt"], p["files"]) for p in log] == [
         (1, "Add type hints", 1),
-        (2, payload(agent, "user-prompt-submit", root)["prompt"], 1)]
+        (2, payload(agent, "user-prompt-submit", root)["prompt"], 1),
+    ]
     rewind = snapstore(root, "--json", "rewind", "1", "--yes")  # most recent session: this one
     assert rewind.returncode == 0, rewind.stderr
     assert (root / "src" / "app.py").read_text() == first
@@ -104,8 +117,13 @@ def test_gemini_cli_session_then_rewind(root: Path) -> None:
     assert snapstore(root, "init").returncode == 0
     ok(hook(agent, payload(agent, "session-start", root), root), b"{}")
     ok(hook(agent, payload(agent, "before-agent", root), root), b"{}")
-    for name in ("before-tool-write-file", "after-tool-write-file", "before-tool-shell",
-                 "before-tool-replace", "after-tool-replace"):
+    for name in (
+        "before-tool-write-file",
+        "after-tool-write-file",
+        "before-tool-shell",
+        "before-tool-replace",
+        "after-tool-replace",
+    ):
         event = payload(agent, name, root)
         ok(hook(agent, event, root), b"{}")
         if name.startswith("before-tool-") and name != "before-tool-shell":
@@ -115,7 +133,8 @@ def test_gemini_cli_session_then_rewind(root: Path) -> None:
     session = "gemini-cli/" + payload(agent, "after-agent", root)["session_id"]
     show = json.loads(snapstore(root, "--json", "show", "1", "--session", session).stdout)
     assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
-        ("src/app.py", "added", "write_file, replace")]
+        ("src/app.py", "added", "write_file, replace")
+    ]
     assert snapstore(root, "rewind", "1", "--yes", "--session", session).returncode == 0
     assert not (root / "src").exists()
 
@@ -141,15 +160,21 @@ def test_a_hook_creates_the_store_when_there_is_none(root: Path) -> None:
 
 
 @pytest.mark.parametrize("agent,silent", [("claude-code", b""), ("gemini-cli", b"{}")])
-@pytest.mark.parametrize("raw,message", [
-    ("this is not json", "not JSON"),
-    ("[1, 2]", "not a JSON object"),
-    ('{"hook_event_name": "PreToolUse"}', "session_id"),
-    ('{"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": "relative/dir"}',
-     "absolute"),
-])
-def test_bad_input_exits_0_with_one_clear_line(root: Path, agent: str, silent: bytes, raw: str,
-                                               message: str) -> None:
+@pytest.mark.parametrize(
+    "raw,message",
+    [
+        ("this is not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"hook_event_name": "PreToolUse"}', "session_id"),
+        (
+            '{"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": "relative/dir"}',
+            "absolute",
+        ),
+    ],
+)
+def test_bad_input_exits_0_with_one_clear_line(
+    root: Path, agent: str, silent: bytes, raw: str, message: str
+) -> None:
     snapstore(root, "init")
     if agent == "gemini-cli":
         raw = raw.replace("UserPromptSubmit", "BeforeAgent").replace("PreToolUse", "BeforeTool")
@@ -196,10 +221,10 @@ def test_no_store_is_created_in_the_home_folder(tmp_path: Path) -> None:
     assert not (home / ".snapstore").exists()
 
 
-@pytest.mark.parametrize("agent,shell_tool", [("claude-code", "Bash"),
-                                              ("gemini-cli", "run_shell_command")])
-def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str,
-                                                   shell_tool: str) -> None:
+@pytest.mark.parametrize(
+    "agent,shell_tool", [("claude-code", "Bash"), ("gemini-cli", "run_shell_command")]
+)
+def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str, shell_tool: str) -> None:
     """Installed before scan mode is on, the hooks take the shell tool once it is."""
     assert snapstore(root, "init").returncode == 0
     first = snapstore(root, "--json", "hook", "install", agent)
@@ -216,7 +241,8 @@ def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str,
     again = snapstore(root, "--json", "hook", "install", agent)
     assert again.returncode == 0, again.stderr
     assert {"PreToolUse" if agent == "claude-code" else "BeforeTool"} <= set(
-        json.loads(again.stdout)["added"])
+        json.loads(again.stdout)["added"]
+    )
     assert any(shell_tool in m for m in matchers())
     hooks = json.loads(settings.read_text())["hooks"]
     pre = hooks["PreToolUse" if agent == "claude-code" else "BeforeTool"]

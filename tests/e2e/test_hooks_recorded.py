@@ -22,16 +22,32 @@ NEW = "def new():\n    return 'v1'\n"
 #: app.py as the agent's edit leaves it: its first line changed, the rest kept.
 EDITED = APP.replace('"hello"', '"hello, agent"')
 #: Where each agent puts its session id (a dotted key), independently of the adapters.
-SESSION = {"claude-code": "session_id", "gemini-cli": "session_id", "codex": "session_id",
-           "qwen-code": "session_id", "copilot": "sessionId", "opencode": "input.sessionID",
-           "cline": "taskId", "cursor": "conversation_id", "windsurf": "trajectory_id",
-           "auggie": "conversation_id"}
+SESSION = {
+    "claude-code": "session_id",
+    "gemini-cli": "session_id",
+    "codex": "session_id",
+    "qwen-code": "session_id",
+    "copilot": "sessionId",
+    "opencode": "input.sessionID",
+    "cline": "taskId",
+    "cursor": "conversation_id",
+    "windsurf": "trajectory_id",
+    "auggie": "conversation_id",
+}
 #: The events before a tool runs, and the write tool each agent used.
 PRE = {"PreToolUse", "BeforeTool", "preToolUse", "tool.execute.before", "pre_write_code"}
-WRITE_TOOL = {"claude-code": "Write", "gemini-cli": "write_file", "codex": "apply_patch",
-              "qwen-code": "write_file", "copilot": "create", "opencode": "write",
-              "cline": "editor", "cursor": "Write", "windsurf": "write_code",
-              "auggie": "save-file"}
+WRITE_TOOL = {
+    "claude-code": "Write",
+    "gemini-cli": "write_file",
+    "codex": "apply_patch",
+    "qwen-code": "write_file",
+    "copilot": "create",
+    "opencode": "write",
+    "cline": "editor",
+    "cursor": "Write",
+    "windsurf": "write_code",
+    "auggie": "save-file",
+}
 #: What a hook prints on success, when it is not nothing.
 SILENT = {"gemini-cli": b"{}", "cursor": b"{}"}
 REPLIES = {("cursor", "beforeSubmitPrompt"): b'{"continue": true}'}
@@ -43,17 +59,29 @@ def steps(agent: str, root: Path) -> list[tuple[str | None, dict]]:
     return [(event, payload) for event, payload in data["steps"]]
 
 
-def hook(agent: str, event: str | None, payload: dict | str, root: Path, *args: str,
-         **env: str) -> subprocess.CompletedProcess:
+def hook(
+    agent: str, event: str | None, payload: dict | str, root: Path, *args: str, **env: str
+) -> subprocess.CompletedProcess:
     raw = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run([*snapstore_bin(), "hook", agent, *([event] if event else []), *args],
-                          cwd=root, input=raw.encode(), capture_output=True,
-                          env=hermetic_env(**env), timeout=60)
+    return subprocess.run(
+        [*snapstore_bin(), "hook", agent, *([event] if event else []), *args],
+        cwd=root,
+        input=raw.encode(),
+        capture_output=True,
+        env=hermetic_env(**env),
+        timeout=60,
+    )
 
 
 def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*snapstore_bin(), *args], cwd=root, capture_output=True, text=True,
-                          env=hermetic_env(), timeout=60)
+    return subprocess.run(
+        [*snapstore_bin(), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(),
+        timeout=60,
+    )
 
 
 def event_of(event: str | None, payload: dict) -> str:
@@ -93,11 +121,14 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
     assert snapstore(root, "init").returncode == 0
     sessions = play(agent, root)
     assert (root / "app.py").read_text() == EDITED
-    logs = {s: json.loads(snapstore(root, "--json", "log", "--session", s).stdout)
-            for s in sessions}
+    logs = {
+        s: json.loads(snapstore(root, "--json", "log", "--session", s).stdout) for s in sessions
+    }
     if agent == "cline":  # a task per prompt; the headless first task had no prompt event
         assert [[(p["prompt"], p["files"]) for p in log] for log in logs.values()] == [
-            [("", 1)], [(P2, 1)]]
+            [("", 1)],
+            [(P2, 1)],
+        ]
         edit_session = sessions[1]
         edit_turn, write_turn = ("1", sessions[1]), ("1", sessions[0])
     else:
@@ -105,10 +136,12 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
         assert [(p["prompt"], p["files"]) for p in logs[sessions[0]]] == [(P2, 1), (P1, 1)]
         edit_session = sessions[0]
         edit_turn, write_turn = ("1", sessions[0]), ("2", sessions[0])
-    show = json.loads(snapstore(root, "--json", "show", write_turn[0], "--session",
-                                write_turn[1]).stdout)
+    show = json.loads(
+        snapstore(root, "--json", "show", write_turn[0], "--session", write_turn[1]).stdout
+    )
     assert [(c["path"], c["status"], c["tool"]) for c in show["changes"]] == [
-        ("src/new.py", "added", WRITE_TOOL[agent])]
+        ("src/new.py", "added", WRITE_TOOL[agent])
+    ]
 
     rewind = snapstore(root, "rewind", edit_turn[0], "--yes", "--session", edit_session)
     assert rewind.returncode == 0, rewind.stderr
@@ -117,8 +150,7 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
     assert (root / "app.py").read_text() == EDITED
     with (root / "app.py").open("a") as handle:  # the user's own line, after the agent's turn
         handle.write("\nmain()\n")
-    rewind = snapstore(root, "--json", "rewind", edit_turn[0], "--yes", "--session",
-                       edit_session)
+    rewind = snapstore(root, "--json", "rewind", edit_turn[0], "--yes", "--session", edit_session)
     assert rewind.returncode == 0, rewind.stderr
     assert json.loads(rewind.stdout)["merged"] == ["app.py"]
     assert (root / "app.py").read_text() == APP + "\nmain()\n"  # the agent's edit out, theirs in
@@ -130,13 +162,17 @@ def test_two_turns_of_each_agent_are_recorded_rewound_and_undone(root: Path, age
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-@pytest.mark.parametrize("raw,message", [
-    ("this is not json", "not JSON"),
-    ("[1, 2]", "not a JSON object"),
-    ("{}", "session id"),  # with the event on the command line; else nothing to do
-])
-def test_bad_input_never_blocks_but_strict_mode_does(root: Path, agent: str, raw: str,
-                                                     message: str) -> None:
+@pytest.mark.parametrize(
+    "raw,message",
+    [
+        ("this is not json", "not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ("{}", "session id"),  # with the event on the command line; else nothing to do
+    ],
+)
+def test_bad_input_never_blocks_but_strict_mode_does(
+    root: Path, agent: str, raw: str, message: str
+) -> None:
     assert snapstore(root, "init").returncode == 0
     event = next(e for e, _ in steps(agent, root))
     done = hook(agent, event, raw, root)
@@ -157,8 +193,11 @@ def test_bad_input_never_blocks_but_strict_mode_does(root: Path, agent: str, raw
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_tool_call_that_names_no_file_is_reported_not_blocked(root: Path, agent: str) -> None:
     assert snapstore(root, "init").returncode == 0
-    event, payload = next((e, p) for e, p in steps(agent, root)
-                          if event_of(e, p) in PRE and "src/new.py" in json.dumps(p))
+    event, payload = next(
+        (e, p)
+        for e, p in steps(agent, root)
+        if event_of(e, p) in PRE and "src/new.py" in json.dumps(p)
+    )
     text = json.dumps(payload)
     for key in ('"file_path": ', '"path": ', '"filePath": '):
         text = text.replace(key, '"elsewhere": ')
@@ -191,9 +230,13 @@ def test_copilot_running_claude_code_hooks_records_for_copilot_once(root: Path) 
     snapstore hooks are installed, those record, and Claude Code's stand aside."""
     assert snapstore(root, "init").returncode == 0
     sid = "e4500134-20dd-413a-a302-885aa4c4b999"
-    event = {"hook_event_name": "PreToolUse", "session_id": sid, "cwd": str(root),
-             "tool_name": "Write", "tool_input": {"path": str(root / "notes.txt"),
-                                                  "file_text": "alpha\n"}}
+    event = {
+        "hook_event_name": "PreToolUse",
+        "session_id": sid,
+        "cwd": str(root),
+        "tool_name": "Write",
+        "tool_input": {"path": str(root / "notes.txt"), "file_text": "alpha\n"},
+    }
     env = {"COPILOT_CLI": "1", "COPILOT_PROJECT_DIR": str(root), "HOME": str(root.parent)}
     assert hook("claude-code", None, event, root, **env).returncode == 0
     (root / "notes.txt").write_text("alpha\n")

@@ -7,7 +7,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-
 def test_merge_bench_cases_run_and_agree_with_git(tmp_path: Path) -> None:
     from bench import merge as bench
 

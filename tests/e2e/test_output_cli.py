@@ -14,12 +14,20 @@ import pytest
 from ..support import read, write
 
 #: What a terminal acts on: C0 controls but the newline, DEL, C1 controls, bidi controls.
-RAW_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e"
-                         "\u2066-\u2069]")
+RAW_CONTROL = re.compile(
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
+)
 
 
-def _turn(cli, root: Path, prompt: str, path: str, before: str | None, after: str,
-          env: dict[str, str] | None = None) -> None:
+def _turn(
+    cli,
+    root: Path,
+    prompt: str,
+    path: str,
+    before: str | None,
+    after: str,
+    env: dict[str, str] | None = None,
+) -> None:
     if before is not None:
         write(root, path, before)
     assert cli("begin", "--prompt", prompt, env=env).code == 0
@@ -34,13 +42,22 @@ def _one_json_document(result) -> dict:
     return json.loads(result.stdout)
 
 
-@pytest.mark.parametrize("args", [
-    ["log", "--json", "--bogus"], ["log", "--bogus", "--json"], ["show", "--json"],
-    ["rewind", "1", "--mode", "sideways", "--json"], ["no-such-command", "--json"],
-    ["log", "extra", "--json"], ["diff", "--json"], ["undo", "--json", "--on-conflict", "x"],
-])
-def test_json_after_the_command_name_still_gives_one_document(cli, root: Path,
-                                                              args: list[str]) -> None:
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["log", "--json", "--bogus"],
+        ["log", "--bogus", "--json"],
+        ["show", "--json"],
+        ["rewind", "1", "--mode", "sideways", "--json"],
+        ["no-such-command", "--json"],
+        ["log", "extra", "--json"],
+        ["diff", "--json"],
+        ["undo", "--json", "--on-conflict", "x"],
+    ],
+)
+def test_json_after_the_command_name_still_gives_one_document(
+    cli, root: Path, args: list[str]
+) -> None:
     cli("init")
     result = cli(*args)
     assert result.code == 2, result.stderr
@@ -75,12 +92,25 @@ def test_diff_json_gives_each_file_with_its_unified_diff(cli, root: Path) -> Non
     files = {f["path"]: f for f in doc["files"]}
     assert set(files) == {"a.txt", "new.txt", "gone.txt", "bin.dat"}
     for item in files.values():
-        assert set(item) == {"path", "status", "added", "removed", "tool", "source", "binary",
-                             "diff"}
-    assert files["a.txt"]["diff"] == ("diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
-                                      "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n")
+        assert set(item) == {
+            "path",
+            "status",
+            "added",
+            "removed",
+            "tool",
+            "source",
+            "binary",
+            "diff",
+        }
+    assert files["a.txt"]["diff"] == (
+        "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n"
+        "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n"
+    )
     assert (files["a.txt"]["status"], files["a.txt"]["added"], files["a.txt"]["removed"]) == (
-        "modified", 1, 1)
+        "modified",
+        1,
+        1,
+    )
     assert "new file mode 100644\n--- /dev/null\n+++ b/new.txt\n" in files["new.txt"]["diff"]
     assert files["gone.txt"]["status"] == "deleted" and "-bye\n" in files["gone.txt"]["diff"]
     assert files["bin.dat"]["binary"] is True
@@ -97,9 +127,11 @@ def test_rewind_path_that_no_turn_touched_exits_2_and_names_it(cli, root: Path) 
     write(root, "b.txt", "untouched\n")
     _turn(cli, root, "first", "a.txt", "a\n", "A\n")
     _turn(cli, root, "second", "c.txt", "c\n", "C\n")
-    for args in (["rewind", "1", "--path", "a.txt", "--yes"],  # turn 2 (first) touched it, not 1
-                 ["rewind", "2", "--path", "b.txt", "--yes"],
-                 ["rewind", "2", "--path", "no/such.txt", "--dry-run"]):
+    for args in (
+        ["rewind", "1", "--path", "a.txt", "--yes"],  # turn 2 (first) touched it, not 1
+        ["rewind", "2", "--path", "b.txt", "--yes"],
+        ["rewind", "2", "--path", "no/such.txt", "--dry-run"],
+    ):
         result = cli(*args)
         assert result.code == 2, (args, result.stderr)
         named = args[args.index("--path") + 1]
@@ -126,8 +158,7 @@ def test_a_prompt_file_that_is_not_utf8_is_kept_with_replacements(cli, root: Pat
     assert cli("--json", "log").json[0]["prompt"] == "fix the \ufffd\ufffd parser\n"
 
 
-def test_a_command_line_prompt_that_is_not_utf8_is_kept_with_replacements(cli, root: Path
-                                                                           ) -> None:
+def test_a_command_line_prompt_that_is_not_utf8_is_kept_with_replacements(cli, root: Path) -> None:
     cli("init")
     result = cli("begin", "--prompt", b"caf\xe9 au lait")  # Latin-1 bytes in argv
     assert result.code == 0 and "--prompt is not valid UTF-8" in result.stderr
@@ -158,9 +189,12 @@ def test_control_characters_are_escaped_for_people_and_raw_in_json(cli, root: Pa
     quoted_name = '"bad\\033[2Jname\\n.txt"'
     quoted_prompt = '"clear\\033[2J\\a the screen \\342\\200\\256evil"'
     runs = {
-        "log": cli("log", env=env), "show": cli("show", "1", env=env),
-        "diff": cli("diff", "1", env=env), "status": cli("status", env=env),
-        "list": cli("rewind", env=env), "dry": cli("rewind", "1", "--dry-run", env=env),
+        "log": cli("log", env=env),
+        "show": cli("show", "1", env=env),
+        "diff": cli("diff", "1", env=env),
+        "status": cli("status", env=env),
+        "list": cli("rewind", env=env),
+        "dry": cli("rewind", "1", "--dry-run", env=env),
     }
     runs["rewind"] = cli("rewind", "1", "--yes", env=env)
     runs["undo"] = cli("undo", env=env)
@@ -174,7 +208,8 @@ def test_control_characters_are_escaped_for_people_and_raw_in_json(cli, root: Pa
     assert '"agent/\\033]0;owned\\a"' in runs["status"].stdout
     assert runs["diff"].stdout.startswith(
         'diff --git "a/bad\\033[2Jname\\n.txt" "b/bad\\033[2Jname\\n.txt"\n'
-        '--- "a/bad\\033[2Jname\\n.txt"\n+++ "b/bad\\033[2Jname\\n.txt"\n')
+        '--- "a/bad\\033[2Jname\\n.txt"\n+++ "b/bad\\033[2Jname\\n.txt"\n'
+    )
     assert quoted_name in runs["dry"].stdout and quoted_name in runs["rewind"].stdout
     assert quoted_name in runs["undo"].stdout
     # JSON keeps the raw strings.
@@ -192,17 +227,31 @@ def test_a_name_that_is_not_utf8_is_shown_as_its_bytes(cli, root: Path) -> None:
     cli("init", "--track-shell")
     (root / "caf\udce9.txt").write_text("x\n")  # the byte 0xE9 in the name, as os.fsdecode has it
     assert cli("scan").code == 0
-    event = {"session_id": "s", "transcript_path": "", "cwd": str(root),
-             "tool_name": "Bash", "tool_input": {"command": "..."}, "tool_use_id": "t1"}
+    event = {
+        "session_id": "s",
+        "transcript_path": "",
+        "cwd": str(root),
+        "tool_name": "Bash",
+        "tool_input": {"command": "..."},
+        "tool_use_id": "t1",
+    }
     for name in ("UserPromptSubmit", "PreToolUse"):  # a change is the turn's inside its shell call
-        assert cli("hook", "claude-code", input=json.dumps(
-            {**event, "hook_event_name": name, "prompt": "p"})).code == 0
+        assert (
+            cli(
+                "hook",
+                "claude-code",
+                input=json.dumps({**event, "hook_event_name": name, "prompt": "p"}),
+            ).code
+            == 0
+        )
     (root / "caf\udce9.txt").write_text("y\n")
     scan = cli("scan")
     assert scan.code == 0 and '"caf\\351.txt"' in scan.stderr
     for name in ("PostToolUse", "Stop"):
-        assert cli("hook", "claude-code", input=json.dumps(
-            {**event, "hook_event_name": name})).code == 0
+        assert (
+            cli("hook", "claude-code", input=json.dumps({**event, "hook_event_name": name})).code
+            == 0
+        )
     show = cli("show", "1", "--session", "claude-code/s")
     assert show.code == 0 and '"caf\\351.txt"' in show.stdout
 

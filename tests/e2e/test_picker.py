@@ -24,16 +24,28 @@ class Terminal:
         self.name = f"snapstore-test-{uuid.uuid4().hex[:8]}"
         env = hermetic_env(TERM="xterm-256color")
         env.pop("NO_COLOR", None)
-        exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items()
-                           if k.startswith(("SNAPSTORE_", "PATH", "HOME", "LANG")))
-        script = f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}; " \
-                 "echo EXIT=$?; sleep 60"
-        subprocess.run(["tmux", "new-session", "-d", "-s", self.name, "-x", "140", "-y", "40",
-                        script], check=True, env={**os.environ, "TERM": "xterm-256color"})
+        exports = " ".join(
+            f"{k}={shlex.quote(v)}"
+            for k, v in env.items()
+            if k.startswith(("SNAPSTORE_", "PATH", "HOME", "LANG"))
+        )
+        script = (
+            f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}; "
+            "echo EXIT=$?; sleep 60"
+        )
+        subprocess.run(
+            ["tmux", "new-session", "-d", "-s", self.name, "-x", "140", "-y", "40", script],
+            check=True,
+            env={**os.environ, "TERM": "xterm-256color"},
+        )
 
     def screen(self) -> str:
-        return subprocess.run(["tmux", "capture-pane", "-p", "-t", self.name],
-                              capture_output=True, text=True, check=True).stdout
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", self.name],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
 
     def wait_for(self, text: str, timeout: float = 20.0) -> str:
         deadline = time.monotonic() + timeout
@@ -125,7 +137,8 @@ def test_rewind_turn_asks_for_confirmation_on_a_terminal(terminal, root: Path) -
 
 
 def test_names_and_prompts_that_would_drive_the_terminal_are_escaped(
-        session_with_three_turns: Path, cli) -> None:
+    session_with_three_turns: Path, cli
+) -> None:
     """A prompt that clears the screen and retitles the window, and a file named to do the
     same: the picker shows them escaped, as `log` does."""
     root = session_with_three_turns
@@ -150,8 +163,7 @@ def test_names_and_prompts_that_would_drive_the_terminal_are_escaped(
     assert (root / "x\x1b[2Jy.txt").exists()
 
 
-def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Path,
-                                                             cli) -> None:
+def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Path, cli) -> None:
     assert cli("rewind", "2", "--yes").code == 0  # f2 and f3 go; turns 2 and 3 are rewound
     term = terminal("rewind")
     screen = term.wait_for("Rewind to before which turn?")

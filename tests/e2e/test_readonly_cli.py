@@ -22,20 +22,42 @@ import pytest
 
 from ..support import CliResult, hermetic_env, read, snapshot, write
 
-READS = [["log"], ["log", "--all"], ["show", "1"], ["diff", "1"], ["--json", "status"],
-         ["fsck"], ["--json", "fsck"], ["rewind"]]
-WRITES = [["init"], ["begin", "--prompt", "p"], ["end"], ["pre-write", "a.txt"],
-          ["rewind", "1", "--yes"], ["rewind", "1", "--dry-run"], ["undo"], ["gc"], ["scan"],
-          ["fsck", "--repair"]]
+READS = [
+    ["log"],
+    ["log", "--all"],
+    ["show", "1"],
+    ["diff", "1"],
+    ["--json", "status"],
+    ["fsck"],
+    ["--json", "fsck"],
+    ["rewind"],
+]
+WRITES = [
+    ["init"],
+    ["begin", "--prompt", "p"],
+    ["end"],
+    ["pre-write", "a.txt"],
+    ["rewind", "1", "--yes"],
+    ["rewind", "1", "--dry-run"],
+    ["undo"],
+    ["gc"],
+    ["scan"],
+    ["fsck", "--repair"],
+]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 COMMAND = [sys.executable, "-m", "snapstore_cli"]
 Runner = Callable[..., CliResult]
 
 
-def _run(prefix: list[str], root: Path, *args: str, env: dict[str, str] | None = None
-         ) -> CliResult:
-    proc = subprocess.run([*prefix, *COMMAND, *args], cwd=root, capture_output=True, text=True,
-                          env=hermetic_env(**(env or {})), timeout=120)
+def _run(prefix: list[str], root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
+    proc = subprocess.run(
+        [*prefix, *COMMAND, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(**(env or {})),
+        timeout=120,
+    )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
 
 
@@ -149,9 +171,13 @@ def test_a_read_only_reader_keeps_writers_out_while_it_reads(shared_root: Path) 
     _history(root)
     for path in (root / ".snapstore").rglob("*"):
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
-    reader = subprocess.Popen([*NOBODY, sys.executable, "-c", HOLD, str(root)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                              env=hermetic_env())
+    reader = subprocess.Popen(
+        [*NOBODY, sys.executable, "-c", HOLD, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=hermetic_env(),
+    )
     assert reader.stdout is not None
     try:
         assert reader.stdout.readline().split() == ["permission", "denied", "2"]
@@ -175,11 +201,24 @@ def test_creating_a_store_where_one_cannot_be_written(shared_root: Path) -> None
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot create the store" in lines[0], lines
     assert "permission denied" in lines[0] and "internal error" not in lines[0]
-    event = json.dumps({"session_id": "s1", "cwd": str(root), "prompt": "p",
-                        "hook_event_name": "UserPromptSubmit",
-                        "transcript_path": str(root / "t.jsonl")})
-    proc = subprocess.run([*prefix, *COMMAND, "hook", "claude-code"], cwd=root, input=event,
-                          capture_output=True, text=True, env=hermetic_env(), timeout=120)
+    event = json.dumps(
+        {
+            "session_id": "s1",
+            "cwd": str(root),
+            "prompt": "p",
+            "hook_event_name": "UserPromptSubmit",
+            "transcript_path": str(root / "t.jsonl"),
+        }
+    )
+    proc = subprocess.run(
+        [*prefix, *COMMAND, "hook", "claude-code"],
+        cwd=root,
+        input=event,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(),
+        timeout=120,
+    )
     assert proc.returncode == 0 and proc.stderr.count("\n") == 1, proc.stderr
     assert "cannot create the store" in proc.stderr
     assert sorted(p.name for p in root.iterdir()) == ["a.txt"]

@@ -33,13 +33,23 @@ PULL_POINTS = ("pull.fetched", "pull.commit")
 
 
 def aws(**extra: str) -> dict[str, str]:
-    return {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": "us-east-1", **extra}
+    return {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": "us-east-1",
+        **extra,
+    }
 
 
 def run(root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
-    done = subprocess.run([*snapstore_bin(), *args], cwd=root, capture_output=True, text=True,
-                          env=hermetic_env(**(env if env is not None else aws())), timeout=180)
+    done = subprocess.run(
+        [*snapstore_bin(), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(**(env if env is not None else aws())),
+        timeout=180,
+    )
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
@@ -78,8 +88,9 @@ def test_remote_add_list_remove_push_pull_json(tmp_path: Path, seaweed) -> None:
     a = workspace(tmp_path / "a")
     add_remote(a, url, seaweed.endpoint)
     listed = run(a, "--json", "remote", "list")
-    assert listed.json == [{"name": "origin", "url": url, "endpoint_url": seaweed.endpoint,
-                            "auto_push": False}]
+    assert listed.json == [
+        {"name": "origin", "url": url, "endpoint_url": seaweed.endpoint, "auto_push": False}
+    ]
     assert run(a, "begin", "--prompt", "edit the app").code == 0  # the CLI records the base
     assert run(a, "pre-write", "src/app.py").code == 0
     (a / "src" / "app.py").write_text("print('bye')\n")
@@ -87,19 +98,23 @@ def test_remote_add_list_remove_push_pull_json(tmp_path: Path, seaweed) -> None:
     assert run(a, "end").code == 0
     pushed = run(a, "--json", "push")
     assert pushed.code == 0, pushed.stderr
-    assert {k: pushed.json[k] for k in ("remote", "sessions", "turns", "blobs")} == \
-        {"remote": url, "sessions": ["default"], "turns": 1, "blobs": 2}
+    assert {k: pushed.json[k] for k in ("remote", "sessions", "turns", "blobs")} == {
+        "remote": url,
+        "sessions": ["default"],
+        "turns": 1,
+        "blobs": 2,
+    }
     assert pushed.json["bytes"] > 0
     log = run(a, "--json", "remote", "log", "origin")
-    assert [(e["session"], e["prompt"], e["files"]) for e in log.json] == \
-        [("default", "edit the app", 1)]
+    assert [(e["session"], e["prompt"], e["files"]) for e in log.json] == [
+        ("default", "edit the app", 1)
+    ]
     fsck = run(a, "--json", "remote", "fsck", "origin")
     assert fsck.code == 0 and fsck.json["ok"] and fsck.json["turns"] == 1
 
     b = tmp_path / "b"
     subprocess.run(["git", "clone", "-q", str(a), str(b)], check=True)
-    subprocess.run([*GIT, "-C", str(b), "commit", "-q", "--allow-empty", "-m", "later"],
-                   check=True)
+    subprocess.run([*GIT, "-C", str(b), "commit", "-q", "--allow-empty", "-m", "later"], check=True)
     assert run(b, "init").code == 0
     add_remote(b, url, seaweed.endpoint)
     before = snapshot(b)
@@ -122,18 +137,23 @@ def test_bad_remotes_are_one_line_exit_6_and_change_nothing(tmp_path: Path, seaw
     (port,) = free_ports(1)
     cases = {
         "unreachable": (prefix_url(), f"http://127.0.0.1:{port}", aws()),
-        "wrong keys": (prefix_url(), seaweed.endpoint,
-                       aws(AWS_SECRET_ACCESS_KEY="not-the-secret-0123456789")),
+        "wrong keys": (
+            prefix_url(),
+            seaweed.endpoint,
+            aws(AWS_SECRET_ACCESS_KEY="not-the-secret-0123456789"),
+        ),
         "missing bucket": ("s3://no-such-bucket-here/p", seaweed.endpoint, aws()),
     }
     for label, (url, endpoint, env) in cases.items():
-        line = one_line(run(a, "remote", "add", "origin", url, "--endpoint-url", endpoint,
-                            env=env), 6)
-        assert "origin" in line and ACCESS_KEY not in line and "secret" not in line.lower(), \
-            label
+        line = one_line(
+            run(a, "remote", "add", "origin", url, "--endpoint-url", endpoint, env=env), 6
+        )
+        assert "origin" in line and ACCESS_KEY not in line and "secret" not in line.lower(), label
         # configured without the probe, the push fails the same way
-        assert run(a, "remote", "add", "origin", url, "--endpoint-url", endpoint,
-                   "--no-check").code == 0
+        assert (
+            run(a, "remote", "add", "origin", url, "--endpoint-url", endpoint, "--no-check").code
+            == 0
+        )
         one_line(run(a, "push", env=env), 6)
         one_line(run(a, "pull", env=env), 6)
         assert run(a, "remote", "remove", "origin").code == 0
@@ -141,8 +161,9 @@ def test_bad_remotes_are_one_line_exit_6_and_change_nothing(tmp_path: Path, seaw
     assert snapshot(a) == tree_before
     after = snapshot(a / ".snapstore")
     noise = ("config", "push.lock", "db/lock.mdb")  # settings, lock files, LMDB's reader table
-    assert {k: v for k, v in after.items() if not k.startswith(noise)} == \
-        {k: v for k, v in store_before.items() if not k.startswith(noise)}
+    assert {k: v for k, v in after.items() if not k.startswith(noise)} == {
+        k: v for k, v in store_before.items() if not k.startswith(noise)
+    }
     assert run(a, "fsck").code == 0
 
 
@@ -168,18 +189,32 @@ def test_throttling_and_5xx_are_retried_then_reported(tmp_path: Path, seaweed) -
     assert run(a, "remote", "fsck", "origin", env=aws()).code != 0  # proxy gone: unreachable
 
 
-def _child(action: str, root: Path, url: str, endpoint: str, record: Path,
-           fault: str | None, delay: float | None) -> int:
+def _child(
+    action: str,
+    root: Path,
+    url: str,
+    endpoint: str,
+    record: Path,
+    fault: str | None,
+    delay: float | None,
+) -> int:
     env = hermetic_env(**aws())
     if fault:
         env["SNAPSTORE_FAULT"] = fault
     if delay is None:
-        cmd = [sys.executable, "-m", "tests.support.sync_child", action, str(root), url,
-               endpoint, str(record)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "tests.support.sync_child",
+            action,
+            str(root),
+            url,
+            endpoint,
+            str(record),
+        ]
     else:  # the real command, killed at a random moment
         cmd = [*snapstore_bin(), "--root", str(root), action, "origin", "--all"]
-    child = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+    child = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         _, err = child.communicate(timeout=delay if delay is not None else 120)
     except subprocess.TimeoutExpired:
@@ -201,22 +236,30 @@ def test_kill_9_during_push_and_pull_loses_nothing(tmp_path: Path, seaweed, slow
     kills = 0
     where: Counter[str] = Counter()
     rounds = 0
-    with open_object_store(url, endpoint_url=seaweed.endpoint,
-                           credentials=seaweed.credentials) as remote:
+    with open_object_store(
+        url, endpoint_url=seaweed.endpoint, credentials=seaweed.credentials
+    ) as remote:
         while kills < budget:
             rounds += 1
             with Store.open(a, record_base=True) as store:
-                agent_turn(store, f"round {rounds}",
-                           {f"f{rounds % 7}.txt": f"round {rounds} {rng.random()}\n" * 50,
-                            "shared.txt": f"{rounds}\n"})
+                agent_turn(
+                    store,
+                    f"round {rounds}",
+                    {
+                        f"f{rounds % 7}.txt": f"round {rounds} {rng.random()}\n" * 50,
+                        "shared.txt": f"{rounds}\n",
+                    },
+                )
             for action, root, points in (("push", a, PUSH_POINTS), ("pull", b, PULL_POINTS)):
                 tree = snapshot(root)
                 if rng.random() < 0.7:
-                    code = _child(action, root, url, seaweed.endpoint, record,
-                                  f"{rng.choice(points)}:1", None)
+                    code = _child(
+                        action, root, url, seaweed.endpoint, record, f"{rng.choice(points)}:1", None
+                    )
                 else:
-                    code = _child(action, root, url, seaweed.endpoint, record, None,
-                                  rng.uniform(0.05, 0.8))
+                    code = _child(
+                        action, root, url, seaweed.endpoint, record, None, rng.uniform(0.05, 0.8)
+                    )
                 kills += code == -signal.SIGKILL
                 assert snapshot(root) == tree  # neither ever writes the workspace
                 with Store.open(root) as store:
@@ -233,11 +276,17 @@ def test_kill_9_during_push_and_pull_loses_nothing(tmp_path: Path, seaweed, slow
             made = {t.id: [(c.path, c.after) for c in va.changes(t.id)] for t in va.turns()}
             got = {t: [(c.path, c.after) for c in vb.changes(t)] for t in made}
         assert made == got
-    with open_object_store(url, endpoint_url=seaweed.endpoint,
-                           credentials=seaweed.credentials) as remote, Store.open(a) as sa:
+    with (
+        open_object_store(
+            url, endpoint_url=seaweed.endpoint, credentials=seaweed.credentials
+        ) as remote,
+        Store.open(a) as sa,
+    ):
         assert sa.remote_fsck(remote).ok
-    print(f"\nremote crash injections: {kills} kills over {rounds} rounds; at fault points: "
-          f"{dict(where)}, the rest at random moments")
+    print(
+        f"\nremote crash injections: {kills} kills over {rounds} rounds; at fault points: "
+        f"{dict(where)}, the rest at random moments"
+    )
     assert kills >= budget
     assert set(PUSH_POINTS) | set(PULL_POINTS) <= set(where)
 
@@ -251,13 +300,25 @@ def test_eight_workspaces_push_to_one_prefix_at_once(tmp_path: Path, seaweed) ->
         add_remote(root, url, seaweed.endpoint)
         with Store.open(root, record_base=True) as store:
             for t in range(3):
-                made[agent_turn(store, f"w{n} turn {t}",
-                                {"src/app.py": f"w{n} t{t}\n", "common.txt": "same\n" * 400})
-                     ] = f"w{n}"
+                made[
+                    agent_turn(
+                        store,
+                        f"w{n} turn {t}",
+                        {"src/app.py": f"w{n} t{t}\n", "common.txt": "same\n" * 400},
+                    )
+                ] = f"w{n}"
         roots.append(root)
-    procs = [subprocess.Popen([*snapstore_bin(), "--json", "push"], cwd=root,
-                              env=hermetic_env(**aws()), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for root in roots]
+    procs = [
+        subprocess.Popen(
+            [*snapstore_bin(), "--json", "push"],
+            cwd=root,
+            env=hermetic_env(**aws()),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for root in roots
+    ]
     results = [p.communicate(timeout=180) for p in procs]
     assert [p.returncode for p in procs] == [0] * 8, [err for _, err in results]
     assert sum(json.loads(out)["turns"] for out, _ in results) == 24
@@ -276,8 +337,15 @@ def test_eight_workspaces_push_to_one_prefix_at_once(tmp_path: Path, seaweed) ->
 def _hook(root: Path, event: str) -> None:
     raw = (FIXTURES / f"{event}.json").read_text()
     raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
-    done = subprocess.run([*snapstore_bin(), "hook", "claude-code"], input=raw, cwd=root,
-                          capture_output=True, text=True, env=hermetic_env(**aws()), timeout=60)
+    done = subprocess.run(
+        [*snapstore_bin(), "hook", "claude-code"],
+        input=raw,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=hermetic_env(**aws()),
+        timeout=60,
+    )
     assert done.returncode == 0 and "snapstore:" not in done.stderr, done.stderr
 
 
@@ -291,11 +359,23 @@ def _agent_turn_by_hooks(root: Path, text: str) -> None:
 
 def test_automatic_push_at_turn_end_and_retry_after_a_failure(tmp_path: Path, seaweed) -> None:
     url = prefix_url()
-    root = workspace(tmp_path / "ws", {"src/app.py": "def greet(name):\n"
-                                                     "    return \"Hello, \" + name\n"})
+    root = workspace(
+        tmp_path / "ws", {"src/app.py": 'def greet(name):\n    return "Hello, " + name\n'}
+    )
     (port,) = free_ports(1)
-    assert run(root, "remote", "add", "origin", url, "--endpoint-url",
-               f"http://127.0.0.1:{port}", "--no-check").code == 0
+    assert (
+        run(
+            root,
+            "remote",
+            "add",
+            "origin",
+            url,
+            "--endpoint-url",
+            f"http://127.0.0.1:{port}",
+            "--no-check",
+        ).code
+        == 0
+    )
     config = root / ".snapstore" / "config"
     config.write_text(config.read_text() + "\n[remote]\nauto_push = origin\n")
     _agent_turn_by_hooks(root, "first\n")  # its push fails: nobody listens there
@@ -307,6 +387,7 @@ def test_automatic_push_at_turn_end_and_retry_after_a_failure(tmp_path: Path, se
     def pushed() -> int:
         done = run(root, "--json", "remote", "log", "origin")
         return len(done.json) if done.code == 0 else 0
+
     wait_until(lambda: pushed() == 2, timeout=60)  # the failed turn went up with the next
     with Store.open(root) as store, store.repo.read() as v:
         base = v.session("claude-code/3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c90").base

@@ -12,9 +12,14 @@ from ..support import SHELL_TOOL, make_tree, read, shell, snapshot, write
 
 def _claude(cli, session: str, root: Path, event: str, **fields: object) -> None:
     """One Claude Code hook event for ``session``, through the real hook command."""
-    payload = {"session_id": session, "transcript_path": str(root / "t.jsonl"),
-               "cwd": str(root), "permission_mode": "bypassPermissions",
-               "hook_event_name": event, **fields}
+    payload = {
+        "session_id": session,
+        "transcript_path": str(root / "t.jsonl"),
+        "cwd": str(root),
+        "permission_mode": "bypassPermissions",
+        "hook_event_name": event,
+        **fields,
+    }
     done = cli("hook", "claude-code", input=json.dumps(payload))
     assert done.code == 0 and done.stderr == "", done.stderr
 
@@ -48,12 +53,10 @@ def test_scan_cli_and_track_shell_hooks_end_to_end(cli, root: Path) -> None:
     assert snapshot(root) == expected
 
 
-
 @pytest.mark.parametrize("flag", ["--json", ""])
 def test_scan_without_a_store_is_not_found(cli, root: Path, flag: str) -> None:
     result = cli(*(a for a in ("scan", flag) if a))
     assert result.code == 4 and "no snapstore store" in result.stderr
-
 
 
 def test_one_sessions_shell_edit_stays_out_of_another_sessions_turn(cli, root: Path) -> None:
@@ -152,12 +155,17 @@ def test_calls_that_overlap_across_sessions_are_reported_unattributed(cli, root:
 def test_gemini_shell_calls_pair_in_order_without_ids(cli, root: Path) -> None:
     write(root, "data.txt", "alpha\n")
     assert cli("init", "--track-shell").code == 0
-    base = {"session_id": "g1", "transcript_path": "", "cwd": str(root),
-            "timestamp": "2026-11-30T14:37:54Z"}
+    base = {
+        "session_id": "g1",
+        "transcript_path": "",
+        "cwd": str(root),
+        "timestamp": "2026-11-30T14:37:54Z",
+    }
 
     def gemini(event: str, **fields: object) -> None:
-        done = cli("hook", "gemini-cli", input=json.dumps(
-            {**base, "hook_event_name": event, **fields}))
+        done = cli(
+            "hook", "gemini-cli", input=json.dumps({**base, "hook_event_name": event, **fields})
+        )
         assert done.code == 0 and done.stdout == "{}" and done.stderr == "", done.stderr
 
     shell_tool = {"tool_name": "run_shell_command", "tool_input": {"command": "sed"}}

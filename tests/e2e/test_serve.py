@@ -33,8 +33,9 @@ SESSION = "claude-code/3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c90"
 
 def event(root: Path, name: str, rel: str = "src/app.py", **fields: object) -> bytes:
     raw = (FIXTURES / f"{name}.json").read_text().replace("__CWD__/src/app.py", f"__CWD__/{rel}")
-    data = json.loads(raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__",
-                                                                 str(root / "t.jsonl")))
+    data = json.loads(
+        raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
+    )
     data.update(fields)
     return json.dumps(data).encode()
 
@@ -44,8 +45,14 @@ class Daemon:
 
     def __init__(self, root: Path):
         self.root = root
-        done = subprocess.run([*snapstore_bin(), "--json", "serve", "--detach"], cwd=root,
-                              env=hermetic_env(), capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [*snapstore_bin(), "--json", "serve", "--detach"],
+            cwd=root,
+            env=hermetic_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         started = json.loads(done.stdout)
         assert started["started"] is True
@@ -53,9 +60,14 @@ class Daemon:
         self.secret = (root / ".snapstore" / "serve.secret").read_text().strip()
         self.output = done.stdout + done.stderr
 
-    def post(self, body: bytes, headers: dict[str, str] | None = None, path: str =
-             "/snapstore/hook/claude-code", method: str = "POST", host: str = "127.0.0.1"
-             ) -> tuple[int, bytes]:
+    def post(
+        self,
+        body: bytes,
+        headers: dict[str, str] | None = None,
+        path: str = "/snapstore/hook/claude-code",
+        method: str = "POST",
+        host: str = "127.0.0.1",
+    ) -> tuple[int, bytes]:
         conn = http.client.HTTPConnection(host, self.port, timeout=10)
         try:
             sent = {"X-Snapstore-Secret": self.secret, "Content-Type": "application/json"}
@@ -98,17 +110,19 @@ def turns(cli) -> int:
 
 def turn_through(d: Daemon, root: Path, rel: str, content: str) -> None:
     """One agent turn posted to the daemon: prompt, a Write's pre and post, stop."""
-    for body in (event(root, "user-prompt-submit"),
-                 event(root, "pre-tool-use-write", rel, tool_use_id=f"toolu_{rel}")):
+    for body in (
+        event(root, "user-prompt-submit"),
+        event(root, "pre-tool-use-write", rel, tool_use_id=f"toolu_{rel}"),
+    ):
         assert d.post(body) == (200, b"")
     write(root, rel, content)
-    assert d.post(event(root, "post-tool-use-write", rel, tool_use_id=f"toolu_{rel}")) == \
-        (200, b"")
+    assert d.post(event(root, "post-tool-use-write", rel, tool_use_id=f"toolu_{rel}")) == (200, b"")
     assert d.post(event(root, "stop")) == (200, b"")
 
 
-def test_a_turn_posted_to_the_daemon_is_recorded_and_rewinds(daemon: Daemon, root: Path,
-                                                             cli) -> None:
+def test_a_turn_posted_to_the_daemon_is_recorded_and_rewinds(
+    daemon: Daemon, root: Path, cli
+) -> None:
     turn_through(daemon, root, "src/app.py", "written by the agent\n")
     logged = cli("--session", SESSION, "log", "--json").json
     assert [(p["files"], p["state"]) for p in logged] == [(1, "closed")]
@@ -125,24 +139,31 @@ def test_the_secret_is_private_and_never_printed(daemon: Daemon, root: Path, cli
     daemon.post(b"{}", {"X-Snapstore-Secret": "0" * 64})
     again = cli("serve", "--detach")  # already running: says so, starts nothing
     assert again.code == 0 and "already running" in again.stderr
-    for text in (again.stdout, again.stderr, log.read_text(), (root / ".snapstore" /
-                                                               "config").read_text()):
+    for text in (
+        again.stdout,
+        again.stderr,
+        log.read_text(),
+        (root / ".snapstore" / "config").read_text(),
+    ):
         assert daemon.secret not in text
 
 
-@pytest.mark.parametrize(("headers", "status"), [
-    ({"X-Snapstore-Secret": ""}, 401),  # none
-    ({"X-Snapstore-Secret": "0" * 64}, 403),  # a wrong one
-    ({"X-Snapstore-Secret": "x"}, 403),  # a wrong one of another length
-])
-def test_a_missing_or_wrong_secret_is_refused(daemon: Daemon, root: Path, cli,
-                                              headers: dict[str, str], status: int) -> None:
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [
+        ({"X-Snapstore-Secret": ""}, 401),  # none
+        ({"X-Snapstore-Secret": "0" * 64}, 403),  # a wrong one
+        ({"X-Snapstore-Secret": "x"}, 403),  # a wrong one of another length
+    ],
+)
+def test_a_missing_or_wrong_secret_is_refused(
+    daemon: Daemon, root: Path, cli, headers: dict[str, str], status: int
+) -> None:
     assert daemon.post(event(root, "user-prompt-submit"), headers)[0] == status
     assert turns(cli) == 0
 
 
-def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Path,
-                                                        cli) -> None:
+def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Path, cli) -> None:
     body = event(root, "user-prompt-submit")
     assert daemon.post(body, path="/snapstore/hook/gemini-cli")[0] == 404
     assert daemon.post(body, path="/rewind")[0] == 404
@@ -152,15 +173,15 @@ def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Pa
     assert daemon.post(b"", method="DELETE")[0] == 501
     # events that change nothing are answered and ignored: a session's start, a read
     assert daemon.post(event(root, "session-start")) == (200, b"")
-    assert daemon.post(json.dumps({**json.loads(event(root, "pre-tool-use-write")),
-                                   "tool_name": "Read"}).encode()) == (200, b"")
+    assert daemon.post(
+        json.dumps({**json.loads(event(root, "pre-tool-use-write")), "tool_name": "Read"}).encode()
+    ) == (200, b"")
     assert turns(cli) == 0
     # an event that names another workspace is refused, and says so
     other = json.loads(event(root, "user-prompt-submit"))
     other["cwd"] = str(root.parent)
     status, reply = daemon.post(json.dumps(other).encode())
-    assert status == 200 and "outside this daemon's workspace" in json.loads(
-        reply)["systemMessage"]
+    assert status == 200 and "outside this daemon's workspace" in json.loads(reply)["systemMessage"]
     assert turns(cli) == 0
     assert "outside this daemon's workspace" in (root / ".snapstore" / "hook.log").read_text()
 
@@ -175,15 +196,19 @@ def test_another_host_name_is_refused(daemon: Daemon, root: Path) -> None:
 
 def test_the_body_is_capped_and_needs_a_length(daemon: Daemon, root: Path) -> None:
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        sock.sendall(f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
-                     f"X-Snapstore-Secret: {daemon.secret}\r\n"
-                     f"Content-Length: {MAX_PAYLOAD + 1}\r\n\r\n".encode())
+        sock.sendall(
+            f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+            f"X-Snapstore-Secret: {daemon.secret}\r\n"
+            f"Content-Length: {MAX_PAYLOAD + 1}\r\n\r\n".encode()
+        )
         reply = sock.recv(4096)  # refused before a byte of the body is read
     assert reply.startswith(b"HTTP/1.1 413")
     with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
-        sock.sendall(f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
-                     f"X-Snapstore-Secret: {daemon.secret}\r\n"
-                     "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".encode())
+        sock.sendall(
+            f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+            f"X-Snapstore-Secret: {daemon.secret}\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n".encode()
+        )
         assert sock.recv(4096).startswith(b"HTTP/1.1 411")
     # a bad body is a failure of the event, not of the daemon: it answers the next one
     status, reply = daemon.post(b"not json")
@@ -207,7 +232,7 @@ def test_a_peer_that_is_not_loopback_is_refused(daemon: Daemon, root: Path) -> N
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((address, daemon.port), timeout=5).close()
     # and a request that reaches the handler from another address is refused there too
-    from snapstore_cli.serve import _Server
+    from snapstore_cli.daemon import _Server
 
     class Exposed(_Server):  # the same server, bound to the other address for this test
         def server_bind(self) -> None:
@@ -217,12 +242,17 @@ def test_a_peer_that_is_not_loopback_is_refused(daemon: Daemon, root: Path) -> N
     server = Exposed(0, None, lambda text: None)  # type: ignore[arg-type]
     try:
         import threading
+
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         port = server.server_address[1]
         conn = http.client.HTTPConnection(address, port, timeout=10)
-        conn.request("POST", "/snapstore/hook/claude-code", body=b"{}",
-                     headers={"X-Snapstore-Secret": daemon.secret, "Host": f"127.0.0.1:{port}"})
+        conn.request(
+            "POST",
+            "/snapstore/hook/claude-code",
+            body=b"{}",
+            headers={"X-Snapstore-Secret": daemon.secret, "Host": f"127.0.0.1:{port}"},
+        )
         reply = conn.getresponse()
         assert reply.status == 403 and b"not from this machine" in reply.read()
         conn.close()

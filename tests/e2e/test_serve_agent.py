@@ -25,17 +25,24 @@ from ..support.agents.session import Session
 
 WRITES = 4
 SCRIPT = [
-    Turn("Write the notes", tuple(Write(f"notes{i}.txt", f"note {i}\n") for i in range(WRITES)),
-         "Written."),
-    Turn("Write the drafts", tuple(Write(f"draft{i}.txt", f"draft {i}\n")
-                                   for i in range(WRITES)), "Written."),
+    Turn(
+        "Write the notes",
+        tuple(Write(f"notes{i}.txt", f"note {i}\n") for i in range(WRITES)),
+        "Written.",
+    ),
+    Turn(
+        "Write the drafts",
+        tuple(Write(f"draft{i}.txt", f"draft {i}\n") for i in range(WRITES)),
+        "Written.",
+    ),
 ]
 
 
 def snapstore(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in hermetic_env().items() if k != "SNAPSTORE_NOW"}
-    return subprocess.run([*snapstore_bin(), *args], cwd=ws, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [*snapstore_bin(), *args], cwd=ws, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def daemon_pid(ws: Path) -> int | None:
@@ -56,20 +63,23 @@ def session(tmp_path: Path):
 
 
 def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
-        session: Session) -> None:
+    session: Session,
+) -> None:
     s, ws = session, session.workspace
     (ws / "notes0.txt").write_text("the user's notes\n")
     done = snapstore(ws, "--json", "hook", "install", "claude-code", "--http")
     assert done.returncode == 0, done.stderr
     config = json.loads((ws / ".claude" / "settings.local.json").read_text())
-    assert {h["type"] for entries in config["hooks"].values() for e in entries
-            for h in e["hooks"]} == {"http", "command"}  # the daemon's start is a command
+    assert {
+        h["type"] for entries in config["hooks"].values() for e in entries for h in e["hooks"]
+    } == {"http", "command"}  # the daemon's start is a command
 
     run = s.run(SCRIPT[0].prompt)  # the session's start starts the daemon
     assert run.code == 0 and not run.timed_out, run.brief()
     logged = json.loads(snapstore(ws, "log", "--json", "--all").stdout)
-    assert [(p["prompt"], p["files"], p["state"]) for p in logged] == \
-        [(SCRIPT[0].prompt, WRITES, "closed")]
+    assert [(p["prompt"], p["files"], p["state"]) for p in logged] == [
+        (SCRIPT[0].prompt, WRITES, "closed")
+    ]
     assert snapstore(ws, "rewind", "1", "--yes").returncode == 0
     assert (ws / "notes0.txt").read_text() == "the user's notes\n"  # captured, and restored
     assert not (ws / "notes1.txt").exists()
@@ -88,12 +98,16 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
     killer.join(timeout=130)
     assert run.code == 0 and not run.timed_out, run.brief()
     assert (ws / "draft0.txt").exists()
-    assert not any((ws / f"draft{i}.txt").exists() for i in range(1, WRITES)), \
+    assert not any((ws / f"draft{i}.txt").exists() for i in range(1, WRITES)), (
         "a write went through with no daemon to capture it"
+    )
     told = [json.dumps(r.body) for r in s.model.requests if isinstance(r.body, dict)]
-    assert any("blocking because onFailure is" in t and "ECONNREFUSED" in t and
-               "/snapstore/hook/claude-code" in t for t in told), \
-        "the model is told why the write was blocked"
+    assert any(
+        "blocking because onFailure is" in t
+        and "ECONNREFUSED" in t
+        and "/snapstore/hook/claude-code" in t
+        for t in told
+    ), "the model is told why the write was blocked"
     # the first write was captured before the daemon died: once its turn is ended (as the
     # next prompt would), it is in the turn, and a rewind takes it back
     logged = json.loads(snapstore(ws, "log", "--json", "--all").stdout)
@@ -101,6 +115,5 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
     assert snapstore(ws, "--session", logged[0]["session"], "end").returncode == 0
     turn = json.loads(snapstore(ws, "show", logged[0]["turn"], "--json").stdout)
     assert [c["path"] for c in turn["changes"]] == ["draft0.txt"]
-    assert snapstore(ws, "--session", logged[0]["session"], "rewind", "1", "--yes"
-                     ).returncode == 0
+    assert snapstore(ws, "--session", logged[0]["session"], "rewind", "1", "--yes").returncode == 0
     assert not (ws / "draft0.txt").exists()

@@ -22,9 +22,21 @@ FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 #: snapstore's own modules on the hook path, for every event of every agent.
 HOOK_MODULES = {
-    "snapstore", "snapstore.adapters", "snapstore.blobs", "snapstore.capture", "snapstore.db",
-    "snapstore.errors", "snapstore.faults", "snapstore.fsio", "snapstore.records",
-    "snapstore.repo", "snapstore.store", "snapstore_cli", "snapstore_cli.entry",
+    "snapstore",
+    "snapstore.adapters",
+    "snapstore.core",
+    "snapstore.ops",
+    "snapstore.core.blobs",
+    "snapstore.ops.capture",
+    "snapstore.core.db",
+    "snapstore.core.errors",
+    "snapstore.core.faults",
+    "snapstore.core.fsio",
+    "snapstore.core.records",
+    "snapstore.core.repo",
+    "snapstore.store",
+    "snapstore_cli",
+    "snapstore_cli.hooks",
     "snapstore_cli.settings",
 }
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...).
@@ -35,7 +47,7 @@ import io, json, sys
 out = sys.argv[1]
 sys.argv = ["snapstore", *sys.argv[2:]]
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.stdin.buffer.read()))
-from snapstore_cli.entry import main
+from snapstore_cli.hooks import main
 try:
     main()
 except SystemExit:
@@ -46,8 +58,14 @@ with open(out, "w") as handle:
 
 
 def _loaded(args: list[str], stdin: bytes, cwd: Path, out: Path) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", _RUN, str(out), *args], input=stdin, cwd=cwd,
-                          env=hermetic_env(), capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN, str(out), *args],
+        input=stdin,
+        cwd=cwd,
+        env=hermetic_env(),
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return set(json.loads(out.read_text()))
 
@@ -55,20 +73,41 @@ def _loaded(args: list[str], stdin: bytes, cwd: Path, out: Path) -> set[str]:
 @pytest.fixture(scope="module")
 def floor(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     out = tmp_path_factory.mktemp("floor") / "modules.json"
-    subprocess.run([sys.executable, "-c", "import json, sys, lmdb, blake3, zstandard\n"
-                    f"json.dump(sorted(sys.modules), open({str(out)!r}, 'w'))"], check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json, sys, lmdb, blake3, zstandard\n"
+            f"json.dump(sorted(sys.modules), open({str(out)!r}, 'w'))",
+        ],
+        check=True,
+    )
     return set(json.loads(out.read_text()))
 
 
 #: The events of each kind, by agent (tests/fixtures/agents holds what each agent sent).
-KINDS = {"begin": {"UserPromptSubmit", "BeforeAgent", "userPromptSubmitted", "chat.message",
-                   "beforeSubmitPrompt", "pre_user_prompt", "PromptSubmit"},
-         "pre": {"PreToolUse", "BeforeTool", "preToolUse", "tool.execute.before",
-                 "pre_write_code"},
-         "post": {"PostToolUse", "AfterTool", "postToolUse", "tool.execute.after",
-                  "post_write_code"},
-         "end": {"Stop", "AfterAgent", "agentStop", "session.idle", "TaskComplete", "stop",
-                 "post_cascade_response"}}
+KINDS = {
+    "begin": {
+        "UserPromptSubmit",
+        "BeforeAgent",
+        "userPromptSubmitted",
+        "chat.message",
+        "beforeSubmitPrompt",
+        "pre_user_prompt",
+        "PromptSubmit",
+    },
+    "pre": {"PreToolUse", "BeforeTool", "preToolUse", "tool.execute.before", "pre_write_code"},
+    "post": {"PostToolUse", "AfterTool", "postToolUse", "tool.execute.after", "post_write_code"},
+    "end": {
+        "Stop",
+        "AfterAgent",
+        "agentStop",
+        "session.idle",
+        "TaskComplete",
+        "stop",
+        "post_cascade_response",
+    },
+}
 AGENTS = sorted(p.stem for p in (FIXTURES / "agents").glob("*.json"))
 
 
@@ -78,16 +117,18 @@ def step(agent: str, kind: str, root: Path) -> tuple[list[str], bytes]:
     text = (FIXTURES / "agents" / f"{agent}.json").read_text().replace("__CWD__", str(root))
     for event, payload in json.loads(text)["steps"]:
         name = event or payload.get("hook_event_name") or payload.get("agent_action_name")
-        if name in KINDS[kind] and (kind in ("begin", "end") or "src/new.py" in json.dumps(
-                payload)):
+        if name in KINDS[kind] and (
+            kind in ("begin", "end") or "src/new.py" in json.dumps(payload)
+        ):
             return ["hook", agent, *([event] if event else [])], json.dumps(payload).encode()
     raise AssertionError(f"{agent} has no {kind} event")
 
 
 @pytest.mark.parametrize("agent", AGENTS)
 @pytest.mark.parametrize("kind", ["begin", "pre", "post", "end"])
-def test_a_hook_loads_only_the_capture_path(root: Path, tmp_path: Path, floor: set[str],
-                                            agent: str, kind: str) -> None:
+def test_a_hook_loads_only_the_capture_path(
+    root: Path, tmp_path: Path, floor: set[str], agent: str, kind: str
+) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "src").mkdir()
     (root / "src" / "new.py").write_text("def new():\n    return 'v1'\n")
@@ -99,30 +140,51 @@ def test_a_hook_loads_only_the_capture_path(root: Path, tmp_path: Path, floor: s
     agent_module = f"snapstore.adapters.{agent.replace('-', '_')}"
     assert ours == HOOK_MODULES | {agent_module}
     assert loaded - floor - ours <= ALLOWED_BEYOND_FLOOR
-    for heavy in ("click", "rich", "prompt_toolkit", "dataclasses", "inspect", "configparser",
-                  "pathspec", "watchdog", "difflib", "shutil", "concurrent.futures"):
+    for heavy in (
+        "click",
+        "rich",
+        "prompt_toolkit",
+        "dataclasses",
+        "inspect",
+        "configparser",
+        "pathspec",
+        "watchdog",
+        "difflib",
+        "shutil",
+        "concurrent.futures",
+    ):
         assert heavy not in loaded, heavy
 
 
-@pytest.mark.parametrize(("agent", "event"), [
-    ("claude-code", "pre-tool-use-edit"), ("claude-code", "post-tool-use-edit"),
-    ("gemini-cli", "before-tool-write-file"), ("gemini-cli", "after-tool-write-file"),
-])
-def test_in_scan_mode_a_file_tool_hook_loads_no_more(root: Path, tmp_path: Path,
-                                                     floor: set[str], agent: str,
-                                                     event: str) -> None:
+@pytest.mark.parametrize(
+    ("agent", "event"),
+    [
+        ("claude-code", "pre-tool-use-edit"),
+        ("claude-code", "post-tool-use-edit"),
+        ("gemini-cli", "before-tool-write-file"),
+        ("gemini-cli", "after-tool-write-file"),
+    ],
+)
+def test_in_scan_mode_a_file_tool_hook_loads_no_more(
+    root: Path, tmp_path: Path, floor: set[str], agent: str, event: str
+) -> None:
     """Scan mode hooks the shell tool and scans around it; a file tool's hook stays lean."""
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text('def greet(name):\n    return "Hello, " + name\n')
-    subprocess.run([sys.executable, "-m", "snapstore_cli", "init", "--track-shell"], cwd=root,
-                   env=hermetic_env(), check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "snapstore_cli", "init", "--track-shell"],
+        cwd=root,
+        env=hermetic_env(),
+        check=True,
+        capture_output=True,
+    )
     begin = "user-prompt-submit" if agent == "claude-code" else "before-agent"
     for name in (begin, event):
         raw = (FIXTURES / agent / f"{name}.json").read_text()
         raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
         loaded = _loaded(["hook", agent], raw.encode(), root, tmp_path / f"{name}.json")
         if name == begin:
-            assert "snapstore.scan" in loaded  # the turn's edge was scanned
+            assert "snapstore.ops.scan" in loaded  # the turn's edge was scanned
     ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
     assert ours == HOOK_MODULES | {f"snapstore.adapters.{agent.replace('-', '_')}"}
     # <store>/config exists in scan mode, and configparser reads it (as before shell hooks)
@@ -152,22 +214,55 @@ leave(None)
 
 #: snapstore's own modules behind the capture commands: the hook path's, without the adapters.
 CAPTURE_MODULES = {
-    "snapstore", "snapstore.blobs", "snapstore.capture", "snapstore.db", "snapstore.errors",
-    "snapstore.faults", "snapstore.fsio", "snapstore.records", "snapstore.repo",
-    "snapstore.store", "snapstore_cli", "snapstore_cli.autogc", "snapstore_cli.fast",
-    "snapstore_cli.failures", "snapstore_cli.launch", "snapstore_cli.settings",
-    "snapstore_cli.text",
+    "snapstore",
+    "snapstore.core",
+    "snapstore.ops",
+    "snapstore.core.blobs",
+    "snapstore.ops.capture",
+    "snapstore.core.db",
+    "snapstore.core.errors",
+    "snapstore.core.faults",
+    "snapstore.core.fsio",
+    "snapstore.core.records",
+    "snapstore.core.repo",
+    "snapstore.store",
+    "snapstore_cli",
+    "snapstore_cli.autogc",
+    "snapstore_cli.fast",
+    "snapstore_cli.failures",
+    "snapstore_cli.launch",
+    "snapstore_cli.settings",
+    "snapstore_cli.output",
+    "snapstore_cli.output.plain",
 }
 #: The console script turns the collector off: ``gc`` is built into the interpreter.
 LAUNCH_ALLOWED = ALLOWED_BEYOND_FLOOR | {"gc"}
 #: Never loaded by a command an agent or its wrapper starts for each event.
-HEAVY = ("click", "rich", "prompt_toolkit", "dataclasses", "inspect", "configparser",
-         "pathspec", "watchdog", "difflib", "shutil", "concurrent.futures", "threading")
+HEAVY = (
+    "click",
+    "rich",
+    "prompt_toolkit",
+    "dataclasses",
+    "inspect",
+    "configparser",
+    "pathspec",
+    "watchdog",
+    "difflib",
+    "shutil",
+    "concurrent.futures",
+    "threading",
+)
 
 
 def _launched(args: list[str], cwd: Path, out: Path, stdin: bytes = b"") -> tuple[int, set[str]]:
-    done = subprocess.run([sys.executable, "-c", _LAUNCH, str(out), *args], input=stdin, cwd=cwd,
-                          env=hermetic_env(), capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, str(out), *args],
+        input=stdin,
+        cwd=cwd,
+        env=hermetic_env(),
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(out.read_text())
     return result["code"], set(result["modules"])
@@ -177,14 +272,23 @@ def _ours(loaded: set[str]) -> set[str]:
     return {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
 
 
-def test_the_capture_commands_load_only_the_capture_path(root: Path, tmp_path: Path,
-                                                         floor: set[str]) -> None:
+def test_the_capture_commands_load_only_the_capture_path(
+    root: Path, tmp_path: Path, floor: set[str]
+) -> None:
     (root / "app.py").write_text("print('hello')\n")
-    subprocess.run([sys.executable, "-m", "snapstore_cli", "init"], cwd=root,
-                   env=hermetic_env(), check=True, capture_output=True)
-    steps = [["begin", "--prompt", "a turn"], ["--json", "pre-write", "--tool", "Write",
-                                               "app.py"],
-             ["post-write", "app.py", "--session", "default"], ["end", "--json"]]
+    subprocess.run(
+        [sys.executable, "-m", "snapstore_cli", "init"],
+        cwd=root,
+        env=hermetic_env(),
+        check=True,
+        capture_output=True,
+    )
+    steps = [
+        ["begin", "--prompt", "a turn"],
+        ["--json", "pre-write", "--tool", "Write", "app.py"],
+        ["post-write", "app.py", "--session", "default"],
+        ["end", "--json"],
+    ]
     for i, args in enumerate(steps):
         if "post-write" in args:  # the agent writes between pre-write and post-write
             (root / "app.py").write_text("print('written')\n")
@@ -196,8 +300,14 @@ def test_the_capture_commands_load_only_the_capture_path(root: Path, tmp_path: P
             assert heavy not in loaded, (args, heavy)
         if args[0] in ("begin", "end"):  # nothing to hash or compress
             assert "zstandard" not in loaded, args
-    log = subprocess.run([sys.executable, "-m", "snapstore_cli", "log", "--json"], cwd=root,
-                         env=hermetic_env(), check=True, capture_output=True, text=True)
+    log = subprocess.run(
+        [sys.executable, "-m", "snapstore_cli", "log", "--json"],
+        cwd=root,
+        env=hermetic_env(),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     assert [p["files"] for p in json.loads(log.stdout)] == [1]  # and they did the work
 
 
@@ -210,17 +320,21 @@ def test_a_bad_capture_command_line_still_gets_clicks_answer(root: Path, tmp_pat
 
 
 def test_a_hook_through_the_console_script_loads_only_the_capture_path(
-        root: Path, tmp_path: Path, floor: set[str]) -> None:
+    root: Path, tmp_path: Path, floor: set[str]
+) -> None:
     (root / "src").mkdir()
     (root / "src" / "app.py").write_text('def greet(name):\n    return "Hello, " + name\n')
     for name in ("user-prompt-submit", "pre-tool-use-edit"):
         raw = (FIXTURES / "claude-code" / f"{name}.json").read_text()
         raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
-        code, loaded = _launched(["hook", "claude-code"], root, tmp_path / f"{name}.json",
-                                 raw.encode())
+        code, loaded = _launched(
+            ["hook", "claude-code"], root, tmp_path / f"{name}.json", raw.encode()
+        )
         assert code == 0
-    assert _ours(loaded) == HOOK_MODULES | {"snapstore.adapters.claude_code",
-                                            "snapstore_cli.launch"}
+    assert _ours(loaded) == HOOK_MODULES | {
+        "snapstore.adapters.claude_code",
+        "snapstore_cli.launch",
+    }
     assert loaded - floor - _ours(loaded) <= LAUNCH_ALLOWED
     for heavy in HEAVY:
         assert heavy not in loaded, heavy
@@ -232,18 +346,43 @@ def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path:
     env = hermetic_env()
     (root / "a.txt").write_text("one\n")
     for args in (["init"], ["begin", "--prompt", "first"], ["pre-write", "a.txt"]):
-        subprocess.run([sys.executable, "-m", "snapstore_cli", *args], cwd=root, env=env,
-                       check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "snapstore_cli", *args],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     (root / "a.txt").write_text("two\n")
     for args in (["post-write", "a.txt"], ["end"]):
-        subprocess.run([sys.executable, "-m", "snapstore_cli", *args], cwd=root, env=env,
-                       check=True, capture_output=True)
-    turn = json.loads(subprocess.run([sys.executable, "-m", "snapstore_cli", "log", "--json"],
-                                     cwd=root, env=env, check=True, capture_output=True,
-                                     text=True).stdout)[0]["turn"]
-    commands = [["log", "--json"], ["status", "--json"], ["show", "1", "--json"], ["diff", "1"],
-                ["scan", "--json"], ["rewind", "1", "--yes"], ["undo", "--json"],
-                ["switch", turn, "--yes"], ["rewind", "1", "--json", "--dry-run"]]
+        subprocess.run(
+            [sys.executable, "-m", "snapstore_cli", *args],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
+    turn = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "snapstore_cli", "log", "--json"],
+            cwd=root,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    )[0]["turn"]
+    commands = [
+        ["log", "--json"],
+        ["status", "--json"],
+        ["show", "1", "--json"],
+        ["diff", "1"],
+        ["scan", "--json"],
+        ["rewind", "1", "--yes"],
+        ["undo", "--json"],
+        ["switch", turn, "--yes"],
+        ["rewind", "1", "--json", "--dry-run"],
+    ]
     for i, args in enumerate(commands):
         code, loaded = _launched(args, root, tmp_path / f"{i}.json")
         assert code == 0, args

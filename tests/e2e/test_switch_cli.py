@@ -30,7 +30,9 @@ def test_switch_back_forward_and_across_through_the_cli(cli, root: Path) -> None
     assert snapshot(root) == after_a
     everything = cli("--json", "log", "--all").json
     assert [(p["turn"], p["n"], p["state"]) for p in everything] == [
-        (b, None, "rewound"), (a, 1, "closed")]
+        (b, None, "rewound"),
+        (a, 1, "closed"),
+    ]
     forward = cli("switch", b, "--yes")  # by id: redo
     assert forward.code == 0 and "switched" in forward.stdout
     assert snapshot(root) == after_b

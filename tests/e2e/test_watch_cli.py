@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from snapstore import Store
-from snapstore.watchlink import watcher_info
+from snapstore.ops.watchlink import watcher_info
 
 from ..support import hermetic_env, read, snapstore_bin, wait_until, write
 
@@ -16,9 +16,14 @@ from ..support import hermetic_env, read, snapstore_bin, wait_until, write
 def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
     write(root, "a.txt", "a\n")
     assert cli("init").code == 0
-    daemon = subprocess.Popen([*snapstore_bin(), "watch", "--json", "--debounce", "60"], cwd=root,
-                              env=hermetic_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True)
+    daemon = subprocess.Popen(
+        [*snapstore_bin(), "watch", "--json", "--debounce", "60"],
+        cwd=root,
+        env=hermetic_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         with Store.open(root) as store:
             wait_until(lambda: watcher_info(store.store_dir) is not None)
@@ -42,4 +47,3 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
     assert cli("scan", "--json").json["source"] == "scan"  # no daemon: a full scan again
     assert read(root, "a.txt") == b"changed\n"
     assert json.loads(out)["recorded"] == 1
-

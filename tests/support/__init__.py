@@ -19,9 +19,23 @@ from snapstore import Store
 
 from .trees import snapshot
 
-__all__ = ["FIXED_NOW", "SHELL_TOOL", "CliResult", "Clock", "agent_turn", "agent_write",
-           "changes_of", "hermetic_env", "make_tree", "read", "shell", "snapshot",
-           "snapstore_bin", "wait_until", "write"]
+__all__ = [
+    "FIXED_NOW",
+    "SHELL_TOOL",
+    "CliResult",
+    "Clock",
+    "agent_turn",
+    "agent_write",
+    "changes_of",
+    "hermetic_env",
+    "make_tree",
+    "read",
+    "shell",
+    "snapshot",
+    "snapstore_bin",
+    "wait_until",
+    "write",
+]
 
 FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 #: Whether pytest runs with ``--slow`` (set by tests/conftest.py before any test module is
@@ -79,8 +93,9 @@ def shell(root: Path, script: str) -> None:
     subprocess.run(["sh", "-ec", script], cwd=root, check=True)
 
 
-def agent_write(store: Store, rel: str, data: bytes | str | None, tool: str = "Write",
-                session: str = "default") -> None:
+def agent_write(
+    store: Store, rel: str, data: bytes | str | None, tool: str = "Write", session: str = "default"
+) -> None:
     """What an agent's tool layer does: capture, write (or delete), record."""
     root = Path(store.root)
     store.pre_write([rel], tool, session)
@@ -91,8 +106,9 @@ def agent_write(store: Store, rel: str, data: bytes | str | None, tool: str = "W
     store.post_write([rel], session)
 
 
-def agent_turn(store: Store, prompt: str, edits: dict[str, bytes | str | None],
-               session: str = "default") -> str:
+def agent_turn(
+    store: Store, prompt: str, edits: dict[str, bytes | str | None], session: str = "default"
+) -> str:
     turn = store.begin_turn(session, prompt)
     for rel, data in edits.items():
         agent_write(store, rel, data, session=session)
@@ -130,7 +146,6 @@ def snapstore_bin() -> list[str]:
 
 def hermetic_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
-    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120",
-                "TERM": "dumb"})
+    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"})
     env.update(extra)
     return env

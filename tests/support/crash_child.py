@@ -32,8 +32,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from snapstore import NotFound, Store, faults
-from snapstore.gc import GcPolicy
+from snapstore import NotFound, Store
+from snapstore.core import faults
+from snapstore.ops.gc import GcPolicy
 
 from .trees import snapshot
 
@@ -49,16 +50,23 @@ Plan = dict[str, Any]
 def scenario(seed: int) -> list[dict[str, Any]]:
     """The operations of one seeded scenario (their effect depends on the tree at run time)."""
     rng = random.Random(seed)
-    ops: list[dict[str, Any]] = [{"kind": "edit", "edits": [
-        {"path": p, "do": "line", "at": 0, "text": "base"} for p in TEXT_FILES[:3]]}]
+    ops: list[dict[str, Any]] = [
+        {
+            "kind": "edit",
+            "edits": [{"path": p, "do": "line", "at": 0, "text": "base"} for p in TEXT_FILES[:3]],
+        }
+    ]
     for _ in range(OPS - 1):
         kind = rng.choices(["turn", "edit", "rewind", "undo", "gc"], [45, 12, 20, 13, 10])[0]
         op: dict[str, Any] = {"kind": kind, "session": rng.choice(SESSIONS)}
         if kind in ("turn", "edit"):
             op["edits"] = [_edit(rng) for _ in range(rng.randint(1, 4 if kind == "turn" else 2))]
         elif kind == "rewind":
-            op.update(k=rng.randrange(6), mode=rng.choice(["both", "both", "code"]),
-                      on_conflict=rng.choice(["skip", "markers", "theirs"]))
+            op.update(
+                k=rng.randrange(6),
+                mode=rng.choice(["both", "both", "code"]),
+                on_conflict=rng.choice(["skip", "markers", "theirs"]),
+            )
         elif kind == "gc":
             op["keep_turns"] = rng.randint(2, 5)
         ops.append(op)
@@ -70,8 +78,12 @@ def _edit(rng: random.Random) -> dict[str, Any]:
     if path == "link":
         return {"path": path, "do": "link", "target": rng.choice(["t0.txt", "../outside", "gone"])}
     if path == "bin.dat":
-        return {"path": path, "do": "binary", "seed": rng.randrange(1 << 30),
-                "size": rng.randint(2000, 60000)}
+        return {
+            "path": path,
+            "do": "binary",
+            "seed": rng.randrange(1 << 30),
+            "size": rng.randint(2000, 60000),
+        }
     do = rng.choices(["line", "delete", "mode"], [8, 1, 1])[0]
     return {"path": path, "do": do, "at": rng.randrange(1000), "text": f"v{rng.randrange(10**6)}"}
 
@@ -95,8 +107,11 @@ def plan_edits(ws: str, edits: list[dict[str, Any]]) -> Plan:
             data = data if kind == "file" and data is not None else b"#!/bin/sh\nexit 0\n"
             mode = 0o755 if mode != 0o755 else 0o644
         else:
-            lines = (data or b"").decode(errors="replace").splitlines(keepends=True) \
-                if kind == "file" else []
+            lines = (
+                (data or b"").decode(errors="replace").splitlines(keepends=True)
+                if kind == "file"
+                else []
+            )
             lines = lines or [f"{path} line {n}\n" for n in range(60)]
             lines[edit["at"] % len(lines)] = f"{edit['text']}\n"
             data = "".join(lines).encode()
@@ -232,8 +247,7 @@ class Runner:
         plan = self._plan(index, make)
         if plan["target"] is None or self._operations(store) > plan["before"]:
             return  # nothing to rewind, or the journal commit happened and resume finished it
-        store.rewind(plan["target"], op["session"], mode=op["mode"],
-                     on_conflict=op["on_conflict"])
+        store.rewind(plan["target"], op["session"], mode=op["mode"], on_conflict=op["on_conflict"])
 
     def _undo(self, store: Store, index: int, op: dict[str, Any]) -> None:
         plan = self._plan(index, lambda: {"before": self._operations(store)})

@@ -76,8 +76,10 @@ def _handler(upstream: tuple[str, int], plan: FaultPlan) -> type[BaseHTTPRequest
             status = plan.next_fault()
             if status is not None:
                 code, message = _REASONS[status]
-                xml = (f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
-                       f"<Message>{message}</Message></Error>").encode()
+                xml = (
+                    f'<?xml version="1.0" encoding="UTF-8"?><Error><Code>{code}</Code>'
+                    f"<Message>{message}</Message></Error>"
+                ).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/xml")
                 self.send_header("Content-Length", str(len(xml)))
@@ -87,8 +89,7 @@ def _handler(upstream: tuple[str, int], plan: FaultPlan) -> type[BaseHTTPRequest
                 return
             conn = http.client.HTTPConnection(*upstream, timeout=30)
             try:
-                conn.putrequest(self.command, self.path, skip_host=True,
-                                skip_accept_encoding=True)
+                conn.putrequest(self.command, self.path, skip_host=True, skip_accept_encoding=True)
                 for name, value in self.headers.items():
                     if name.lower() not in ("transfer-encoding", "content-length", "connection"):
                         conn.putheader(name, value)

@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from .inotify import Watcher
 
-FUZZ = settings(max_examples=300, deadline=None, derandomize=True,
-                suppress_health_check=list(HealthCheck))
+FUZZ = settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
 #: Fuzz cases tried, by kind; printed at the end of the session.
 COUNTS: dict[str, int] = {}
 
@@ -58,12 +59,31 @@ class Sentinel:
 def hostile_paths(tmp_path: Path, root: Path) -> st.SearchStrategy[str]:
     """Relative and absolute paths made of hostile pieces, and plain random text."""
     outside, root_text = str(tmp_path / "outside"), str(root)
-    segment = st.sampled_from([
-        "..", ".", "", "a", "sub", "ok.txt", "canary", "canary_file", ".snapstore", "db",
-        "x" * 300, "é", "\x00", os.fsdecode(b"\xff\xfe"), "\udcff", "new", " ", "-", "~",
-    ]) | st.text(max_size=12)
+    segment = st.sampled_from(
+        [
+            "..",
+            ".",
+            "",
+            "a",
+            "sub",
+            "ok.txt",
+            "canary",
+            "canary_file",
+            ".snapstore",
+            "db",
+            "x" * 300,
+            "é",
+            "\x00",
+            os.fsdecode(b"\xff\xfe"),
+            "\udcff",
+            "new",
+            " ",
+            "-",
+            "~",
+        ]
+    ) | st.text(max_size=12)
     joined = st.lists(segment, min_size=1, max_size=6).map("/".join)
-    prefix = st.sampled_from(["", "/", "//", outside + "/", root_text + "/",
-                              root_text + "/../", "/etc/", "./"])
-    return (st.tuples(prefix, joined).map("".join) | st.text(max_size=40)
-            | st.just("a/" * 300 + "f"))
+    prefix = st.sampled_from(
+        ["", "/", "//", outside + "/", root_text + "/", root_text + "/../", "/etc/", "./"]
+    )
+    return st.tuples(prefix, joined).map("".join) | st.text(max_size=40) | st.just("a/" * 300 + "f")

@@ -15,8 +15,9 @@ def text(rng: random.Random, lines: int) -> str:
     return "".join(f"line {n}: {rng.random():.12f}\n" for n in range(lines))
 
 
-def build_history(store: Store, turns: int = 8, seed: int = 0, session: str = "default",
-                  tick: float = 3600.0) -> list[str]:
+def build_history(
+    store: Store, turns: int = 8, seed: int = 0, session: str = "default", tick: float = 3600.0
+) -> list[str]:
     """Turns that edit text files (delta chains), rewrite a binary, touch small and empty
     files and a symlink. Returns the turn ids, oldest first."""
     rng = random.Random(seed)

@@ -44,7 +44,7 @@ class Watcher:
             offset = 0
             while offset < len(data):
                 wd, mask, _, size = _EVENT.unpack_from(data, offset)
-                name = data[offset + _EVENT.size: offset + _EVENT.size + size].rstrip(b"\0")
+                name = data[offset + _EVENT.size : offset + _EVENT.size + size].rstrip(b"\0")
                 found.append((os.path.join(self.names.get(wd, "?"), os.fsdecode(name)), mask))
                 offset += _EVENT.size + size
 

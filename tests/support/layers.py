@@ -17,6 +17,31 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "snapstore"
 
+#: The layers, bottom to top, each with the packages (or modules) it holds; docs/design.md's
+#: table lists the same. A module may import its own layer and those below.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("record", ["snapstore.core", "snapstore.text"]),
+    ("remote transport", ["snapstore.remote", "snapstore.remote.transport"]),
+    ("remote format", ["snapstore.remote.format"]),
+    ("operations", ["snapstore.ops", "snapstore.remote.sync"]),
+    ("facade", ["snapstore", "snapstore.store"]),
+    ("adapters", ["snapstore.adapters"]),
+]
+
+
+def layer_of(module: str) -> int:
+    """The layer of ``module``: the one whose package holds it most closely. The top
+    package (``snapstore``) holds only its own ``__init__``."""
+    best, level = "", -1
+    for index, (_, members) in enumerate(LAYERS):
+        for member in members:
+            below = member != PACKAGE.name and module.startswith(member + ".")
+            if (module == member or below) and len(member) > len(best):
+                best, level = member, index
+    if level < 0:
+        raise AssertionError(f"{module} is in no layer: add its package to LAYERS in {__file__}")
+    return level
+
 
 def modules(package: Path = PACKAGE) -> dict[str, Path]:
     """Every module of the package by dotted name (a package by its own name)."""

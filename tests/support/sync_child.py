@@ -25,10 +25,13 @@ def main(argv: list[str]) -> None:
     spec = os.environ.get("SNAPSTORE_FAULT")
     if spec:
         install_fault(spec, record)
-    credentials = S3Credentials(os.environ["AWS_ACCESS_KEY_ID"],
-                                os.environ["AWS_SECRET_ACCESS_KEY"])
-    with Store.open(root) as store, open_object_store(url, endpoint_url=endpoint,
-                                                      credentials=credentials) as remote:
+    credentials = S3Credentials(
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    )
+    with (
+        Store.open(root) as store,
+        open_object_store(url, endpoint_url=endpoint, credentials=credentials) as remote,
+    ):
         getattr(store, action)(remote)
 
 

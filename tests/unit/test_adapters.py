@@ -36,8 +36,11 @@ CWD = "/work/project"
 P1, P2 = "Add src/new.py", "Make the greeting friendlier"
 NEW, APP = (f"{CWD}/src/new.py",), (f"{CWD}/app.py",)
 #: Every agent module: all but the config writers.
-AGENTS = sorted(m.name.replace("_", "-") for m in pkgutil.iter_modules(snapstore.adapters.__path__)
-                if m.name != "install")
+AGENTS = sorted(
+    m.name.replace("_", "-")
+    for m in pkgutil.iter_modules(snapstore.adapters.__path__)
+    if m.name != "install"
+)
 
 
 def _agent(name: str) -> Agent:
@@ -86,34 +89,139 @@ def shell(name: str) -> tuple:
 
 
 EXPECTED = {
-    "claude-code": [S, B1, tool(PRE, "Write", NEW), tool(POST, "Write", NEW), shell("Bash"),
-                    ignored("Read"), E, B2, tool(PRE, "Edit", APP), tool(POST, "Edit", APP), E,
-                    E],
-    "gemini-cli": [S, B1, tool(PRE, "write_file", NEW), tool(POST, "write_file", NEW),
-                   shell("run_shell_command"), E, B2, tool(PRE, "replace", APP),
-                   tool(POST, "replace", APP), E, E],
-    "codex": [S, B1, tool(PRE, "apply_patch", NEW), tool(POST, "apply_patch", NEW),
-              shell("Bash"), E, B2, tool(PRE, "apply_patch", APP),
-              tool(POST, "apply_patch", APP), E, E],
+    "claude-code": [
+        S,
+        B1,
+        tool(PRE, "Write", NEW),
+        tool(POST, "Write", NEW),
+        shell("Bash"),
+        ignored("Read"),
+        E,
+        B2,
+        tool(PRE, "Edit", APP),
+        tool(POST, "Edit", APP),
+        E,
+        E,
+    ],
+    "gemini-cli": [
+        S,
+        B1,
+        tool(PRE, "write_file", NEW),
+        tool(POST, "write_file", NEW),
+        shell("run_shell_command"),
+        E,
+        B2,
+        tool(PRE, "replace", APP),
+        tool(POST, "replace", APP),
+        E,
+        E,
+    ],
+    "codex": [
+        S,
+        B1,
+        tool(PRE, "apply_patch", NEW),
+        tool(POST, "apply_patch", NEW),
+        shell("Bash"),
+        E,
+        B2,
+        tool(PRE, "apply_patch", APP),
+        tool(POST, "apply_patch", APP),
+        E,
+        E,
+    ],
     # the empty UserPromptSubmit before each continuation is not a turn
-    "qwen-code": [S, B1, tool(PRE, "write_file", NEW), tool(POST, "write_file", NEW), I,
-                  shell("run_shell_command"), ignored("read_file"), E, B2,
-                  tool(PRE, "edit", APP), tool(POST, "edit", APP), I, E],
-    "copilot": [S, B1, tool(PRE, "create", NEW), tool(POST, "create", NEW), shell("bash"),
-                ignored("view"), E, B2, tool(PRE, "edit", APP), tool(POST, "edit", APP), E, E],
-    "opencode": [B1, tool(PRE, "write", NEW), tool(POST, "write", NEW), shell("bash"), E,
-                 B2, tool(PRE, "edit", APP), tool(POST, "edit", APP), E],
+    "qwen-code": [
+        S,
+        B1,
+        tool(PRE, "write_file", NEW),
+        tool(POST, "write_file", NEW),
+        I,
+        shell("run_shell_command"),
+        ignored("read_file"),
+        E,
+        B2,
+        tool(PRE, "edit", APP),
+        tool(POST, "edit", APP),
+        I,
+        E,
+    ],
+    "copilot": [
+        S,
+        B1,
+        tool(PRE, "create", NEW),
+        tool(POST, "create", NEW),
+        shell("bash"),
+        ignored("view"),
+        E,
+        B2,
+        tool(PRE, "edit", APP),
+        tool(POST, "edit", APP),
+        E,
+        E,
+    ],
+    "opencode": [
+        B1,
+        tool(PRE, "write", NEW),
+        tool(POST, "write", NEW),
+        shell("bash"),
+        E,
+        B2,
+        tool(PRE, "edit", APP),
+        tool(POST, "edit", APP),
+        E,
+    ],
     # a task per prompt; the first tool call came before TaskStart; no prompt in TaskStart
-    "cline": [tool(PRE, "editor", NEW), S, tool(POST, "editor", NEW), shell("run_commands"),
-              E, S, B2, tool(PRE, "editor", APP), tool(POST, "editor", APP), E],
-    "cursor": [S, B1, tool(PRE, "Write", NEW), tool(POST, "Write", NEW), I, shell("Shell"), E,
-               B2, tool(PRE, "Write", APP), tool(POST, "Write", APP), E, E],
-    "windsurf": [B1, tool(PRE, "write_code", NEW), tool(POST, "write_code", NEW), I,
-                 shell("run_command"), E, B2, tool(PRE, "write_code", APP),
-                 tool(POST, "write_code", APP), E],
-    "auggie": [S, B1, tool(PRE, "save-file", NEW), tool(POST, "save-file", NEW),
-               shell("launch-process"), E, B2, tool(PRE, "str-replace-editor", APP),
-               tool(POST, "str-replace-editor", APP), E, E],
+    "cline": [
+        tool(PRE, "editor", NEW),
+        S,
+        tool(POST, "editor", NEW),
+        shell("run_commands"),
+        E,
+        S,
+        B2,
+        tool(PRE, "editor", APP),
+        tool(POST, "editor", APP),
+        E,
+    ],
+    "cursor": [
+        S,
+        B1,
+        tool(PRE, "Write", NEW),
+        tool(POST, "Write", NEW),
+        I,
+        shell("Shell"),
+        E,
+        B2,
+        tool(PRE, "Write", APP),
+        tool(POST, "Write", APP),
+        E,
+        E,
+    ],
+    "windsurf": [
+        B1,
+        tool(PRE, "write_code", NEW),
+        tool(POST, "write_code", NEW),
+        I,
+        shell("run_command"),
+        E,
+        B2,
+        tool(PRE, "write_code", APP),
+        tool(POST, "write_code", APP),
+        E,
+    ],
+    "auggie": [
+        S,
+        B1,
+        tool(PRE, "save-file", NEW),
+        tool(POST, "save-file", NEW),
+        shell("launch-process"),
+        E,
+        B2,
+        tool(PRE, "str-replace-editor", APP),
+        tool(POST, "str-replace-editor", APP),
+        E,
+        E,
+    ],
 }
 
 
@@ -135,8 +243,12 @@ def test_each_event_an_agent_sent_becomes_the_right_action(agent: str) -> None:
 def test_a_shell_call_carries_the_agents_call_id(agent: str) -> None:
     """Overlapping shell calls are paired by id, read through the agent's (dotted) key."""
     spec = _agent(agent)
-    found = [(action, payload) for event, payload in steps(agent)
-             for action in [parse(spec, payload, event, cwd=CWD)] if action.kind == SHELL_PRE]
+    found = [
+        (action, payload)
+        for event, payload in steps(agent)
+        for action in [parse(spec, payload, event, cwd=CWD)]
+        if action.kind == SHELL_PRE
+    ]
     assert found
     for action, payload in found:
         assert action.call and action.call == dig(payload, spec.call_id_key)
@@ -162,12 +274,19 @@ def test_copilot_events_come_from_the_command_line_and_unknown_ones_do_nothing()
 
 def test_claude_code_hooks_that_copilot_runs_carry_its_path_key() -> None:
     """Copilot CLI runs .claude/settings*.json hooks with Claude's names and its arguments."""
-    payload = {"hook_event_name": "PreToolUse", "session_id": "e4500134", "cwd": CWD,
-               "tool_name": "Write", "tool_input": {"path": f"{CWD}/notes.txt",
-                                                    "file_text": "alpha\n"}}
+    payload = {
+        "hook_event_name": "PreToolUse",
+        "session_id": "e4500134",
+        "cwd": CWD,
+        "tool_name": "Write",
+        "tool_input": {"path": f"{CWD}/notes.txt", "file_text": "alpha\n"},
+    }
     action = parse(_agent("claude-code")._replace(name="copilot"), payload)
-    assert (action.kind, action.session, action.paths) == (PRE, "copilot/e4500134",
-                                                           (f"{CWD}/notes.txt",))
+    assert (action.kind, action.session, action.paths) == (
+        PRE,
+        "copilot/e4500134",
+        (f"{CWD}/notes.txt",),
+    )
 
 
 def test_windsurf_hooks_run_in_the_workspace_root_and_name_no_folder() -> None:
@@ -188,16 +307,18 @@ def test_auggie_remove_files_and_apply_patch_name_every_file() -> None:
     base = steps("auggie")[2][1]
     remove = {**base, "tool_name": "remove-files", "tool_input": {"file_paths": ["a.txt", "b"]}}
     assert parse(spec, remove).paths == (f"{CWD}/a.txt", f"{CWD}/b")
-    patch = {**base, "tool_name": "apply_patch",
-             "tool_input": {"input": "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch"}}
+    patch = {
+        **base,
+        "tool_name": "apply_patch",
+        "tool_input": {"input": "*** Begin Patch\n*** Delete File: a.txt\n*** End Patch"},
+    }
     assert parse(spec, patch).paths == (f"{CWD}/a.txt",)
 
 
 @pytest.mark.parametrize("agent", sorted(EXPECTED))
 def test_a_payload_without_its_session_or_its_paths_is_bad_input(agent: str) -> None:
     spec = _agent(agent)
-    event, payload = next((e, p) for e, p in steps(agent)
-                          if parse(spec, p, e, cwd=CWD).kind == PRE)
+    event, payload = next((e, p) for e, p in steps(agent) if parse(spec, p, e, cwd=CWD).kind == PRE)
     broken = json.loads(json.dumps(payload))
     for key in spec.session_keys:
         parent, _, leaf = key.rpartition(".")
@@ -236,10 +357,20 @@ def test_an_apply_patch_names_each_file_once_both_ends_of_a_move_included() -> N
     assert patch_paths("*** Begin Patch\n*** End Patch\n") == []
 
 
-names = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")),
-                min_size=1, max_size=12).map(str.strip).filter(bool)
-ops = st.lists(st.tuples(st.sampled_from(["add", "update", "move", "delete"]), names, names,
-                         st.lists(st.text(max_size=20), max_size=3)), max_size=8)
+names = (
+    st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=12)
+    .map(str.strip)
+    .filter(bool)
+)
+ops = st.lists(
+    st.tuples(
+        st.sampled_from(["add", "update", "move", "delete"]),
+        names,
+        names,
+        st.lists(st.text(max_size=20), max_size=3),
+    ),
+    max_size=8,
+)
 
 
 @given(ops)
@@ -271,15 +402,17 @@ def test_an_end_that_names_an_earlier_prompt_leaves_the_open_turn_alone(tmp_path
     spec = _agent("windsurf")
     data = steps("windsurf")
     with Store.init(tmp_path) as store:
+
         def run(payload: dict) -> None:
             text = json.dumps(payload).replace(CWD, str(tmp_path))
             apply(store, parse(spec, json.loads(text), cwd=str(tmp_path)))
-        run(data[0][1])                    # pre_user_prompt, execution 1
-        run(data[6][1])                    # pre_user_prompt, execution 2 (turn 1 never ended)
+
+        run(data[0][1])  # pre_user_prompt, execution 1
+        run(data[6][1])  # pre_user_prompt, execution 2 (turn 1 never ended)
         session = "windsurf/" + data[0][1]["trajectory_id"]
         second = store.open_turn(session)
         assert second is not None and second.prompt == P2
-        run(data[5][1])                    # the late post_cascade_response of execution 1
+        run(data[5][1])  # the late post_cascade_response of execution 1
         assert store.open_turn(session) == second
-        run(data[9][1])                    # execution 2's own end
+        run(data[9][1])  # execution 2's own end
         assert store.open_turn(session) is None

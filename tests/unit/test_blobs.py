@@ -9,14 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapstore import StoreCorrupt, blobs
+from snapstore import StoreCorrupt
+from snapstore.core import blobs
 
 
 def _text(n_bytes: int, seed: int) -> bytes:
     """Source-like text: lines of words from a large vocabulary."""
     rng = random.Random(seed)
-    vocab = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(2, 10)))
-             for _ in range(4000)]
+    vocab = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz_") for _ in range(rng.randint(2, 10)))
+        for _ in range(4000)
+    ]
     lines, size = [], 0
     while size < n_bytes:
         indent = "    " * rng.randint(0, 3)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import NotFound, RunActive, Store, UnsafePath, tracked
-from snapstore.records import AGENT, CLOSED, OPEN
+from snapstore.core.records import AGENT, CLOSED, OPEN
 
 from ..support import agent_write, read, write
 
@@ -33,7 +33,11 @@ def test_a_turn_records_before_and_after(store: Store, root: Path) -> None:
     assert g.before is None and g.after is not None and g.mkdirs == 1
     record = _turn(store, turn.id)
     assert (record.state, record.prompt, record.message_id, record.kind) == (
-        CLOSED, "change f", "m1", AGENT)
+        CLOSED,
+        "change f",
+        "m1",
+        AGENT,
+    )
 
 
 def test_begin_is_refused_while_a_turn_is_open(store: Store) -> None:
@@ -143,6 +147,7 @@ def test_same_bytes_are_stored_once(store: Store, root: Path) -> None:
 
 def test_one_line_edit_to_a_4_mib_file_adds_under_2_kib(store: Store, root: Path) -> None:
     from .test_blobs import _text
+
     big = _text(4 * 1024 * 1024, seed=7)
     write(root, "big.txt", big)
     store.begin_turn("default", "p")
@@ -155,8 +160,9 @@ def test_one_line_edit_to_a_4_mib_file_adds_under_2_kib(store: Store, root: Path
     assert store.status().stored_bytes - before < 2048
 
 
-def test_writing_context_manager_records_even_when_the_block_raises(store: Store,
-                                                                      root: Path) -> None:
+def test_writing_context_manager_records_even_when_the_block_raises(
+    store: Store, root: Path
+) -> None:
     store.begin_turn("default", "p")
     with pytest.raises(RuntimeError), store.writing(["f.txt"], tool="write_file") as captured:
         write(root, "f.txt", "partial")
@@ -181,6 +187,9 @@ def test_tracked_decorator_captures_the_named_parameter(store: Store, root: Path
     store.end_turn("default")
     changes = _changes(store, turn.id)
     assert [(c.path, c.tool) for c in changes] == [
-        ("a.py", "write_file"), ("b.py", "multi"), ("c.py", "multi")]
+        ("a.py", "write_file"),
+        ("b.py", "multi"),
+        ("c.py", "multi"),
+    ]
     assert all(c.done and c.after is not None for c in changes)
     assert read(root, "a.py") == b"print(1)\n"

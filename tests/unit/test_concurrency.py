@@ -6,13 +6,13 @@ import multiprocessing as mp
 import os
 from pathlib import Path
 
-from snapstore import Store, blobs
+from snapstore import Store
+from snapstore.core import blobs
 
 from ..support import agent_turn, read, write
 from ..support.rawdb import database
 
 CTX = mp.get_context("spawn")  # never share an LMDB environment across fork()
-
 
 
 def _capture_many(root: str, session: str, count: int, start: mp.Event) -> None:
@@ -29,12 +29,12 @@ def _capture_many(root: str, session: str, count: int, start: mp.Event) -> None:
         store.end_turn(session)
 
 
-
 def test_concurrent_pre_writes_lose_nothing(root: Path) -> None:
     Store.init(root).close()
     start = CTX.Event()
-    workers = [CTX.Process(target=_capture_many, args=(str(root), f"s{n}", 40, start))
-               for n in range(3)]
+    workers = [
+        CTX.Process(target=_capture_many, args=(str(root), f"s{n}", 40, start)) for n in range(3)
+    ]
     for worker in workers:
         worker.start()
     start.set()
@@ -45,9 +45,9 @@ def test_concurrent_pre_writes_lose_nothing(root: Path) -> None:
         for n in range(3):
             (point,) = store.rewind_points(f"s{n}")
             assert sorted(f.path for f in point.files) == sorted(
-                f"s{n}/file{i}.txt" for i in range(40))
+                f"s{n}/file{i}.txt" for i in range(40)
+            )
             assert all(f.status == "added" for f in point.files)
-
 
 
 def _grow(root: str, ready: mp.Event, go: mp.Event, done: mp.Event) -> None:
@@ -62,7 +62,6 @@ def _grow(root: str, ready: mp.Event, go: mp.Event, done: mp.Event) -> None:
             store.post_write([rel], "grower")
         store.end_turn("grower")
         done.set()
-
 
 
 def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> None:
@@ -89,13 +88,10 @@ def test_growing_the_map_in_one_process_does_not_break_another(root: Path) -> No
         assert fresh.rewind_points("mine")[0].files[0].status == "modified"
 
 
-
 CALLS = 200
 
 
-
 SHARED = 3
-
 
 
 def _put_atomically(path: Path, data: str) -> None:
@@ -105,7 +101,6 @@ def _put_atomically(path: Path, data: str) -> None:
     os.replace(tmp, path)
 
 
-
 def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
     """One agent's tool calls: pre-write, write, post-write; a new turn every 50 calls.
 
@@ -113,6 +108,7 @@ def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
     around the write); the store sees all eight processes at once.
     """
     import fcntl
+
     with Store.open(root, lock_timeout=120) as store:
         start.wait()
         for i in range(CALLS):
@@ -131,7 +127,6 @@ def _tool_calls(root: str, locks: str, session: str, start: mp.Event) -> None:
         store.end_turn(session)
 
 
-
 def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_path: Path) -> None:
     Store.init(root).close()
     locks = tmp_path / "locks"
@@ -140,8 +135,9 @@ def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_pat
         (root / f"shared{n}.txt").write_text("initial\n")
     sessions = [f"agent{n}" for n in range(8)]
     start = CTX.Event()
-    workers = [CTX.Process(target=_tool_calls, args=(str(root), str(locks), s, start))
-               for s in sessions]
+    workers = [
+        CTX.Process(target=_tool_calls, args=(str(root), str(locks), s, start)) for s in sessions
+    ]
     for worker in workers:
         worker.start()
     start.set()
@@ -171,28 +167,37 @@ def test_eight_agents_calling_tools_in_parallel_lose_nothing(root: Path, tmp_pat
             assert befores == sorted([initial, *[a for a in afters if a != final]])
 
 
-
-def test_rewinding_one_session_keeps_the_other_sessions_later_work(store: Store,
-                                                                   root: Path) -> None:
+def test_rewinding_one_session_keeps_the_other_sessions_later_work(
+    store: Store, root: Path
+) -> None:
     base = "".join(f"line {n}\n" for n in range(40))
     write(root, "shared.py", base)
-    agent_turn(store, "A edits", {"shared.py": base.replace("line 3\n", "A\n"),
-                                  "a.txt": "A\n"}, session="A")
-    agent_turn(store, "B edits later", {
-        "shared.py": base.replace("line 3\n", "A\n").replace("line 30\n", "B\n"),
-        "b.txt": "B\n"}, session="B")
+    agent_turn(
+        store,
+        "A edits",
+        {"shared.py": base.replace("line 3\n", "A\n"), "a.txt": "A\n"},
+        session="A",
+    )
+    agent_turn(
+        store,
+        "B edits later",
+        {"shared.py": base.replace("line 3\n", "A\n").replace("line 30\n", "B\n"), "b.txt": "B\n"},
+        session="B",
+    )
     result = store.rewind(1, "A")
     assert result.merged == ["shared.py"] and result.deleted == ["a.txt"]
     assert read(root, "shared.py") == base.replace("line 30\n", "B\n").encode()
     assert read(root, "b.txt") == b"B\n"
     store.undo(session="A")
-    assert read(root, "shared.py") == base.replace("line 3\n", "A\n").replace(
-        "line 30\n", "B\n").encode()
+    assert (
+        read(root, "shared.py")
+        == base.replace("line 3\n", "A\n").replace("line 30\n", "B\n").encode()
+    )
 
 
-
-def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(store: Store,
-                                                                        root: Path) -> None:
+def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(
+    store: Store, root: Path
+) -> None:
     base = "".join(f"line {n}\n" for n in range(40))
     write(root, "shared.py", base)
     agent_turn(store, "A", {"shared.py": base.replace("line 3\n", "A\n")}, session="A")
@@ -201,4 +206,3 @@ def test_a_rewind_that_would_undo_the_other_sessions_edit_is_a_conflict(store: S
     result = store.rewind(1, "A")
     assert [c["path"] for c in result.conflicts] == ["shared.py"]
     assert read(root, "shared.py") == b_version.encode()  # B's edit is never reverted
-

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from snapstore import Store
-from snapstore.db import check_data_file, data_file
-from snapstore.errors import StoreCorrupt, StoreDamaged
+from snapstore.core.db import check_data_file, data_file
+from snapstore.core.errors import StoreCorrupt, StoreDamaged
 
 from ..support import agent_turn, write
 
@@ -48,11 +48,28 @@ def test_every_cut_is_refused(store: Store, tmp_path: Path) -> None:
     original = Path(path).read_bytes()
     copy = tmp_path / "data.mdb"
 
-    @settings(max_examples=300, deadline=None, derandomize=True,
-              suppress_health_check=list(HealthCheck))
-    @given(cut=st.one_of(st.integers(0, len(original) - 1),
-                         st.sampled_from([0, 19, 20, 151, 152, 4096, 4096 + 151, 8192,
-                                          len(original) - 4096, len(original) - 1])))
+    @settings(
+        max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    )
+    @given(
+        cut=st.one_of(
+            st.integers(0, len(original) - 1),
+            st.sampled_from(
+                [
+                    0,
+                    19,
+                    20,
+                    151,
+                    152,
+                    4096,
+                    4096 + 151,
+                    8192,
+                    len(original) - 4096,
+                    len(original) - 1,
+                ]
+            ),
+        )
+    )
     def run(cut: int) -> None:
         copy.write_bytes(original[:cut])
         with pytest.raises(StoreCorrupt) as caught:
@@ -82,8 +99,13 @@ def test_the_newer_meta_page_decides(store: Store, tmp_path: Path) -> None:
     store.pre_write(["big.bin"])  # the last commit grows the file by some 50 pages
     data = Path(path).read_bytes()
     page = int.from_bytes(data[40:44], "little")
-    metas = [(int.from_bytes(data[off + 144:off + 152], "little"),
-              int.from_bytes(data[off + 136:off + 144], "little")) for off in (0, page)]
+    metas = [
+        (
+            int.from_bytes(data[off + 144 : off + 152], "little"),
+            int.from_bytes(data[off + 136 : off + 144], "little"),
+        )
+        for off in (0, page)
+    ]
     (_, newer_last), (_, older_last) = sorted(metas, reverse=True)
     assert newer_last > older_last
     cut = (older_last + 1) * page
@@ -96,7 +118,7 @@ def test_the_newer_meta_page_decides(store: Store, tmp_path: Path) -> None:
 CHILD = textwrap.dedent("""
     import sys
     from snapstore import Store
-    from snapstore.errors import StoreDamaged
+    from snapstore.core.errors import StoreDamaged
     store = Store.open(sys.argv[1])
     print(len(store.rewind_points()), flush=True)
     sys.stdin.readline()  # the parent truncates the file now
@@ -119,8 +141,13 @@ def test_a_cut_while_the_store_is_open_is_refused_not_sigbus(store: Store, pages
     root = store.root
     size = os.path.getsize(path)
     store.close()
-    child = subprocess.Popen([sys.executable, "-c", CHILD, root], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, root],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert child.stdout is not None and child.stdin is not None
     assert child.stdout.readline().strip() == "5"
     cut = pages * 4096 if pages else 4096 * 3 + 100
@@ -142,12 +169,16 @@ def test_a_page_lmdb_finds_damaged_is_store_corrupt(store: Store) -> None:
     page = int.from_bytes(data[40:44], "little")
     # Per meta page: transaction id at 144, and the main database's root page at 128
     # (its MDB_db follows the free database's, 48 bytes each, from offset 40).
-    _txnid, root_page = max((int.from_bytes(data[off + 144:off + 152], "little"),
-                             int.from_bytes(data[off + 128:off + 136], "little"))
-                            for off in (0, page))
+    _txnid, root_page = max(
+        (
+            int.from_bytes(data[off + 144 : off + 152], "little"),
+            int.from_bytes(data[off + 128 : off + 136], "little"),
+        )
+        for off in (0, page)
+    )
     flags_at = root_page * page + 10
-    assert data[flags_at:flags_at + 2] != b"\0\0"
-    data[flags_at:flags_at + 2] = b"\0\0"
+    assert data[flags_at : flags_at + 2] != b"\0\0"
+    data[flags_at : flags_at + 2] = b"\0\0"
     Path(path).write_bytes(bytes(data))
     with pytest.raises(StoreCorrupt, match=r"damaged: .*MDB_CORRUPTED"):
         Store.open(store.root)

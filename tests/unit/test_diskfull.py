@@ -16,7 +16,7 @@ import lmdb
 import pytest
 
 from snapstore import Store, StoreFull
-from snapstore.fsio import TEMP_NAME
+from snapstore.core.fsio import TEMP_NAME
 
 from ..support import Clock, agent_turn, read, snapshot, write
 from ..support.rawdb import database
@@ -24,14 +24,13 @@ from ..support.rawdb import database
 MIB = 1024 * 1024
 
 
-
 def _temp_files(root: Path) -> list[str]:
     return [name for _, _, files in os.walk(root) for name in files if TEMP_NAME.fullmatch(name)]
 
 
-
-def test_a_full_store_disk_is_a_clear_error_and_records_nothing(small_fs: Path, root: Path,
-                                                                clock: Clock) -> None:
+def test_a_full_store_disk_is_a_clear_error_and_records_nothing(
+    small_fs: Path, root: Path, clock: Clock
+) -> None:
     with Store.init(root, store_dir=str(small_fs / "store"), clock=clock) as store:
         agent_turn(store, "fits", {"small.txt": "small\n"})
         before, blobs = store.rewind_points(), store.status().blobs
@@ -45,9 +44,9 @@ def test_a_full_store_disk_is_a_clear_error_and_records_nothing(small_fs: Path, 
         assert read(root, "small.txt") == b"small\n"
 
 
-
-def test_a_full_workspace_disk_fails_that_file_only(small_fs: Path, tmp_path: Path,
-                                                   clock: Clock) -> None:
+def test_a_full_workspace_disk_fails_that_file_only(
+    small_fs: Path, tmp_path: Path, clock: Clock
+) -> None:
     ws = small_fs / "ws"
     ws.mkdir()
     with Store.init(ws, store_dir=str(tmp_path / "store"), clock=clock) as store:
@@ -63,7 +62,6 @@ def test_a_full_workspace_disk_fails_that_file_only(small_fs: Path, tmp_path: Pa
         os.unlink(ws / "filler")
         store.undo()
         assert read(ws, "small.txt") == b"agent\n"
-
 
 
 class _Txn:
@@ -82,12 +80,12 @@ class _Txn:
         return False
 
 
-
 class FailingEnv:
     """The store's LMDB environment, with chosen commits or map growth failing."""
 
-    def __init__(self, env: lmdb.Environment, fail_commits: set[int] = frozenset(),
-                 fail_grow: bool = False):
+    def __init__(
+        self, env: lmdb.Environment, fail_commits: set[int] = frozenset(), fail_grow: bool = False
+    ):
         self.env, self.fail_commits, self.fail_grow = env, fail_commits, fail_grow
         self.commits = 0
 
@@ -106,7 +104,6 @@ class FailingEnv:
         if size and self.fail_grow:
             raise lmdb.Error("mdb_env_set_mapsize: Cannot allocate memory")
         self.env.set_mapsize(size)
-
 
 
 def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -> None:
@@ -140,9 +137,9 @@ def test_injected_enospc_at_every_commit_of_a_rewind(root: Path, clock: Clock) -
             assert snapshot(ws) == before
 
 
-
-def test_injected_enospc_while_writing_a_file(store: Store, root: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_injected_enospc_while_writing_a_file(
+    store: Store, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write(root, "a.txt", "a\n" * 1000)
     write(root, "b.txt", "b\n")
     agent_turn(store, "t", {"a.txt": "agent a\n", "b.txt": "agent b\n"})
@@ -161,9 +158,9 @@ def test_injected_enospc_while_writing_a_file(store: Store, root: Path,
     assert _temp_files(root) == []
 
 
-
-def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
-                                                                    clock: Clock) -> None:
+def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(
+    root: Path, clock: Clock
+) -> None:
     with Store.init(root, clock=clock, map_size=MIB) as store:
         agent_turn(store, "fits", {"small.txt": "small\n"})
         before = store.status()
@@ -180,4 +177,3 @@ def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(root: Path,
         assert read(root, "small.txt") != b"small\n"
         store.rewind(1)
         assert read(root, "small.txt") == b"small\n"
-

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from snapstore import Store, blobs
-from snapstore.records import Change, loads
+from snapstore import Store
+from snapstore.core import blobs
+from snapstore.core.records import Change, loads
 
 from ..support import Clock, agent_turn, read, write
 from ..support.histories import build_history
@@ -19,9 +20,7 @@ from ..support.rawdb import raw_put, raw_values
 _values = raw_values
 
 
-
 _put = raw_put
-
 
 
 def _independent_decode(values: dict[bytes, bytes], key: bytes) -> bytes | None:
@@ -29,7 +28,7 @@ def _independent_decode(values: dict[bytes, bytes], key: bytes) -> bytes | None:
     try:
         value = values[key]
         header = blobs.parse_header(value, key)
-        payload = value[header.header_size:]
+        payload = value[header.header_size :]
         if header.encoding == blobs.RAW:
             return payload
         if header.encoding == blobs.ZSTD:
@@ -38,11 +37,11 @@ def _independent_decode(values: dict[bytes, bytes], key: bytes) -> bytes | None:
         if base is None:
             return None
         dictionary = zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
-        return zstandard.ZstdDecompressor(dict_data=dictionary, max_window_size=1 << 27
-                                          ).decompress(payload, max_output_size=1 << 26)
+        return zstandard.ZstdDecompressor(dict_data=dictionary, max_window_size=1 << 27).decompress(
+            payload, max_output_size=1 << 26
+        )
     except Exception:
         return None
-
 
 
 def test_a_healthy_store_passes(store: Store) -> None:
@@ -50,7 +49,6 @@ def test_a_healthy_store_passes(store: Store) -> None:
     report = store.fsck()
     assert report.ok and report.blobs_checked == len(_values(store)) > 10
     assert report.corrupt == report.dangling == []
-
 
 
 def test_fsck_finds_every_flipped_byte_that_changes_a_blob(root: Path, clock: Clock) -> None:
@@ -82,26 +80,27 @@ def test_fsck_finds_every_flipped_byte_that_changes_a_blob(root: Path, clock: Cl
                 harmless += 1
             _put(store, key, original[key])
         assert store.fsck().ok
-    print(f"\ncorruption cases: {cases} flips, {detected} detected by fsck, {harmless} landed in "
-          "bits the decoder ignores (the blob still yields its verified content)")
+    print(
+        f"\ncorruption cases: {cases} flips, {detected} detected by fsck, {harmless} landed in "
+        "bits the decoder ignores (the blob still yields its verified content)"
+    )
     assert detected >= 0.95 * cases
 
 
-
-def test_a_flip_in_a_delta_base_is_reported_for_every_blob_resting_on_it(
-        store: Store) -> None:
+def test_a_flip_in_a_delta_base_is_reported_for_every_blob_resting_on_it(store: Store) -> None:
     build_history(store, turns=6)
     values = _values(store)
-    base = next(blobs.parse_header(v, k).base for k, v in values.items()
-                if v[0] == blobs.DELTA)
+    base = next(blobs.parse_header(v, k).base for k, v in values.items() if v[0] == blobs.DELTA)
     damaged = bytearray(values[base])
     damaged[-1] ^= 0xFF
     _put(store, base, bytes(damaged))
-    dependents = {k for k, v in values.items() if v[0] == blobs.DELTA
-                  and blobs.parse_header(v, k).base == base}
+    dependents = {
+        k
+        for k, v in values.items()
+        if v[0] == blobs.DELTA and blobs.parse_header(v, k).base == base
+    }
     corrupt = {c["key"] for c in store.fsck().corrupt}
     assert base.hex() in corrupt and {k.hex() for k in dependents} <= corrupt
-
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -113,8 +112,7 @@ def test_a_rewind_never_writes_corrupt_bytes(root: Path, clock: Clock, seed: int
         write(root, rel, data)
     with Store.init(root, clock=clock) as store:
         agent_turn(store, "p", {rel: f"agent {rel}\n" for rel in files})
-        befores = {c.path: c.before.key
-                   for c in store.changes(store.rewind_points()[0].turn.id)}
+        befores = {c.path: c.before.key for c in store.changes(store.rewind_points()[0].turn.id)}
         damaged = set(rng.sample(sorted(files), rng.randint(1, 3)))
         values = _values(store)
         for rel in damaged:
@@ -128,16 +126,15 @@ def test_a_rewind_never_writes_corrupt_bytes(root: Path, clock: Clock, seed: int
         result = store.rewind(1)
         assert {e["path"] for e in result.errors} == damaged
         for rel, data in files.items():
-            assert read(root, rel) == (f"agent {rel}\n".encode() if rel in damaged
-                                       else data.encode())
+            assert read(root, rel) == (
+                f"agent {rel}\n".encode() if rel in damaged else data.encode()
+            )
         assert not store.fsck().ok
-
 
 
 def _first(store: Store, db: str, cls: type) -> tuple[bytes, object]:
     key, raw = next(iter(raw_values(store, db).items()))
     return key, loads(cls, raw)
-
 
 
 def test_missing_blob_is_dangling_and_repair_drops_the_change(store: Store, root: Path) -> None:
@@ -148,8 +145,7 @@ def test_missing_blob_is_dangling_and_repair_drops_the_change(store: Store, root
     _put(store, bytes.fromhex(change.after.digest), None)
     report = store.fsck()
     assert not report.ok
-    assert {(d["kind"], d["missing"]) for d in report.dangling} >= {
-        ("change", change.after.digest)}
+    assert {(d["kind"], d["missing"]) for d in report.dangling} >= {("change", change.after.digest)}
     repaired = store.fsck(repair=True)
     lost = [line for line in repaired.repaired if "a.txt" in line]
     assert len(lost) == 2 and first in lost[0] + lost[1]
@@ -157,7 +153,6 @@ def test_missing_blob_is_dangling_and_repair_drops_the_change(store: Store, root
     store.rewind(2)  # the rest still rewinds: back to before turn one
     assert read(root, "b.txt") is None
     assert read(root, "a.txt") == b"a2\n"  # both changes that needed a1 were dropped
-
 
 
 def test_dangling_parent_head_and_session_links_are_found_and_cleared(store: Store) -> None:
@@ -178,7 +173,6 @@ def test_dangling_parent_head_and_session_links_are_found_and_cleared(store: Sto
     assert store.fsck().ok
 
 
-
 def test_a_malformed_record_is_corrupt_and_repair_drops_it(store: Store) -> None:
     agent_turn(store, "t", {"a.txt": "a\n"})
     _put(store, b"zzzzzzzzzzzz", b'{"id": "zzzzzzzzzzzz", "what": 1}', "turns")
@@ -188,13 +182,11 @@ def test_a_malformed_record_is_corrupt_and_repair_drops_it(store: Store) -> None
     assert store.fsck().ok
 
 
-
 def test_an_interrupted_rewind_is_not_a_problem(store: Store) -> None:
     agent_turn(store, "t", {"a.txt": "a\n"})
     store.repo.write(lambda tx: tx.set_unfinished(store.rewind_points()[0].turn.id, True))
     report = store.fsck()
     assert report.ok and report.pending
-
 
 
 def test_a_malformed_change_is_corrupt(store: Store) -> None:
@@ -203,4 +195,3 @@ def test_a_malformed_change_is_corrupt(store: Store) -> None:
     assert isinstance(change, Change)
     _put(store, key, b"not json", "changes")
     assert [c["kind"] for c in store.fsck().corrupt] == ["change"]
-

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import BadInput, UnsafePath
-from snapstore.fsio import Entry, Workspace
+from snapstore.core.fsio import Entry, Workspace
 
 
 @pytest.fixture
@@ -38,8 +38,9 @@ def test_the_store_itself_is_refused(ws: Workspace) -> None:
         ws.relpath(".snapstore/db/data.mdb")
 
 
-def test_symlinked_parent_leaving_the_root_is_refused(ws: Workspace, root: Path,
-                                                      tmp_path: Path) -> None:
+def test_symlinked_parent_leaving_the_root_is_refused(
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     (root / "escape").symlink_to(outside)
@@ -53,8 +54,9 @@ def test_symlinked_parent_inside_the_root_is_canonicalised(ws: Workspace, root: 
     assert ws.relpath("alias/f.txt") == "real/f.txt"
 
 
-def test_leaf_symlink_is_read_as_a_link_never_followed(ws: Workspace, root: Path,
-                                                       tmp_path: Path) -> None:
+def test_leaf_symlink_is_read_as_a_link_never_followed(
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
     secret = tmp_path / "secret"
     secret.write_text("do not read")
     (root / "link").symlink_to(secret)
@@ -63,8 +65,9 @@ def test_leaf_symlink_is_read_as_a_link_never_followed(ws: Workspace, root: Path
     assert entry.data == os.fsencode(str(secret))
 
 
-def test_write_replaces_a_symlink_instead_of_following_it(ws: Workspace, root: Path,
-                                                          tmp_path: Path) -> None:
+def test_write_replaces_a_symlink_instead_of_following_it(
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
     target = tmp_path / "victim"
     target.write_text("original")
     (root / "f").symlink_to(target)
@@ -74,7 +77,8 @@ def test_write_replaces_a_symlink_instead_of_following_it(ws: Workspace, root: P
 
 
 def test_parent_swapped_for_a_symlink_after_the_check_is_refused(
-        ws: Workspace, root: Path, tmp_path: Path) -> None:
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
     (root / "d").mkdir()
     rel = ws.relpath("d/f.txt")  # checked while d is a real folder
     outside = tmp_path / "outside"

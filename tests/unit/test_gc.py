@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import Store, blobs, faults
-from snapstore.gc import DAY, GcPolicy
+from snapstore import Store
+from snapstore.core import blobs, faults
+from snapstore.ops.gc import DAY, GcPolicy
 
 from ..support import Clock, agent_turn, snapshot, write
 from ..support.histories import build_history
@@ -28,7 +29,6 @@ def _kept_turns_rewind_exactly(store: Store, expected: dict[str, dict]) -> None:
         assert snapshot(root, dirs=True) == final
 
 
-
 def _recorded_history(store: Store, turns: int) -> tuple[list[str], dict[str, dict]]:
     """Agent turns over a few files, with the tree before each one."""
     root = Path(store.root)
@@ -37,15 +37,20 @@ def _recorded_history(store: Store, turns: int) -> tuple[list[str], dict[str, di
     for n in range(turns):
         tree = snapshot(root, dirs=True)
         data = (root / "big.txt").read_text().replace(f"line {n * 13}\n", f"turn {n}\n")
-        turn = agent_turn(store, f"turn {n}", {
-            "big.txt": data, f"dir{n % 3}/f{n}.txt": f"file {n}\n" * 200,
-            "bin.dat": os.urandom(3000), **({f"dir{(n - 1) % 3}/f{n - 1}.txt": None} if n % 4 == 3
-                                            else {})})
+        turn = agent_turn(
+            store,
+            f"turn {n}",
+            {
+                "big.txt": data,
+                f"dir{n % 3}/f{n}.txt": f"file {n}\n" * 200,
+                "bin.dat": os.urandom(3000),
+                **({f"dir{(n - 1) % 3}/f{n - 1}.txt": None} if n % 4 == 3 else {}),
+            },
+        )
         before[turn] = tree
         ids.append(turn)
         store.clock.tick(DAY)
     return ids, before
-
 
 
 def test_keep_turns_keeps_exact_rewinds_and_shrinks_the_file(store: Store) -> None:
@@ -60,7 +65,6 @@ def test_keep_turns_keeps_exact_rewinds_and_shrinks_the_file(store: Store) -> No
     _kept_turns_rewind_exactly(store, {t: before[t] for t in ids[8:]})
 
 
-
 def test_dropped_delta_bases_are_rebased(store: Store) -> None:
     ids, before = _recorded_history(store, 10)
     result = store.gc(GcPolicy(keep_days=None, keep_turns=2))
@@ -71,7 +75,6 @@ def test_dropped_delta_bases_are_rebased(store: Store) -> None:
     _kept_turns_rewind_exactly(store, {t: before[t] for t in ids[8:]})
 
 
-
 def test_keep_days_drops_older_turns(store: Store, clock: Clock) -> None:
     ids, before = _recorded_history(store, 8)  # one a day
     result = store.gc(GcPolicy(keep_days=3.5))
@@ -80,22 +83,21 @@ def test_keep_days_drops_older_turns(store: Store, clock: Clock) -> None:
     _kept_turns_rewind_exactly(store, {t: before[t] for t in ids[5:]})
 
 
-
 def test_max_size_prunes_oldest_first_until_it_fits(store: Store, root: Path) -> None:
     ids, before = [], {}
     for n in range(12):  # each turn alone holds a 16 KiB version
         before_tree = snapshot(root, dirs=True)
-        ids.append(agent_turn(store, f"turn {n}", {"blob.bin": os.urandom(16384),
-                                                   "small.txt": f"{n}\n"}))
+        ids.append(
+            agent_turn(store, f"turn {n}", {"blob.bin": os.urandom(16384), "small.txt": f"{n}\n"})
+        )
         before[ids[-1]] = before_tree
     quota = store.repo.live_bytes() * 2 // 3
     result = store.gc(GcPolicy(keep_days=None, max_size=quota))
     assert result.store_bytes <= quota and not result.notes
     kept = [p.turn.id for p in store.rewind_points()]
-    assert kept == ids[:-len(kept) - 1:-1] and 4 <= len(kept) < 12  # the newest are kept
+    assert kept == ids[: -len(kept) - 1 : -1] and 4 <= len(kept) < 12  # the newest are kept
     assert store.fsck().ok
     _kept_turns_rewind_exactly(store, {t: before[t] for t in kept})
-
 
 
 def test_an_unreachable_quota_is_reported(store: Store) -> None:
@@ -103,7 +105,6 @@ def test_an_unreachable_quota_is_reported(store: Store) -> None:
     result = store.gc(GcPolicy(keep_days=None, max_size=4096))
     assert result.notes and "cannot be met" in result.notes[0]
     assert store.fsck().ok
-
 
 
 def test_the_open_turn_and_the_last_rewind_are_never_dropped(store: Store, root: Path) -> None:
@@ -125,14 +126,12 @@ def test_the_open_turn_and_the_last_rewind_are_never_dropped(store: Store, root:
     assert store.fsck().ok
 
 
-
 def test_dry_run_changes_nothing(store: Store) -> None:
     _recorded_history(store, 6)
     size = store.repo.data_bytes()
     result = store.gc(GcPolicy(keep_days=None, keep_turns=2), dry_run=True)
     assert result.dry_run and len(result.removed_turns) == 4 and result.removed_blobs > 0
     assert len(store.rewind_points()) == 6 and store.repo.data_bytes() == size
-
 
 
 def test_compaction_waits_for_other_openers_and_skips(store: Store) -> None:
@@ -148,9 +147,9 @@ def test_compaction_waits_for_other_openers_and_skips(store: Store) -> None:
     assert store.gc(GcPolicy(keep_days=None)).compacted
 
 
-
-def test_a_capture_prepared_before_gc_never_points_at_a_swept_blob(store: Store,
-                                                                  root: Path) -> None:
+def test_a_capture_prepared_before_gc_never_points_at_a_swept_blob(
+    store: Store, root: Path
+) -> None:
     """Blobs are encoded outside the write lock; gc may sweep their delta base meanwhile."""
     base = "".join(f"line {i}\n" for i in range(2000)).encode()
     data = base.replace(b"line 7\n", b"changed\n")
@@ -166,7 +165,6 @@ def test_a_capture_prepared_before_gc_never_points_at_a_swept_blob(store: Store,
         assert v.blob(key) == data + b"more\n"
 
 
-
 @pytest.mark.parametrize("turns", [1, 5])
 def test_gc_keeps_every_turn_when_the_policy_keeps_them(store: Store, turns: int) -> None:
     build_history(store, turns=turns)
@@ -174,10 +172,8 @@ def test_gc_keeps_every_turn_when_the_policy_keeps_them(store: Store, turns: int
     assert result.removed_turns == [] and store.fsck().ok
 
 
-
 class _Stop(Exception):
     pass
-
 
 
 def test_gc_keeps_what_an_interrupted_rewind_needs_to_finish(store: Store, root: Path) -> None:
@@ -201,4 +197,3 @@ def test_gc_keeps_what_an_interrupted_rewind_needs_to_finish(store: Store, root:
     assert store.status().head == ids[1]
     store.undo()
     assert store.fsck().ok
-

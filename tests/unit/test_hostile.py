@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from snapstore_cli.entry import run_hook
+from snapstore_cli.hooks import run_hook
 
 from snapstore import SnapstoreError, Store
-from snapstore.fsio import Entry
+from snapstore.core.fsio import Entry
 
 from ..support import agent_turn
 from ..support.fuzz import FUZZ, Sentinel, count, hostile_paths
@@ -31,18 +31,20 @@ from ..support.fuzz import FUZZ, Sentinel, count, hostile_paths
 AT_FDCWD, RENAME_EXCHANGE = -100, 2
 
 
-
-def test_fuzzed_paths_through_the_library(store: Store, root: Path, tmp_path: Path,
-                                          sentinel: Sentinel) -> None:
+def test_fuzzed_paths_through_the_library(
+    store: Store, root: Path, tmp_path: Path, sentinel: Sentinel
+) -> None:
     agent_turn(store, "t", {"sub/ok.txt": "agent\n"})
 
     @FUZZ
     @given(path=hostile_paths(tmp_path, root))
     def run(path: str) -> None:
         count("library paths")
-        for call in (lambda: store.pre_write([path], "Write"),
-                     lambda: store.post_write([path]),
-                     lambda: store.rewind(1, paths=[path], dry_run=True, force=True)):
+        for call in (
+            lambda: store.pre_write([path], "Write"),
+            lambda: store.post_write([path]),
+            lambda: store.rewind(1, paths=[path], dry_run=True, force=True),
+        ):
             try:
                 call()
             except SnapstoreError as exc:
@@ -53,45 +55,78 @@ def test_fuzzed_paths_through_the_library(store: Store, root: Path, tmp_path: Pa
     assert store.fsck().ok
 
 
-
 def _payload(event: str, tool: str, path: object, cwd: object) -> dict[str, object]:
-    return {"session_id": "s1", "cwd": cwd, "hook_event_name": event, "tool_name": tool,
-            "tool_input": {"file_path": path}, "prompt": "p"}
-
+    return {
+        "session_id": "s1",
+        "cwd": cwd,
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": {"file_path": path},
+        "prompt": "p",
+    }
 
 
 def _raw_payloads(root: Path, tmp_path: Path) -> st.SearchStrategy[bytes]:
-    cwd = st.sampled_from([str(root), str(root / "sub"), "ws", str(root / "nope" / "deeper"),
-                           "", str(root) + "\x00"]) | st.text(max_size=8)
-    event = st.sampled_from(["UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-                             "SessionEnd", "BeforeTool", "AfterTool", "BeforeAgent",
-                             "AfterAgent", "Nonsense"])
+    cwd = st.sampled_from(
+        [str(root), str(root / "sub"), "ws", str(root / "nope" / "deeper"), "", str(root) + "\x00"]
+    ) | st.text(max_size=8)
+    event = st.sampled_from(
+        [
+            "UserPromptSubmit",
+            "PreToolUse",
+            "PostToolUse",
+            "Stop",
+            "SessionEnd",
+            "BeforeTool",
+            "AfterTool",
+            "BeforeAgent",
+            "AfterAgent",
+            "Nonsense",
+        ]
+    )
     tool = st.sampled_from(["Write", "Edit", "write_file", "replace", "Bash", ""])
-    path = hostile_paths(tmp_path, root) | st.integers() | st.none() | st.lists(
-        st.text(max_size=3), max_size=2)
-    structured = st.builds(_payload, event, tool, path, cwd).map(
-        lambda p: json.dumps(p).encode())
-    junk = st.sampled_from([
-        b"", b"{", b"[]", b"null", b'"x"', b"\xff\xfe{}", b"[" * 100_000 + b"]" * 100_000,
-        b'{"session_id": "\\udcff", "cwd": "%s", "hook_event_name": "Stop"}'
-        % os.fsencode(root),
-        b'{"hook_event_name": 5}', b'{"session_id": [], "cwd": {}, "hook_event_name": "Stop"}',
-    ]) | st.binary(max_size=64)
+    path = (
+        hostile_paths(tmp_path, root)
+        | st.integers()
+        | st.none()
+        | st.lists(st.text(max_size=3), max_size=2)
+    )
+    structured = st.builds(_payload, event, tool, path, cwd).map(lambda p: json.dumps(p).encode())
+    junk = st.sampled_from(
+        [
+            b"",
+            b"{",
+            b"[]",
+            b"null",
+            b'"x"',
+            b"\xff\xfe{}",
+            b"[" * 100_000 + b"]" * 100_000,
+            b'{"session_id": "\\udcff", "cwd": "%s", "hook_event_name": "Stop"}'
+            % os.fsencode(root),
+            b'{"hook_event_name": 5}',
+            b'{"session_id": [], "cwd": {}, "hook_event_name": "Stop"}',
+        ]
+    ) | st.binary(max_size=64)
     return structured | junk
 
 
-
-def test_fuzzed_hook_payloads(root: Path, tmp_path: Path, sentinel: Sentinel,
-                              monkeypatch: pytest.MonkeyPatch,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_fuzzed_hook_payloads(
+    root: Path,
+    tmp_path: Path,
+    sentinel: Sentinel,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     for key in [k for k in os.environ if k.startswith("SNAPSTORE_")]:
         monkeypatch.delenv(key)
     Store.init(root).close()
 
     @FUZZ
-    @given(raw=_raw_payloads(root, tmp_path), agent=st.sampled_from(["claude-code",
-                                                                    "gemini-cli"]),
-           strict=st.booleans())
+    @given(
+        raw=_raw_payloads(root, tmp_path),
+        agent=st.sampled_from(["claude-code", "gemini-cli"]),
+        strict=st.booleans(),
+    )
     def run(raw: bytes, agent: str, strict: bool) -> None:
         count("hook payloads")
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
@@ -111,9 +146,9 @@ def test_fuzzed_hook_payloads(root: Path, tmp_path: Path, sentinel: Sentinel,
         assert store.fsck().ok
 
 
-
 def test_a_symlinked_parent_swapped_back_and_forth_never_leads_outside(
-        store: Store, root: Path, sentinel: Sentinel) -> None:
+    store: Store, root: Path, sentinel: Sentinel
+) -> None:
     """TOCTOU: a folder becomes a symlink out of the root between check and use."""
     agent_turn(store, "t", {"d/f.txt": "inside\n"})
     os.symlink(sentinel.path, root / "d.link")
@@ -132,10 +167,12 @@ def test_a_symlinked_parent_swapped_back_and_forth_never_leads_outside(
         for n in range(1000):
             count("symlink swaps")
             entry = Entry("file", f"{n}\n".encode())
-            for call in (lambda: store.pre_write(["d/f.txt"]),
-                         lambda: store.ws.read("d/f.txt"),
-                         lambda e=entry: store.ws.write("d/f.txt", e),
-                         lambda: store.post_write(["d/f.txt"])):
+            for call in (
+                lambda: store.pre_write(["d/f.txt"]),
+                lambda: store.ws.read("d/f.txt"),
+                lambda e=entry: store.ws.write("d/f.txt", e),
+                lambda: store.post_write(["d/f.txt"]),
+            ):
                 try:
                     call()
                 except SnapstoreError:
@@ -146,9 +183,9 @@ def test_a_symlinked_parent_swapped_back_and_forth_never_leads_outside(
     assert refused > 0  # the race was really run
 
 
-
-def test_a_symlink_at_the_destination_is_replaced_not_followed(store: Store, root: Path,
-                                                               sentinel: Sentinel) -> None:
+def test_a_symlink_at_the_destination_is_replaced_not_followed(
+    store: Store, root: Path, sentinel: Sentinel
+) -> None:
     agent_turn(store, "t", {"f.txt": "agent\n"})
     os.unlink(root / "f.txt")
     os.symlink(sentinel.path / "secret.txt", root / "f.txt")
@@ -156,4 +193,3 @@ def test_a_symlink_at_the_destination_is_replaced_not_followed(store: Store, roo
     assert result.deleted == ["f.txt"] and not os.path.lexists(root / "f.txt")
     store.undo()  # and comes back as the link it was, still not followed
     assert os.readlink(root / "f.txt") == str(sentinel.path / "secret.txt")
-

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import Store, history
-from snapstore.gc import GcPolicy
+from snapstore import Store
+from snapstore.ops import history
+from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, agent_turn, write
 
@@ -17,8 +18,9 @@ def _kept(store: Store) -> set[bytes]:
         return set(v.counted())
 
 
-def test_log_counts_once_then_reads_what_it_kept(store: Store, root: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_log_counts_once_then_reads_what_it_kept(
+    store: Store, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     old = "".join(f"line {n}\n" for n in range(3000))
     write(root, "big.py", old)
     new = "".join(f"LINE {n}\n" if n % 3 == 0 else f"line {n}\n" for n in range(3000))
@@ -34,7 +36,8 @@ def test_log_counts_once_then_reads_what_it_kept(store: Store, root: Path,
     monkeypatch.setattr(history, "line_stats", no_diff)
     again = store.rewind_points()
     assert [(f.path, f.added, f.removed) for f in again[0].files] == [
-        (f.path, f.added, f.removed) for f in first[0].files]
+        (f.path, f.added, f.removed) for f in first[0].files
+    ]
     assert [(f.added, f.removed) for f in store.show(1).files] == [(1000, 1000), (1, 0)]
 
 

@@ -1,4 +1,4 @@
-"""Unit and property tests for snapstore.merge (diff3 three-way merge and diffs)."""
+"""Unit and property tests for snapstore.text.merge (diff3 three-way merge and diffs)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapstore.merge import (
-    MergeResult,
-    diff_opcodes,
-    is_binary,
-    line_stats,
-    merge3,
-    split_lines,
-    unified_diff,
-)
+from snapstore.text.diff import diff_opcodes, is_binary, line_stats, split_lines
+from snapstore.text.merge import MergeResult, merge3
+from snapstore.text.unified import unified_diff
 
 
 def text(*lines: str, eol: str = "\n", final_newline: bool = True) -> bytes:

@@ -1,4 +1,4 @@
-"""Compare snapstore.merge with git, used as a black box, on generated inputs.
+"""Compare snapstore.text.merge with git, used as a black box, on generated inputs.
 
 * ``merge3`` against ``git merge-file -p ours base theirs``: cleanliness must agree, and when
   both are clean the bytes must agree, on every case. Where git conflicts on a case that lacks
@@ -28,8 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import merge as merge_module
-from snapstore.merge import line_stats, merge3, unified_diff
+from snapstore.text import diff as diff_module
+from snapstore.text.diff import line_stats
+from snapstore.text.merge import merge3
+from snapstore.text.unified import unified_diff
 
 SEED = 20250101
 CASES = 2000
@@ -142,8 +144,9 @@ def completed(case: Case) -> tuple[Case, bytes, bool | None]:
     crlf = [text[: text.rfind(b"\n") + 1].endswith(b"\r\n") for text in texts if b"\n" in text]
     eol = b"\r\n" if crlf and all(crlf) else b"\n"
     base_end = case.base.endswith(b"\n") if case.base else None
-    ours_end, theirs_end = (text.endswith(b"\n") if text else base_end
-                            for text in (case.ours, case.theirs))
+    ours_end, theirs_end = (
+        text.endswith(b"\n") if text else base_end for text in (case.ours, case.theirs)
+    )
     final = None
     if base_end in (ours_end, theirs_end) or ours_end == theirs_end:
         final = (ours_end if ours_end != base_end else theirs_end) is not False
@@ -164,12 +167,17 @@ def reference(
     conflict).
     """
     answers = git_merge_files(cases, workdir, env)
-    retry = [n for n, case in enumerate(cases) if answers[n][0] and lacks_final_newline(case)
-             and completed(case)[2] is not None]
+    retry = [
+        n
+        for n, case in enumerate(cases)
+        if answers[n][0] and lacks_final_newline(case) and completed(case)[2] is not None
+    ]
     fixes = [completed(cases[n]) for n in retry]
     merged = 0
     for n, (_, eol, final), (status, output) in zip(
-        retry, fixes, git_merge_files([case for case, _, _ in fixes], workdir, env),
+        retry,
+        fixes,
+        git_merge_files([case for case, _, _ in fixes], workdir, env),
         strict=True,
     ):
         if status == 0:
@@ -391,14 +399,14 @@ def test_large_rewrites_agree_with_git_past_its_cost_cap(
     """Where git's search gives up at its cost cap and cuts at the furthest point reached,
     so does merge.py: stats and merges agree."""
     capped = []
-    split = merge_module._split
+    split = diff_module._split
 
     def counting(*args: object) -> tuple[int, int, bool]:
         cut = split(*args)  # type: ignore[arg-type]
         capped.append(not cut[2])
         return cut
 
-    monkeypatch.setattr(merge_module, "_split", counting)
+    monkeypatch.setattr(diff_module, "_split", counting)
     cases = heavy_cases(40)
     write_pairs([(case.base, case.ours) for case in cases], tmp_path)
     git = {}

@@ -3,7 +3,7 @@
 An agent reorders the functions of a file of thousands of lines, then the user edits one
 line; the rewind merges (base = agent's version, ours = current, theirs = before). Files
 this large go past the diff's search budget, where the alignment is no longer git's by
-construction (see ``snapstore/merge.py``), so these tests check the merge itself: against
+construction (see ``snapstore/text/merge.py``), so these tests check the merge itself: against
 ``git merge-file`` on the same files, and as a property.
 """
 
@@ -19,7 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from snapstore.merge import line_stats, merge3, split_lines
+from snapstore.text.diff import line_stats, split_lines
+from snapstore.text.merge import merge3
 
 USER_LINE = b"    user_edit = True  # the user's own change\n"
 COMMON = (b"\n", b"        pass\n", b"    return value\n", b"    else:\n")
@@ -29,15 +30,19 @@ def functions(rng: random.Random, count: int) -> list[list[bytes]]:
     """Code-like functions: unique lines among repeated ones (blank lines, ``pass``...)."""
     blocks = []
     for n in range(count):
-        body = [rng.choice(COMMON) if rng.random() < 0.4 else
-                f"    value = value * {rng.randrange(1000)} + {n}\n".encode()
-                for _ in range(rng.randint(2, 12))]
+        body = [
+            rng.choice(COMMON)
+            if rng.random() < 0.4
+            else f"    value = value * {rng.randrange(1000)} + {n}\n".encode()
+            for _ in range(rng.randint(2, 12))
+        ]
         blocks.append([f"def f{n}(value):\n".encode(), *body, b"    return value\n", b"\n"])
     return blocks
 
 
-def scenario(rng: random.Random, count: int, moves: int | None) -> tuple[bytes, bytes, bytes,
-                                                                          bytes]:
+def scenario(
+    rng: random.Random, count: int, moves: int | None
+) -> tuple[bytes, bytes, bytes, bytes]:
     """(before, agent's version, current, the line the user replaced): the agent moves
     ``moves`` functions (all of them, shuffled, when None), the user edits one line of the
     agent's version that is unique in it."""
@@ -59,10 +64,14 @@ def scenario(rng: random.Random, count: int, moves: int | None) -> tuple[bytes, 
 def git_merge_file(tmp: Path, base: bytes, ours: bytes, theirs: bytes) -> tuple[int, bytes]:
     for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
         (tmp / name).write_bytes(data)
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-           "LC_ALL": "C"}
-    proc = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"], cwd=tmp,
-                          env=env, capture_output=True, check=False)
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+    proc = subprocess.run(
+        ["git", "merge-file", "-p", "ours", "base", "theirs"],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     assert 0 <= proc.returncode < 128, proc.stderr
     return proc.returncode, proc.stdout
 

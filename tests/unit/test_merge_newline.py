@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from snapstore import Store
-from snapstore.merge import MergeResult, merge3
+from snapstore.text.merge import MergeResult, merge3
 
 from ..support import agent_turn, read, write
 
@@ -127,8 +127,9 @@ def test_prop_final_newline_is_a_three_way_merge_of_its_own(
     """Far-apart edits always merge, whatever either side did to the final newline: the side
     that changed it wins (ours when both did, which is then the same change)."""
     base, ours, theirs, merged = sides
-    result = merge3(join(base, base_final, eol), join(ours, ours_final, eol),
-                    join(theirs, theirs_final, eol))
+    result = merge3(
+        join(base, base_final, eol), join(ours, ours_final, eol), join(theirs, theirs_final, eol)
+    )
     final = ours_final if ours_final != base_final else theirs_final
     assert result == MergeResult(join(merged, final, eol), 0)
 
@@ -182,22 +183,28 @@ def test_prop_lines_merge_as_git_merges_them_completed(
         return
     ended = [text.endswith(b"\n") if text else None for text in texts]
     assert False in ended
-    status, output = git_merge(tmp_path_factory, *(join(lines, True) for lines in (base, ours,
-                                                                                  theirs)))
+    status, output = git_merge(
+        tmp_path_factory, *(join(lines, True) for lines in (base, ours, theirs))
+    )
     assert status == 0
     final = ended[1] if ended[1] != ended[0] else ended[2]
     assert result.content == (output[:-1] if final is False and output else output)
 
 
-def git_merge(factory: pytest.TempPathFactory, base: bytes, ours: bytes, theirs: bytes
-              ) -> tuple[int, bytes]:
+def git_merge(
+    factory: pytest.TempPathFactory, base: bytes, ours: bytes, theirs: bytes
+) -> tuple[int, bytes]:
     """``git merge-file -p ours base theirs``: exit status and output."""
     work = factory.mktemp("git")
     for name, data in (("ours", ours), ("base", base), ("theirs", theirs)):
         (work / name).write_bytes(data)
-    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-           "LC_ALL": "C"}
-    proc = subprocess.run(["git", "merge-file", "-p", "ours", "base", "theirs"], cwd=work,
-                          env=env, capture_output=True, check=False)
+    env = {**os.environ, "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "LC_ALL": "C"}
+    proc = subprocess.run(
+        ["git", "merge-file", "-p", "ours", "base", "theirs"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
     assert 0 <= proc.returncode < 128, proc.stderr
     return proc.returncode, proc.stdout

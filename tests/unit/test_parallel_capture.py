@@ -9,21 +9,27 @@ from pathlib import Path
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from snapstore import Store, capture
+from snapstore import Store
+from snapstore.ops import capture
 
 from .. import support
 from ..support import Clock, agent_turn, read, write
 
 F = "f.txt"
 LINES = ["alpha\n", "beta\n", "gamma\n", "delta\n", "epsilon\n"]
-PROPS = settings(max_examples=2000 if support.SLOW else 120, deadline=None, derandomize=True,
-                 suppress_health_check=list(HealthCheck))
+PROPS = settings(
+    max_examples=2000 if support.SLOW else 120,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
 
 #: What a tool call writes: new text (one line edited, or fresh), or None (it deletes the file).
 contents = st.one_of(
     st.none(),
-    st.lists(st.sampled_from([*LINES, "ALPHA\n", "zeta\n", "x" * 50 + "\n"]), min_size=0,
-             max_size=6).map(lambda lines: "".join(lines).encode()),
+    st.lists(
+        st.sampled_from([*LINES, "ALPHA\n", "zeta\n", "x" * 50 + "\n"]), min_size=0, max_size=6
+    ).map(lambda lines: "".join(lines).encode()),
 )
 
 
@@ -37,8 +43,9 @@ def calls(draw: st.DrawFn, sessions: int) -> tuple[bytes | None, list[tuple[str,
     """
     initial = draw(contents)
     count = draw(st.integers(min_value=max(2, sessions), max_value=3))
-    owners = list(range(sessions)) + [draw(st.integers(0, sessions - 1))
-                                      for _ in range(count - sessions)]
+    owners = list(range(sessions)) + [
+        draw(st.integers(0, sessions - 1)) for _ in range(count - sessions)
+    ]
     pending = []
     for call, owner in enumerate(owners):
         steps = ["pre", "write", "post"]
@@ -59,8 +66,9 @@ def _put(root: Path, data: bytes | None) -> None:
         write(root, F, data)
 
 
-def _run(store: Store, root: Path, events: list[tuple[str, int, int]],
-         written: dict[int, bytes | None]) -> None:
+def _run(
+    store: Store, root: Path, events: list[tuple[str, int, int]], written: dict[int, bytes | None]
+) -> None:
     for kind, call, owner in events:
         session = f"s{owner}"
         if kind == "pre":
@@ -81,7 +89,8 @@ def _fresh(initial: bytes | None) -> tuple[tempfile.TemporaryDirectory, Path, St
 @PROPS
 @given(data=st.data(), plan=calls(sessions=1))
 def test_any_interleaving_in_one_turn_rewinds_exactly_and_undoes_exactly(
-        data: st.DataObject, plan: tuple[bytes | None, list[tuple[str, int, int]]]) -> None:
+    data: st.DataObject, plan: tuple[bytes | None, list[tuple[str, int, int]]]
+) -> None:
     _check_one_turn(data, plan)
 
 
@@ -104,8 +113,9 @@ def _check_one_turn(data: st.DataObject, plan: tuple[bytes | None, list]) -> Non
 
 @PROPS
 @given(data=st.data(), plan=calls(sessions=2))
-def test_any_interleaving_across_two_sessions(data: st.DataObject,
-                                              plan: tuple[bytes | None, list]) -> None:
+def test_any_interleaving_across_two_sessions(
+    data: st.DataObject, plan: tuple[bytes | None, list]
+) -> None:
     _check_two_sessions(data, plan)
 
 
@@ -167,8 +177,9 @@ def _check_two_sessions(data: st.DataObject, plan: tuple[bytes | None, list]) ->
         assert any(exact or conflicted for exact, conflicted in outcomes), outcomes
 
 
-def test_a_post_write_that_read_before_a_parallel_write_reads_again(store: Store, root: Path,
-                                                                   monkeypatch) -> None:
+def test_a_post_write_that_read_before_a_parallel_write_reads_again(
+    store: Store, root: Path, monkeypatch
+) -> None:
     """Call A reads for its post-write; call B's pre-write, write and post-write land before
     A commits. A's commit must not close the change with the bytes it read."""
     write(root, F, "v0\n")
@@ -200,8 +211,9 @@ def test_a_post_write_that_read_before_a_parallel_write_reads_again(store: Store
 V0 = "one\ntwo\nthree\nfour\nfive\n"
 
 
-def test_a_call_of_another_session_that_begins_mid_call_takes_what_follows(store: Store,
-                                                                           root: Path) -> None:
+def test_a_call_of_another_session_that_begins_mid_call_takes_what_follows(
+    store: Store, root: Path
+) -> None:
     """Session A writes, session B's call begins and writes, then both report. A's change
     ends where B's began, so taking back A alone keeps B's edit, and the reverse."""
     write(root, F, V0)
@@ -223,8 +235,9 @@ def test_a_call_of_another_session_that_begins_mid_call_takes_what_follows(store
     assert read(root, F) == V0.replace("one", "ONE").encode()
 
 
-def test_a_call_of_another_session_inside_a_call_keeps_its_own_part(store: Store,
-                                                                    root: Path) -> None:
+def test_a_call_of_another_session_inside_a_call_keeps_its_own_part(
+    store: Store, root: Path
+) -> None:
     """B's whole call falls inside A's: A's change keeps what came before and after it."""
     write(root, F, V0)
     store.begin_turn("A", "edit lines 1 and 5")
@@ -249,7 +262,8 @@ def test_a_call_of_another_session_inside_a_call_keeps_its_own_part(store: Store
 
 
 def test_a_rewind_of_another_session_during_a_call_is_no_call_of_that_session(
-        store: Store, root: Path) -> None:
+    store: Store, root: Path
+) -> None:
     """Session B's rewind moves ``paths`` back to what an older turn of B recorded while A's
     call is in flight. That older change is no call inside A's: A's change must not be cut
     around it (which would claim to take the file back past B's older turn)."""
@@ -264,8 +278,9 @@ def test_a_rewind_of_another_session_during_a_call_is_no_call_of_that_session(
     write(root, F, V0.replace("one", "ONE").replace("five", "FIVE"))
     store.post_write([F], "A")
     store.end_turn("A")
-    ends = [end for c in store.changes(store.resolve_turn(1, "A").id)
-            for end in (c.before, c.after)]
+    ends = [
+        end for c in store.changes(store.resolve_turn(1, "A").id) for end in (c.before, c.after)
+    ]
     with store.repo.read() as v:
         contents = [v.content(end).data if end else None for end in ends]
     assert V0.encode() not in contents and None not in contents, contents

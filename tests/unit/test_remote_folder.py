@@ -10,29 +10,46 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from snapstore_cli.failures import exit_code
 
-from snapstore.errors import BadInput
+from snapstore.core.errors import BadInput
 from snapstore.remote import ObjectMissing, RemoteURL, open_object_store, parse_url
-from snapstore.remote.base import check_key
-from snapstore.remote.folder import FolderObjectStore
+from snapstore.remote.transport.backend import check_key
+from snapstore.remote.transport.folder import FolderObjectStore
 
 
-@pytest.mark.parametrize(("url", "parsed"), [
-    ("s3://my-bucket", RemoteURL("s3", bucket="my-bucket")),
-    ("s3://my.bucket/team/agent-1", RemoteURL("s3", bucket="my.bucket", prefix="team/agent-1")),
-    ("s3://bkt/deep/prefix/", RemoteURL("s3", bucket="bkt", prefix="deep/prefix")),
-    ("file:///srv/snapstore", RemoteURL("file", path="/srv/snapstore")),
-    ("file://localhost/srv/a%20b/", RemoteURL("file", path="/srv/a b")),
-])
+@pytest.mark.parametrize(
+    ("url", "parsed"),
+    [
+        ("s3://my-bucket", RemoteURL("s3", bucket="my-bucket")),
+        ("s3://my.bucket/team/agent-1", RemoteURL("s3", bucket="my.bucket", prefix="team/agent-1")),
+        ("s3://bkt/deep/prefix/", RemoteURL("s3", bucket="bkt", prefix="deep/prefix")),
+        ("file:///srv/snapstore", RemoteURL("file", path="/srv/snapstore")),
+        ("file://localhost/srv/a%20b/", RemoteURL("file", path="/srv/a b")),
+    ],
+)
 def test_remote_urls(url: str, parsed: RemoteURL):
     assert parse_url(url) == parsed
     assert parse_url(str(parsed)) == parsed
 
 
-@pytest.mark.parametrize("url", [
-    "s3://", "s3://UPPER", "s3://ab", "s3://a..b", "s3://-x-/p", "s3://bkt/a//b",
-    "s3://bkt/../x", "s3://bkt/p?versionId=1", "file://server/share", "file:relative/path",
-    "https://bucket.s3.amazonaws.com", "gs://bucket", "/just/a/path", "",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "s3://",
+        "s3://UPPER",
+        "s3://ab",
+        "s3://a..b",
+        "s3://-x-/p",
+        "s3://bkt/a//b",
+        "s3://bkt/../x",
+        "s3://bkt/p?versionId=1",
+        "file://server/share",
+        "file:relative/path",
+        "https://bucket.s3.amazonaws.com",
+        "gs://bucket",
+        "/just/a/path",
+        "",
+    ],
+)
 def test_bad_remote_urls_are_one_clear_line(url: str):
     with pytest.raises(BadInput) as caught:
         parse_url(url)
@@ -70,8 +87,11 @@ def test_leftover_temporary_files_are_invisible(tmp_path: Path):
     assert list(store.list()) == []
     assert store.put_if_absent("packs/p1", b"whole")
     assert [i.key for i in store.list("packs")] == ["packs/p1"]
-    assert not [p for p in (tmp_path / "packs").iterdir() if p.name.startswith(".tmp-")
-                and p.name != ".tmp-deadbeef"]
+    assert not [
+        p
+        for p in (tmp_path / "packs").iterdir()
+        if p.name.startswith(".tmp-") and p.name != ".tmp-deadbeef"
+    ]
 
 
 def test_a_lost_nfs_reply_still_counts_as_created(tmp_path: Path, monkeypatch):
@@ -91,7 +111,6 @@ def test_a_lost_nfs_reply_still_counts_as_created(tmp_path: Path, monkeypatch):
     assert store.put_if_absent("config", b"theirs") is False
 
 
-
 def test_errors_name_the_remote(tmp_path: Path):
     store = open_object_store(tmp_path.as_uri(), name="origin")
     with pytest.raises(ObjectMissing) as caught:
@@ -99,4 +118,8 @@ def test_errors_name_the_remote(tmp_path: Path):
     err = caught.value
     assert str(err) == f"remote origin ({tmp_path.as_uri()}): packs/none: no such object"
     assert (err.name, err.remote, err.key, err.code) == (
-        "origin", tmp_path.as_uri(), "packs/none", "remote_object_missing")
+        "origin",
+        tmp_path.as_uri(),
+        "packs/none",
+        "remote_object_missing",
+    )

@@ -49,9 +49,12 @@ def proxied(seaweed: Seaweed) -> Iterator[tuple[FaultPlan, str]]:
 
 def test_unreachable_endpoint():
     (port,) = free_ports(1)  # nothing listens there
-    store = open_object_store(_url(), endpoint_url=f"http://127.0.0.1:{port}",
-                              credentials=S3Credentials(ACCESS_KEY, SECRET_KEY),
-                              retry=FAST_RETRY)
+    store = open_object_store(
+        _url(),
+        endpoint_url=f"http://127.0.0.1:{port}",
+        credentials=S3Credentials(ACCESS_KEY, SECRET_KEY),
+        retry=FAST_RETRY,
+    )
     for call in (lambda: store.get("k"), lambda: store.put("k", b"x"), store.check):
         with pytest.raises(RemoteUnreachable) as caught:
             call()
@@ -60,16 +63,23 @@ def test_unreachable_endpoint():
         assert f"127.0.0.1:{port}" in str(err) and "cannot connect" in str(err)
 
 
-@pytest.mark.parametrize(("credentials", "code"), [
-    (S3Credentials(ACCESS_KEY, "not-the-secret-at-all"), "SignatureDoesNotMatch"),
-    (S3Credentials("UNKNOWNKEY", "not-the-secret-at-all"), "InvalidAccessKeyId"),
-])
+@pytest.mark.parametrize(
+    ("credentials", "code"),
+    [
+        (S3Credentials(ACCESS_KEY, "not-the-secret-at-all"), "SignatureDoesNotMatch"),
+        (S3Credentials("UNKNOWNKEY", "not-the-secret-at-all"), "InvalidAccessKeyId"),
+    ],
+)
 def test_wrong_credentials_are_refused(seaweed: Seaweed, credentials: S3Credentials, code: str):
     good = seaweed.store(_url())
     good.put("k", b"data")
     bad = seaweed.store(good.url, credentials=credentials, retry=FAST_RETRY)
-    for call in (lambda: bad.get("k"), lambda: bad.put("k", b"evil"),
-                 lambda: list(bad.list()), bad.check):
+    for call in (
+        lambda: bad.get("k"),
+        lambda: bad.put("k", b"evil"),
+        lambda: list(bad.list()),
+        bad.check,
+    ):
         with pytest.raises(RemoteDenied) as caught:
             call()
         err = caught.value
@@ -165,8 +175,11 @@ def test_a_server_ignoring_conditional_writes_is_detected(seaweed: Seaweed, prox
 
 
 def test_credentials_from_the_environment(seaweed: Seaweed):
-    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-           "AWS_REGION": "eu-west-3"}
+    env = {
+        "AWS_ACCESS_KEY_ID": ACCESS_KEY,
+        "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
+        "AWS_REGION": "eu-west-3",
+    }
     credentials = from_environment(env)
     assert credentials == S3Credentials(ACCESS_KEY, SECRET_KEY)
     assert region_from_environment(env) == "eu-west-3"
@@ -190,10 +203,12 @@ def aws_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_credentials_from_a_profile(seaweed: Seaweed, aws_home: Path,
-                                    monkeypatch: pytest.MonkeyPatch):
+def test_credentials_from_a_profile(
+    seaweed: Seaweed, aws_home: Path, monkeypatch: pytest.MonkeyPatch
+):
     (aws_home / "credentials").write_text(
-        f"[snaptest]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n")
+        f"[snaptest]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    )
     (aws_home / "config").write_text("[profile snaptest]\nregion = eu-north-1\n")
     monkeypatch.setenv("AWS_PROFILE", "snaptest")
     assert from_environment(os.environ) is None  # no keys there: the chain takes over
@@ -203,8 +218,7 @@ def test_credentials_from_a_profile(seaweed: Seaweed, aws_home: Path,
     store.put("k", b"from a profile")
     assert store.get("k") == b"from a profile"
     # None means the same chain
-    assert open_object_store(store.url, endpoint_url=seaweed.endpoint).get("k") == \
-        b"from a profile"
+    assert open_object_store(store.url, endpoint_url=seaweed.endpoint).get("k") == b"from a profile"
 
 
 def test_no_credentials_anywhere(aws_home: Path, monkeypatch: pytest.MonkeyPatch):
@@ -217,8 +231,13 @@ def test_no_credentials_anywhere(aws_home: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60, cwd=Path(__file__).parent.parent)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parent.parent,
+    )
 
 
 def test_the_s3_client_is_imported_only_for_an_s3_remote(tmp_path: Path):

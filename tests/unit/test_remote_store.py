@@ -23,10 +23,9 @@ from snapstore.remote import (
     ObjectMissing,
     ObjectStore,
     RemoteError,
-    digest_hex,
-    get_verified,
     open_object_store,
 )
+from snapstore.remote.format.verify import digest_hex, get_verified
 
 from ..support.seaweed import BUCKET, FAST_RETRY
 
@@ -50,8 +49,11 @@ def remote(request: pytest.FixtureRequest, tmp_path: Path):
     if request.param == "s3":
         server = request.getfixturevalue("seaweed")
         url = f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}"
-        options = {"endpoint_url": server.endpoint, "credentials": server.credentials,
-                   "retry": FAST_RETRY}
+        options = {
+            "endpoint_url": server.endpoint,
+            "credentials": server.credentials,
+            "retry": FAST_RETRY,
+        }
         folder = None
     else:
         folder = tmp_path / "remote"
@@ -153,7 +155,8 @@ def test_listing_many_keys_pages_through_all(remote: Remote):
     assert sorted(listed) == sorted(keys)  # each exactly once
 
     assert sum(info.size for info in store.list("data/3")) == 5 * len(
-        [k for k in keys if k.startswith("data/3/")])
+        [k for k in keys if k.startswith("data/3/")]
+    )
 
 
 def test_check_reports_conditional_writes(remote: Remote):
@@ -163,8 +166,22 @@ def test_check_reports_conditional_writes(remote: Remote):
 
 
 def test_invalid_keys_are_refused_before_any_request(remote: Remote):
-    for key in ["", "/abs", "a//b", "../up", "a/../b", "a/./b", ".hidden", "a/.tmp-x",
-                "sp ace", "back\\slash", "ü", "a:b", "a%2fb", "x" * 901]:
+    for key in [
+        "",
+        "/abs",
+        "a//b",
+        "../up",
+        "a/../b",
+        "a/./b",
+        ".hidden",
+        "a/.tmp-x",
+        "sp ace",
+        "back\\slash",
+        "ü",
+        "a:b",
+        "a%2fb",
+        "x" * 901,
+    ]:
         with pytest.raises(ValueError):
             remote.store.put(key, b"x")
         with pytest.raises(ValueError):
@@ -210,8 +227,7 @@ def test_eight_processes_race_for_one_key(remote: Remote):
     rounds, n = 5, 8
     barrier, results = ctx.Barrier(n), ctx.Queue()
     spec = Remote(remote.kind, None, remote.url, remote.options)  # type: ignore[arg-type]
-    procs = [ctx.Process(target=_race, args=(spec, rounds, i, barrier, results))
-             for i in range(n)]
+    procs = [ctx.Process(target=_race, args=(spec, rounds, i, barrier, results)) for i in range(n)]
     for p in procs:
         p.start()
     outcome = dict(results.get(timeout=120) for _ in procs)
@@ -231,9 +247,13 @@ def test_missing_bucket_or_folder(remote: Remote, tmp_path: Path):
     else:
         store = open_object_store((tmp_path / "not-there").as_uri())
     with store:
-        for call in (lambda: store.get("k"), lambda: store.put("k", b"x"),
-                     lambda: store.put_if_absent("k", b"x"), lambda: list(store.list()),
-                     store.check):
+        for call in (
+            lambda: store.get("k"),
+            lambda: store.put("k", b"x"),
+            lambda: store.put_if_absent("k", b"x"),
+            lambda: list(store.list()),
+            store.check,
+        ):
             with pytest.raises(MissingBucket) as caught:
                 call()
             assert exit_code(caught.value) == 6 and caught.value.remote == store.url

@@ -1,4 +1,4 @@
-"""The one escape helper for text that reaches a terminal (snapstore_cli.render.printable)."""
+"""The one escape helper for text that reaches a terminal (snapstore_cli.output.rich.printable)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,27 @@ import codecs
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from snapstore_cli.text import printable, unsafe
+from snapstore_cli.output.plain import printable, unsafe
 
-ACTIVE = ["\x1b", "\x07", "\x00", "\n", "\r", "\t", "\x7f", "\x85", "\x9b", "\u202e",
-          "\u2066", "\u2028", "\udcff", "\udc80"]
-names = st.lists(st.one_of(st.text(max_size=8), st.sampled_from([*ACTIVE, "\\", '"'])),
-                 max_size=8).map("".join)
+ACTIVE = [
+    "\x1b",
+    "\x07",
+    "\x00",
+    "\n",
+    "\r",
+    "\t",
+    "\x7f",
+    "\x85",
+    "\x9b",
+    "\u202e",
+    "\u2066",
+    "\u2028",
+    "\udcff",
+    "\udc80",
+]
+names = st.lists(
+    st.one_of(st.text(max_size=8), st.sampled_from([*ACTIVE, "\\", '"'])), max_size=8
+).map("".join)
 
 
 def test_examples_the_git_way() -> None:

@@ -25,8 +25,9 @@ def test_exact_restore_of_modified_created_and_deleted_files(store: Store, root:
     write(root, "mod.txt", "original\n")
     write(root, "gone.txt", "keep me\n")
     before = snapshot(root, dirs=True)
-    turn = agent_turn(store, "edit", {"mod.txt": "agent\n", "new/dir/made.txt": "new\n",
-                                      "gone.txt": None})
+    turn = agent_turn(
+        store, "edit", {"mod.txt": "agent\n", "new/dir/made.txt": "new\n", "gone.txt": None}
+    )
     result = store.rewind(turn)
     assert snapshot(root, dirs=True) == before
     assert sorted(result.restored) == ["gone.txt", "mod.txt"]
@@ -87,7 +88,8 @@ def test_binary_files_are_never_merged(store: Store, root: Path) -> None:
 
 
 def test_agent_created_file_edited_by_user_is_kept_unless_merge_empties_it(
-        store: Store, root: Path) -> None:
+    store: Store, root: Path
+) -> None:
     turn = agent_turn(store, "p", {"new.txt": "agent line\n"})
     write(root, "new.txt", "agent line\nuser line\n")
     result = store.rewind(turn)
@@ -121,8 +123,7 @@ def test_file_modes_and_symlinks_are_restored(store: Store, root: Path) -> None:
     assert snapshot(root) == before
 
 
-def test_conversation_mode_moves_the_head_without_touching_files(store: Store,
-                                                                  root: Path) -> None:
+def test_conversation_mode_moves_the_head_without_touching_files(store: Store, root: Path) -> None:
     t1 = agent_turn(store, "1", {"a.txt": "a\n"})
     agent_turn(store, "2", {"a.txt": "b\n"})
     result = store.rewind(1, mode="conversation")
@@ -158,8 +159,7 @@ def test_rewind_starts_a_new_branch_and_keeps_the_old(store: Store, root: Path) 
         store.rewind(t2)
 
 
-def test_rewind_is_refused_while_a_turn_is_open_unless_forced(store: Store,
-                                                               root: Path) -> None:
+def test_rewind_is_refused_while_a_turn_is_open_unless_forced(store: Store, root: Path) -> None:
     agent_turn(store, "1", {"a.txt": "1\n"})
     store.begin_turn("default", "2")
     agent_write(store, "a.txt", "2\n")

@@ -13,8 +13,13 @@ from snapstore import Store
 from ..support import agent_turn, read, snapshot, write
 
 
-def _swap(store: Store, root: Path, removals: list[str], additions: dict[str, str | None],
-          links: dict[str, str] | None = None) -> str:
+def _swap(
+    store: Store,
+    root: Path,
+    removals: list[str],
+    additions: dict[str, str | None],
+    links: dict[str, str] | None = None,
+) -> str:
     """An agent turn that takes paths away, then puts others (files, links) in their place,
     one tool call each, as an agent's file tools do."""
     turn = store.begin_turn("default", "restructure")
@@ -38,10 +43,12 @@ def _swap(store: Store, root: Path, removals: list[str], additions: dict[str, st
     return turn.id
 
 
-@pytest.mark.parametrize("case", ["file->folder", "folder->file", "link->file", "file->link",
-                                  "link->folder"])
+@pytest.mark.parametrize(
+    "case", ["file->folder", "folder->file", "link->file", "file->link", "link->folder"]
+)
 def test_a_structural_swap_rewinds_and_its_undo_restores_the_agents_structure(
-        store: Store, root: Path, case: str) -> None:
+    store: Store, root: Path, case: str
+) -> None:
     write(root, "keep.txt", "untouched\n")
     if case == "file->folder":
         write(root, "config", "[base]\nx = 1\n")
@@ -51,8 +58,9 @@ def test_a_structural_swap_rewinds_and_its_undo_restores_the_agents_structure(
         write(root, "lib/a.py", "a\n")
         write(root, "lib/sub/b.py", "b\n")
         before = snapshot(root, dirs=True)
-        turn = _swap(store, root, ["lib/a.py", "lib/sub/b.py", "lib/sub", "lib"],
-                     {"lib": "one file\n"})
+        turn = _swap(
+            store, root, ["lib/a.py", "lib/sub/b.py", "lib/sub", "lib"], {"lib": "one file\n"}
+        )
     elif case == "link->file":
         write(root, "real.txt", "real\n")
         os.symlink("real.txt", root / "alias")
@@ -76,8 +84,7 @@ def test_a_structural_swap_rewinds_and_its_undo_restores_the_agents_structure(
     assert snapshot(root, dirs=True) == after
 
 
-def test_a_folder_the_user_filled_is_never_emptied_by_a_rewind(store: Store,
-                                                                root: Path) -> None:
+def test_a_folder_the_user_filled_is_never_emptied_by_a_rewind(store: Store, root: Path) -> None:
     write(root, "config", "[base]\n")
     turn = _swap(store, root, ["config"], {"config/base.ini": "[base]\nx = 2\n"})
     write(root, "config/mine.txt", "the user's own file\n")
@@ -86,8 +93,9 @@ def test_a_folder_the_user_filled_is_never_emptied_by_a_rewind(store: Store,
     assert read(root, "config/mine.txt") == b"the user's own file\n"  # nothing of it lost
 
 
-def test_a_users_mode_change_survives_the_rewind_of_a_content_change(store: Store,
-                                                                     root: Path) -> None:
+def test_a_users_mode_change_survives_the_rewind_of_a_content_change(
+    store: Store, root: Path
+) -> None:
     write(root, "run.sh", "#!/bin/sh\necho one\n")
     turn = agent_turn(store, "edit", {"run.sh": "#!/bin/sh\necho two\n"})
     os.chmod(root / "run.sh", 0o755)  # the user
@@ -97,8 +105,9 @@ def test_a_users_mode_change_survives_the_rewind_of_a_content_change(store: Stor
     assert os.stat(root / "run.sh").st_mode & 0o777 == 0o755
 
 
-def test_an_agents_mode_change_is_taken_back_and_a_users_edit_kept(store: Store,
-                                                                   root: Path) -> None:
+def test_an_agents_mode_change_is_taken_back_and_a_users_edit_kept(
+    store: Store, root: Path
+) -> None:
     write(root, "tool.py", "print(1)\n" * 5)
     store.begin_turn("default", "make it executable")
     store.pre_write(["tool.py"])
@@ -122,8 +131,7 @@ def test_a_hard_linked_file_is_rewound_and_the_split_reported(store: Store, root
     assert "2 hard links" in result.warnings[0]["reason"]
 
 
-def test_another_sessions_write_in_flight_is_left_alone_and_named(store: Store,
-                                                                  root: Path) -> None:
+def test_another_sessions_write_in_flight_is_left_alone_and_named(store: Store, root: Path) -> None:
     write(root, "f.txt", "v0\n")
     a_turn = agent_turn(store, "a edits", {"f.txt": "v1\n"}, session="a")
     store.begin_turn("b", "b edits")
@@ -147,6 +155,7 @@ def test_two_writes_of_one_switch_that_clash_refuse_each_other(store: Store, roo
     would also bring back the file ``cfg`` (session a's, deleted by b's later turn): a
     file and a folder of one name. Neither write wins by the order of paths: both are
     refused, named, and the tree is left as it was."""
+
     def swap(session: str, old: str, new: str, data: str) -> str:
         turn = store.begin_turn(session, f"{old} becomes {new}")
         store.pre_write([old], "Delete", session)

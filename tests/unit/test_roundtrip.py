@@ -22,9 +22,14 @@ PATHS = ["a.txt", "b.py", "bin.dat", "sub/c.txt", "new/deep/d.md"]
 
 line = st.text(alphabet="abc xyz", min_size=0, max_size=8)
 text_content = st.builds(
-    lambda lines, crlf, final: (("\r\n" if crlf else "\n").join(lines)
-                                + (("\r\n" if crlf else "\n") if final and lines else "")).encode(),
-    st.lists(line, max_size=6), st.booleans(), st.booleans())
+    lambda lines, crlf, final: (
+        ("\r\n" if crlf else "\n").join(lines)
+        + (("\r\n" if crlf else "\n") if final and lines else "")
+    ).encode(),
+    st.lists(line, max_size=6),
+    st.booleans(),
+    st.booleans(),
+)
 binary_content = st.binary(min_size=1, max_size=64).map(lambda b: b"\0" + b)
 content = st.one_of(text_content, binary_content, st.just(b""))
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import Store, UnsafePath, scan
-from snapstore.records import FILE, USER, Entry, unscanned_fingerprint, version_of
+from snapstore import Store, UnsafePath
+from snapstore.core.records import FILE, USER, Entry, unscanned_fingerprint, version_of
+from snapstore.ops import scan
 
 from ..support import SHELL_TOOL, agent_write, changes_of, make_tree, read, shell, snapshot, write
 
@@ -18,19 +19,16 @@ def index_keys(store: Store) -> set[str]:
         return {os.fsdecode(k) for k in v.index_entries()}
 
 
-
 def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: Path) -> None:
     make_tree(root)
     result = store.scan()
     assert result.baseline and result.count == 0 and result.turn is None
-    assert index_keys(store) == {"src/a.txt", "src/b.txt", "src/c.txt", "run.sh", "bin.dat",
-                                 "link"}
+    assert index_keys(store) == {"src/a.txt", "src/b.txt", "src/c.txt", "run.sh", "bin.dat", "link"}
     with store.repo.read() as v:
         assert not list(v.turns())
         for rel in index_keys(store):  # every file can come back
             entry = store.ws.read(rel)
             assert v.blob(v.path_digest(rel)) == entry.data
-
 
 
 def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
@@ -43,14 +41,14 @@ def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: P
     store.shell_end("s", "call-1")
     store.end_turn("s", scan=True)
     recorded = changes_of(store, turn.id)
-    assert set(recorded) == {"src/a.txt", "src/b.txt", "src/c.txt", "src/renamed.txt",
-                             "run.sh"} | {f"gen/deep/g{i}.txt" for i in range(1, 51)}
+    assert set(recorded) == {"src/a.txt", "src/b.txt", "src/c.txt", "src/renamed.txt", "run.sh"} | {
+        f"gen/deep/g{i}.txt" for i in range(1, 51)
+    }
     assert set(recorded.values()) == {"scan"}
     result = store.rewind(1, "s")
     assert result.ok, result
     assert snapshot(root, dirs=True) == before  # the generator's folders are gone too
     assert store.scan().count == 0  # the rewind's writes are not seen as new changes
-
 
 
 def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root: Path) -> None:
@@ -76,7 +74,6 @@ def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root:
     assert read(root, "notes.txt") == b"my notes\n"
 
 
-
 def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     make_tree(root)
     store.scan()
@@ -88,7 +85,6 @@ def test_a_hooks_write_is_recorded_once(store: Store, root: Path) -> None:
     store.post_write(["src/b.txt"], "s")
     store.end_turn("s", scan=True)
     assert changes_of(store, turn.id) == {"src/a.txt": "hook", "src/b.txt": "hook"}
-
 
 
 def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> None:
@@ -114,15 +110,22 @@ def test_skip_rules_and_reports(store: Store, root: Path, tmp_path: Path) -> Non
     os.symlink(outside, root / "out")
     os.mkfifo(root / "pipe")
     result = scan.scan(store.repo, max_file_size=1024)
-    assert index_keys(store) == {".gitignore", "sub/.gitignore", "sub/keep.log", "top.tmp",
-                                 ".snapstoreignore", "build/out.o", "vendor/lib/code.c", "out"}
+    assert index_keys(store) == {
+        ".gitignore",
+        "sub/.gitignore",
+        "sub/keep.log",
+        "top.tmp",
+        ".snapstoreignore",
+        "build/out.o",
+        "vendor/lib/code.c",
+        "out",
+    }
     skipped = {item["path"]: item["reason"] for item in result.skipped}
     assert "size cap" in skipped["big.bin"] and "regular file" in skipped["pipe"]
     assert not any(k.startswith(".snapstore/") for k in index_keys(store))
     with store.repo.read() as v:  # the symlink is a link, never followed
         assert v.blob(v.path_digest("out")) == os.fsencode(outside)
     assert read(root, "vendor/lib/.git/HEAD") == b"ref: refs/heads/main\n"  # left alone
-
 
 
 def test_a_changed_ignore_file_hides_and_reveals(store: Store, root: Path) -> None:
@@ -140,7 +143,6 @@ def test_a_changed_ignore_file_hides_and_reveals(store: Store, root: Path) -> No
     assert "a.tmp" in index_keys(store)
 
 
-
 def test_unchanged_files_are_not_read_again(store: Store, root: Path, monkeypatch) -> None:
     monkeypatch.setattr(scan, "RACY_NS", 0)  # nothing counts as just written
     make_tree(root)
@@ -149,7 +151,6 @@ def test_unchanged_files_are_not_read_again(store: Store, root: Path, monkeypatc
     write(root, "src/b.txt", "changed\n")
     result = store.scan()
     assert result.read == 1 and result.changed == ["src/b.txt"]
-
 
 
 def test_a_scan_of_some_paths_sees_only_them(store: Store, root: Path) -> None:
@@ -164,9 +165,9 @@ def test_a_scan_of_some_paths_sees_only_them(store: Store, root: Path) -> None:
     assert store.scan().changed == ["src/a.txt"]
 
 
-
 def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store, root) -> None:
-    from snapstore.scan import scan
+    from snapstore.ops.scan import scan
+
     scan(store.repo)
     (root / ".snapstore-0123456789ab.tmp").write_text("half-written by a rewind")
     (root / "sub").mkdir()
@@ -176,7 +177,6 @@ def test_snapstore_temp_files_and_a_store_being_created_are_never_captured(store
     (root / "real.txt").write_text("user file")
     result = scan(store.repo)
     assert result.added == ["real.txt"]
-
 
 
 def test_another_store_nested_in_the_workspace_is_never_captured(store: Store, root: Path) -> None:
@@ -199,8 +199,12 @@ def test_another_store_nested_in_the_workspace_is_never_captured(store: Store, r
         inner.end_turn("s")
     result = store.scan()
     assert result.changed == ["inner/deep/notes.txt"] and first.baseline
-    for path in ("inner/deep/.snapstore/db/data.mdb", "inner/.snapstore.new-123/db/data.mdb",
-                 "x/.snapstore", str(root / "inner/deep/.snapstore/write.lock")):
+    for path in (
+        "inner/deep/.snapstore/db/data.mdb",
+        "inner/.snapstore.new-123/db/data.mdb",
+        "x/.snapstore",
+        str(root / "inner/deep/.snapstore/write.lock"),
+    ):
         with pytest.raises(UnsafePath, match="inside the store"):
             store.ws.relpath(path)
         with pytest.raises(UnsafePath):
@@ -213,8 +217,11 @@ def test_a_scan_forgets_what_it_indexed_inside_a_nested_store(store: Store, root
     write(root, "a.txt", "a\n")
     store.scan()
     version = version_of(Entry(FILE, b"old\n"))
-    store.repo.write(lambda tx: tx.put_index("inner/.snapstore/db/data.mdb",
-                                             unscanned_fingerprint(version) + version.key))
+    store.repo.write(
+        lambda tx: tx.put_index(
+            "inner/.snapstore/db/data.mdb", unscanned_fingerprint(version) + version.key
+        )
+    )
     write(root, "inner/.snapstore/db/data.mdb", "the inner store's bytes\n")
     result = store.scan()
     assert result.count == 0
@@ -238,8 +245,9 @@ def test_a_rewind_never_writes_into_a_nested_store(store: Store, root: Path) -> 
     assert read(root, inner) == b"A\n" and read(root, "a.txt") == b"a\n"
 
 
-def test_a_path_gone_before_the_baseline_is_new_when_it_comes_back(store: Store,
-                                                                   root: Path) -> None:
+def test_a_path_gone_before_the_baseline_is_new_when_it_comes_back(
+    store: Store, root: Path
+) -> None:
     """The store knew a file (an agent wrote it) that was deleted before scan mode began:
     a shell call that creates it again made a new file, and its rewind deletes it rather
     than bringing back the old bytes the user had already deleted."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store, StoreCorrupt
-from snapstore.db import SCHEMA_VERSION
+from snapstore.core.db import SCHEMA_VERSION
 
 from ..support import Clock, agent_turn, read, write
 from ..support.rawdb import drop_table, raw_put, raw_values

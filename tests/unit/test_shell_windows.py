@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
-from snapstore.records import USER
-from snapstore.shell import (
+from snapstore.core.records import USER
+from snapstore.ops.shell import (
     CLOSE,
     END,
     OPEN,
@@ -41,8 +41,9 @@ def _turn(store: Store, turn_id: str | None):
         return v.turn(turn_id)
 
 
-def test_only_what_changed_inside_the_sessions_own_shell_call_is_its(scanned: Store,
-                                                                     root: Path) -> None:
+def test_only_what_changed_inside_the_sessions_own_shell_call_is_its(
+    scanned: Store, root: Path
+) -> None:
     turn = scanned.begin_turn("A", "a long turn", scan=True)
     scanned.shell_begin("A", "t1")
     shell(root, "echo agent >> a.txt")
@@ -59,11 +60,15 @@ def test_only_what_changed_inside_the_sessions_own_shell_call_is_its(scanned: St
     assert users[0].unattributed is None
     assert scanned.rewind(1, "A").ok
     assert (read(root, "a.txt"), read(root, "b.txt"), read(root, "c.txt")) == (
-        b"a\n", b"the user, while the agent thinks\n", b"c\n")
+        b"a\n",
+        b"the user, while the agent thinks\n",
+        b"c\n",
+    )
 
 
 def test_a_scan_of_another_session_during_a_window_gives_it_to_the_windows_owner(
-        scanned: Store, root: Path) -> None:
+    scanned: Store, root: Path
+) -> None:
     """B's turn begins (and scans) while A's shell call runs: what A's call changed is A's."""
     a = scanned.begin_turn("A", "a", scan=True)
     scanned.shell_begin("A", "t1")
@@ -118,7 +123,8 @@ def test_two_parallel_shell_calls_of_one_session_are_its(scanned: Store, root: P
 
 @pytest.mark.parametrize("closer", ["turn end", "next prompt"])
 def test_a_shell_call_whose_end_never_comes_is_closed_and_its_changes_are_nobodys(
-        scanned: Store, root: Path, closer: str) -> None:
+    scanned: Store, root: Path, closer: str
+) -> None:
     turn = scanned.begin_turn("A", "the agent dies in a shell call", scan=True)
     scanned.shell_begin("A", "t1")
     shell(root, "echo half done >> a.txt")
@@ -139,17 +145,26 @@ def test_windows_are_in_the_store_for_every_process(scanned: Store, root: Path) 
     scanned.begin_turn("A", "a", scan=True)
     scanned.shell_begin("A", "t1")
     shell(root, "echo A >> a.txt")
-    subprocess.run([sys.executable, "-c", "import sys; from snapstore import Store\n"
-                    "with Store.open(sys.argv[1], clock=lambda: float(sys.argv[2])) as s:\n"
-                    "    s.shell_end('A', 't1')", str(root), str(FIXED_NOW)],
-                   check=True)  # another hook process (on the same clock as this test's)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from snapstore import Store\n"
+            "with Store.open(sys.argv[1], clock=lambda: float(sys.argv[2])) as s:\n"
+            "    s.shell_end('A', 't1')",
+            str(root),
+            str(FIXED_NOW),
+        ],
+        check=True,
+    )  # another hook process (on the same clock as this test's)
     assert open_windows(scanned.repo) == {}
     scanned.end_turn("A", scan=True)
     assert changes_of(scanned, scanned.resolve_turn(1, "A").id) == {"a.txt": "scan"}
 
 
-def test_a_hooks_write_in_progress_in_another_session_is_left_to_it(scanned: Store,
-                                                                     root: Path) -> None:
+def test_a_hooks_write_in_progress_in_another_session_is_left_to_it(
+    scanned: Store, root: Path
+) -> None:
     a = scanned.begin_turn("A", "a", scan=True)
     scanned.begin_turn("B", "b", scan=True)
     scanned.pre_write(["a.txt"], "Write", "B")
@@ -172,9 +187,10 @@ def test_a_shell_call_without_a_turn_opens_an_implicit_one(scanned: Store, root:
     assert changes_of(scanned, turn.id) == {"a.txt": "scan"}
 
 
-def test_a_failed_scan_still_opens_and_closes_the_window(scanned: Store, root: Path,
-                                                         monkeypatch) -> None:
-    import snapstore.scan
+def test_a_failed_scan_still_opens_and_closes_the_window(
+    scanned: Store, root: Path, monkeypatch
+) -> None:
+    import snapstore.ops.scan
     from snapstore import StoreLocked
 
     warnings: list[str] = []
@@ -184,7 +200,7 @@ def test_a_failed_scan_still_opens_and_closes_the_window(scanned: Store, root: P
     def busy(*args, **kwargs):
         raise StoreLocked("the store is busy", what="the write lock", timeout=0)
 
-    monkeypatch.setattr(snapstore.scan, "scan", busy)
+    monkeypatch.setattr(snapstore.ops.scan, "scan", busy)
     scanned.shell_begin("A", "t1")
     assert [call for call, _ in open_windows(scanned.repo)["A"]] == ["t1"]
     scanned.shell_end("A", "t1")
@@ -198,8 +214,16 @@ def test_the_window_rules() -> None:
     assert owner({"A": [("1", now)], "B": [("", now)]}, [], now) == (None, ("A", "B"))
     assert owner({"A": [("1", now)]}, [WindowAction(END, "A")], now) == (None, ("A",))
     assert owner({"A": [("1", now)]}, [WindowAction(END, "B")], now) == ("A", ())
-    windows = applied({}, [WindowAction(OPEN, "A", "1"), WindowAction(OPEN, "A", "1"),
-                           WindowAction(OPEN, "G"), WindowAction(OPEN, "G")], now)
+    windows = applied(
+        {},
+        [
+            WindowAction(OPEN, "A", "1"),
+            WindowAction(OPEN, "A", "1"),
+            WindowAction(OPEN, "G"),
+            WindowAction(OPEN, "G"),
+        ],
+        now,
+    )
     assert windows == {"A": [("1", now)], "G": [("", now), ("", now)]}
     windows = applied(windows, [WindowAction(CLOSE, "G"), WindowAction(CLOSE, "A", "9")], now)
     assert windows == {"A": [("1", now)], "G": [("", now)]}
@@ -215,7 +239,8 @@ def test_the_window_rules() -> None:
 
 
 def test_a_window_left_open_by_a_session_that_never_returns_goes_stale(
-        scanned: Store, root: Path, clock) -> None:
+    scanned: Store, root: Path, clock
+) -> None:
     """Otherwise every other session's changes would be unattributed for good."""
     scanned.begin_turn("A", "dies", scan=True)
     scanned.shell_begin("A", "t1")  # and A is never heard of again
@@ -229,8 +254,9 @@ def test_a_window_left_open_by_a_session_that_never_returns_goes_stale(
     assert changes_of(scanned, b.id) == {"b.txt": "scan"}
 
 
-def test_the_watcher_records_nothing_itself_while_a_window_is_open(scanned: Store,
-                                                                   root: Path) -> None:
+def test_the_watcher_records_nothing_itself_while_a_window_is_open(
+    scanned: Store, root: Path
+) -> None:
     """It cannot tell whose a change is: the scan that closes the window asks for it."""
     watcher = scanned.watcher(debounce=0.05)
     watcher.start()

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from snapstore import NotFound, RunActive, Store
-from snapstore.gc import GcPolicy
+from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, snapshot
 from ..support.model import SLOTS, Model, Outcome, State
@@ -36,9 +36,14 @@ TEXT = ("t0.txt", "t1.txt", "sub/t2.txt")
 ALL = (*TEXT, "b.dat", "ln", "cfg", "cfg/x.txt")
 #: Every order of two tool calls' events on one file that an agent can produce: each call's
 #: pre-write (P), write (W) and post-write (Q) in that order, the second write after the first.
-PARALLEL = [order for order in itertools.permutations(("P1", "W1", "Q1", "P2", "W2", "Q2"))
-            if all(order.index(a) < order.index(b) for a, b in (
-                ("P1", "W1"), ("W1", "Q1"), ("P2", "W2"), ("W2", "Q2"), ("W1", "W2")))]
+PARALLEL = [
+    order
+    for order in itertools.permutations(("P1", "W1", "Q1", "P2", "W2", "Q2"))
+    if all(
+        order.index(a) < order.index(b)
+        for a, b in (("P1", "W1"), ("W1", "Q1"), ("P2", "W2"), ("W2", "Q2"), ("W1", "W2"))
+    )
+]
 #: A tmpfs makes each durable commit cheap; the test's meaning does not depend on it.
 TMP = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
@@ -127,8 +132,7 @@ class Workspace(RuleBasedStateMachine):
         self.store.end_turn(session, scan=scan)
         self.model.end(session)
 
-    def _write(self, session: str, path: str, state: State | None,
-               tool: str = "Write") -> None:
+    def _write(self, session: str, path: str, state: State | None, tool: str = "Write") -> None:
         """One tool call: capture, write, record."""
         before = self.model.files.get(path)
         result = self.store.pre_write([path], tool, session)
@@ -138,8 +142,11 @@ class Workspace(RuleBasedStateMachine):
         self.store.post_write([path], session)
         self.model.record(session, path, before, state)
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(ALL),
-          how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]))
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        path=st.sampled_from(ALL),
+        how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]),
+    )
     def agent_edit(self, session: str, path: str, how: str) -> None:
         state = self._edited(path, how, "agent")
         if self._allowed(path, state) and not (state is None and path not in self.model.files):
@@ -177,14 +184,22 @@ class Workspace(RuleBasedStateMachine):
             return
         content = self.model.files[old]
         self._write(session, old, None, "Delete")
-        self._write(session, new, content._replace(value=tuple(
-            self.model.token("agent") for _ in range(SLOTS))), "Write")
+        self._write(
+            session,
+            new,
+            content._replace(value=tuple(self.model.token("agent") for _ in range(SLOTS))),
+            "Write",
+        )
 
-    @rule(pair=st.permutations(SESSIONS).map(lambda order: order[:2]),
-          path=st.sampled_from(TEXT), other=st.sampled_from(TEXT),
-          how=st.sampled_from(["slot0", "slot3", "chmod"]))
-    def calls_of_two_sessions_interleave(self, pair: tuple[str, str], path: str, other: str,
-                                         how: str) -> None:
+    @rule(
+        pair=st.permutations(SESSIONS).map(lambda order: order[:2]),
+        path=st.sampled_from(TEXT),
+        other=st.sampled_from(TEXT),
+        how=st.sampled_from(["slot0", "slot3", "chmod"]),
+    )
+    def calls_of_two_sessions_interleave(
+        self, pair: tuple[str, str], path: str, other: str, how: str
+    ) -> None:
         """Session ``first`` captures ``path``; before its write lands, session ``second``'s
         whole tool call on ``other`` (another file) runs."""
         first, second = pair
@@ -200,8 +215,11 @@ class Workspace(RuleBasedStateMachine):
         self.store.post_write([path], first)
         self.model.record(first, path, before, state)
 
-    @rule(session=st.sampled_from(SESSIONS), path=st.sampled_from(TEXT),
-          how=st.sampled_from(["slot0", "slot2", "chmod", "delete", "new"]))
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        path=st.sampled_from(TEXT),
+        how=st.sampled_from(["slot0", "slot2", "chmod", "delete", "new"]),
+    )
     def shell_call(self, session: str, path: str, how: str) -> None:
         """Scan mode: the agent's shell tool changes a file no hook names; the scans around
         the call give the change to the session's turn."""
@@ -217,10 +235,14 @@ class Workspace(RuleBasedStateMachine):
         self.store.shell_end(session, call)
         self.model.record(session, path, before, state)
 
-    @rule(sessions=st.sampled_from([*itertools.combinations(SESSIONS, 2), SESSIONS]),
-          path=st.sampled_from(TEXT), how=st.sampled_from(["slot1", "chmod", "new"]))
-    def shell_calls_of_sessions_overlap(self, sessions: tuple[str, ...], path: str,
-                                        how: str) -> None:
+    @rule(
+        sessions=st.sampled_from([*itertools.combinations(SESSIONS, 2), SESSIONS]),
+        path=st.sampled_from(TEXT),
+        how=st.sampled_from(["slot1", "chmod", "new"]),
+    )
+    def shell_calls_of_sessions_overlap(
+        self, sessions: tuple[str, ...], path: str, how: str
+    ) -> None:
         """Two or three sessions' shell calls run at once: what changed then is nobody's
         turn."""
         state = self._edited(path, how, "shell")
@@ -236,8 +258,10 @@ class Workspace(RuleBasedStateMachine):
 
     # -- the user ---------------------------------------------------------------------------
 
-    @rule(path=st.sampled_from(ALL),
-          how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]))
+    @rule(
+        path=st.sampled_from(ALL),
+        how=st.sampled_from(["slot0", "slot1", "slot2", "slot3", "chmod", "delete", "new"]),
+    )
     def user_edit(self, path: str, how: str) -> None:
         state = self._edited(path, how, "user")
         if not self._allowed(path, state) or (state is None and path not in self.model.files):
@@ -250,8 +274,12 @@ class Workspace(RuleBasedStateMachine):
     def _check_result(self, result, outcome: Outcome, what: str = "") -> None:
         assert {e["path"] for e in result.errors} == outcome.errors, result.errors
         assert {c["path"] for c in result.conflicts} == outcome.conflicts, result.conflicts
-        for kind, found in (("conflict", result.conflicts), ("merge", result.merged),
-                            ("error", result.errors), ("restore", result.restored)):
+        for kind, found in (
+            ("conflict", result.conflicts),
+            ("merge", result.merged),
+            ("error", result.errors),
+            ("restore", result.restored),
+        ):
             if found:
                 event(f"{what} with a {kind}")
 
@@ -279,8 +307,16 @@ class Workspace(RuleBasedStateMachine):
         back, outcome = self.model.plan_rewind(session, target)
         result = self.store.rewind(n, session)
         self._check_result(result, outcome, "rewind")
-        self.model.apply(result.undo_id, session, "rewind", outcome, branch[0],
-                         self.model.turns[target].parent, [t.id for t in back], [])
+        self.model.apply(
+            result.undo_id,
+            session,
+            "rewind",
+            outcome,
+            branch[0],
+            self.model.turns[target].parent,
+            [t.id for t in back],
+            [],
+        )
 
     @rule(data=st.data())
     def switch(self, data: st.DataObject) -> None:
@@ -294,11 +330,25 @@ class Workspace(RuleBasedStateMachine):
             return
         back, forward, outcome = self.model.plan_switch(target)
         result = self.store.switch(target)
-        self._check_result(result, outcome, "switch back" if back and not forward else
-                           "switch forward" if forward and not back else "switch across")
-        self.model.apply(result.undo_id, session, "switch", outcome,
-                         self.model.heads.get(session), target, [t.id for t in back],
-                         [t.id for t in forward])
+        self._check_result(
+            result,
+            outcome,
+            "switch back"
+            if back and not forward
+            else "switch forward"
+            if forward and not back
+            else "switch across",
+        )
+        self.model.apply(
+            result.undo_id,
+            session,
+            "switch",
+            outcome,
+            self.model.heads.get(session),
+            target,
+            [t.id for t in back],
+            [t.id for t in forward],
+        )
 
     @rule()
     def undo(self) -> None:
@@ -332,9 +382,15 @@ class Workspace(RuleBasedStateMachine):
         for path, state in outcome.results.items():
             if path in planned:
                 content = planned[path]
-                got = None if content is None else (
-                    ("link", content.data, 0) if content.kind == "link"
-                    else ("file", content.data, content.mode))
+                got = (
+                    None
+                    if content is None
+                    else (
+                        ("link", content.data, 0)
+                        if content.kind == "link"
+                        else ("file", content.data, content.mode)
+                    )
+                )
                 assert got == (None if state is None else state.render()), path
             else:  # no write: it already holds the result
                 assert self.model.files.get(path) == state, path
@@ -369,6 +425,10 @@ class Workspace(RuleBasedStateMachine):
 
 def test_state_machine(slow: bool) -> None:
     Workspace.TestCase.settings = settings(
-        max_examples=50_000 if slow else 2_000, stateful_step_count=40, deadline=None,
-        suppress_health_check=list(HealthCheck), derandomize=not slow)
+        max_examples=50_000 if slow else 2_000,
+        stateful_step_count=40,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        derandomize=not slow,
+    )
     Workspace.TestCase().runTest()

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
-from snapstore.remote import CorruptObject, ObjectStore, RemoteError, layout, open_object_store
-from snapstore.remote.push import base_turn_id
+from snapstore.remote import CorruptObject, ObjectStore, RemoteError, open_object_store
+from snapstore.remote.format import layout
+from snapstore.remote.sync.push import base_turn_id
 
 from ..support import Clock, agent_turn, snapshot, write
 from ..support.seaweed import BUCKET, FAST_RETRY
@@ -28,9 +29,12 @@ GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
 def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
     if request.param == "s3":
         server = request.getfixturevalue("seaweed")
-        store = open_object_store(f"s3://{BUCKET}/sync-{uuid.uuid4().hex[:12]}",
-                                  endpoint_url=server.endpoint, credentials=server.credentials,
-                                  retry=FAST_RETRY)
+        store = open_object_store(
+            f"s3://{BUCKET}/sync-{uuid.uuid4().hex[:12]}",
+            endpoint_url=server.endpoint,
+            credentials=server.credentials,
+            retry=FAST_RETRY,
+        )
     else:
         (tmp_path / "remote").mkdir()
         store = open_object_store((tmp_path / "remote").as_uri())
@@ -60,13 +64,16 @@ def clone(source: Path, target: Path) -> Path:
 def turns_of(store: Store) -> dict[str, tuple[str, str | None, list[tuple]]]:
     """Each agent turn: its prompt, parent, and changes (path, before, after)."""
     with store.repo.read() as v:
-        return {t.id: (t.prompt, t.parent, [(c.path, c.before, c.after) for c in
-                                            v.changes(t.id)])
-                for t in v.turns() if t.kind == "agent"}
+        return {
+            t.id: (t.prompt, t.parent, [(c.path, c.before, c.after) for c in v.changes(t.id)])
+            for t in v.turns()
+            if t.kind == "agent"
+        }
 
 
-def test_pull_brings_every_turn_with_its_id_changes_and_blobs(tmp_path: Path,
-                                                              remote: ObjectStore) -> None:
+def test_pull_brings_every_turn_with_its_id_changes_and_blobs(
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     git_repo(tmp_path / "a", {"app.py": "v0\n", "lib/util.py": "u0\n", "notes.txt": "n\n"})
     write(tmp_path / "a", "notes.txt", "dirty before the session\n")
     write(tmp_path / "a", "scratch.txt", "untracked\n")
@@ -85,10 +92,12 @@ def test_pull_brings_every_turn_with_its_id_changes_and_blobs(tmp_path: Path,
         # the base turn holds what differed from the commit at the first capture
         assert got.pop(base)[2] == [
             ("notes.txt", *_versions(b, base, "notes.txt")),
-            ("scratch.txt", *_versions(b, base, "scratch.txt"))]
+            ("scratch.txt", *_versions(b, base, "scratch.txt")),
+        ]
         assert got[first][1] == base and got[second][1] == first
-        assert {t: (p, c) for t, (p, _, c) in got.items()} == \
-            {t: (p, c) for t, (p, _, c) in original.items()}
+        assert {t: (p, c) for t, (p, _, c) in got.items()} == {
+            t: (p, c) for t, (p, _, c) in original.items()
+        }
         with b.repo.read() as v:
             for _, _, changes in got.values():
                 for _, before, after in changes:
@@ -109,8 +118,9 @@ def _versions(store: Store, turn: str, path: str) -> tuple:
     return change.before, change.after
 
 
-def test_a_second_push_sends_nothing_and_writes_no_state(tmp_path: Path,
-                                                         remote: ObjectStore) -> None:
+def test_a_second_push_sends_nothing_and_writes_no_state(
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     with Store.init(mk(tmp_path / "ws")) as a:
         agent_turn(a, "one", {"f.txt": "1\n"})
         a.push(remote)
@@ -124,8 +134,7 @@ def test_a_second_push_sends_nothing_and_writes_no_state(tmp_path: Path,
         assert len(list(remote.list(layout.STATES))) == len(states) + 1
 
 
-def test_two_machines_sessions_of_one_name_stay_apart(tmp_path: Path,
-                                                      remote: ObjectStore) -> None:
+def test_two_machines_sessions_of_one_name_stay_apart(tmp_path: Path, remote: ObjectStore) -> None:
     made = {}
     for name in ("a", "b"):
         with Store.init(mk(tmp_path / name)) as store:
@@ -149,8 +158,7 @@ def test_two_machines_sessions_of_one_name_stay_apart(tmp_path: Path,
             assert len({s.name for s in v.sessions()}) == 3
 
 
-def test_a_blob_the_remote_has_is_never_uploaded_again(tmp_path: Path,
-                                                       remote: ObjectStore) -> None:
+def test_a_blob_the_remote_has_is_never_uploaded_again(tmp_path: Path, remote: ObjectStore) -> None:
     big = "".join(f"line {n} of a shared file\n" for n in range(20_000))
     with Store.init(mk(tmp_path / "a")) as a:
         agent_turn(a, "add", {"shared.txt": big})
@@ -163,8 +171,9 @@ def test_a_blob_the_remote_has_is_never_uploaded_again(tmp_path: Path,
     assert second.bytes < 2_000  # the turn record and the state only
 
 
-def test_a_corrupted_pack_is_detected_and_nothing_is_stored(tmp_path: Path,
-                                                            remote: ObjectStore) -> None:
+def test_a_corrupted_pack_is_detected_and_nothing_is_stored(
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     with Store.init(mk(tmp_path / "a")) as a:
         agent_turn(a, "one", {"f.txt": "content that will be damaged\n" * 50})
         a.push(remote)
@@ -197,8 +206,9 @@ def test_a_damaged_turn_record_is_detected(tmp_path: Path, remote: ObjectStore) 
             assert list(v.turns()) == []
 
 
-def test_a_newer_remote_format_is_refused_naming_both_versions(tmp_path: Path,
-                                                               remote: ObjectStore) -> None:
+def test_a_newer_remote_format_is_refused_naming_both_versions(
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     remote.put(layout.CONFIG, b'{"format": "snapstore-remote", "version": 2}\n')
     with Store.init(mk(tmp_path / "a")) as a:
         agent_turn(a, "one", {"f.txt": "x\n"})
@@ -209,8 +219,9 @@ def test_a_newer_remote_format_is_refused_naming_both_versions(tmp_path: Path,
     assert [i.key for i in remote.list()] == [layout.CONFIG]  # nothing was written
 
 
-def test_remote_gc_drops_old_turns_and_reclaims_unreachable_packs(tmp_path: Path,
-                                                                  remote: ObjectStore) -> None:
+def test_remote_gc_drops_old_turns_and_reclaims_unreachable_packs(
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     clock = Clock()
     with Store.init(mk(tmp_path / "a"), clock=clock) as a:
         old = agent_turn(a, "old", {"old.txt": "old content\n" * 100})
@@ -236,8 +247,9 @@ def test_session_base_records_the_commit_and_what_differed(tmp_path: Path) -> No
     write(root, "edited.txt", "e1\n")
     (root / "gone.txt").unlink()
     write(root, "new.txt", "n\n")
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
-                            capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
     with Store.init(root, record_base=True) as store:
         agent_turn(store, "one", {"kept.txt": "k2\n"})
         with store.repo.read() as v:
@@ -270,19 +282,34 @@ def tree(root: Path) -> dict[str, tuple[str, bytes, int]]:
 
 
 def test_a_fresh_clone_switches_to_every_pulled_turn_byte_for_byte(
-        tmp_path: Path, remote: ObjectStore) -> None:
+    tmp_path: Path, remote: ObjectStore
+) -> None:
     a_root = tmp_path / "a"
-    git_repo(a_root, {"app.py": "def main():\n    return 0\n", "lib/util.py": "X = 1\n",
-                      "README": "readme\n", "run.sh": "#!/bin/sh\n"})
+    git_repo(
+        a_root,
+        {
+            "app.py": "def main():\n    return 0\n",
+            "lib/util.py": "X = 1\n",
+            "README": "readme\n",
+            "run.sh": "#!/bin/sh\n",
+        },
+    )
     write(a_root, "README", "readme, edited before the session\n")  # uncommitted
     write(a_root, "scratch/notes.txt", "untracked notes\n")
     after: dict[str, dict] = {}
     with Store.init(a_root, clock=Clock(), record_base=True) as a:
         for prompt, edits in [
-                ("one", {"app.py": "def main():\n    return 1\n", "new/deep/made.py": "m\n"}),
-                ("two", {"lib/util.py": None, "README": "readme, by the agent\n"}),
-                ("three", {"app.py": "def main():\n    return 3\n", "new/deep/made.py": None,
-                           "lib/other.py": "Y = 2\n"})]:
+            ("one", {"app.py": "def main():\n    return 1\n", "new/deep/made.py": "m\n"}),
+            ("two", {"lib/util.py": None, "README": "readme, by the agent\n"}),
+            (
+                "three",
+                {
+                    "app.py": "def main():\n    return 3\n",
+                    "new/deep/made.py": None,
+                    "lib/other.py": "Y = 2\n",
+                },
+            ),
+        ]:
             turn = agent_turn(a, prompt, edits)
             after[turn] = tree(a_root)
         a.pre_write(["run.sh"], "Bash")  # a mode change in a fourth turn

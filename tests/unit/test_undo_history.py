@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import BadInput, NotFound, Store
-from snapstore.records import REVERT, REWOUND
+from snapstore.core.records import REVERT, REWOUND
 
 from ..support import Clock, agent_turn, read, snapshot, write
 
@@ -45,8 +45,7 @@ def three(store: Store, root: Path) -> tuple[list[str], list[dict]]:
     return ids, trees
 
 
-def test_switch_goes_back_forward_and_to_another_branch(store: Store, root: Path,
-                                                         three) -> None:
+def test_switch_goes_back_forward_and_to_another_branch(store: Store, root: Path, three) -> None:
     (a, b, c), trees = three
     back = store.switch(a, "default")  # back: right after A
     assert snapshot(root) == trees[1] and back.new_head == a and _branch(store) == [a]
@@ -66,8 +65,9 @@ def test_switch_goes_back_forward_and_to_another_branch(store: Store, root: Path
     assert snapshot(root) == after_d and _branch(store) == [d, a]
 
 
-def test_switch_keeps_a_users_edit_and_dry_run_writes_nothing(store: Store, root: Path,
-                                                               three) -> None:
+def test_switch_keeps_a_users_edit_and_dry_run_writes_nothing(
+    store: Store, root: Path, three
+) -> None:
     (a, _, c), trees = three
     store.switch(a)
     write(root, "f.txt", "mine\n" + read(root, "f.txt").decode())
@@ -99,7 +99,8 @@ def test_undo_after_new_turns_becomes_a_turn_on_top(store: Store, root: Path, th
 
 
 def test_undo_of_an_older_rewind_then_the_newer_one_leaves_a_true_branch(
-        store: Store, root: Path, three) -> None:
+    store: Store, root: Path, three
+) -> None:
     (a, b, c), trees = three
     older = store.rewind(c).undo_id  # head B
     newer = store.rewind(b).undo_id  # head A
@@ -118,8 +119,9 @@ def test_undo_of_an_older_rewind_then_the_newer_one_leaves_a_true_branch(
     assert snapshot(root) == trees[0]
 
 
-def test_a_plain_undo_takes_the_newest_rewind_in_the_store(store: Store, root: Path,
-                                                          clock: Clock) -> None:
+def test_a_plain_undo_takes_the_newest_rewind_in_the_store(
+    store: Store, root: Path, clock: Clock
+) -> None:
     write(root, "x.txt", "x0\n")
     agent_turn(store, "x", {"x.txt": "x1\n"}, session="claude-code/one")
     clock.tick()

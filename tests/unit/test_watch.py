@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
-from snapstore.shell import CLOSE, WindowAction
-from snapstore.watch import WatchReport
-from snapstore.watchlink import ask_watcher
+from snapstore.ops.shell import CLOSE, WindowAction
+from snapstore.ops.watch import WatchReport
+from snapstore.ops.watchlink import ask_watcher
 
 from ..support import changes_of, snapshot, wait_until, write
 
@@ -30,7 +30,6 @@ class Running:
         return [r.kind for r in self.reports]
 
 
-
 @pytest.fixture
 def running(store: Store) -> Iterator[Running]:
     run = Running(store)
@@ -40,7 +39,6 @@ def running(store: Store) -> Iterator[Running]:
     run.stop.set()
     run.thread.join()
     run.watcher.stop()
-
 
 
 def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Path) -> None:
@@ -76,9 +74,9 @@ def test_a_burst_of_1000_changes_is_recorded_and_rewound(store: Store, root: Pat
         run.watcher.stop()
 
 
-
-def test_changes_between_turns_are_recorded_as_the_users(running: Running, store: Store,
-                                                         root: Path) -> None:
+def test_changes_between_turns_are_recorded_as_the_users(
+    running: Running, store: Store, root: Path
+) -> None:
     write(root, "mine.txt", "typed by the user\n")
     wait_until(lambda: running.watcher.recorded >= 1)  # debounced, with nobody asking
     with store.repo.read() as v:
@@ -87,28 +85,33 @@ def test_changes_between_turns_are_recorded_as_the_users(running: Running, store
     assert changes_of(store, turns[0].id) == {"mine.txt": "watch"}
 
 
-
-def test_a_queue_overflow_falls_back_to_a_full_scan(running: Running, store: Store,
-                                                    root: Path, monkeypatch) -> None:
+def test_a_queue_overflow_falls_back_to_a_full_scan(
+    running: Running, store: Store, root: Path, monkeypatch
+) -> None:
     from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent, InotifyFD
 
     watcher = running.watcher
     note = watcher.note
-    monkeypatch.setattr(watcher, "note", lambda path, request=False:  # the kernel drops events
-                        note(path, request) if request else None)
+    monkeypatch.setattr(
+        watcher,
+        "note",
+        lambda path, request=False: (  # the kernel drops events
+            note(path, request) if request else None
+        ),
+    )
     turn = store.begin_turn("s", "lossy")
     store.shell_begin("s")
     for i in range(200):
         write(root, f"lost/f{i}.txt", f"{i}\n")
     monkeypatch.setattr(watcher, "note", note)
     InotifyFD.get_instance().handle_event(  # what the kernel sends when its queue overflows
-        InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
+        InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b"")
+    )
     closing = [WindowAction(CLOSE, "s")]
     assert ask_watcher(store.repo, "s", window=closing) is not None  # all up to now, recorded
     assert watcher.fallbacks == 1 and "fallback" in running.kinds()
     store.end_turn("s")
     assert changes_of(store, turn.id) == {f"lost/f{i}.txt": "watch" for i in range(200)}
-
 
 
 def _inotify_watch_of(inode: int) -> tuple[int, int]:
@@ -126,7 +129,6 @@ def _inotify_watch_of(inode: int) -> tuple[int, int]:
                 if int(fields["ino"], 16) == inode:
                     return int(fd), int(fields["wd"], 16)
     raise AssertionError(f"no inotify watch on inode {inode}")
-
 
 
 def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root: Path) -> None:
@@ -156,10 +158,8 @@ def test_an_unwatched_folder_is_reported_and_scanned_in_full(store: Store, root:
         run.watcher.stop()
 
 
-
 def test_a_second_watcher_is_refused(running: Running, store: Store) -> None:
     from snapstore import StoreLocked
 
     with pytest.raises(StoreLocked, match="already running"):
         store.watcher().start()
-

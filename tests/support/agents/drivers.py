@@ -34,9 +34,11 @@ Command = Callable[[str], str]  # event name -> the shell command a hook runs fo
 
 def recorder_command(log: Path, stdout: str = "") -> Command:
     """The hook command that records each event to LOG and prints STDOUT."""
+
     def command(event: str) -> str:
         args = [sys.executable, str(RECORDER), str(log), event]
         return shlex.join([*args, stdout] if stdout else args)
+
     return command
 
 
@@ -64,9 +66,18 @@ class Driver:
         """The turns as this agent needs them: a read before each edit where it insists."""
         if not self.read_before_edit:
             return turns
-        return [Turn(t.prompt, tuple(x for step in t.steps for x in (
-            (Read(step.path), step) if isinstance(step, Edit) else (step,))), t.answer)
-            for t in turns]
+        return [
+            Turn(
+                t.prompt,
+                tuple(
+                    x
+                    for step in t.steps
+                    for x in ((Read(step.path), step) if isinstance(step, Edit) else (step,))
+                ),
+                t.answer,
+            )
+            for t in turns
+        ]
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         raise NotImplementedError
@@ -95,42 +106,58 @@ def _abs(ws: str, rel: str) -> str:
     return rel if os.path.isabs(rel) else os.path.join(ws, rel)
 
 
-def _claude_style_hooks(path: Path, events: tuple[str, ...], command: Command,
-                        with_matcher: set[str], extra: dict[str, Any] | None = None) -> None:
+def _claude_style_hooks(
+    path: Path,
+    events: tuple[str, ...],
+    command: Command,
+    with_matcher: set[str],
+    extra: dict[str, Any] | None = None,
+) -> None:
     """`{"hooks": {EVENT: [{"matcher": "*", "hooks": [{"type": "command", ...}]}]}}`, the format
     Claude Code started and Gemini CLI, Qwen Code and Codex CLI share."""
+
     def update(cfg: dict[str, Any]) -> None:
         hooks = cfg.setdefault("hooks", {})
         for event in events:
-            group: dict[str, Any] = {"hooks": [{"type": "command", "command": command(event),
-                                                **(extra or {})}]}
+            group: dict[str, Any] = {
+                "hooks": [{"type": "command", "command": command(event), **(extra or {})}]
+            }
             if event in with_matcher:
                 group = {"matcher": "*", **group}
             hooks.setdefault(event, []).append(group)
+
     merge_json(path, update)
 
 
 class ClaudeCode(Driver):
     name = "claude-code"
-    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-              "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".claude/settings.json",
-                                        "local": ".claude/settings.local.json"}
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".claude/settings.json",
+        "local": ".claude/settings.local.json",
+    }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
             return ToolCall("Write", {"file_path": _abs(ws, step.path), "content": step.content})
         if isinstance(step, Edit):
-            return ToolCall("Edit", {"file_path": _abs(ws, step.path), "old_string": step.old,
-                                     "new_string": step.new})
+            return ToolCall(
+                "Edit",
+                {"file_path": _abs(ws, step.path), "old_string": step.old, "new_string": step.new},
+            )
         if isinstance(step, Read):
             return ToolCall("Read", {"file_path": _abs(ws, step.path)})
         return ToolCall("Bash", {"command": step.command, "description": "Run a command"})
 
     def env(self, s: Session) -> dict[str, str]:
-        return {"ANTHROPIC_BASE_URL": s.model.url, "ANTHROPIC_API_KEY": "sk-ant-fake",
-                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1"}
+        return {
+            "ANTHROPIC_BASE_URL": s.model.url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+        }
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -139,8 +166,15 @@ class ClaudeCode(Driver):
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
         # --allowedTools, not bypassPermissions: that one refuses to run as root (CI is root)
-        cmd = [str(s.exe), "-p", prompt, "--output-format", "json",
-               "--allowedTools", "Write,Edit,Bash"]
+        cmd = [
+            str(s.exe),
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--allowedTools",
+            "Write,Edit,Bash",
+        ]
         return cmd if first else [*cmd, "--resume", s.state["session_id"]]
 
     def after_run(self, s: Session, run: Run) -> None:
@@ -150,41 +184,62 @@ class ClaudeCode(Driver):
 
 class GeminiCli(Driver):
     name = "gemini-cli"
-    events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent",
-              "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".gemini/settings.json",
-                                        "user": "~/.gemini/settings.json"}
+    events = ("SessionStart", "BeforeAgent", "BeforeTool", "AfterTool", "AfterAgent", "SessionEnd")
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".gemini/settings.json",
+        "user": "~/.gemini/settings.json",
+    }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
-            return ToolCall("write_file", {"file_path": _abs(ws, step.path),
-                                           "content": step.content})
+            return ToolCall(
+                "write_file", {"file_path": _abs(ws, step.path), "content": step.content}
+            )
         if isinstance(step, Edit):
-            return ToolCall("replace", {"file_path": _abs(ws, step.path), "old_string": step.old,
-                                        "new_string": step.new, "instruction": "Edit it"})
+            return ToolCall(
+                "replace",
+                {
+                    "file_path": _abs(ws, step.path),
+                    "old_string": step.old,
+                    "new_string": step.new,
+                    "instruction": "Edit it",
+                },
+            )
         if isinstance(step, Read):
             return ToolCall("read_file", {"file_path": _abs(ws, step.path)})
-        return ToolCall("run_shell_command", {"command": step.command,
-                                              "description": "Run a command"})
+        return ToolCall(
+            "run_shell_command", {"command": step.command, "description": "Run a command"}
+        )
 
     def env(self, s: Session) -> dict[str, str]:
-        return {"GEMINI_API_KEY": "fake-key", "GOOGLE_GEMINI_BASE_URL": s.model.url,
-                "GEMINI_CLI_NO_RELAUNCH": "true"}
+        return {
+            "GEMINI_API_KEY": "fake-key",
+            "GOOGLE_GEMINI_BASE_URL": s.model.url,
+            "GEMINI_CLI_NO_RELAUNCH": "true",
+        }
 
     def setup(self, s: Session) -> None:
         # Project hooks run only in a trusted folder: trust the workspace as a user would
         gemini = s.home / ".gemini"
-        merge_json(gemini / "trustedFolders.json",
-                   lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"}))
-        merge_json(gemini / "settings.json", lambda cfg: cfg.update({
-            "privacy": {"usageStatisticsEnabled": False},
-            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-            "telemetry": {"enabled": False},
-            # with only GOOGLE_GEMINI_BASE_URL set, 0.61.0 picks the "gateway" auth type, which
-            # its headless check then rejects ("Invalid auth method selected."); the API-key
-            # type still sends every request to GOOGLE_GEMINI_BASE_URL
-            "security": {"auth": {"selectedType": "gemini-api-key"}},
-        }))
+        merge_json(
+            gemini / "trustedFolders.json",
+            lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"}),
+        )
+        merge_json(
+            gemini / "settings.json",
+            lambda cfg: cfg.update(
+                {
+                    "privacy": {"usageStatisticsEnabled": False},
+                    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                    "telemetry": {"enabled": False},
+                    # with only GOOGLE_GEMINI_BASE_URL set, 0.61.0 picks the "gateway" auth type,
+                    # which
+                    # its headless check then rejects ("Invalid auth method selected."); the API-key
+                    # type still sends every request to GOOGLE_GEMINI_BASE_URL
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                }
+            ),
+        )
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -198,19 +253,24 @@ class GeminiCli(Driver):
 
 class CodexCli(Driver):
     name = "codex"
-    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-              "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".codex/hooks.json",
-                                        "user": "~/.codex/hooks.json"}
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".codex/hooks.json",
+        "user": "~/.codex/hooks.json",
+    }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
             body = "".join(f"+{line}\n" for line in step.content.splitlines())
-            return ToolCall("apply_patch", f"*** Begin Patch\n*** Add File: {step.path}\n{body}"
-                                           "*** End Patch\n")
+            return ToolCall(
+                "apply_patch", f"*** Begin Patch\n*** Add File: {step.path}\n{body}*** End Patch\n"
+            )
         if isinstance(step, Edit):
-            return ToolCall("apply_patch", f"*** Begin Patch\n*** Update File: {step.path}\n@@\n"
-                                           f"-{step.old}\n+{step.new}\n*** End Patch\n")
+            return ToolCall(
+                "apply_patch",
+                f"*** Begin Patch\n*** Update File: {step.path}\n@@\n"
+                f"-{step.old}\n+{step.new}\n*** End Patch\n",
+            )
         if isinstance(step, Read):
             return ToolCall("exec_command", {"cmd": f"cat {shlex.quote(step.path)}"})
         if isinstance(step, Patch):
@@ -234,7 +294,8 @@ class CodexCli(Driver):
             "[model_providers.fake]\n"
             f'name = "fake"\nbase_url = "{s.model.url}/v1"\nenv_key = "FAKE_MODEL_KEY"\n'
             'wire_api = "responses"\n'
-            f'[projects."{s.workspace}"]\ntrust_level = "trusted"\n')
+            f'[projects."{s.workspace}"]\ntrust_level = "trusted"\n'
+        )
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -242,8 +303,12 @@ class CodexCli(Driver):
         return path
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
-        opts = ["--json", "--skip-git-repo-check", "--dangerously-bypass-approvals-and-sandbox",
-                "--dangerously-bypass-hook-trust"]
+        opts = [
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+        ]
         if first:
             return [str(s.exe), "exec", *opts, prompt]
         return [str(s.exe), "exec", "resume", *opts, "--last", prompt]
@@ -252,37 +317,52 @@ class CodexCli(Driver):
 class QwenCode(Driver):
     name = "qwen-code"
     read_before_edit = True
-    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop",
-              "SessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".qwen/settings.json",
-                                        "user": "~/.qwen/settings.json"}
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SessionEnd")
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".qwen/settings.json",
+        "user": "~/.qwen/settings.json",
+    }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
-            return ToolCall("write_file", {"file_path": _abs(ws, step.path),
-                                           "content": step.content})
+            return ToolCall(
+                "write_file", {"file_path": _abs(ws, step.path), "content": step.content}
+            )
         if isinstance(step, Edit):
-            return ToolCall("edit", {"file_path": _abs(ws, step.path), "old_string": step.old,
-                                     "new_string": step.new})
+            return ToolCall(
+                "edit",
+                {"file_path": _abs(ws, step.path), "old_string": step.old, "new_string": step.new},
+            )
         if isinstance(step, Read):
             return ToolCall("read_file", {"file_path": _abs(ws, step.path)})
-        return ToolCall("run_shell_command", {"command": step.command, "is_background": False,
-                                              "description": "Run a command"})
+        return ToolCall(
+            "run_shell_command",
+            {"command": step.command, "is_background": False, "description": "Run a command"},
+        )
 
     def env(self, s: Session) -> dict[str, str]:
-        return {"OPENAI_BASE_URL": f"{s.model.url}/v1", "OPENAI_API_KEY": "sk-fake",
-                "OPENAI_MODEL": "fake-model"}
+        return {
+            "OPENAI_BASE_URL": f"{s.model.url}/v1",
+            "OPENAI_API_KEY": "sk-fake",
+            "OPENAI_MODEL": "fake-model",
+        }
 
     def setup(self, s: Session) -> None:
         qwen = s.home / ".qwen"
-        merge_json(qwen / "trustedFolders.json",
-                   lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"}))
-        merge_json(qwen / "settings.json", lambda cfg: cfg.update({
-            "privacy": {"usageStatisticsEnabled": False},
-            "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
-            "telemetry": {"enabled": False},
-            "security": {"auth": {"selectedType": "openai"}},
-        }))
+        merge_json(
+            qwen / "trustedFolders.json", lambda cfg: cfg.update({str(s.workspace): "TRUST_FOLDER"})
+        )
+        merge_json(
+            qwen / "settings.json",
+            lambda cfg: cfg.update(
+                {
+                    "privacy": {"usageStatisticsEnabled": False},
+                    "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
+                    "telemetry": {"enabled": False},
+                    "security": {"auth": {"selectedType": "openai"}},
+                }
+            ),
+        )
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -290,52 +370,86 @@ class QwenCode(Driver):
         return path
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
-        cmd = [str(s.exe), "--output-format", "json", "--approval-mode", "yolo",
-               "--auth-type", "openai", prompt]
+        cmd = [
+            str(s.exe),
+            "--output-format",
+            "json",
+            "--approval-mode",
+            "yolo",
+            "--auth-type",
+            "openai",
+            prompt,
+        ]
         return cmd if first else [*cmd, "--continue"]
 
 
 class CopilotCli(Driver):
     name = "copilot"
-    events = ("sessionStart", "userPromptSubmitted", "preToolUse", "postToolUse", "agentStop",
-              "sessionEnd")
-    scopes: ClassVar[dict[str, str]] = {"project": ".github/hooks/snapstore.json",
-                                        "local": ".github/copilot/settings.local.json",
-                                        "user": "~/.copilot/hooks/snapstore.json"}
+    events = (
+        "sessionStart",
+        "userPromptSubmitted",
+        "preToolUse",
+        "postToolUse",
+        "agentStop",
+        "sessionEnd",
+    )
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".github/hooks/snapstore.json",
+        "local": ".github/copilot/settings.local.json",
+        "user": "~/.copilot/hooks/snapstore.json",
+    }
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
             return ToolCall("create", {"path": _abs(ws, step.path), "file_text": step.content})
         if isinstance(step, Edit):
-            return ToolCall("edit", {"path": _abs(ws, step.path), "old_str": step.old,
-                                     "new_str": step.new})
+            return ToolCall(
+                "edit", {"path": _abs(ws, step.path), "old_str": step.old, "new_str": step.new}
+            )
         if isinstance(step, Read):
             return ToolCall("view", {"path": _abs(ws, step.path)})
         return ToolCall("bash", {"command": step.command, "description": "Run a command"})
 
     def env(self, s: Session) -> dict[str, str]:
-        return {"COPILOT_PROVIDER_BASE_URL": f"{s.model.url}/v1", "COPILOT_PROVIDER_TYPE": "openai",
-                "COPILOT_PROVIDER_API_KEY": "sk-fake", "COPILOT_MODEL": "fake-model",
-                "COPILOT_OFFLINE": "true", "COPILOT_AUTO_UPDATE": "false",
-                # exactly "true" also trusts the folder, so that .github/hooks loads
-                "COPILOT_ALLOW_ALL": "true", **cache_env(PINS["copilot"], s.exe)}
+        return {
+            "COPILOT_PROVIDER_BASE_URL": f"{s.model.url}/v1",
+            "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_API_KEY": "sk-fake",
+            "COPILOT_MODEL": "fake-model",
+            "COPILOT_OFFLINE": "true",
+            "COPILOT_AUTO_UPDATE": "false",
+            # exactly "true" also trusts the folder, so that .github/hooks loads
+            "COPILOT_ALLOW_ALL": "true",
+            **cache_env(PINS["copilot"], s.exe),
+        }
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
+
         def update(cfg: dict[str, Any]) -> None:
             if scope != "local":  # a hooks file has a version; settings.local.json does not
                 cfg.setdefault("version", 1)
             hooks = cfg.setdefault("hooks", {})
             for event in self.events:
-                hooks.setdefault(event, []).append({"type": "command", "bash": command(event),
-                                                    "timeoutSec": 30})
+                hooks.setdefault(event, []).append(
+                    {"type": "command", "bash": command(event), "timeoutSec": 30}
+                )
+
         merge_json(path, update)
         return path
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
-        cmd = [str(s.exe), "-p", prompt, "--output-format", "json", "--allow-all-tools",
-               "--disable-client-telemetry", "--no-auto-update"]
+        cmd = [
+            str(s.exe),
+            "-p",
+            prompt,
+            "--output-format",
+            "json",
+            "--allow-all-tools",
+            "--disable-client-telemetry",
+            "--no-auto-update",
+        ]
         return cmd if first else [*cmd, "--continue"]
 
 
@@ -363,18 +477,28 @@ export const HookBridge = async ({ directory, worktree }) => ({
 class Opencode(Driver):
     name = "opencode"
     model = "fake-model"  # opencode offers write and edit to most models
-    events = ("session.created", "chat.message", "tool.execute.before", "tool.execute.after",
-              "file.edited", "session.idle")
-    scopes: ClassVar[dict[str, str]] = {"project": ".opencode/plugin/snapstore-hooks.js",
-                                        "user": "~/.config/opencode/plugin/snapstore-hooks.js"}
+    events = (
+        "session.created",
+        "chat.message",
+        "tool.execute.before",
+        "tool.execute.after",
+        "file.edited",
+        "session.idle",
+    )
+    scopes: ClassVar[dict[str, str]] = {
+        "project": ".opencode/plugin/snapstore-hooks.js",
+        "user": "~/.config/opencode/plugin/snapstore-hooks.js",
+    }
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
             return ToolCall("write", {"filePath": _abs(ws, step.path), "content": step.content})
         if isinstance(step, Edit):
-            return ToolCall("edit", {"filePath": _abs(ws, step.path), "oldString": step.old,
-                                     "newString": step.new})
+            return ToolCall(
+                "edit",
+                {"filePath": _abs(ws, step.path), "oldString": step.old, "newString": step.new},
+            )
         if isinstance(step, Read):
             return ToolCall("read", {"filePath": _abs(ws, step.path)})
         if isinstance(step, Patch):
@@ -382,9 +506,13 @@ class Opencode(Driver):
         return ToolCall("bash", {"command": step.command, "description": "Run a command"})
 
     def env(self, s: Session) -> dict[str, str]:
-        return {"OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1",
-                "OPENCODE_DISABLE_SHARE": "1", "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-                "OPENCODE_DISABLE_LSP_DOWNLOAD": "1"}
+        return {
+            "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "OPENCODE_DISABLE_MODELS_FETCH": "1",
+            "OPENCODE_DISABLE_SHARE": "1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        }
 
     @staticmethod
     def _deps_installed(config_dir: Path) -> None:
@@ -393,20 +521,33 @@ class Opencode(Driver):
         of retries with no network. It skips a folder whose node_modules exists and whose
         package-lock.json lists the package; our plugin imports nothing from it."""
         (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
-        lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": {
-            "@opencode-ai/plugin": PINS["opencode"].version}}}}
+        lock = {
+            "lockfileVersion": 3,
+            "packages": {"": {"dependencies": {"@opencode-ai/plugin": PINS["opencode"].version}}},
+        }
         (config_dir / "package-lock.json").write_text(json.dumps(lock))
 
     def setup(self, s: Session) -> None:
         self._deps_installed(s.home / ".config/opencode")
-        merge_json(s.home / ".config/opencode/opencode.json", lambda cfg: cfg.update({
-            "autoupdate": False, "share": "disabled", "model": f"fake/{self.model}",
-            "permission": {"edit": "allow", "bash": "allow", "read": "allow"},
-            "provider": {"fake": {
-                "npm": "@ai-sdk/openai-compatible", "name": "Fake",
-                "options": {"baseURL": f"{s.model.url}/v1", "apiKey": "sk-fake"},
-                "models": {self.model: {"name": "Fake model", "tool_call": True}}}},
-        }))
+        merge_json(
+            s.home / ".config/opencode/opencode.json",
+            lambda cfg: cfg.update(
+                {
+                    "autoupdate": False,
+                    "share": "disabled",
+                    "model": f"fake/{self.model}",
+                    "permission": {"edit": "allow", "bash": "allow", "read": "allow"},
+                    "provider": {
+                        "fake": {
+                            "npm": "@ai-sdk/openai-compatible",
+                            "name": "Fake",
+                            "options": {"baseURL": f"{s.model.url}/v1", "apiKey": "sk-fake"},
+                            "models": {self.model: {"name": "Fake model", "tool_call": True}},
+                        }
+                    },
+                }
+            ),
+        )
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         path = self.config_path(s, scope)
@@ -431,18 +572,24 @@ class OpencodeGpt(Opencode):
 
 class ClineCli(Driver):
     name = "cline"
-    events = ("TaskStart", "TaskResume", "UserPromptSubmit", "PreToolUse", "PostToolUse",
-              "TaskComplete")
-    scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks",
-                                        "user": "~/.cline/hooks"}
+    events = (
+        "TaskStart",
+        "TaskResume",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "TaskComplete",
+    )
+    scopes: ClassVar[dict[str, str]] = {"project": ".clinerules/hooks", "user": "~/.cline/hooks"}
     daemons = ("--cline-hub-daemon",)
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
         if isinstance(step, Write):
             return ToolCall("editor", {"path": _abs(ws, step.path), "new_text": step.content})
         if isinstance(step, Edit):
-            return ToolCall("editor", {"path": _abs(ws, step.path), "old_text": step.old,
-                                       "new_text": step.new})
+            return ToolCall(
+                "editor", {"path": _abs(ws, step.path), "old_text": step.old, "new_text": step.new}
+            )
         if isinstance(step, Read):
             return ToolCall("read_files", {"files": [{"path": _abs(ws, step.path)}]})
         return ToolCall("run_commands", {"commands": [step.command]})
@@ -453,9 +600,25 @@ class ClineCli(Driver):
         return {"OTEL_EXPORTER_OTLP_TIMEOUT": "200"}
 
     def setup(self, s: Session) -> None:
-        subprocess.run([str(s.exe), "auth", "-p", "openai", "-k", "sk-fake", "-m", "fake-model",
-                        "-b", f"{s.model.url}/v1"], cwd=s.workspace, env=s.env(),
-                       capture_output=True, check=True, timeout=60)
+        subprocess.run(
+            [
+                str(s.exe),
+                "auth",
+                "-p",
+                "openai",
+                "-k",
+                "sk-fake",
+                "-m",
+                "fake-model",
+                "-b",
+                f"{s.model.url}/v1",
+            ],
+            cwd=s.workspace,
+            env=s.env(),
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
 
     def install_hooks(self, s: Session, command: Command, scope: str = "project") -> Path:
         folder = self.config_path(s, scope)
@@ -472,6 +635,16 @@ class ClineCli(Driver):
         return [str(s.exe), "--json", "-t", "120", prompt]
 
 
-DRIVERS: dict[str, type[Driver]] = {d.name: d for d in (ClaudeCode, GeminiCli, CodexCli,
-                                                        QwenCode, CopilotCli, Opencode, OpencodeGpt,
-                                                        ClineCli)}
+DRIVERS: dict[str, type[Driver]] = {
+    d.name: d
+    for d in (
+        ClaudeCode,
+        GeminiCli,
+        CodexCli,
+        QwenCode,
+        CopilotCli,
+        Opencode,
+        OpencodeGpt,
+        ClineCli,
+    )
+}

@@ -56,8 +56,10 @@ class Blackhole:
                 self.requests.append(line)
 
 
-_ADDR = re.compile(r'sa_family=AF_INET6?, sin6?_port=htons\((\d+)\), '
-                   r'(?:sin_addr=inet_addr\("([^"]+)"\)|.*?inet_pton\(AF_INET6, "([^"]+)")')
+_ADDR = re.compile(
+    r"sa_family=AF_INET6?, sin6?_port=htons\((\d+)\), "
+    r'(?:sin_addr=inet_addr\("([^"]+)"\)|.*?inet_pton\(AF_INET6, "([^"]+)")'
+)
 
 
 def strace_connects(trace: Path) -> list[str]:

@@ -15,36 +15,87 @@ from typing import Any
 
 # hook event -> kind, per agent
 KINDS: dict[str, dict[str, str]] = {
-    "claude-code": {"UserPromptSubmit": "begin", "PreToolUse": "pre", "PostToolUse": "post",
-                    "Stop": "end"},
-    "gemini-cli": {"BeforeAgent": "begin", "BeforeTool": "pre", "AfterTool": "post",
-                   "AfterAgent": "end"},
-    "codex": {"UserPromptSubmit": "begin", "PreToolUse": "pre", "PostToolUse": "post",
-              "Stop": "end"},
-    "qwen-code": {"UserPromptSubmit": "begin", "PreToolUse": "pre", "PostToolUse": "post",
-                  "Stop": "end"},
-    "copilot": {"userPromptSubmitted": "begin", "preToolUse": "pre", "postToolUse": "post",
-                "agentStop": "end"},
-    "opencode": {"chat.message": "begin", "tool.execute.before": "pre",
-                 "tool.execute.after": "post", "session.idle": "end"},
-    "cline": {"TaskStart": "begin", "UserPromptSubmit": "begin", "PreToolUse": "pre",
-              "PostToolUse": "post", "TaskComplete": "end"},
+    "claude-code": {
+        "UserPromptSubmit": "begin",
+        "PreToolUse": "pre",
+        "PostToolUse": "post",
+        "Stop": "end",
+    },
+    "gemini-cli": {
+        "BeforeAgent": "begin",
+        "BeforeTool": "pre",
+        "AfterTool": "post",
+        "AfterAgent": "end",
+    },
+    "codex": {
+        "UserPromptSubmit": "begin",
+        "PreToolUse": "pre",
+        "PostToolUse": "post",
+        "Stop": "end",
+    },
+    "qwen-code": {
+        "UserPromptSubmit": "begin",
+        "PreToolUse": "pre",
+        "PostToolUse": "post",
+        "Stop": "end",
+    },
+    "copilot": {
+        "userPromptSubmitted": "begin",
+        "preToolUse": "pre",
+        "postToolUse": "post",
+        "agentStop": "end",
+    },
+    "opencode": {
+        "chat.message": "begin",
+        "tool.execute.before": "pre",
+        "tool.execute.after": "post",
+        "session.idle": "end",
+    },
+    "cline": {
+        "TaskStart": "begin",
+        "UserPromptSubmit": "begin",
+        "PreToolUse": "pre",
+        "PostToolUse": "post",
+        "TaskComplete": "end",
+    },
 }
 
 # tool name -> category, per agent
 TOOLS: dict[str, dict[str, str]] = {
-    "claude-code": {"Write": "write", "Edit": "edit", "MultiEdit": "edit", "Bash": "shell",
-                    "Read": "read"},
-    "gemini-cli": {"write_file": "write", "replace": "edit", "run_shell_command": "shell",
-                   "read_file": "read"},
+    "claude-code": {
+        "Write": "write",
+        "Edit": "edit",
+        "MultiEdit": "edit",
+        "Bash": "shell",
+        "Read": "read",
+    },
+    "gemini-cli": {
+        "write_file": "write",
+        "replace": "edit",
+        "run_shell_command": "shell",
+        "read_file": "read",
+    },
     "codex": {"apply_patch": "patch", "Bash": "shell"},
-    "qwen-code": {"write_file": "write", "edit": "edit", "run_shell_command": "shell",
-                  "read_file": "read"},
+    "qwen-code": {
+        "write_file": "write",
+        "edit": "edit",
+        "run_shell_command": "shell",
+        "read_file": "read",
+    },
     "copilot": {"create": "write", "edit": "edit", "bash": "shell", "view": "read"},
-    "opencode": {"write": "write", "edit": "edit", "apply_patch": "patch", "bash": "shell",
-                 "read": "read"},
-    "cline": {"editor": "edit", "apply_patch": "patch", "run_commands": "shell",
-              "read_files": "read"},
+    "opencode": {
+        "write": "write",
+        "edit": "edit",
+        "apply_patch": "patch",
+        "bash": "shell",
+        "read": "read",
+    },
+    "cline": {
+        "editor": "edit",
+        "apply_patch": "patch",
+        "run_commands": "shell",
+        "read_files": "read",
+    },
 }
 
 PATCH_MARKERS = ("*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ")
@@ -68,7 +119,7 @@ def patch_paths(patch: str) -> list[str]:
     for line in patch.splitlines():
         for marker in PATCH_MARKERS:
             if line.startswith(marker):
-                out.append(line[len(marker):].strip())
+                out.append(line[len(marker) :].strip())
     return out
 
 
@@ -103,8 +154,10 @@ def _session(agent: str, p: dict[str, Any]) -> str:
         return str((p.get("sessionContext") or {}).get("rootSessionId") or p.get("taskId", ""))
     if agent == "opencode":
         event = p.get("event") or {}
-        return str((p.get("input") or {}).get("sessionID")
-                   or (event.get("properties") or {}).get("sessionID", ""))
+        return str(
+            (p.get("input") or {}).get("sessionID")
+            or (event.get("properties") or {}).get("sessionID", "")
+        )
     return str(p.get("session_id", ""))
 
 
@@ -129,8 +182,12 @@ def describe(agent: str, record: dict[str, Any], workspace: str) -> Seen:
         return Seen(kind, session=session, prompt=prompt)
     if kind == "other":
         return Seen("other", session=session)
-    tool = str(p.get("tool_name") or p.get("toolName") or (p.get("input") or {}).get("tool", "")
-               or (p.get("preToolUse") or p.get("postToolUse") or {}).get("toolName", ""))
+    tool = str(
+        p.get("tool_name")
+        or p.get("toolName")
+        or (p.get("input") or {}).get("tool", "")
+        or (p.get("preToolUse") or p.get("postToolUse") or {}).get("toolName", "")
+    )
     category = TOOLS[agent].get(tool, "")
     args = _args(agent, p)
     cwd = str(p.get("cwd") or p.get("directory") or workspace)
@@ -149,5 +206,6 @@ def describe(agent: str, record: dict[str, Any], workspace: str) -> Seen:
     else:
         path = args.get("file_path") or args.get("path") or args.get("filePath")
         paths = [path] if path else []
-    return Seen(kind, tool, category, tuple(_rel(x, cwd, workspace) for x in paths),
-                session=session)
+    return Seen(
+        kind, tool, category, tuple(_rel(x, cwd, workspace) for x in paths), session=session
+    )

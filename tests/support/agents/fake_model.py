@@ -120,8 +120,9 @@ class FakeModel:
         handler = type("Handler", (_Handler,), {"model": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="fake-model")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, daemon=True, name="fake-model"
+        )
         self._thread.start()
         return self
 
@@ -159,10 +160,11 @@ class FakeModel:
         turn, at = self._current_turn(conversation)
         if turn is None:
             return Reply(text="I have nothing scripted for that.")
-        done = sum(m.tool_results for m in conversation[at + 1:])
+        done = sum(m.tool_results for m in conversation[at + 1 :])
         if done < len(turn.steps):
-            return Reply(call=self.tools(turn.steps[done], self.workspace),
-                         call_id=self.next_id("call_"))
+            return Reply(
+                call=self.tools(turn.steps[done], self.workspace), call_id=self.next_id("call_")
+            )
         return Reply(text=turn.answer)
 
     def _current_turn(self, conversation: list[wire.Message]) -> tuple[Turn | None, int]:
@@ -229,10 +231,22 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("utf-8", "replace")
         url = urlsplit(self.path)
-        self.model.record(Recorded(method, url.path, parse_qs(url.query),
-                                   {k.lower(): v for k, v in self.headers.items()}, body))
-        status, ctype, payload = wire.route(self.model, method, url.path, parse_qs(url.query),
-                                            body if isinstance(body, dict) else {})
+        self.model.record(
+            Recorded(
+                method,
+                url.path,
+                parse_qs(url.query),
+                {k.lower(): v for k, v in self.headers.items()},
+                body,
+            )
+        )
+        status, ctype, payload = wire.route(
+            self.model,
+            method,
+            url.path,
+            parse_qs(url.query),
+            body if isinstance(body, dict) else {},
+        )
         data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", ctype)

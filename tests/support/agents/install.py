@@ -98,8 +98,9 @@ def install(agent: str, cache: Path | None = None, timeout: float = INSTALL_TIME
         tmp.rename(final)
     exe = installed_bin(pin, cache)
     if exe is None:
-        raise InstallError(f"npm installed {pin.package}@{pin.version} but it has no "
-                           f"`{pin.bin}` command")
+        raise InstallError(
+            f"npm installed {pin.package}@{pin.version} but it has no `{pin.bin}` command"
+        )
     return exe
 
 
@@ -107,24 +108,43 @@ def _npm_install(pin: Pin, prefix: Path, timeout: float) -> None:
     npm = shutil.which("npm")
     if npm is None:
         raise InstallError("npm is not on PATH: install Node.js 20 or newer to run the agent tests")
-    cmd = [npm, "install", "--prefix", str(prefix), "--no-audit", "--no-fund", "--no-save",
-           "--loglevel=error", "--fetch-retries=1", "--fetch-timeout=60000",
-           f"{pin.package}@{pin.version}"]
+    cmd = [
+        npm,
+        "install",
+        "--prefix",
+        str(prefix),
+        "--no-audit",
+        "--no-fund",
+        "--no-save",
+        "--loglevel=error",
+        "--fetch-retries=1",
+        "--fetch-timeout=60000",
+        f"{pin.package}@{pin.version}",
+    ]
     env = {**os.environ, "npm_config_update_notifier": "false"}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=env, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         shutil.rmtree(prefix, ignore_errors=True)
-        raise InstallError(f"npm install {pin.package}@{pin.version} took more than "
-                           f"{timeout:.0f} s; is the npm registry reachable?") from None
+        raise InstallError(
+            f"npm install {pin.package}@{pin.version} took more than "
+            f"{timeout:.0f} s; is the npm registry reachable?"
+        ) from None
     if proc.returncode != 0:
         shutil.rmtree(prefix, ignore_errors=True)
-        raise InstallError(f"npm install {pin.package}@{pin.version} failed "
-                           f"(exit {proc.returncode}): {_why(out)}")
+        raise InstallError(
+            f"npm install {pin.package}@{pin.version} failed (exit {proc.returncode}): {_why(out)}"
+        )
 
 
 def _warm_up(pin: Pin, prefix: Path) -> None:
@@ -132,8 +152,9 @@ def _warm_up(pin: Pin, prefix: Path) -> None:
     home = prefix / "warm-up-home"
     home.mkdir()
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), **cache_env(pin, exe)}
-    proc = subprocess.run([str(exe), "--version"], env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [str(exe), "--version"], env=env, capture_output=True, text=True, timeout=300
+    )
     shutil.rmtree(home, ignore_errors=True)
     if proc.returncode != 0:
         raise InstallError(f"{pin.bin} --version failed after install: {proc.stderr[-300:]}")
@@ -144,13 +165,17 @@ def _why(npm_output: str) -> str:
     reason: getaddrinfo ENOTFOUND registry.npmjs.org (ENOTFOUND: is the npm registry
     reachable?)`."""
     lines = [ln.removeprefix("npm error").strip() for ln in npm_output.splitlines()]
-    code = next((ln.split()[1] for ln in lines if ln.startswith("code ") and len(ln.split()) > 1),
-                "")
+    code = next(
+        (ln.split()[1] for ln in lines if ln.startswith("code ") and len(ln.split()) > 1), ""
+    )
     reason = next((ln.split("FetchError: ", 1)[1] for ln in lines if "FetchError: " in ln), "")
     if code in ("E404", "ETARGET"):
         return f"{code}: the npm registry has no such package or version"
-    if reason or code.startswith(("ECONN", "ENOTFOUND", "ETIMEDOUT", "EAI_", "ENETUNREACH")) \
-            or any(ln.startswith("network") for ln in lines):
+    if (
+        reason
+        or code.startswith(("ECONN", "ENOTFOUND", "ETIMEDOUT", "EAI_", "ENETUNREACH"))
+        or any(ln.startswith("network") for ln in lines)
+    ):
         what = f"{reason} ({code})" if reason else f"npm error {code or 'network'}"
         return f"{what}: is the npm registry reachable?"
     useful = [ln for ln in lines if ln and not ln.startswith(("A complete log", "at "))]
@@ -168,10 +193,15 @@ def main(argv: list[str]) -> int:
         except InstallError as e:
             print(f"{agent}: {e}", file=sys.stderr)
             return 1
-        size = sum(f.stat().st_size for f in (cache_dir() / pin.slug).rglob("*")
-                   if f.is_file() and not f.is_symlink())
-        print(f"{agent:12} {pin.package + '@' + pin.version:32} {'cached' if cached else 'cold':6} "
-              f"{time.monotonic() - t0:6.1f} s  {size / 2**20:6.0f} MiB  {exe}")
+        size = sum(
+            f.stat().st_size
+            for f in (cache_dir() / pin.slug).rglob("*")
+            if f.is_file() and not f.is_symlink()
+        )
+        print(
+            f"{agent:12} {pin.package + '@' + pin.version:32} {'cached' if cached else 'cold':6} "
+            f"{time.monotonic() - t0:6.1f} s  {size / 2**20:6.0f} MiB  {exe}"
+        )
     return 0
 
 

@@ -12,8 +12,19 @@ import os
 import sys
 import time
 
-HINTS = ("CLAUDE", "GEMINI", "CODEX", "QWEN", "COPILOT", "OPENCODE", "CLINE", "AUGMENT", "HOOK",
-         "SESSION", "PROJECT")
+HINTS = (
+    "CLAUDE",
+    "GEMINI",
+    "CODEX",
+    "QWEN",
+    "COPILOT",
+    "OPENCODE",
+    "CLINE",
+    "AUGMENT",
+    "HOOK",
+    "SESSION",
+    "PROJECT",
+)
 
 
 def main() -> None:
@@ -24,8 +35,16 @@ def main() -> None:
     except ValueError:
         payload = raw
     env = {k: v for k, v in os.environ.items() if any(h in k for h in HINTS)}
-    line = json.dumps({"event": event, "argv": sys.argv[1:], "payload": payload, "env": env,
-                       "cwd": os.getcwd(), "time": time.time()})
+    line = json.dumps(
+        {
+            "event": event,
+            "argv": sys.argv[1:],
+            "payload": payload,
+            "env": env,
+            "cwd": os.getcwd(),
+            "time": time.time(),
+        }
+    )
     with open(log, "a", encoding="utf-8") as f:  # one write per line: O_APPEND keeps lines whole
         f.write(line + "\n")
     if len(sys.argv) > 3:

@@ -38,9 +38,11 @@ class Run:
 
     def brief(self) -> str:
         """What the CLI said, cut to fit an assertion message."""
-        return (f"exit {self.code}{' (timed out)' if self.timed_out else ''} after "
-                f"{self.seconds:.1f} s\nstdout: {self.stdout[-1500:]}\nstderr: "
-                f"{self.stderr[-1500:]}")
+        return (
+            f"exit {self.code}{' (timed out)' if self.timed_out else ''} after "
+            f"{self.seconds:.1f} s\nstdout: {self.stdout[-1500:]}\nstderr: "
+            f"{self.stderr[-1500:]}"
+        )
 
 
 @dataclass
@@ -63,8 +65,9 @@ class Session:
             d.mkdir(parents=True, exist_ok=True)
         self.workspace = self.workspace.resolve()
         self.exe = install(self.driver.pin or self.agent)
-        self.model = FakeModel(self.driver.script(self.turns), self.driver.tool_call,
-                               str(self.workspace))
+        self.model = FakeModel(
+            self.driver.script(self.turns), self.driver.tool_call, str(self.workspace)
+        )
         self.proxy = Blackhole()
 
     def __enter__(self) -> Session:
@@ -87,11 +90,20 @@ class Session:
         colour, and the agent's own switches for its model URL, telemetry and updates."""
         h = self.home
         env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(h), "USER": "tester",
-            "LANG": "C.UTF-8", "TERM": "dumb", "NO_COLOR": "1", "FORCE_COLOR": "0", "CI": "1",
-            "XDG_CONFIG_HOME": str(h / ".config"), "XDG_DATA_HOME": str(h / ".local/share"),
-            "XDG_CACHE_HOME": str(h / ".cache"), "XDG_STATE_HOME": str(h / ".local/state"),
-            "TMPDIR": str(self.base), "PYTHON": sys.executable,
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(h),
+            "USER": "tester",
+            "LANG": "C.UTF-8",
+            "TERM": "dumb",
+            "NO_COLOR": "1",
+            "FORCE_COLOR": "0",
+            "CI": "1",
+            "XDG_CONFIG_HOME": str(h / ".config"),
+            "XDG_DATA_HOME": str(h / ".local/share"),
+            "XDG_CACHE_HOME": str(h / ".cache"),
+            "XDG_STATE_HOME": str(h / ".local/state"),
+            "TMPDIR": str(self.base),
+            "PYTHON": sys.executable,
         }
         for var in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
             env[var] = env[var.lower()] = self.proxy.url
@@ -106,16 +118,34 @@ class Session:
         code_path = self.base / f"exit.{n}"
         if self.strace:  # a shell between strace and the CLI keeps the CLI's exit status
             trace = str(self.base / f"strace.{n}")
-            cmd = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", trace,
-                   "/bin/sh", "-c", '"$@"; echo $? > "$0.tmp"; mv "$0.tmp" "$0"',
-                   str(code_path), *cmd]
+            cmd = [
+                "strace",
+                "-f",
+                "-qq",
+                "-e",
+                "trace=connect",
+                "-o",
+                trace,
+                "/bin/sh",
+                "-c",
+                '"$@"; echo $? > "$0.tmp"; mv "$0.tmp" "$0"',
+                str(code_path),
+                *cmd,
+            ]
         out_path, err_path = self.base / f"stdout.{n}", self.base / f"stderr.{n}"
         t0 = time.monotonic()
         # files, not pipes: a daemon the CLI leaves behind (Cline's hub) would hold a pipe open
         with open(out_path, "w") as out, open(err_path, "w") as err:
-            proc = subprocess.Popen(cmd, cwd=self.workspace, env=self.env(), text=True,
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                cwd=self.workspace,
+                env=self.env(),
+                text=True,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+            )
             timed_out = not _wait_for_cli(proc, timeout, code_path if self.strace else None)
         if not timed_out:
             _let_hooks_finish(proc.pid, self.base, self.driver.daemons)
@@ -134,8 +164,11 @@ class Session:
 
     def connects(self) -> list[str]:
         """Every address a straced run connected to."""
-        return [a for i in range(1, len(self.runs) + 1)
-                for a in strace_connects(self.base / f"strace.{i}")]
+        return [
+            a
+            for i in range(1, len(self.runs) + 1)
+            for a in strace_connects(self.base / f"strace.{i}")
+        ]
 
 
 def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None) -> bool:
@@ -149,16 +182,18 @@ def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None
     return False
 
 
-def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...],
-                      grace: float = 10.0) -> None:
+def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...], grace: float = 10.0) -> None:
     """Give hook commands the CLI did not wait for time to end on their own, as they would for
     a user (Cline runs each hook in a session of its own and exits while its TaskComplete hook
     still runs): wait until nothing but the group's leader (the CLI, or strace) and the agent's
     known daemons is left."""
     deadline = time.monotonic() + grace
     while time.monotonic() < deadline:
-        hooks = [pid for pid, cmdline in _strays(base)
-                 if pid != pgid and not any(d in cmdline for d in daemons)]
+        hooks = [
+            pid
+            for pid, cmdline in _strays(base)
+            if pid != pgid and not any(d in cmdline for d in daemons)
+        ]
         if not hooks and not _group_members(pgid) - {pgid}:
             return
         time.sleep(0.05)

@@ -29,8 +29,9 @@ class Message:
     tool_results: int = 0
 
 
-def route(model: FakeModel, method: str, path: str, query: dict[str, list[str]],
-          body: dict[str, Any]) -> tuple[int, str, Any]:
+def route(
+    model: FakeModel, method: str, path: str, query: dict[str, list[str]], body: dict[str, Any]
+) -> tuple[int, str, Any]:
     """Answer one request: (status, content type, JSON value or raw bytes)."""
     if method == "POST" and path.endswith("/messages/count_tokens"):
         return 200, JSON, {"input_tokens": USAGE_IN}
@@ -44,16 +45,32 @@ def route(model: FakeModel, method: str, path: str, query: dict[str, list[str]],
         return chat(model, body)
     if method == "GET" and path.endswith("/models"):
         return 200, JSON, models(model, path)
-    return 404, JSON, {"error": {"message": f"the fake model has no {method} {path}",
-                                 "type": "not_found_error"}}
+    return (
+        404,
+        JSON,
+        {"error": {"message": f"the fake model has no {method} {path}", "type": "not_found_error"}},
+    )
 
 
 def models(model: FakeModel, path: str) -> dict[str, Any]:
     if "/v1beta/" in path:
-        return {"models": [{"name": f"models/{model.model}", "displayName": model.model,
-                            "supportedGenerationMethods": ["generateContent"]}]}
-    entry = {"id": model.model, "object": "model", "type": "model", "created": 0,
-             "owned_by": "fake", "display_name": model.model}
+        return {
+            "models": [
+                {
+                    "name": f"models/{model.model}",
+                    "displayName": model.model,
+                    "supportedGenerationMethods": ["generateContent"],
+                }
+            ]
+        }
+    entry = {
+        "id": model.model,
+        "object": "model",
+        "type": "model",
+        "created": 0,
+        "owned_by": "fake",
+        "display_name": model.model,
+    }
     return {"object": "list", "data": [entry], "has_more": False}
 
 
@@ -70,8 +87,11 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p.get("text", "") for p in content
-                         if isinstance(p, dict) and isinstance(p.get("text"), str))
+        return "\n".join(
+            p.get("text", "")
+            for p in content
+            if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
     return ""
 
 
@@ -85,36 +105,67 @@ def anthropic(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
         conv.append(Message(m.get("role", ""), _text(content), results))
     reply = model.reply(conv, bool(body.get("tools")))
     if reply.call is not None:
-        block = {"type": "tool_use", "id": reply.call_id, "name": reply.call.name,
-                 "input": reply.call.args}
+        block = {
+            "type": "tool_use",
+            "id": reply.call_id,
+            "name": reply.call.name,
+            "input": reply.call.args,
+        }
         stop = "tool_use"
     else:
         block = {"type": "text", "text": reply.text}
         stop = "end_turn"
-    msg = {"id": model.next_id("msg_"), "type": "message", "role": "assistant",
-           "model": body.get("model", model.model), "content": [block], "stop_reason": stop,
-           "stop_sequence": None, "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT}}
+    msg = {
+        "id": model.next_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", model.model),
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": USAGE_IN, "output_tokens": USAGE_OUT},
+    }
     if not body.get("stream"):
         return 200, JSON, msg
-    start = {**msg, "content": [], "stop_reason": None, "usage": {**msg["usage"],
-                                                                   "output_tokens": 1}}
+    start = {
+        **msg,
+        "content": [],
+        "stop_reason": None,
+        "usage": {**msg["usage"], "output_tokens": 1},
+    }
     if block["type"] == "tool_use":
         first = {**block, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
     else:
         first = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": block["text"]}
-    return 200, SSE, sse([
-        ("message_start", {"type": "message_start", "message": start}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": first}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta",
-                           "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": USAGE_OUT}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])
+    return (
+        200,
+        SSE,
+        sse(
+            [
+                ("message_start", {"type": "message_start", "message": start}),
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": 0, "content_block": first},
+                ),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": 0, "delta": delta},
+                ),
+                ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+                (
+                    "message_delta",
+                    {
+                        "type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": None},
+                        "usage": {"output_tokens": USAGE_OUT},
+                    },
+                ),
+                ("message_stop", {"type": "message_stop"}),
+            ]
+        ),
+    )
 
 
 # -- Gemini generateContent (Gemini CLI) ----------------------------------------------------------
@@ -127,23 +178,32 @@ def gemini(model: FakeModel, method: str, body: dict[str, Any]) -> tuple[int, st
     for c in body.get("contents", []):
         parts = [p for p in c.get("parts", []) if isinstance(p, dict)]
         results = sum(1 for p in parts if "functionResponse" in p)
-        conv.append(Message("assistant" if c.get("role") == "model" else "user",
-                            _text(parts), results))
-    has_tools = any(t.get("functionDeclarations") for t in body.get("tools") or []
-                    if isinstance(t, dict))
+        conv.append(
+            Message("assistant" if c.get("role") == "model" else "user", _text(parts), results)
+        )
+    has_tools = any(
+        t.get("functionDeclarations") for t in body.get("tools") or [] if isinstance(t, dict)
+    )
     reply = model.reply(conv, has_tools)
     if reply.call is not None:
-        part = {"functionCall": {"name": reply.call.name, "args": reply.call.args,
-                                 "id": reply.call_id}}
+        part = {
+            "functionCall": {"name": reply.call.name, "args": reply.call.args, "id": reply.call_id}
+        }
     elif schema:
         part = {"text": json.dumps(fill_schema(schema))}
     else:
         part = {"text": reply.text}
-    data = {"candidates": [{"content": {"role": "model", "parts": [part]},
-                            "finishReason": "STOP", "index": 0}],
-            "usageMetadata": {"promptTokenCount": USAGE_IN, "candidatesTokenCount": USAGE_OUT,
-                              "totalTokenCount": USAGE_IN + USAGE_OUT},
-            "modelVersion": model.model}
+    data = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": USAGE_IN,
+            "candidatesTokenCount": USAGE_OUT,
+            "totalTokenCount": USAGE_IN + USAGE_OUT,
+        },
+        "modelVersion": model.model,
+    }
     if method == "streamGenerateContent":
         return 200, SSE, sse([(None, data)])
     return 200, JSON, data
@@ -166,8 +226,11 @@ def fill_schema(schema: dict[str, Any]) -> Any:
 # -- OpenAI Responses (Codex CLI) ----------------------------------------------------------------
 def responses(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
     items = body.get("input")
-    items = [{"type": "message", "role": "user", "content": items}] if isinstance(items, str) \
+    items = (
+        [{"type": "message", "role": "user", "content": items}]
+        if isinstance(items, str)
         else items or []
+    )
     conv = []
     for it in items:
         kind = it.get("type", "message")
@@ -177,38 +240,81 @@ def responses(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
             conv.append(Message("tool", "", 1))
     reply = model.reply(conv, bool(body.get("tools")))
     if reply.call is None:
-        item: dict[str, Any] = {"type": "message", "role": "assistant", "status": "completed",
-                                "id": model.next_id("msg_"),
-                                "content": [{"type": "output_text", "text": reply.text,
-                                             "annotations": []}]}
+        item: dict[str, Any] = {
+            "type": "message",
+            "role": "assistant",
+            "status": "completed",
+            "id": model.next_id("msg_"),
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+        }
     elif isinstance(reply.call.args, str):
-        item = {"type": "custom_tool_call", "id": model.next_id("ctc_"), "status": "completed",
-                "call_id": reply.call_id, "name": reply.call.name, "input": reply.call.args}
+        item = {
+            "type": "custom_tool_call",
+            "id": model.next_id("ctc_"),
+            "status": "completed",
+            "call_id": reply.call_id,
+            "name": reply.call.name,
+            "input": reply.call.args,
+        }
     else:
-        item = {"type": "function_call", "id": model.next_id("fc_"), "status": "completed",
-                "call_id": reply.call_id, "name": reply.call.name,
-                "arguments": json.dumps(reply.call.args)}
+        item = {
+            "type": "function_call",
+            "id": model.next_id("fc_"),
+            "status": "completed",
+            "call_id": reply.call_id,
+            "name": reply.call.name,
+            "arguments": json.dumps(reply.call.args),
+        }
     rid = model.next_id("resp_")
-    usage = {"input_tokens": USAGE_IN, "input_tokens_details": {"cached_tokens": 0},
-             "output_tokens": USAGE_OUT, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": USAGE_IN + USAGE_OUT}
-    done = {"id": rid, "object": "response", "created_at": 0, "status": "completed",
-            "model": body.get("model", model.model), "output": [item], "usage": usage}
+    usage = {
+        "input_tokens": USAGE_IN,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": USAGE_OUT,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": USAGE_IN + USAGE_OUT,
+    }
+    done = {
+        "id": rid,
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": body.get("model", model.model),
+        "output": [item],
+        "usage": usage,
+    }
     if not body.get("stream"):
         return 200, JSON, done
     events: list[tuple[str | None, Any]] = [
-        ("response.created", {"type": "response.created",
-                              "response": {**done, "status": "in_progress", "output": []}}),
-        ("response.output_item.added", {"type": "response.output_item.added", "output_index": 0,
-                                        "item": item}),
+        (
+            "response.created",
+            {
+                "type": "response.created",
+                "response": {**done, "status": "in_progress", "output": []},
+            },
+        ),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        ),
     ]
     if reply.call is None:
-        events.append(("response.output_text.delta", {
-            "type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
-            "content_index": 0, "delta": reply.text}))
+        events.append(
+            (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": reply.text,
+                },
+            )
+        )
     events += [
-        ("response.output_item.done", {"type": "response.output_item.done", "output_index": 0,
-                                       "item": item}),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
         ("response.completed", {"type": "response.completed", "response": done}),
     ]
     return 200, SSE, sse(events)
@@ -216,18 +322,25 @@ def responses(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
 
 # -- OpenAI Chat Completions (Qwen Code, opencode, Copilot's BYOK) -------------------------------
 def chat(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
-    conv = [Message(m.get("role", ""), _text(m.get("content")), int(m.get("role") == "tool"))
-            for m in body.get("messages", [])]
+    conv = [
+        Message(m.get("role", ""), _text(m.get("content")), int(m.get("role") == "tool"))
+        for m in body.get("messages", [])
+    ]
     reply = model.reply(conv, bool(body.get("tools")))
     cid = model.next_id("chatcmpl-")
     name = body.get("model", model.model)
-    usage = {"prompt_tokens": USAGE_IN, "completion_tokens": USAGE_OUT,
-             "total_tokens": USAGE_IN + USAGE_OUT}
+    usage = {
+        "prompt_tokens": USAGE_IN,
+        "completion_tokens": USAGE_OUT,
+        "total_tokens": USAGE_IN + USAGE_OUT,
+    }
     if reply.call is not None:
-        args = reply.call.args if isinstance(reply.call.args, str) \
-            else json.dumps(reply.call.args)
-        call = {"id": reply.call_id, "type": "function",
-                "function": {"name": reply.call.name, "arguments": args}}
+        args = reply.call.args if isinstance(reply.call.args, str) else json.dumps(reply.call.args)
+        call = {
+            "id": reply.call_id,
+            "type": "function",
+            "function": {"name": reply.call.name, "arguments": args},
+        }
         message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         finish = "tool_calls"
     else:
@@ -235,15 +348,29 @@ def chat(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
         finish = "stop"
     head = {"id": cid, "created": 0, "model": name, "system_fingerprint": "fake"}
     if not body.get("stream"):
-        return 200, JSON, {**head, "object": "chat.completion", "usage": usage, "choices": [
-            {"index": 0, "message": message, "finish_reason": finish}]}
+        return (
+            200,
+            JSON,
+            {
+                **head,
+                "object": "chat.completion",
+                "usage": usage,
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            },
+        )
     delta = dict(message)
     if "tool_calls" in delta:
         delta["tool_calls"] = [{"index": 0, **delta["tool_calls"][0]}]
     chunk = {**head, "object": "chat.completion.chunk"}
-    return 200, SSE, sse([
-        (None, {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
-        (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
-        (None, {**chunk, "choices": [], "usage": usage}),
-        (None, "[DONE]"),
-    ])
+    return (
+        200,
+        SSE,
+        sse(
+            [
+                (None, {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
+                (None, {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+                (None, {**chunk, "choices": [], "usage": usage}),
+                (None, "[DONE]"),
+            ]
+        ),
+    )

@@ -1,0 +1,1 @@
+"""One module per command group; ``snapstore_cli.app`` loads each on first use."""

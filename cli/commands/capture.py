@@ -1,0 +1,117 @@
+"""Commands that set up a store and capture turns: init, begin, end, pre-write, post-write.
+
+The capture commands' work is in ``snapstore_cli.fast``, which runs them without Click
+for agents' wrappers; these Click commands serve everything else (``--help``, usage
+errors, ``--debug``) with the same output.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, BinaryIO
+
+import click
+
+from snapstore.core.db import data_file
+
+if TYPE_CHECKING:
+    from snapstore import Store
+    from snapstore.ops.scan import ScanResult
+
+from .. import fast
+from ..app import common_options, emit, options
+from ..output.rich import console, printable
+
+
+@click.command()
+@click.option(
+    "--track-shell",
+    is_flag=True,
+    help="Scan mode: also catch what shell commands change (records the baseline now).",
+)
+@common_options
+def init(track_shell: bool) -> None:
+    """Create the store in the current folder (or --root); safe to run again."""
+    opts = options()
+    root = os.path.realpath(opts.root or os.getcwd())
+    store_dir = opts.env.store_dir_for(root)
+    assert store_dir is not None
+    created = not os.path.exists(data_file(store_dir))
+    with opts.open_store(create=True) as store:
+        excluded = store.exclude_from_git()
+        data = {"root": store.root, "store": store.store_dir, "created": created}
+        baseline = _track_shell(store) if track_shell else None
+        if baseline is not None:
+            data["scan"] = baseline.to_json()
+
+    def human() -> None:
+        out = console(stderr=True)
+        out.print(
+            f"{'Created' if created else 'Found'} the snapstore store in {printable(data['store'])}"
+        )
+        if excluded:
+            out.print("Added it to .git/info/exclude", style="dim")
+        if baseline is not None:
+            from .scan import scan_summary
+
+            scan_summary(baseline)
+            out.print(
+                "Scan mode is on: hooks scan around each turn and each shell call. "
+                "Run `snapstore hook install AGENT` (again) so they see the shell tool"
+            )
+
+    emit(data, human)
+
+
+def _track_shell(store: Store) -> ScanResult:
+    """Turn scan mode on in the store's config and record the baseline, with a progress bar."""
+    from ..settings import Config
+    from .scan import scan_progress
+
+    config = Config.load(store.store_dir)
+    config.track_shell = True
+    config.save(store.store_dir)
+    with scan_progress(not options().json) as progress:
+        return store.scan(progress=progress, use_watcher=False)
+
+
+@click.command()
+@click.option("--prompt", "prompt", metavar="TEXT", help="The user's message.")
+@click.option("--prompt-file", type=click.File("rb"), help="Read the user's message from a file.")
+@click.option("--message-id", metavar="ID", help="The agent's id for the message.")
+@common_options
+def begin(prompt: str | None, prompt_file: BinaryIO | None, message_id: str | None) -> None:
+    """Open a turn for the user's message."""
+    if prompt is not None and prompt_file is not None:
+        raise click.UsageError("give --prompt or --prompt-file, not both")
+    opts = options()
+    _show(fast.begin(opts, fast.prompt_text(prompt, prompt_file), message_id))
+
+
+@click.command()
+@common_options
+def end() -> None:
+    """Close the open turn, recording what any captured file now holds."""
+    _show(fast.end(options()))
+
+
+@click.command("pre-write")
+@click.option("--tool", default="", metavar="NAME", help="The agent tool about to write.")
+@click.argument("paths", nargs=-1, required=True)
+@common_options
+def pre_write(tool: str, paths: tuple[str, ...]) -> None:
+    """Capture the current bytes of PATHS before the agent writes them."""
+    _show(fast.pre_write(options(), tool, paths))
+
+
+@click.command("post-write")
+@click.argument("paths", nargs=-1, required=True)
+@common_options
+def post_write(paths: tuple[str, ...]) -> None:
+    """Record what the agent wrote to PATHS."""
+    _show(fast.post_write(options(), paths))
+
+
+def _show(output: fast.Output) -> None:
+    """The capture commands print as their fast path does (snapstore_cli.fast)."""
+    fast.show(output, options().json, click.echo)

@@ -1,0 +1,199 @@
+"""Commands that move between turns: rewind, switch and undo.
+
+What they print is plain text (``results``): with ``--yes`` or ``--json`` they load
+no rich; only the picker and its table do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from snapstore import DEFAULT_SESSION
+from snapstore.ops.diffs import entry_diff
+from snapstore.ops.plan import MODES, POLICIES, RewindResult
+
+from ..app import (
+    common_options,
+    complete_turn,
+    emit,
+    is_new,
+    open_resuming,
+    options,
+    print_start,
+    require_turns,
+)
+from ..output import results
+from ..output.plain import say
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
+
+
+def _report(result: RewindResult, verb: str) -> None:
+    def human() -> None:
+        if result.dry_run:
+            for plan in result.plans:
+                if plan.writes:
+                    results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+        results.summary(result, verb)
+
+    emit(result.to_json(), human)
+    if not result.ok:
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("turn", required=False, shell_complete=complete_turn)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="both",
+    show_default=True,
+    help="Take back files and conversation, only code, or only the conversation.",
+)
+@click.option(
+    "--on-conflict",
+    type=click.Choice(POLICIES),
+    default="skip",
+    show_default=True,
+    help="skip: leave the file alone; markers: write conflict markers; "
+    "theirs: force the version from before the turn.",
+)
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="P",
+    help="Take back only this file (repeatable); the head stays.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
+@click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
+@common_options
+def rewind(
+    turn: str | None,
+    mode: str,
+    on_conflict: str,
+    paths: tuple[str, ...],
+    dry_run: bool,
+    yes: bool,
+    force: bool,
+    resume: bool,
+) -> None:
+    """Take back TURN and everything after it on the current branch.
+
+    TURN is a number from `snapstore log` (1 is the newest) or a turn id.
+    Without TURN, list the rewind points.
+    """
+    opts = options()
+    if resume:
+        with opts.open_store() as store:
+            done = store.resume()
+        emit(
+            [r.to_json() for r in done],
+            lambda: (
+                [results.summary(r, "resumed") for r in done]
+                or say("no interrupted rewind to resume")
+            ),
+        )
+        return
+    wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    with open_resuming() as store:
+        session = opts.session_for(store)
+        if turn is None and is_new(store, session):  # the list of rewind points is empty
+            emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
+            return
+        require_turns(store, session, "nothing to rewind")
+        if turn is None:
+            from ..picker import SWITCH, choose
+
+            turn, mode = choose(store, session, mode, _interactive(), force)
+            if turn is None:
+                return
+            if mode == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
+                result = store.switch(turn, on_conflict=on_conflict, force=force)
+                _report(result, "switched")
+                return
+            yes = yes or _interactive()  # the picker has confirmed already
+        if not (yes or dry_run) and _interactive():
+            preview = store.rewind(
+                turn,
+                session,
+                mode=mode,
+                on_conflict=on_conflict,
+                paths=wanted,
+                dry_run=True,
+                force=force,
+            )
+            results.summary(preview, "rewind")
+            click.confirm("Rewind?", abort=True)
+        result = store.rewind(
+            turn,
+            session,
+            mode=mode,
+            on_conflict=on_conflict,
+            paths=wanted,
+            dry_run=dry_run,
+            force=force,
+        )
+    _report(result, "rewound")
+
+
+@click.command()
+@click.argument("turn", shell_complete=complete_turn)
+@click.option(
+    "--on-conflict",
+    type=click.Choice(POLICIES),
+    default="skip",
+    show_default=True,
+    help="skip: leave the file alone; markers: write conflict markers; "
+    "theirs: force the turn's version.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
+@common_options
+def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -> None:
+    """Make the workspace what it was right after TURN: back, forward, or on another branch.
+
+    TURN is a number from `snapstore log` or the id of any turn, rewound ones included
+    (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
+    """
+    opts = options()
+    with open_resuming() as store:
+        session = opts.session  # an id names its own session; a number needs one
+        if session is None and turn.strip().isdigit():
+            session = opts.session_for(store)
+        if not (yes or dry_run) and _interactive():
+            preview = store.switch(
+                turn, session, on_conflict=on_conflict, dry_run=True, force=force
+            )
+            results.summary(preview, "switch")
+            click.confirm("Switch?", abort=True)
+        result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run, force=force)
+    _report(result, "switched")
+
+
+@click.command()
+@click.argument("rewind_id", required=False)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common_options
+def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
+    """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
+
+    With --session, the last one of that session. When turns came after it, the undo
+    becomes a turn of its own on top of them, which `snapstore rewind` can take back.
+    """
+    opts = options()
+    with open_resuming() as store:
+        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
+        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+    if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
+        click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
+    _report(result, "undone")

@@ -1,0 +1,101 @@
+"""Text for people without rich: what the fast paths (hooks, capture commands) print.
+
+Text from the store or the disk (file names, prompts, session and tool names,
+reasons) passes through :func:`printable` before it reaches a terminal, so that a
+name cannot clear the screen, forge a line or reorder what follows it. JSON keeps
+the raw strings. ``render`` re-exports it for the rich side.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from typing import TextIO
+
+#: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
+#: paragraph separators, the bidirectional controls that reorder what follows them
+#: ("Trojan source"), and lone surrogates (a name's bytes that are not UTF-8). Every one of
+#: them is outside ``str.isprintable``, which answers first for most text.
+UNSAFE = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]"
+_NAMED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r"}
+
+
+@functools.cache
+def unsafe() -> re.Pattern[str]:
+    """:data:`UNSAFE`, compiled when first needed: compiling it costs about 1.5 ms, a
+    twentieth of a hook's whole start-up."""
+    return re.compile(UNSAFE)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    # os.fsdecode keeps an undecodable byte b as the surrogate U+DC00 + b: show the byte.
+    data = (
+        bytes([code - 0xDC00])
+        if 0xDC80 <= code <= 0xDCFF
+        else char.encode("utf-8", "surrogatepass")
+    )
+    return "".join(f"\\{byte:03o}" for byte in data)
+
+
+def printable(text: str, quote: bool = True) -> str:
+    """``text`` safe to show on a terminal.
+
+    Text whose every character shows is returned as it is. Otherwise each character a
+    terminal would act on becomes a C escape (``\\n``, ``\\t``, ``\\033`` for ESC, the
+    octal UTF-8 bytes of a bidi control, the octal byte of an undecodable one), and the
+    whole is quoted the way git's ``core.quotePath`` quotes a path, with ``\\`` and ``"``
+    escaped too, so it reads back unambiguously: ``"bad\\033[2Jname\\n.txt"``. With
+    ``quote=False`` (a sentence that holds a name) only the escapes are made, as ``ls -b``
+    makes them.
+    """
+    if text.isprintable() or not unsafe().search(text):
+        return text
+    if not quote:
+        return unsafe().sub(_escape, text)
+    return '"' + unsafe().sub(_escape, text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+
+
+#: ANSI codes for the styles the plain output uses (rich's names).
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+Segment = tuple[str, str]  # (text, style): style is "" or space-separated names of _STYLES
+
+
+def colour(stream: TextIO) -> bool:
+    """Whether to style text on ``stream``: a terminal, and no ``NO_COLOR`` (as rich does)."""
+    return "NO_COLOR" not in os.environ and stream.isatty()
+
+
+def paint(segments: list[Segment] | tuple[Segment, ...], styled: bool) -> str:
+    """The segments as one string, each styled with ANSI codes when ``styled``."""
+    if not styled:
+        return "".join(text for text, _ in segments)
+    out = []
+    for text, style in segments:
+        if style and text:
+            codes = ";".join(_STYLES[name] for name in style.split())
+            out.append(f"\x1b[{codes}m{text}\x1b[0m")
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+def say(text: str, style: str = "", stream: TextIO | None = None) -> None:
+    """Print one line for people, on stderr unless ``stream`` says otherwise; styled only on
+    a terminal without NO_COLOR."""
+    out = stream or sys.stderr
+    out.write(paint(((text, style),), colour(out)) + "\n")
+
+
+def iso(ts: float | None) -> str | None:
+    """A time stamp in ISO 8601, UTC, to the second (what ``--json`` prints)."""
+    if ts is None:
+        return None
+    import datetime as dt  # not at start-up: only the commands that print times need it
+
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")

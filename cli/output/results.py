@@ -1,0 +1,116 @@
+"""What a rewind, switch, undo or scan did, and unified diffs, printed for people without rich.
+
+``rewind --yes``, ``undo`` and ``switch`` print a few lines, and ``diff`` and
+``--dry-run`` print diffs: neither needs a layout engine, so these commands load
+no rich (docs/benchmarks.md measures their start-up). Colour appears only on a
+terminal without ``NO_COLOR``, in git's colours for diffs. Names pass through
+:func:`~snapstore_cli.output.plain.printable`; a diff's content is printed as it is, as
+git prints it, and lines are never wrapped.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, TextIO
+
+from .plain import Segment, colour, paint, printable, say
+
+if TYPE_CHECKING:
+    from snapstore.ops.plan import RewindResult
+    from snapstore.ops.scan import ScanResult
+
+
+def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
+    """One file's unified diff coloured the git way, its name quoted as git quotes it in the
+    header lines when it holds what a terminal would act on."""
+    out = stream or sys.stdout
+    styled = colour(out)
+    quoted = printable(path)
+    header = True
+    for line in lines:
+        header = header and not line.startswith("@@")
+        if header and quoted != path:
+            line = line.replace(f"a/{path}", printable(f"a/{path}")).replace(
+                f"b/{path}", printable(f"b/{path}")
+            )
+        if header:  # diff --git, modes, ---/+++ or Binary: everything before the first hunk
+            style = "bold"
+        elif line.startswith("@@"):
+            style = "cyan"
+        elif line.startswith("+"):
+            style = "green"
+        elif line.startswith("-"):
+            style = "red"
+        else:
+            style = ""
+        out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
+
+
+def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> None:
+    """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
+    what it warns of (a hard link it split), and where the head is."""
+    out = stream or sys.stdout
+    styled = colour(out)
+    prefix = "would be " if result.dry_run else ""
+    lines: list[list[Segment]] = []
+    for name, paths, style in (
+        ("restored", result.restored, "green"),
+        ("merged", result.merged, "cyan"),
+        ("deleted", result.deleted, "red"),
+    ):
+        lines += [[(f"  {prefix}{name:<9}", style), (f" {printable(path)}", "")] for path in paths]
+    for items, name, style in (
+        (result.conflicts, "conflict", "yellow"),
+        (result.errors, "failed", "red"),
+        (result.warnings, "warning", "yellow"),
+    ):
+        lines += [
+            [
+                (f"  {name:<9}", f"bold {style}"),
+                (f" {printable(item['path'])}: ", ""),
+                (printable(item["reason"], quote=False), style),
+            ]
+            for item in items
+        ]
+    changed = len(result.restored) + len(result.merged) + len(result.deleted)
+    if not (changed or result.conflicts or result.errors):
+        lines.append([("  no files to change", "")])
+    head = result.new_head[:8] if result.new_head else "(start of the session)"
+    if result.dry_run:
+        lines.append([(f"dry run: nothing was written; the head would be {head}", "")])
+    else:
+        lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
+        if result.undo_id and verb == "rewound":
+            lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
+    for segments in lines:
+        out.write(paint(segments, styled) + "\n")
+
+
+def scan_summary(result: ScanResult) -> None:
+    """What a scan recorded, for people (on stderr)."""
+    out = sys.stderr
+    if result.baseline:
+        say(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
+    elif not result.count:
+        say(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
+    else:
+        where = f"user changes, turn {result.turn}" if result.user else f"turn {result.turn}"
+        say(
+            f"{len(result.changed)} changed, {len(result.added)} added, "
+            f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}"
+        )
+        styled = colour(out)
+        for name, paths, style in (
+            ("changed", result.changed, "yellow"),
+            ("added", result.added, "green"),
+            ("deleted", result.deleted, "red"),
+        ):
+            for path in paths:
+                out.write(
+                    paint((("  ", ""), (f"{name:<8}", style), (f" {printable(path)}", "")), styled)
+                    + "\n"
+                )
+    for item in result.skipped:
+        say(
+            f"  skipped  {printable(item['path'])}: {printable(item['reason'], quote=False)}", "dim"
+        )

@@ -1,0 +1,156 @@
+"""Blob encoding: the bytes of one file version, keyed by their BLAKE3 digest.
+
+A blob value is a small header followed by a payload (see docs/format.md):
+
+    byte 0      encoding: 0 raw, 1 zstd frame, 2 zstd delta
+    bytes 1-8   raw size, unsigned 64-bit big endian
+    delta only: 32-byte digest of the base blob, 1 byte chain depth
+    payload
+
+A delta is a zstd frame compressed against the raw bytes of the base (a
+raw-content prefix dictionary, the idea behind ``zstd --patch-from``). The
+window, hash and chain logs are sized to the base, because with the defaults
+python-zstandard stops finding matches in bases of a few MiB and the "delta"
+comes out as large as a full frame.
+
+Every decode re-hashes the result and refuses bytes that do not match their
+key, so a flipped bit on disk can never reach the workspace; ``fsck`` uses the
+same check.
+"""
+
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
+
+import struct
+from typing import TYPE_CHECKING, NamedTuple
+
+from .errors import StoreCorrupt
+
+if TYPE_CHECKING:
+    import zstandard
+
+# blake3 and zstandard are imported where they are used, not here: reading history, a
+# scan that finds nothing new, and a turn's begin hash and compress nothing, and loading
+# zstandard alone takes half of a hook's start-up (docs/benchmarks.md).
+
+DIGEST_SIZE = 32
+RAW, ZSTD, DELTA = 0, 1, 2
+ENCODINGS = (RAW, ZSTD, DELTA)
+
+#: Longest delta chain; past it a full frame is stored, so a read decodes at most this many frames.
+MAX_CHAIN = 16
+#: Bases above this size are not used for deltas (the match tables would need too much memory).
+MAX_DELTA_BASE = 64 * 1024 * 1024
+LEVEL = 3
+#: zstd allows 30 for hash and chain logs; 24 bounds their tables at 64 MiB each.
+MAX_TABLE_LOG = 24
+MAX_WINDOW_LOG = 27
+
+_SIZE = struct.Struct(">Q")
+_HEAD = 1 + _SIZE.size
+
+
+def digest(data: bytes) -> bytes:
+    """The BLAKE3 digest that names these bytes."""
+    from blake3 import blake3
+
+    return blake3(data).digest()
+
+
+class BlobHeader(NamedTuple):
+    """The decoded header of a stored blob value."""
+
+    encoding: int
+    size: int
+    base: bytes | None = None
+    depth: int = 0
+
+    @property
+    def header_size(self) -> int:
+        return _HEAD + (DIGEST_SIZE + 1 if self.encoding == DELTA else 0)
+
+
+def parse_header(value: bytes, key: bytes) -> BlobHeader:
+    """Read a blob header, refusing anything malformed."""
+    if len(value) < _HEAD or value[0] not in ENCODINGS:
+        raise StoreCorrupt(f"blob {key.hex()[:12]} has a malformed header")
+    (size,) = _SIZE.unpack_from(value, 1)
+    if value[0] != DELTA:
+        return BlobHeader(value[0], size)
+    if len(value) < _HEAD + DIGEST_SIZE + 1:
+        raise StoreCorrupt(f"blob {key.hex()[:12]} has a truncated delta header")
+    base = bytes(value[_HEAD : _HEAD + DIGEST_SIZE])
+    return BlobHeader(DELTA, size, base, value[_HEAD + DIGEST_SIZE])
+
+
+def with_depth(value: bytes, depth: int) -> bytes:
+    """A delta value with its recorded chain depth replaced (gc moves bases up the chain)."""
+    at = _HEAD + DIGEST_SIZE
+    return bytes(value[:at]) + bytes([depth]) + bytes(value[at + 1 :])
+
+
+def _delta_params(base_size: int, size: int) -> "zstandard.ZstdCompressionParameters":
+    import zstandard
+
+    window_log = max(10, (base_size + size).bit_length())  # ceil(log2(n + 1))
+    window_log = min(window_log, MAX_WINDOW_LOG)
+    table_log = min(window_log, MAX_TABLE_LOG)
+    return zstandard.ZstdCompressionParameters.from_level(
+        LEVEL, window_log=window_log, hash_log=table_log, chain_log=table_log
+    )
+
+
+def _raw_dict(base: bytes) -> "zstandard.ZstdCompressionDict":
+    import zstandard
+
+    return zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
+
+
+def encode(
+    data: bytes, base: bytes | None = None, base_key: bytes | None = None, base_depth: int = 0
+) -> bytes:
+    """Encode ``data`` as a blob value: a delta against ``base`` when given, else a full frame.
+
+    Whatever is chosen, the result is never larger than the raw bytes plus the header.
+    """
+    import zstandard
+
+    size = _SIZE.pack(len(data))
+    payload: bytes | None = None
+    if base is not None and base_key is not None and data:
+        dictionary = _raw_dict(base)
+        compressor = zstandard.ZstdCompressor(
+            dict_data=dictionary, compression_params=_delta_params(len(base), len(data))
+        )
+        payload = compressor.compress(data)
+        if len(payload) < len(data):
+            return bytes([DELTA]) + size + base_key + bytes([base_depth + 1]) + payload
+    if data:
+        payload = zstandard.ZstdCompressor(level=LEVEL).compress(data)
+        if len(payload) < len(data):
+            return bytes([ZSTD]) + size + payload
+    return bytes([RAW]) + size + data
+
+
+def decode_payload(value: bytes, header: BlobHeader, key: bytes, base: bytes | None) -> bytes:
+    """Decode one blob value whose base (for a delta) is already decoded, and verify it."""
+    import zstandard
+
+    payload = value[header.header_size :]
+    try:
+        if header.encoding == RAW:
+            data = bytes(payload)
+        elif header.encoding == ZSTD:
+            data = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.size)
+        else:
+            assert base is not None
+            decompressor = zstandard.ZstdDecompressor(
+                dict_data=_raw_dict(base), max_window_size=1 << MAX_WINDOW_LOG
+            )
+            data = decompressor.decompress(payload, max_output_size=header.size)
+    except (zstandard.ZstdError, OverflowError, MemoryError) as exc:  # a bad size field too
+        raise StoreCorrupt(f"blob {key.hex()[:12]} does not decompress: {exc!r}") from None
+    if len(data) != header.size or digest(data) != key:
+        raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")
+    return data

@@ -1,0 +1,554 @@
+"""Safe file I/O confined to the workspace root.
+
+Every path from a hook, the CLI or the API goes through :meth:`Workspace.relpath`
+first: it is normalised to a relative POSIX path under the root, symlinks in its
+parent folders are resolved (and refused when they lead out of the root), and
+a store's folder is refused: this workspace's own, and any other nested in it.
+The leaf is never followed: a symlink is itself a versioned object, its target
+string.
+
+Reads and writes then walk the canonical path from an open descriptor of the
+root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
+parent between the check and the use (TOCTOU) therefore makes the operation
+fail instead of escaping the root. Writes are atomic: a temp file in the same
+folder, fsync, rename over the destination (which replaces a symlink rather than
+following it), then fsync of the folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import functools
+import itertools
+import os
+import re
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+
+from . import faults
+from .db import STORE_DIRNAME
+from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
+from .records import FILE, LINK, Entry
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Up to this many paths, a flush syncs each file and folder; above, the whole file
+#: system at once (``syncfs``), which is far cheaper for many small files.
+FSYNC_EACH = 4
+#: Scans skip (and report) larger files unless told otherwise: a workspace's generated
+#: artefacts should not fill the store.
+DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+#: LMDB keys are at most 511 bytes; the store keys paths by their relative form.
+MAX_PATH_BYTES = 511
+#: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
+TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
+
+
+class Workspace:
+    """The workspace root, with every read and write confined to it."""
+
+    def __init__(self, root: str | os.PathLike[str], store_dir: str | None = None):
+        self.root = os.path.realpath(root)
+        if not os.path.isdir(self.root):
+            raise BadInput(f"workspace root {root} is not a folder")
+        #: The store's folder relative to the root, when it lies inside the workspace.
+        self.store_rel: str | None = None
+        if store_dir is not None:
+            store = os.path.realpath(store_dir)
+            if _is_within(store, self.root):
+                self.store_rel = os.path.relpath(store, self.root).replace(os.sep, "/")
+
+    # -- paths -----------------------------------------------------------------
+
+    def relpath(self, path: str | os.PathLike[str]) -> str:
+        """Normalise ``path`` (absolute, or relative to the root) to a canonical relative path."""
+        text = os.fspath(path)
+        if "\0" in text:
+            raise UnsafePath("path contains a NUL byte")
+        if not text:
+            raise UnsafePath("empty path")
+        full = os.path.normpath(os.path.join(self.root, text))
+        if not _is_within(full, self.root):
+            # An absolute path may reach the root through an outside symlink.
+            real = os.path.join(_realpath(os.path.dirname(full), text), os.path.basename(full))
+            if not _is_within(real, self.root):
+                raise UnsafePath(f"{text} is outside the workspace {self.root}")
+            full = real
+        parent = _realpath(os.path.dirname(full), text)
+        if not (parent == self.root or _is_within(parent, self.root)):
+            raise UnsafePath(
+                f"{text} passes through a symlink that leaves the workspace (it leads to {parent})"
+            )
+        rel = os.path.relpath(os.path.join(parent, os.path.basename(full)), self.root)
+        rel = rel.replace(os.sep, "/")
+        if rel in (".", "") or rel.startswith("../"):
+            raise UnsafePath(f"{text} is not a file inside the workspace")
+        if len(os.fsencode(rel)) > MAX_PATH_BYTES:
+            raise BadInput(
+                f"{rel[:60]}...: path is longer than {MAX_PATH_BYTES} bytes, "
+                "the longest the store can key"
+            )
+        store = self.store_of(rel)
+        if store is not None:
+            whose = "the snapstore store" if store == self.store_rel else f"the store {store}"
+            raise UnsafePath(f"{text} is inside {whose}, which is never snapshotted")
+        return rel
+
+    def store_of(self, rel: str) -> str | None:
+        """The store folder ``rel`` is or lies in, if any: this workspace's own store, or
+        another one nested in the workspace (a ``.snapstore`` folder at any depth, or one
+        being created beside it). Another store's files are another project's history."""
+        own = self.store_rel
+        if own is not None and (rel == own or rel.startswith((own + "/", own + ".new-"))):
+            return own
+        parts = rel.split("/")
+        for depth, part in enumerate(parts, start=1):
+            if part == STORE_DIRNAME or part.startswith(STORE_DIRNAME + ".new-"):
+                return "/".join(parts[:depth])
+        return None
+
+    def abspath(self, rel: str) -> str:
+        return os.path.join(self.root, *rel.split("/"))
+
+    # -- descriptors -------------------------------------------------------------
+
+    @contextmanager
+    def _parent(
+        self, rel: str, create: bool = False, links_absent: bool = False
+    ) -> Iterator[tuple[int | None, int]]:
+        """Open the parent folder of ``rel`` without following symlinks.
+
+        Yields ``(fd, created)``: ``fd`` is None when a folder is missing, or a
+        file stands in its place, and ``create`` is false; ``created`` counts the
+        folders made. A symlink in place of a folder is refused (UnsafePath),
+        unless ``links_absent``: then there is nothing below it either.
+        """
+        parts = rel.split("/")[:-1]
+        fd = os.open(self.root, _DIR_FLAGS)
+        created = 0
+        try:
+            for i, part in enumerate(parts):
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        os.close(fd)
+                        fd = -1
+                        break
+                    try:
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                        created += 1
+                    except FileExistsError:
+                        pass  # another writer made it meanwhile
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    if not create and _stands_for_a_folder(part, fd, links_absent):
+                        # A file (or, when asked, a link) stands where a folder would be:
+                        # nothing is below it as far as the workspace's paths go.
+                        os.close(fd)
+                        fd = -1
+                        break
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        where = "/".join(parts[: i + 1])
+                        raise UnsafePath(
+                            f"{rel}: {where} is a symlink or not a folder; refusing to follow it"
+                        ) from None
+                    if exc.errno == errno.ENAMETOOLONG:
+                        raise BadInput(f"{rel[:80]}...: a folder name is too long") from None
+                    raise
+                os.close(fd)
+                fd = nfd
+            yield (fd if fd >= 0 else None), created
+        finally:
+            if fd >= 0:
+                os.close(fd)
+
+    # -- reading -----------------------------------------------------------------
+
+    def lstat(self, rel: str) -> os.stat_result | None:
+        """The path's own stat (symlinks not followed), or None when absent."""
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return None
+            try:
+                return os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None
+
+    def read(self, rel: str) -> Entry | None:
+        """The current content of ``rel``, or None when it does not exist."""
+        with self._parent(rel) as (fd, _):
+            return None if fd is None else _read_at(fd, _leaf(rel), rel)
+
+    def read_state(self, rel: str, links_absent: bool = False) -> tuple[Entry | None, bool]:
+        """What ``rel`` holds as a versioned object, and whether a folder stands there.
+
+        Folders are not versioned: one standing at the path counts as absent (an
+        agent that turns a folder into a file captures the file's absence first).
+        With ``links_absent``, a symlink standing in place of a parent folder means
+        the path is absent rather than refused (a rewind restoring the folder
+        removes the link first; nothing is ever read through it).
+        """
+        with self._parent(rel, links_absent=links_absent) as (fd, _):
+            if fd is None:
+                return None, False
+            try:
+                st = os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return None, False
+            except OSError as exc:
+                raise BadInput(f"cannot read {rel}: {exc.strerror}", path=rel) from None
+            if stat.S_ISDIR(st.st_mode):
+                return None, True
+            return _read_at(fd, _leaf(rel), rel), False
+
+    def read_many(self, rels: Iterable[str]) -> Iterator[tuple[str, Entry | SnapstoreError | None]]:
+        """Read many paths, opening each run of paths in one folder once (a scan's reads).
+
+        A path that cannot be read comes back with its error instead of raising.
+        """
+        for _, group in itertools.groupby(rels, key=_folder):
+            paths = list(group)
+            with contextlib.ExitStack() as stack:
+                try:
+                    fd, _ = stack.enter_context(self._parent(paths[0]))
+                except SnapstoreError as exc:
+                    yield from ((rel, exc) for rel in paths)
+                    continue
+                for rel in paths:
+                    try:
+                        entry = None if fd is None else _read_at(fd, _leaf(rel), rel)
+                    except SnapstoreError as exc:
+                        yield rel, exc
+                    else:
+                        yield rel, entry
+
+    def missing_parents(self, rel: str) -> int:
+        """How many of the parent folders of ``rel`` are not folders yet (a symlink to a
+        folder, or a file, standing there counts as missing: a write replaces it)."""
+        parts = rel.split("/")[:-1]
+        for depth in range(len(parts), 0, -1):
+            try:
+                st = os.lstat(os.path.join(self.root, *parts[:depth]))
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                return len(parts) - depth
+        return len(parts)
+
+    # -- writing -----------------------------------------------------------------
+
+    def write(self, rel: str, entry: Entry | None, durable: bool = True) -> None:
+        """Atomically make ``rel`` hold ``entry`` (temp file, then rename); None deletes it.
+
+        With ``durable`` the file and its folder are synced before this returns.
+        Without, nothing is synced, and the caller must :meth:`flush` the paths it
+        wrote before it counts them as written: one flush for many files.
+        """
+        name = _leaf(rel)
+        if self.store_of(rel) is not None:  # a path recorded before stores were refused
+            raise UnsafePath(f"{rel} is inside a snapstore store; it is never written")
+        try:
+            if entry is None:
+                self._delete(rel, name, durable)
+                return
+            with self._parent(rel, create=True) as (fd, _):
+                assert fd is not None
+                tmp = f".snapstore-{os.urandom(6).hex()}.tmp"  # matches TEMP_NAME
+                try:
+                    if entry.kind == LINK:
+                        os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)
+                    else:
+                        _write_file(fd, tmp, entry.data, entry.mode, durable)
+                    faults.point("fsio.before_rename")
+                    os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+                except BaseException:
+                    _unlink_quietly(tmp, fd)
+                    raise
+                if durable:
+                    os.fsync(fd)
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise StoreFull(f"no space left on the device to write {rel}") from None
+            if exc.errno in (errno.EISDIR, errno.ENOTEMPTY, errno.ENAMETOOLONG, errno.EACCES):
+                raise BadInput(f"cannot write {rel}: {exc.strerror}") from None
+            raise
+
+    def _delete(self, rel: str, name: str, durable: bool) -> None:
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(st.st_mode):
+                raise BadInput(f"cannot delete {rel}: it is now a folder")
+            os.unlink(name, dir_fd=fd)
+            if durable:
+                os.fsync(fd)
+
+    def flush(self, rels: Iterable[str]) -> None:
+        """Make what was written to ``rels`` without ``durable`` durable, at once.
+
+        Many paths cost one ``syncfs`` per file system that holds them (Linux);
+        a few, or where ``syncfs`` is missing, an ``fsync`` of each file and each
+        folder. A folder that is gone, or that a file or link has replaced since,
+        is skipped.
+        """
+        rels = sorted(set(rels), key=_folder)
+        folders: dict[int, int] = {}  # st_dev -> an open folder on that file system
+        per_file = len(rels) <= FSYNC_EACH or _syncfs() is None
+        try:
+            for _, group in itertools.groupby(rels, key=_folder):
+                paths = list(group)
+                with self._parent(paths[0], links_absent=True) as (fd, _):
+                    if fd is None:
+                        continue
+                    if per_file:
+                        for rel in paths:
+                            _fsync_at(fd, _leaf(rel))
+                        os.fsync(fd)
+                    else:
+                        folders.setdefault(os.fstat(fd).st_dev, os.dup(fd))
+            syncfs = _syncfs()
+            for fd in folders.values():
+                if syncfs is not None and syncfs(fd) != 0:
+                    import ctypes
+
+                    err = ctypes.get_errno()
+                    raise OSError(err, os.strerror(err))
+        finally:
+            for fd in folders.values():
+                os.close(fd)
+
+    def remove_temp_files(self, rel: str) -> list[str]:
+        """Remove temp files that an interrupted write left beside ``rel``."""
+        removed = []
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return []
+            for name in os.listdir(fd):
+                if TEMP_NAME.fullmatch(name):
+                    _unlink_quietly(name, fd)
+                    removed.append(name)
+            if removed:
+                os.fsync(fd)
+        return removed
+
+    def occupied(self, rel: str) -> bool:
+        """Whether a file or a link (not a folder) is at ``rel``; nothing is followed."""
+        with self._parent(rel, links_absent=True) as (fd, _):
+            if fd is None:
+                return False
+            try:
+                st = os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return False
+            return not stat.S_ISDIR(st.st_mode)
+
+    def files_below(self, rel: str) -> list[str]:
+        """Every path (file or link, never followed) below the folder ``rel``."""
+        found: list[str] = []
+        with self._parent(rel, links_absent=True) as (fd, _):
+            if fd is not None:
+                _walk_below(fd, _leaf(rel), rel, found)
+        return found
+
+    def remove_empty_tree(self, rel: str) -> None:
+        """Remove the folder ``rel`` if it holds nothing but empty folders; never a file.
+
+        A rewind calls this where a file must come back in place of a folder that the
+        rewind's own deletions emptied. A folder that still holds a file stays, and
+        the write that needs its place fails with a clear error.
+        """
+        with self._parent(rel) as (fd, _):
+            if fd is None:
+                return
+            _remove_empty_tree(fd, _leaf(rel))
+
+    def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
+        """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
+        parts = rel.split("/")[:-1]
+        removed = []
+        for level in range(len(parts), max(len(parts) - depth, 0), -1):
+            folder = "/".join(parts[:level])
+            with self._parent(folder) as (fd, _):
+                if fd is None:
+                    continue
+                try:
+                    os.rmdir(parts[level - 1], dir_fd=fd)
+                except FileNotFoundError:
+                    continue  # already gone: an interrupted rewind removed it
+                except OSError:
+                    break
+                os.fsync(fd)
+            removed.append(folder)
+        return removed
+
+
+def _stands_for_a_folder(name: str, dir_fd: int, links: bool) -> bool:
+    """Whether ``name`` in ``dir_fd`` is a regular file (or, with ``links``, a symlink)."""
+    try:
+        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    except OSError:
+        return False
+    return stat.S_ISREG(mode) or (links and stat.S_ISLNK(mode))
+
+
+def _walk_below(parent_fd: int, name: str, rel: str, found: list[str]) -> None:
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return  # not a folder (or gone): nothing below it
+    try:
+        for entry in sorted(os.listdir(fd)):
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                _walk_below(fd, entry, f"{rel}/{entry}", found)
+            else:
+                found.append(f"{rel}/{entry}")
+    finally:
+        os.close(fd)
+
+
+def _remove_empty_tree(parent_fd: int, name: str) -> None:
+    """Remove folder ``name`` of ``parent_fd`` and its empty subfolders, depth first, never
+    following a link; stops quietly at the first entry that is not an empty folder."""
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return
+    try:
+        for entry in os.listdir(fd):
+            try:
+                st = os.stat(entry, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return
+            if not stat.S_ISDIR(st.st_mode):
+                return
+            _remove_empty_tree(fd, entry)
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(name, dir_fd=parent_fd)
+        os.fsync(parent_fd)
+
+
+def _read_at(fd: int, name: str, rel: str) -> Entry | None:
+    """Read ``name`` in the folder ``fd`` without following a symlink."""
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        return Entry(LINK, os.fsencode(os.readlink(name, dir_fd=fd)), 0o777, st)
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{rel} is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{rel} is not a regular file")
+    try:
+        ffd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as exc:
+        raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
+    with os.fdopen(ffd, "rb") as handle:
+        st = os.fstat(handle.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(f"{rel} changed type while being read")
+        data = handle.read()
+    return Entry(FILE, data, stat.S_IMODE(st.st_mode), st)
+
+
+def _realpath(path: str, text: str) -> str:
+    """``os.path.realpath``, where a link that changes while it is resolved is refused."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise UnsafePath(
+            f"{text}: a folder on the way changed while it was checked ({exc.strerror})"
+        ) from None
+
+
+def _leaf(rel: str) -> str:
+    return rel.rsplit("/", 1)[-1]
+
+
+def _folder(rel: str) -> str:
+    return rel.rpartition("/")[0]
+
+
+def _is_within(path: str, root: str) -> bool:
+    return path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def _write_file(dir_fd: int, name: str, data: bytes, mode: int, durable: bool) -> None:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fchmod(fd, mode)
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_at(dir_fd: int, name: str) -> None:
+    """Sync a regular file in ``dir_fd`` (a link or a gone path has no data to sync)."""
+    try:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's ``syncfs`` (Linux), or None where there is none."""
+    import ctypes  # only rewinds need it: not on the hook path
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.syncfs  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+def _unlink_quietly(name: str, dir_fd: int) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def exclude_from_git(root: str, rel: str) -> bool:
+    """Add ``/REL`` to the repository's ``.git/info/exclude`` (the store, a personal
+    settings file: kept out of commits); False when ``root`` is no git repository (a
+    ``.git`` file, a worktree, is left alone) or the line is there."""
+    info = os.path.join(root, ".git", "info")
+    if not os.path.isdir(os.path.join(root, ".git")):
+        return False
+    exclude = os.path.join(info, "exclude")
+    line = "/" + rel.replace(os.sep, "/")
+    try:
+        with open(exclude, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        text = ""
+    if line in text.splitlines():
+        return False
+    os.makedirs(info, exist_ok=True)
+    with open(exclude, "a", encoding="utf-8") as handle:
+        handle.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
+    return True

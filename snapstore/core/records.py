@@ -1,0 +1,216 @@
+"""The records a store keeps, and their JSON encoding (docs/format.md).
+
+Records are immutable ``typing.NamedTuple`` classes; code that changes one
+makes a new one with ``_replace`` and puts it back. They are NamedTuples rather
+than dataclasses because every hook process loads them: ``import dataclasses``
+pulls in ``inspect`` and alone costs a third of the bare-import floor that the
+hook's start-up is measured against (docs/benchmarks.md). Result types off the
+hook path are ordinary dataclasses.
+
+Records are stored as compact JSON objects whose keys are the field names; a
+version of a file is stored as the triple ``[digest, mode, kind]``. Unknown
+keys are an error, so a record written by a newer schema is never half-read.
+"""
+
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
+
+import json
+import os
+import stat
+import struct
+from typing import Any, NamedTuple
+
+from .blobs import digest
+from .errors import StoreCorrupt
+
+#: The session of a command that names none (the CLI: ``$SNAPSTORE_SESSION``, else this).
+DEFAULT_SESSION = "default"
+FILE, LINK = "file", "link"
+OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
+AGENT, USER, REWIND, REVERT = "agent", "user", "rewind", "revert"
+#: Turns that stand on a session's branches: a user message's turn, and an undo that
+#: could not move the head back and so became a turn of its own on top (as git revert).
+BRANCH_KINDS = (AGENT, REVERT)
+
+
+class Version(NamedTuple):
+    """One state of a path: a blob digest (hex), its permission bits, and its kind."""
+
+    digest: str
+    mode: int = 0o644
+    kind: str = FILE
+
+    @property
+    def key(self) -> bytes:
+        """The digest as the blob's key."""
+        return bytes.fromhex(self.digest)
+
+    def same_content(self, other: "Version | None") -> bool:
+        return other is not None and other.digest == self.digest and other.kind == self.kind
+
+
+class Entry(NamedTuple):
+    """What a path holds on disk: file bytes or a link target, with permission bits."""
+
+    kind: str
+    data: bytes
+    mode: int = 0o644
+    stat: os.stat_result | None = None
+
+
+def version_of(entry: Entry | None) -> Version | None:
+    """The identity of what is on disk (its digest, mode and kind)."""
+    if entry is None:
+        return None
+    return Version(digest(entry.data).hex(), entry.mode, entry.kind)
+
+
+#: ``index`` values (scan mode): size, mtime_ns, ctime_ns, inode, st_mode, then the digest.
+FINGERPRINT = struct.Struct(">QqqQI")
+
+
+def fingerprint(st: os.stat_result) -> bytes:
+    """A path's stat fingerprint: it moves whenever the path's content or kind may have."""
+    return FINGERPRINT.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
+
+
+def unscanned_fingerprint(version: Version) -> bytes:
+    """The fingerprint of a version that something other than a scan recorded.
+
+    It matches no file on disk, so the next scan re-reads the path, and it
+    keeps the version's kind and mode, the baseline a scan compares against.
+    """
+    st_mode = stat.S_IFLNK | 0o777 if version.kind == LINK else stat.S_IFREG | version.mode
+    return FINGERPRINT.pack(0, 0, 0, 0, st_mode)
+
+
+def index_version(value: bytes) -> Version:
+    """The version an ``index`` value (fingerprint, then digest) describes."""
+    st_mode = FINGERPRINT.unpack_from(value)[4]
+    digest = value[FINGERPRINT.size :].hex()
+    if stat.S_ISLNK(st_mode):
+        return Version(digest, 0o777, LINK)
+    return Version(digest, stat.S_IMODE(st_mode), FILE)
+
+
+def same(a: Version | None, b: Version | None) -> bool:
+    """Whether two states hold the same content (absence equals absence; modes aside)."""
+    return (a is None and b is None) or (a is not None and a.same_content(b))
+
+
+def differs(a: Version | None, b: Version | None) -> bool:
+    """Whether going from ``a`` to ``b`` needs a write: other content, kind or mode."""
+    if not same(a, b):
+        return True
+    return a is not None and b is not None and a.mode != b.mode
+
+
+class Change(NamedTuple):
+    """One recorded write to one path within a turn."""
+
+    turn: str
+    seq: int
+    path: str
+    before: Version | None
+    after: Version | None = None
+    done: bool = False  # whether ``after`` has been recorded
+    tool: str = ""
+    source: str = "hook"
+    time: float = 0.0
+    mkdirs: int = 0  # parent folders that did not exist before this change
+
+
+class RewindOp(NamedTuple):
+    """What a rewind, switch or undo did, so that it can be finished, or taken back."""
+
+    session: str
+    target: str | None  # rewind: the first turn taken back; switch: the turn switched
+    # to; undo: the operation undone
+    mode: str
+    status: str = "planned"  # planned -> applied
+    prev_head: str | None = None
+    new_head: str | None = None
+    reverted: tuple[str, ...] | list[str] = ()  # turns it took back (marked rewound)
+    paths: tuple[str, ...] | list[str] = ()
+    undoes: str | None = None
+    undone_by: str | None = None
+    prev_rewind: str | None = None
+    result: dict[str, Any] | None = None
+    action: str = "rewind"  # rewind | switch | undo
+    forward: tuple[str, ...] | list[str] = ()  # turns it put back (closed again)
+    on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
+
+
+class Turn(NamedTuple):
+    """What follows one user message, or a rewind record (kind ``rewind``)."""
+
+    id: str
+    session: str
+    seq: int
+    kind: str = AGENT
+    parent: str | None = None
+    prompt: str = ""
+    message_id: str | None = None
+    created: float = 0.0
+    closed: float | None = None
+    state: str = OPEN
+    implicit: bool = False
+    next_change: int = 0  # the seq the next change of this turn gets
+    open_changes: dict[str, int] | None = None  # path -> seq of its change awaiting ``after``
+    op: RewindOp | None = None
+    open_calls: dict[str, int] | None = None  # path -> tool calls in flight on it, when over 1
+    unattributed: list[str] | None = None  # a ``user`` turn seen in sessions' shared windows
+
+
+class Session(NamedTuple):
+    """One agent conversation in the workspace."""
+
+    name: str
+    created: float
+    open_turn: str | None = None
+    last_rewind: str | None = None
+    turns: int = 0
+    base: dict[str, Any] | None = None  # what it started from (snapstore.ops.session_base)
+    origin: dict[str, str] | None = None  # pulled: {"store": its store id, "name": its name}
+
+
+def _version(value: Any) -> Version | None:
+    if value is None:
+        return None
+    digest, mode, kind = value
+    return Version(digest, mode, kind)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Version):
+        return [value.digest, value.mode, value.kind]
+    return value
+
+
+def dumps(record: Any) -> bytes:
+    """Encode a record as compact JSON."""
+    data = {name: _plain(value) for name, value in record._asdict().items()}
+    if isinstance(record, Turn) and record.op is not None:
+        data["op"] = record.op._asdict()
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
+_LOADERS = {
+    "before": _version,
+    "after": _version,
+    "op": lambda op: None if op is None else RewindOp(**op),
+}
+
+
+def loads(cls: type, raw: bytes) -> Any:
+    """Decode a record of type ``cls``, refusing anything that is not one."""
+    try:
+        data = json.loads(raw)
+        data = {
+            key: _LOADERS[key](value) if key in _LOADERS else value for key, value in data.items()
+        }
+        return cls(**data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreCorrupt(f"a {cls.__name__.lower()} record is malformed: {exc}") from None

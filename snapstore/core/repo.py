@@ -1,0 +1,656 @@
+"""The record layer: a store's LMDB tables as typed records, beside its workspace.
+
+Every operation module (capture, history, scan, the rewind planner and its
+journal, gc, fsck) reads and writes the store through this module and nothing
+else; none of them sees a table name or a raw LMDB transaction. Reads and
+writes take the transaction as their receiver::
+
+    with repo.read() as v:
+        turn = v.turn(turn_id)
+    repo.write(lambda tx: tx.put_change(change))
+
+A :class:`View` reads one consistent snapshot; a :class:`Tx` is a view that
+also writes, inside one durable commit. ``Repo.write`` may run its function
+more than once (when the map grows), so the function must only touch the
+transaction. The keys and encodings are specified in docs/format.md.
+
+This module imports only what lies below it: the database, blobs, records and
+the workspace's safe file I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from . import blobs
+from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database
+from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
+from .fsio import Workspace
+from .records import (
+    OPEN,
+    Change,
+    Entry,
+    Session,
+    Turn,
+    Version,
+    dumps,
+    index_version,
+    loads,
+    unscanned_fingerprint,
+)
+
+T = TypeVar("T")
+_SEQ = struct.Struct(">I")
+_EVENT = struct.Struct(">Q")
+#: Longest session name, in bytes (an LMDB key holds 511).
+MAX_NAME = 255
+#: Record kinds whose raw entries fsck walks (and repair may drop).
+RECORDS: dict[str, type] = {"turns": Turn, "sessions": Session, "changes": Change}
+
+
+def find_root(start: str | os.PathLike[str], names: Iterable[str] = (STORE_DIRNAME,)) -> str | None:
+    """The nearest folder at or above ``start`` holding an entry of one of ``names``.
+
+    With the default it finds a workspace's store, the way git finds ``.git``.
+    """
+    path = os.path.realpath(start)
+    names = tuple(names)
+    while True:
+        if any(os.path.lexists(os.path.join(path, name)) for name in names):
+            return path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+
+
+def session_key(name: str) -> bytes:
+    """A session name as a database key; a name that cannot be one is bad input."""
+    try:
+        key = name.encode()
+    except UnicodeEncodeError:
+        raise BadInput(f"session name {name!r} is not valid UTF-8", session=name) from None
+    if not key or len(key) > MAX_NAME or b"\0" in key:
+        raise BadInput(
+            f"session name {name[:40]!r} must be 1 to {MAX_NAME} bytes, without NUL", session=name
+        )
+    return key
+
+
+def change_key(turn_id: str, seq: int) -> bytes:
+    """The ``changes`` key: turn id, ``/``, 4-byte big-endian sequence."""
+    return turn_id.encode() + b"/" + _SEQ.pack(seq)
+
+
+def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    """The entries of a cursor's database whose key starts with ``prefix``, in key order."""
+    if cursor.set_range(prefix):
+        for key, value in cursor:
+            if not key.startswith(prefix):
+                break
+            yield key, value
+
+
+class View:
+    """Typed reads over one consistent snapshot of the store."""
+
+    __slots__ = ("_dbs", "_txn", "clock")
+
+    def __init__(self, txn: Any, dbs: dict[str, Any], clock: Callable[[], float]):
+        self._txn, self._dbs, self.clock = txn, dbs, clock
+
+    def _get(self, db: str, key: bytes) -> bytes | None:
+        return self._txn.get(key, db=self._dbs[db])
+
+    def _items(self, db: str) -> Iterator[tuple[bytes, bytes]]:
+        return iter(self._txn.cursor(db=self._dbs[db]))
+
+    def _meta_json(self, key: bytes) -> Any:
+        raw = self._get("meta", key)
+        return None if raw is None else json.loads(raw)
+
+    # -- turns and sessions ------------------------------------------------------
+
+    def find_turn(self, turn_id: str) -> Turn | None:
+        raw = self._get("turns", turn_id.encode())
+        return None if raw is None else loads(Turn, raw)
+
+    def turn(self, turn_id: str) -> Turn:
+        """The turn with this exact id."""
+        turn = self.find_turn(turn_id)
+        if turn is None:
+            raise UnknownTurn(f"unknown turn {turn_id}", ref=turn_id)
+        return turn
+
+    def turns(self) -> Iterator[Turn]:
+        """Every turn, in id order."""
+        for _, raw in self._items("turns"):
+            yield loads(Turn, raw)
+
+    def session(self, name: str) -> Session | None:
+        raw = self._get("sessions", session_key(name))
+        return None if raw is None else loads(Session, raw)
+
+    def require_session(self, name: str) -> Session:
+        session = self.session(name)
+        if session is None:
+            raise UnknownSession(f"unknown session {name!r}", session=name)
+        return session
+
+    def sessions(self) -> Iterator[Session]:
+        for _, raw in self._items("sessions"):
+            yield loads(Session, raw)
+
+    def session_count(self) -> int:
+        return int(self._txn.stat(self._dbs["sessions"])["entries"])
+
+    def head(self, session: str) -> str | None:
+        """The last turn of the session's current branch (None at its start)."""
+        raw = self._get("heads", session_key(session))
+        return None if raw is None else bytes(raw).decode()
+
+    def heads(self) -> Iterator[tuple[str, str]]:
+        """Every session's head, as (session, turn id)."""
+        for key, raw in self._items("heads"):
+            yield bytes(key).decode(errors="replace"), bytes(raw).decode(errors="replace")
+
+    def open_turn(self, session: str) -> Turn | None:
+        """The session's open turn, if it has one."""
+        record = self.session(session)
+        if record is None or record.open_turn is None:
+            return None
+        turn = self.turn(record.open_turn)
+        return turn if turn.state == OPEN else None
+
+    # -- changes -----------------------------------------------------------------
+
+    def changes(self, turn_id: str) -> list[Change]:
+        """The changes of one turn, in the order they were recorded."""
+        cursor = self._txn.cursor(db=self._dbs["changes"])
+        return [loads(Change, raw) for _, raw in _prefixed(cursor, turn_id.encode() + b"/")]
+
+    def change(self, turn_id: str, seq: int) -> Change:
+        raw = self._get("changes", change_key(turn_id, seq))
+        if raw is None:
+            raise StoreCorrupt(f"turn {turn_id} lists change {seq}, which is missing", turn=turn_id)
+        return loads(Change, raw)
+
+    def all_changes(self) -> Iterator[Change]:
+        """Every change of every turn, grouped by turn."""
+        for _, raw in self._items("changes"):
+            yield loads(Change, raw)
+
+    def records(self, kind: str) -> Iterator[tuple[bytes, Any]]:
+        """Raw entries of ``turns``, ``sessions`` or ``changes``, each decoded or, when it
+        cannot be, the :class:`StoreCorrupt` saying why (for fsck)."""
+        cls = RECORDS[kind]
+        for key, raw in self._items(kind):
+            try:
+                yield bytes(key), loads(cls, raw)
+            except StoreCorrupt as exc:
+                yield bytes(key), exc
+
+    # -- blobs -------------------------------------------------------------------
+
+    def has_blob(self, key: bytes) -> bool:
+        return self._get("blobs", key) is not None
+
+    def blob_values(self) -> Iterator[tuple[bytes, bytes]]:
+        """Every stored blob value (header and payload), by key."""
+        for key, value in self._items("blobs"):
+            yield bytes(key), value
+
+    def blob_value(self, key: bytes) -> bytes | None:
+        return self._get("blobs", key)
+
+    def blob(self, key: bytes) -> bytes:
+        """The verified bytes of a blob, following its delta chain.
+
+        Every level of the chain decodes to its recorded size and hashes to its
+        key, and each delta records its base's depth plus one; anything else is
+        :class:`StoreCorrupt`. fsck calls exactly this.
+        """
+        chain: list[tuple[bytes, bytes, blobs.BlobHeader]] = []
+        current: bytes | None = key
+        while current is not None:
+            value = self._get("blobs", current)
+            if value is None:
+                what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
+                raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
+            header = blobs.parse_header(value, current)
+            if chain and chain[-1][2].depth != header.depth + 1:
+                raise StoreCorrupt(f"blob {chain[-1][0].hex()[:12]} records a wrong delta depth")
+            chain.append((current, value, header))
+            if len(chain) > blobs.MAX_CHAIN + 1:
+                raise StoreCorrupt(f"blob {key.hex()[:12]} has a delta chain that is too long")
+            current = header.base
+        data: bytes | None = None
+        for blob_key, value, header in reversed(chain):
+            data = blobs.decode_payload(value, header, blob_key, data)
+        assert data is not None
+        return data
+
+    def content(self, version: Version | None) -> Entry | None:
+        """A recorded version as workspace content (None: the path is absent)."""
+        if version is None:
+            return None
+        return Entry(version.kind, self.blob(version.key), version.mode)
+
+    def encode(self, data: bytes, base_key: bytes | None) -> tuple[bytes, bytes | None]:
+        """The digest of ``data`` and its encoded value (None when already stored)."""
+        key = blobs.digest(data)
+        if self.has_blob(key):
+            return key, None
+        return key, self.encode_against(data, key, base_key)
+
+    def encode_against(self, data: bytes, key: bytes, base_key: bytes | None) -> bytes:
+        """Encode ``data`` as a delta against ``base_key`` when that base is usable."""
+        if base_key is not None and base_key != key:
+            raw = self._get("blobs", base_key)
+            if raw is not None:
+                header = blobs.parse_header(raw, base_key)
+                if header.depth < blobs.MAX_CHAIN and header.size <= blobs.MAX_DELTA_BASE:
+                    try:
+                        base = self.blob(base_key)
+                    except StoreCorrupt:
+                        pass  # never delta against a bad base; store a full frame
+                    else:
+                        return blobs.encode(data, base, base_key, header.depth)
+        return blobs.encode(data)
+
+    # -- paths, the scan index, settings -----------------------------------------
+
+    def path_digest(self, rel: str) -> bytes | None:
+        """The latest digest recorded for ``rel`` (the delta base for its next version)."""
+        return self._get("paths", os.fsencode(rel))
+
+    def path_version(self, rel: str, like: Version | None = None) -> Version | None:
+        """The latest version recorded for ``rel``; None when there is none.
+
+        ``paths`` keeps only the digest. The kind and mode are those of the scan
+        index when it describes the same digest, else those of ``like``.
+        """
+        digest = self.path_digest(rel)
+        if digest is None:
+            return None
+        indexed = self.index_entry(os.fsencode(rel))
+        if indexed is not None and indexed.endswith(digest):
+            return index_version(bytes(indexed))
+        if like is None:
+            return Version(bytes(digest).hex())
+        return Version(bytes(digest).hex(), like.mode, like.kind)
+
+    def path_digests(self) -> Iterator[tuple[str, bytes]]:
+        for key, digest in self._items("paths"):
+            yield os.fsdecode(bytes(key)), bytes(digest)
+
+    def index_entry(self, rel: bytes) -> bytes | None:
+        """A path's scan-index value: stat fingerprint, then digest (docs/format.md)."""
+        return self._get("index", rel)
+
+    def index_entries(self, scopes: list[str] | None = None) -> dict[bytes, bytes]:
+        """Index entries: all of them, or those at or below each scope."""
+        if scopes is None:
+            return dict(self._items("index"))
+        found: dict[bytes, bytes] = {}
+        cursor = self._txn.cursor(db=self._dbs["index"])
+        for scope in scopes:
+            key = os.fsencode(scope)
+            value = self.index_entry(key)
+            if value is not None:
+                found[key] = value
+            found.update(_prefixed(cursor, key + b"/"))
+        return found
+
+    def index_values(self) -> Iterator[bytes]:
+        for _, value in self._items("index"):
+            yield bytes(value)
+
+    def indexed_below(self, folder: str) -> bool:
+        """Whether any index entry lies below ``folder``."""
+        cursor = self._txn.cursor(db=self._dbs["index"])
+        return next(_prefixed(cursor, os.fsencode(folder) + b"/"), None) is not None
+
+    def line_counts(self, key: bytes) -> tuple[int, int, bool] | None:
+        """Lines added and removed between two versions, if counted before (``counts``)."""
+        raw = self._get("counts", key)
+        if raw is None:
+            return None
+        added, removed, binary = json.loads(raw)
+        return int(added), int(removed), bool(binary)
+
+    def counted(self) -> Iterator[bytes]:
+        """The keys of every kept line count."""
+        for key, _ in self._items("counts"):
+            yield bytes(key)
+
+    def scan_state(self) -> dict[str, Any] | None:
+        """What the last full scan recorded (baseline time, ignore-rule stamp)."""
+        return self._meta_json(b"scan")
+
+    def shell_windows(self) -> dict[str, list[tuple[str, float]]]:
+        """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""
+        return {
+            session: [(call, float(opened)) for call, opened in calls]
+            for session, calls in (self._meta_json(b"shell") or {}).items()
+        }
+
+    def store_id(self) -> str:
+        """The store's random id, fixed at creation (it names this store on remotes)."""
+        return bytes(self._get("meta", b"store_id") or b"").decode()
+
+    def unfinished(self) -> list[str]:
+        """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
+        return list(self._meta_json(b"unfinished") or [])
+
+    def events(self) -> list[dict[str, Any]]:
+        """The whole audit log, oldest first."""
+        return [json.loads(raw) for _, raw in self._items("events")]
+
+
+class Tx(View):
+    """A view that also writes, inside one durable commit."""
+
+    __slots__ = ()
+
+    def _put(self, db: str, key: bytes, value: bytes) -> None:
+        self._txn.put(key, value, db=self._dbs[db])
+
+    def _delete(self, db: str, key: bytes) -> None:
+        self._txn.delete(key, db=self._dbs[db])
+
+    # -- turns and sessions ------------------------------------------------------
+
+    def put_turn(self, turn: Turn) -> None:
+        self._put("turns", turn.id.encode(), dumps(turn))
+
+    def delete_turn(self, turn_id: str) -> None:
+        """Remove a turn with its changes."""
+        for change in self.changes(turn_id):
+            self.delete_change(change)
+        self._delete("turns", turn_id.encode())
+
+    def new_turn(self, session: str, **fields: Any) -> Turn:
+        """A fresh turn, its id allocated from the store's counter (stable for a store)."""
+        seq = int(self._get("meta", b"turn_seq") or b"0") + 1
+        self._put("meta", b"turn_seq", str(seq).encode())
+        store_id = self._get("meta", b"store_id") or b""
+        salt = 0
+        while True:
+            from blake3 import blake3  # here, not at the top: most commands make no turn
+
+            turn_id = blake3(b"%s:%d:%d" % (store_id, seq, salt)).hexdigest()[:12]
+            if self._get("turns", turn_id.encode()) is None and not turn_id.isdigit():
+                break
+            salt += 1
+        return Turn(id=turn_id, session=session, seq=seq, created=self.clock(), **fields)
+
+    def allocate_seq(self) -> int:
+        """The next store-wide turn sequence number (a pulled turn keeps its id, not its seq)."""
+        seq = int(self._get("meta", b"turn_seq") or b"0") + 1
+        self._put("meta", b"turn_seq", str(seq).encode())
+        return seq
+
+    def put_session(self, session: Session) -> None:
+        self._put("sessions", session_key(session.name), dumps(session))
+
+    def delete_session(self, name: str) -> None:
+        self._delete("sessions", session_key(name))
+        self.set_head(name, None)
+
+    def set_head(self, session: str, turn_id: str | None) -> None:
+        key = session_key(session)
+        if turn_id is None:
+            self._delete("heads", key)
+        else:
+            self._put("heads", key, turn_id.encode())
+
+    def put_change(self, change: Change) -> None:
+        self._put("changes", change_key(change.turn, change.seq), dumps(change))
+
+    def delete_change(self, change: Change) -> None:
+        self._delete("changes", change_key(change.turn, change.seq))
+
+    def delete_record(self, kind: str, key: bytes) -> None:
+        """Drop a raw entry that :meth:`View.records` found malformed (fsck repair)."""
+        assert kind in RECORDS
+        self._delete(kind, key)
+
+    def event(self, kind: str, **data: Any) -> None:
+        """Append to the audit log."""
+        cursor = self._txn.cursor(db=self._dbs["events"])
+        seq = _EVENT.unpack(cursor.key())[0] + 1 if cursor.last() else 1
+        record = {"seq": seq, "time": self.clock(), "type": kind, **data}
+        self._put("events", _EVENT.pack(seq), json.dumps(record, separators=(",", ":")).encode())
+
+    def forget_events(self, turn_ids: set[str]) -> None:
+        """Drop the audit entries of turns that gc removed."""
+        for key, raw in list(self._items("events")):
+            if json.loads(raw).get("turn") in turn_ids:
+                self._delete("events", key)
+
+    def set_unfinished(self, op_id: str, unfinished: bool) -> None:
+        ops = [op for op in self.unfinished() if op != op_id]
+        if unfinished:
+            ops.append(op_id)
+        self._put_meta_json(b"unfinished", ops)
+
+    def drop_unfinished(self, keep: Callable[[str], bool]) -> list[str]:
+        """Forget unfinished operations ``keep`` rejects; returns them (fsck repair)."""
+        ops = self.unfinished()
+        dropped = [op for op in ops if not keep(op)]
+        if dropped:
+            self._put_meta_json(b"unfinished", [op for op in ops if keep(op)])
+        return dropped
+
+    def _put_meta_json(self, key: bytes, value: Any) -> None:
+        self._put("meta", key, json.dumps(value, separators=(",", ":")).encode())
+
+    # -- blobs -------------------------------------------------------------------
+
+    def put_blob(self, key: bytes, value: bytes | None, data: bytes | None = None) -> None:
+        """Store an encoded blob unless present.
+
+        ``value`` may have been encoded before the write lock was taken. If gc
+        has since removed the blob or its delta base, ``data`` is stored as a
+        full frame instead, so a change never points at a missing blob; if gc
+        moved the base up its chain, the recorded depth follows it.
+        """
+        if value is not None and value[0] == blobs.DELTA and data is not None:
+            header = blobs.parse_header(value, key)
+            assert header.base is not None
+            stored = self._get("blobs", header.base)
+            depth = None if stored is None else blobs.parse_header(stored, header.base).depth + 1
+            if depth is None:
+                value = None
+            elif depth != header.depth:
+                value = blobs.with_depth(value, depth)
+        if value is None:
+            if data is None or self.has_blob(key):
+                return
+            value = blobs.encode(data)
+        self._txn.put(key, value, db=self._dbs["blobs"], overwrite=False)
+
+    def replace_blob_value(self, key: bytes, value: bytes) -> None:
+        """Overwrite a stored value with another encoding of the same bytes (gc rebases)."""
+        self._put("blobs", key, value)
+
+    def delete_blob(self, key: bytes) -> None:
+        self._delete("blobs", key)
+
+    # -- paths, the scan index, settings -----------------------------------------
+
+    def set_path_digest(self, rel: str, version: Version | None) -> None:
+        """Record the latest version of ``rel``; a scan re-reads a path recorded otherwise."""
+        key = os.fsencode(rel)
+        if version is None:
+            self._delete("paths", key)
+            return
+        self._put("paths", key, version.key)
+        if self._get("index", key) is not None:  # scan mode: re-read it
+            self._put("index", key, unscanned_fingerprint(version) + version.key)
+
+    def forget_path(self, rel: str) -> None:
+        self._delete("paths", os.fsencode(rel))
+
+    def put_index(self, rel: str, value: bytes) -> None:
+        self._put("index", os.fsencode(rel), value)
+
+    def delete_index(self, rel: str) -> None:
+        self._delete("index", os.fsencode(rel))
+
+    def put_line_counts(self, key: bytes, added: int, removed: int, binary: bool) -> None:
+        self._put("counts", key, json.dumps([added, removed, binary]).encode())
+
+    def forget_line_counts(self, key: bytes) -> None:
+        self._delete("counts", key)
+
+    def set_scan_state(self, state: dict[str, Any]) -> None:
+        self._put_meta_json(b"scan", state)
+
+    def set_shell_windows(self, windows: dict[str, list[tuple[str, float]]]) -> None:
+        if windows:
+            self._put_meta_json(b"shell", windows)
+        elif self._get("meta", b"shell") is not None:
+            self._delete("meta", b"shell")
+
+
+class Repo:
+    """A store's database and the workspace it protects.
+
+    Open one with the workspace ``root`` (the store is ``root/.snapstore``
+    unless ``store_dir`` says otherwise), or with only ``store_dir``, in which
+    case the root is what the store recorded. A Repo must not be used across
+    ``fork()``.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None,
+        *,
+        store_dir: str | None = None,
+        create: bool = False,
+        clock: Callable[[], float] | None = None,
+        lock_timeout: float = 10.0,
+        map_size: int = INITIAL_MAP_SIZE,
+    ):
+        if root is None and store_dir is None:
+            raise ValueError("a store needs its workspace root or its store folder")
+        root = None if root is None else os.path.realpath(root)
+        if create and root is not None and not os.path.isdir(root):
+            raise BadInput(f"workspace root {root} is not a folder")  # create nothing there
+        self.store_dir = os.path.abspath(store_dir or os.path.join(str(root), STORE_DIRNAME))
+        self.clock = clock or time.time
+        self._db = Database(
+            self.store_dir,
+            create=create,
+            lock_timeout=lock_timeout,
+            map_size=map_size,
+            meta=None if root is None else {b"root": os.fsencode(root)},
+        )
+        try:
+            if self._db.schema() != SCHEMA_VERSION:
+                self._upgrade()
+            if root is None:
+                with self._db.read() as txn:
+                    recorded = txn.get(b"root", db=self._db.dbs["meta"])
+                if recorded is None:
+                    raise StoreCorrupt(f"the store at {self.store_dir} records no workspace root")
+                root = os.fsdecode(bytes(recorded))
+            self.ws = Workspace(root, self.store_dir)
+        except BaseException:
+            self._db.close()
+            raise
+
+    @property
+    def root(self) -> str:
+        return self.ws.root
+
+    @property
+    def lock_timeout(self) -> float:
+        return self._db.lock_timeout
+
+    @property
+    def read_only(self) -> str | None:
+        """Why the store cannot be written (None when it can). A read-only store is still
+        read; every write raises :class:`~snapstore.core.errors.StoreReadOnly`."""
+        return self._db.read_only
+
+    @contextmanager
+    def read(self) -> Iterator[View]:
+        """A consistent read-only view; readers never wait for writers."""
+        with self._db.read() as txn:
+            yield View(txn, self._db.dbs, self.clock)
+
+    def write(self, fn: Callable[[Tx], T], *, locked: bool = False) -> T:
+        """Run ``fn`` in one durable commit, taking the write lock unless ``locked``.
+
+        ``fn`` may run more than once (when the map grows), so it must only
+        touch the transaction.
+        """
+        dbs, clock = self._db.dbs, self.clock
+        return self._db.write(lambda txn: fn(Tx(txn, dbs, clock)), locked=locked)
+
+    def write_if_free(self, fn: Callable[[Tx], T]) -> T | None:
+        """Like :meth:`write`, but only if the write lock is free now (None otherwise):
+        for what a reader keeps in passing, which is never worth a wait."""
+        try:
+            with self._db.write_lock(timeout=0):
+                return self.write(fn, locked=True)
+        except StoreLocked:
+            return None
+
+    def write_lock(self) -> Any:
+        """Hold the writer lock across several commits (a rewind, a gc)."""
+        return self._db.write_lock()
+
+    def unfinished(self) -> list[str]:
+        """Rewinds or undos that were interrupted before they finished."""
+        with self.read() as v:
+            return v.unfinished()
+
+    # -- the data file -----------------------------------------------------------
+
+    def data_bytes(self) -> int:
+        """The size of the data file on disk (it only shrinks by :meth:`compact`)."""
+        return self._db.data_bytes()
+
+    def live_bytes(self) -> int:
+        """The bytes a compacted copy would take."""
+        return self._db.live_bytes()
+
+    def page_size(self) -> int:
+        return int(self._db.env.stat()["psize"])
+
+    def compact(self, timeout: float) -> bool:
+        """Rewrite the data file without its free pages, if no one else has it open."""
+        return self._db.compact(timeout)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _upgrade(self) -> None:
+        """Bring a schema-1 store to the current schema in one commit (docs/format.md)."""
+
+        def commit(tx: Tx) -> None:
+            meta = tx._dbs["meta"]
+            if tx._txn.get(b"schema", db=meta) == str(SCHEMA_VERSION).encode():
+                return  # another process upgraded it meanwhile
+            for key, raw in list(tx._items("turns")):
+                data = json.loads(raw)
+                if "pending" in data:
+                    data["open_changes"] = data.pop("pending")
+                tx._put("turns", key, json.dumps(data, separators=(",", ":")).encode())
+            pending = tx._txn.pop(b"pending", db=meta)
+            if pending is not None:
+                tx._put("meta", b"unfinished", pending)
+            tx._put("meta", b"schema", str(SCHEMA_VERSION).encode())
+            tx.event("upgrade", schema=SCHEMA_VERSION)
+
+        self.write(commit)

@@ -1,0 +1,468 @@
+"""The capture protocol: begin a turn, capture before a write, record after, end.
+
+Work that touches the disk or compresses (reading the files, hashing, encoding
+blobs) happens before the write transaction, so parallel tool calls from
+several processes hold the store's writer lock only for the commit. Each call
+is one durable LMDB commit.
+"""
+
+# No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
+# into ForwardRefs, and the first ForwardRef of a process compiles, which sets up the
+# AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
+
+import os
+from collections.abc import Iterable
+from typing import NamedTuple
+
+from ..core import faults
+from ..core.errors import NotFound, RunActive, SnapstoreError
+from ..core.records import CLOSED, Change, Session, Turn, Version, differs, fingerprint
+from ..core.repo import Repo, Tx, View
+
+
+class CaptureResult(NamedTuple):
+    """What one capture call did: the paths protected and those it could not handle."""
+
+    session: str
+    turn: str | None
+    paths: list[str]
+    skipped: list[tuple[str, str]]
+
+
+class _Prepared(NamedTuple):
+    rel: str
+    version: Version | None
+    key: bytes | None = None
+    value: bytes | None = None
+    mkdirs: int = 0
+    data: bytes | None = None  # kept to re-encode if gc ran between prepare and commit
+    stat: os.stat_result | None = None  # what was read, to check it is still there
+
+
+def resolve_paths(repo: Repo, paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+    """Validate every path before anything is read or written; duplicates collapse."""
+    rels: dict[str, None] = {}
+    for path in paths:
+        rels[repo.ws.relpath(path)] = None
+    return list(rels)
+
+
+def prepare(
+    repo: Repo, rels: Iterable[str], bases: dict[str, bytes | None] | None = None
+) -> dict[str, _Prepared]:
+    """Read each path and encode its bytes as a blob, ready to commit.
+
+    The delta base is the path's latest recorded version unless ``bases`` says
+    otherwise.
+    """
+    entries = {rel: repo.ws.read_state(rel)[0] for rel in rels}
+    prepared = {}
+    with repo.read() as v:
+        for rel, entry in entries.items():
+            if entry is None:
+                prepared[rel] = _Prepared(rel, None, mkdirs=repo.ws.missing_parents(rel))
+                continue
+            base = bases[rel] if bases and rel in bases else v.path_digest(rel)
+            key, value = v.encode(entry.data, base)
+            prepared[rel] = _Prepared(
+                rel,
+                Version(key.hex(), entry.mode, entry.kind),
+                key,
+                value,
+                data=entry.data,
+                stat=entry.stat,
+            )
+    return prepared
+
+
+def _start_turn(tx: Tx, session: str, prompt: str, message_id: str | None, implicit: bool) -> Turn:
+    record = tx.session(session) or Session(session, tx.clock())
+    turn = tx.new_turn(
+        session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
+    )
+    tx.put_turn(turn)
+    tx.put_session(record._replace(open_turn=turn.id, turns=record.turns + 1))
+    tx.set_head(session, turn.id)
+    tx.event("turn_begin", session=session, turn=turn.id, implicit=implicit)
+    return turn
+
+
+def close_turn(tx: Tx, turn: Turn) -> Turn:
+    """Mark ``turn`` closed and no longer its session's open turn."""
+    turn = turn._replace(state=CLOSED, closed=tx.clock())
+    tx.put_turn(turn)
+    record = tx.require_session(turn.session)
+    if record.open_turn == turn.id:
+        tx.put_session(record._replace(open_turn=None))
+    tx.event("turn_end", session=turn.session, turn=turn.id)
+    return turn
+
+
+def begin_turn(
+    repo: Repo,
+    session: str,
+    prompt: str = "",
+    message_id: str | None = None,
+    close_open: bool = False,
+) -> Turn:
+    """Open a turn as a child of the head.
+
+    An implicit turn still open is closed first. An explicitly begun one is
+    refused with :class:`RunActive`, unless ``close_open`` (an agent's new
+    prompt: the turn whose end never came is over).
+    """
+    with repo.write_lock():
+        finish_open_turn(repo, session, implicit_only=not close_open)
+        return repo.write(
+            lambda tx: _start_turn(tx, session, prompt, message_id, False), locked=True
+        )
+
+
+def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> Turn | None:
+    """Record the missing ``after`` of every change and close the open turn.
+
+    With ``implicit_only``, an explicitly begun turn is refused with ``run_active``.
+    The caller holds the write lock.
+    """
+    with repo.read() as v:
+        turn = v.open_turn(session)
+        if turn is None:
+            return None
+        if implicit_only and not turn.implicit:
+            raise RunActive(
+                f"turn {turn.id} of session {session!r} is still open",
+                turn=turn.id,
+                session=session,
+            )
+        awaiting = _awaiting(v, turn)
+    prepared: dict[str, _Prepared] = {}
+    for change in awaiting:
+        try:
+            prepared.update(prepare(repo, [change.path], {change.path: _key(change.before)}))
+        except SnapstoreError:
+            continue  # the path became unreadable; the change keeps an unknown ``after``
+
+    def commit(tx: Tx) -> Turn:
+        current = tx.turn(turn.id)
+        for change in _awaiting(tx, current):
+            if change.path in prepared:
+                current = _record_after(tx, current, change, prepared[change.path])
+        return close_turn(tx, current)
+
+    return repo.write(commit, locked=True)
+
+
+def open_implicit_turn(repo: Repo, session: str) -> Turn:
+    """The session's open turn; an implicit one is opened when there is none."""
+    with repo.read() as v:
+        turn = v.open_turn(session)
+    if turn is not None:
+        return turn
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None, True))
+
+
+def end_turn(repo: Repo, session: str) -> Turn:
+    """Close the session's open turn."""
+    with repo.write_lock():
+        turn = finish_open_turn(repo, session)
+    if turn is None:
+        raise NotFound(f"session {session!r} has no open turn", session=session)
+    return turn
+
+
+def pre_write(
+    repo: Repo,
+    paths: Iterable[str | os.PathLike[str]],
+    tool: str,
+    session: str,
+    source: str = "hook",
+) -> CaptureResult:
+    """Capture the current bytes of each path and open a change for it.
+
+    Opens an implicit turn when none is open. A path whose change is already
+    open has another tool call in flight on it: that change protects it, and
+    the call is counted, so the change stays open until every call on the path
+    has reported (see :func:`post_write`).
+    """
+    rels = resolve_paths(repo, paths)
+    prepared = prepare(repo, rels)
+
+    def commit(tx: Tx) -> CaptureResult:
+        turn = tx.open_turn(session) or _start_turn(tx, session, "", None, True)
+        open_changes = dict(turn.open_changes or {})
+        calls = dict(turn.open_calls or {})
+        seq = turn.next_change
+        now = tx.clock()
+        for rel in rels:
+            if rel in open_changes:
+                calls[rel] = _in_flight(turn, rel) + 1  # a parallel call on a protected path
+                continue
+            item = prepared[rel]
+            if item.key is not None:
+                tx.put_blob(item.key, item.value, item.data)
+            tx.put_change(
+                Change(
+                    turn.id,
+                    seq,
+                    rel,
+                    item.version,
+                    tool=tool,
+                    source=source,
+                    time=now,
+                    mkdirs=item.mkdirs,
+                )
+            )
+            open_changes[rel] = seq
+            seq += 1
+            tx.set_path_digest(rel, item.version)
+        tx.put_turn(
+            turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls or None)
+        )
+        tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
+        faults.point("capture.commit")
+        return CaptureResult(session, turn.id, rels, [])
+
+    return repo.write(commit)
+
+
+#: A post-write whose reads went stale before its commit reads again, this many times at most.
+_POST_ATTEMPTS = 4
+
+
+def post_write(
+    repo: Repo, paths: Iterable[str | os.PathLike[str]], session: str, tool: str = ""
+) -> CaptureResult:
+    """Record what was written to each path.
+
+    A path whose change is open is closed once the last tool call in flight on
+    it reports; an earlier call's report only counts it off. A path with no
+    open change (its pre-write never reached the store, or a parallel call's
+    report closed the change already) gets a change from the latest version
+    the store knows (``paths``) to what is on disk, in the open turn or a new
+    implicit one. What closes a change is checked to be still on disk at the
+    commit; when it moved (another call wrote meanwhile) it is read again.
+    """
+    rels = resolve_paths(repo, paths)
+    for attempt in range(_POST_ATTEMPTS):
+        with repo.read() as v:
+            turn = v.open_turn(session)
+            awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
+        prepared = prepare(
+            repo, rels, {rel: _key(awaiting[rel].before) for rel in rels if rel in awaiting}
+        )
+        check = attempt < _POST_ATTEMPTS - 1  # the last attempt records what it read
+
+        def commit(
+            tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check
+        ) -> CaptureResult | None:
+            return _commit_post(tx, repo, session, tool, rels, prepared, check)
+
+        result = repo.write(commit)
+        if result is not None:
+            return result
+    raise AssertionError("unreachable: the last attempt does not check")
+
+
+def _commit_post(
+    tx: Tx,
+    repo: Repo,
+    session: str,
+    tool: str,
+    rels: list[str],
+    prepared: dict[str, _Prepared],
+    check: bool,
+) -> CaptureResult | None:
+    """One post-write's commit; None (and nothing written) when a read went stale."""
+    turn = tx.open_turn(session)
+    if check and any(
+        _in_flight(turn, rel) <= 1 and not _still_there(repo, prepared[rel]) for rel in rels
+    ):
+        return None
+    recorded, skipped = [], []
+    for rel in rels:
+        item = prepared[rel]
+        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        if turn is not None and seq is not None:
+            if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
+                calls = dict(turn.open_calls or {})
+                calls[rel] -= 1
+                if calls[rel] == 1:
+                    del calls[rel]
+                turn = turn._replace(open_calls=calls or None)
+            else:
+                turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
+            recorded.append(rel)
+            continue
+        known, before = _latest_known(tx, turn, rel, item.version)
+        if not known:
+            skipped.append(
+                (
+                    rel,
+                    "no pre-write was captured for it, and the store knows no "
+                    "earlier version of it",
+                )
+            )
+            continue
+        recorded.append(rel)
+        if not differs(before, item.version):
+            continue  # the store knows this version already
+        turn = turn or _start_turn(tx, session, "", None, True)
+        if item.key is not None:
+            tx.put_blob(item.key, item.value, item.data)
+        tx.put_change(
+            Change(
+                turn.id, turn.next_change, rel, before, item.version, True, tool, "hook", tx.clock()
+            )
+        )
+        tx.set_path_digest(rel, item.version)
+        turn = turn._replace(next_change=turn.next_change + 1)
+    if turn is not None:
+        tx.put_turn(turn)
+    tx.event("post_write", session=session, turn=turn.id if turn else None, paths=recorded)
+    faults.point("capture.commit")
+    return CaptureResult(session, turn.id if turn else None, recorded, skipped)
+
+
+def _in_flight(turn: Turn | None, rel: str) -> int:
+    """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
+    if turn is None or rel not in (turn.open_changes or {}):
+        return 0
+    return (turn.open_calls or {}).get(rel, 1)
+
+
+def _still_there(repo: Repo, item: _Prepared) -> bool:
+    """Whether the path still holds what was read for it (checked under the write lock)."""
+    try:
+        st = repo.ws.lstat(item.rel)
+    except SnapstoreError:
+        return False
+    if item.version is None or item.stat is None:
+        return st is None
+    return st is not None and fingerprint(st) == fingerprint(item.stat)
+
+
+def _latest_known(
+    v: View, turn: Turn | None, rel: str, now: Version | None
+) -> tuple[bool, Version | None]:
+    """Whether the store knows a version of ``rel``, and the latest one it recorded.
+
+    A change without a pre-write starts from it. No ``paths`` entry means absent
+    when this turn recorded the path (a deletion, or a new file's absence), and
+    unknown otherwise: the file may hold bytes that were never captured.
+    """
+    latest = v.path_version(rel, like=now)
+    if latest is not None:
+        return True, latest
+    return turn is not None and any(c.path == rel for c in v.changes(turn.id)), None
+
+
+def _awaiting(v: View, turn: Turn) -> list[Change]:
+    """The turn's changes still awaiting their ``after`` (``Turn.open_changes``)."""
+    return [v.change(turn.id, seq) for seq in (turn.open_changes or {}).values()]
+
+
+def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
+    """Record ``after`` for one open change; returns the turn without it open.
+
+    The change spans its tool call's window: from what its pre-write saw to
+    what is on disk now. When ``paths`` moved meanwhile, another session
+    recorded the path inside that window, and this change keeps only what is
+    not recorded there (docs/format.md §5.2):
+
+    - a call of another session began on the path and is still in flight (its
+      change starts where ``paths`` is): this change ends there;
+    - such a call began and has ended, its turn still open (its change ends
+      where ``paths`` is): this change keeps what came before it began, and
+      what came after it ended.
+
+    Otherwise the change keeps its whole window, even where something else
+    recorded a part of it too: a write of its own is never left out.
+    """
+    if item.key is not None:
+        tx.put_blob(item.key, item.value, item.data)
+    latest = tx.path_digest(change.path)
+    settled = True  # whether ``paths`` now holds what was read
+    spans = [(change.before, item.version)]
+    if latest != _key(change.before):
+        others = _other_calls(tx, turn.session, change)
+        if others:
+            spans = [(change.before, others[0].before)]
+            if others[-1].done:
+                spans.append((others[-1].after, item.version))
+            else:
+                settled = False
+    kept = False
+    for before, after in spans:
+        if not differs(before, after):
+            continue
+        if not kept:
+            tx.put_change(change._replace(before=before, after=after, done=True))
+            kept = True
+        else:
+            tx.put_change(
+                Change(
+                    turn.id,
+                    turn.next_change,
+                    change.path,
+                    before,
+                    after,
+                    True,
+                    change.tool,
+                    change.source,
+                    change.time,
+                )
+            )
+            turn = turn._replace(next_change=turn.next_change + 1)
+    if not kept:
+        tx.delete_change(change)  # the write changed nothing
+    if settled:
+        tx.set_path_digest(change.path, item.version)
+    open_changes = dict(turn.open_changes or {})
+    open_changes.pop(change.path, None)
+    calls = dict(turn.open_calls or {})
+    calls.pop(change.path, None)
+    return turn._replace(open_changes=open_changes, open_calls=calls or None)
+
+
+def _other_calls(v: View, session: str, change: Change) -> list[Change]:
+    """The calls of other sessions on the path that began while ``change``'s was in
+    flight, oldest first: the chain of their changes that leads to what ``paths`` names.
+
+    Walking back from ``paths``: a change in flight that starts there, or else one
+    that ended there, then the one that ended where that one started, and so on,
+    until the chain reaches where ``change`` started or no change continues it.
+    Only calls that began after this one can be found so: an older call that ends
+    while this one is in flight stops where this one began, and leaves ``paths``
+    alone. Only open turns are looked at: a rewind (which needs its session's turn
+    closed) moves ``paths`` to what it wrote, and is no call inside this one.
+    """
+    candidates = []
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.name != session else None
+        if turn is not None:
+            candidates += [c for c in v.changes(turn.id) if c.path == change.path]
+    chain: list[Change] = []
+    current = v.path_digest(change.path)
+    start = _key(change.before)
+    while current != start:
+        found = next(
+            (
+                c
+                for c in reversed(candidates)
+                if not c.done and not chain and _key(c.before) == current
+            ),
+            None,
+        )
+        found = found or next(
+            (c for c in reversed(candidates) if c.done and _key(c.after) == current), None
+        )
+        if found is None:
+            break
+        candidates.remove(found)
+        chain.insert(0, found)
+        current = _key(found.before)
+    return chain
+
+
+def _key(version: Version | None) -> bytes | None:
+    return None if version is None else version.key

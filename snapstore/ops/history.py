@@ -1,0 +1,353 @@
+"""Reading history: the session's branch, rewind points, one turn's stats, status.
+
+Every figure here comes from the store, never from the disk: the lines added
+and removed by a turn are counted between the blobs it recorded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from ..core.blobs import parse_header
+from ..core.errors import BadInput, SnapstoreError, UnknownTurn
+from ..core.records import AGENT, BRANCH_KINDS, FILE, LINK, OPEN, REWIND, Change, Turn, Version
+from ..core.repo import Repo, Tx, View
+from ..text.diff import is_binary, line_stats, split_lines
+
+#: An argument of at most this many digits is a number from ``log``, not an id prefix.
+MAX_NUMBER_DIGITS = 6
+
+
+@dataclass
+class FileStat:
+    """One path changed by a turn: how, and by how many lines."""
+
+    path: str
+    status: str  # added | modified | deleted | mode | link
+    added: int
+    removed: int
+    tool: str
+    source: str
+    binary: bool = False
+    before: Version | None = None
+    after: Version | None = None
+
+
+@dataclass
+class RewindPoint:
+    """A turn one can rewind to, with the stats ``log`` shows."""
+
+    n: int | None  # its number on the current branch; None for a rewound turn
+    turn: Turn
+    files: list[FileStat] = field(default_factory=list)
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+
+@dataclass
+class TurnDetail:
+    """One turn and what it changed."""
+
+    turn: Turn
+    files: list[FileStat]
+
+
+@dataclass
+class Unattributed:
+    """Changes a scan saw while the shell calls of several sessions ran at once (or one
+    whose end never came): recorded in a ``user`` turn, given to none of them."""
+
+    turn: str
+    sessions: list[str]
+    paths: list[str]
+    created: float
+
+
+@dataclass
+class StoreStatus:
+    """What a store holds, for ``snapstore status``."""
+
+    root: str
+    store: str
+    sessions: int
+    turns: int
+    open_turn: str | None
+    head: str | None
+    blobs: int
+    stored_bytes: int
+    logical_bytes: int
+    disk_bytes: int
+    unattributed: list[Unattributed] = field(default_factory=list)  # oldest first
+
+    @property
+    def dedup_ratio(self) -> float:
+        return self.logical_bytes / self.stored_bytes if self.stored_bytes else 1.0
+
+
+def ancestors(v: View, turn_id: str | None) -> list[Turn]:
+    """A turn and its ancestors, newest first (a cycle in damaged records ends the walk)."""
+    turns = []
+    seen = set()
+    while turn_id is not None and turn_id not in seen:
+        seen.add(turn_id)
+        turn = v.turn(turn_id)
+        turns.append(turn)
+        turn_id = turn.parent
+    return turns
+
+
+def branch(v: View, session: str) -> list[Turn]:
+    """The session's current branch, from the head back to its first turn."""
+    return ancestors(v, v.head(session))
+
+
+def undoable(turn: Turn) -> bool:
+    """Whether ``turn`` is a rewind or switch that was applied and not undone."""
+    op = turn.op
+    return (
+        turn.kind == REWIND
+        and op is not None
+        and op.undoes is None
+        and op.undone_by is None
+        and op.status == "applied"
+    )
+
+
+def last_undoable(v: View, session: str | None = None) -> Turn | None:
+    """What a plain ``undo`` takes back: the newest rewind or switch, applied and not
+    undone, in the whole store (or in ``session``)."""
+    newest = None
+    for turn in v.turns():
+        if (
+            undoable(turn)
+            and (session is None or turn.session == session)
+            and (newest is None or turn.seq > newest.seq)
+        ):
+            newest = turn
+    return newest
+
+
+def latest_session(repo: Repo) -> str | None:
+    """The session whose newest agent turn is the most recent in the store."""
+    newest: Turn | None = None
+    with repo.read() as v:
+        for turn in v.turns():
+            if turn.kind in BRANCH_KINDS and (newest is None or turn.seq > newest.seq):
+                newest = turn
+    return newest.session if newest else None
+
+
+def session_turns(v: View, session: str) -> list[Turn]:
+    """Every agent turn of a session, newest first, rewound branches included."""
+    turns = [t for t in v.turns() if t.session == session and t.kind in BRANCH_KINDS]
+    return sorted(turns, key=lambda t: t.seq, reverse=True)
+
+
+class NetChange(NamedTuple):
+    """What a list of changes did to one path: its first ``before``, its last ``after``."""
+
+    path: str
+    before: Version | None
+    after: Version | None
+    last: Change
+    tools: str
+
+
+def net_changes(changes: list[Change]) -> list[NetChange]:
+    """Per path, in the order first seen: first ``before`` against last recorded ``after``."""
+    first: dict[str, Change] = {}
+    last: dict[str, Change] = {}
+    tools: dict[str, dict[str, None]] = {}
+    for change in changes:
+        first.setdefault(change.path, change)
+        last[change.path] = change
+        tools.setdefault(change.path, {})[change.tool] = None
+    return [
+        NetChange(
+            path,
+            opening.before,
+            last[path].after if last[path].done else opening.before,
+            last[path],
+            ", ".join(t for t in tools[path] if t),
+        )
+        for path, opening in first.items()
+    ]
+
+
+class LineCounter:
+    """Lines added and removed between two versions of a file.
+
+    A count is read from the store (``counts``, keyed by the two digests) when it
+    was made before, else made once by a diff and gathered in ``fresh`` for
+    :func:`keep_counts`. Reading history therefore never diffs the same pair twice.
+    """
+
+    def __init__(self, v: View):
+        self.v = v
+        self.fresh: dict[bytes, tuple[int, int, bool]] = {}
+
+    def __call__(self, before: Version | None, after: Version | None) -> tuple[int, int, bool]:
+        old = before if before is not None and before.kind == FILE else None
+        new = after if after is not None and after.kind == FILE else None
+        key = old.key + new.key if old is not None and new is not None else None
+        found = None if key is None else self.fresh.get(key) or self.v.line_counts(key)
+        if found is None:
+            old_data = self.v.blob(old.key) if old is not None else b""
+            new_data = self.v.blob(new.key) if new is not None else b""
+            binary = is_binary(old_data) or is_binary(new_data)
+            if binary:
+                found = (0, 0, True)
+            elif old is None or new is None:  # added or deleted whole: no diff to make
+                found = (len(split_lines(new_data)), len(split_lines(old_data)), False)
+            else:
+                found = (*line_stats(old_data, new_data), False)
+            if key is not None:
+                self.fresh[key] = found
+        return found
+
+
+def keep_counts(repo: Repo, counter: LineCounter) -> None:
+    """Keep the counts made while reading, when the store can take them without a wait."""
+    if not counter.fresh:
+        return
+
+    def put(tx: Tx) -> None:
+        for key, (added, removed, binary) in counter.fresh.items():
+            tx.put_line_counts(key, added, removed, binary)
+
+    with contextlib.suppress(SnapstoreError):  # a busy, read-only or full store: next time
+        repo.write_if_free(put)
+
+
+def file_stats(v: View, changes: list[Change], count: LineCounter | None = None) -> list[FileStat]:
+    """Per-path stats of a list of changes: first ``before`` against last ``after``."""
+    count = count or LineCounter(v)
+    stats = []
+    for net in net_changes(changes):
+        before, after = net.before, net.after
+        if before is None and after is None:
+            continue
+        status = "added" if before is None else "deleted" if after is None else "modified"
+        if before is not None and after is not None and before.digest == after.digest:
+            if before.mode == after.mode and before.kind == after.kind:
+                continue
+            status = "mode"
+        added, removed, binary = count(before, after)
+        if LINK in (getattr(before, "kind", None), getattr(after, "kind", None)):
+            status = "link" if status == "modified" else status
+        stats.append(
+            FileStat(
+                net.path, status, added, removed, net.tools, net.last.source, binary, before, after
+            )
+        )
+    return stats
+
+
+def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
+    """Rewind points newest first; numbered 1..N along the current branch."""
+    with repo.read() as v:
+        v.require_session(session)
+        on_branch = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
+        numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
+        turns = session_turns(v, session) if all_branches else on_branch
+        count = LineCounter(v)
+        points = [
+            RewindPoint(numbers.get(t.id), t, file_stats(v, v.changes(t.id), count)) for t in turns
+        ]
+    keep_counts(repo, count)
+    return points
+
+
+def resolve_turn(v: View, ref: str | int, session: str | None) -> Turn:
+    """A turn from a number on ``session``'s current branch, or from an id or unique id
+    prefix of a turn of any session (those of ``session`` first)."""
+    text = str(ref).strip()
+    if not text:
+        raise BadInput("empty turn reference")
+    if text.isdigit() and len(text) <= MAX_NUMBER_DIGITS:
+        if session is None:
+            raise BadInput(f"turn number {text} needs a session", ref=text)
+        v.require_session(session)
+        points = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
+        n = int(text)
+        if not 1 <= n <= len(points):
+            raise UnknownTurn(
+                f"no rewind point {n} in session {session!r} (it has {len(points)})",
+                ref=text,
+                session=session,
+                count=len(points),
+            )
+        return points[n - 1]
+    matches = [t for t in v.turns() if t.id.startswith(text)]
+    matches = [t for t in matches if t.session == session] or matches
+    if not matches:
+        raise UnknownTurn(f"unknown turn {text!r}", ref=text, session=session)
+    if len(matches) > 1:
+        raise BadInput(
+            f"turn prefix {text!r} is ambiguous: " + ", ".join(sorted(t.id for t in matches)[:5]),
+            ref=text,
+        )
+    return matches[0]
+
+
+def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
+    with repo.read() as v:
+        turn = resolve_turn(v, ref, session)
+        count = LineCounter(v)
+        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count))
+    keep_counts(repo, count)
+    return detail
+
+
+def status(repo: Repo, session: str) -> StoreStatus:
+    """Counts and sizes, read in one transaction."""
+    with repo.read() as v:
+        sessions = v.session_count()
+        turns = 0
+        shared = []
+        for turn in v.turns():
+            turns += turn.kind == AGENT
+            if turn.unattributed:
+                shared.append(turn)
+        unattributed = [
+            Unattributed(
+                t.id, list(t.unattributed or ()), [c.path for c in v.changes(t.id)], t.created
+            )
+            for t in sorted(shared, key=lambda t: t.seq)
+        ]
+        record = v.session(session)
+        open_turn = record.open_turn if record else None
+        if open_turn and v.turn(open_turn).state != OPEN:
+            open_turn = None
+        sizes = {}
+        stored = 0
+        for key, value in v.blob_values():
+            sizes[key] = parse_header(value, key).size
+            stored += len(value)
+        logical = 0
+        for change in v.all_changes():
+            for version in (change.before, change.after):
+                if version is not None:
+                    logical += sizes.get(version.key, 0)
+        head = v.head(session)
+    return StoreStatus(
+        repo.root,
+        repo.store_dir,
+        sessions,
+        turns,
+        open_turn,
+        head,
+        len(sizes),
+        stored,
+        logical,
+        repo.data_bytes(),
+        unattributed,
+    )

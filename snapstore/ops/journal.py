@@ -1,0 +1,324 @@
+"""Applying rewinds and undos as journaled operations.
+
+A rewind (or an undo) becomes durable in three steps, each described in
+docs/format.md:
+
+1. **Journal.** One commit records an operation turn (kind ``rewind``) whose
+   changes hold, per path, the bytes on disk now (``before``) and the planned
+   result (``after``), and lists the operation under ``meta/unfinished``.
+2. **Apply.** Each path is written once, atomically; emptied folders go.
+3. **Finish.** One commit marks the operation applied, moves the head, marks
+   the reverted turns and takes it off ``unfinished``.
+
+A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
+finishes: a path still holding ``before`` gets ``after``, a path holding
+``after`` is done, anything else is left alone and reported. Because the
+journal is written first, ``undo`` always has the bytes to go back to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import stat
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from ..core import faults
+from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
+from ..core.records import (
+    CLOSED,
+    REVERT,
+    REWIND,
+    REWOUND,
+    Change,
+    RewindOp,
+    fingerprint,
+    version_of,
+)
+from ..core.repo import Repo, Tx, View
+from .plan import (
+    CONFLICT,
+    DELETE,
+    KEEP,
+    MERGE,
+    RESTORE,
+    PathPlan,
+    RewindResult,
+)
+
+#: Threads writing a rewind's files at once.
+WRITERS = 8
+
+
+@dataclass
+class Operation:
+    """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
+
+    op: RewindOp
+    result: RewindResult
+    plans: list[PathPlan] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for plan in self.plans:
+            self.result.add(plan)
+        self.result.plans = self.plans
+
+
+def execute(repo: Repo, operation: Operation) -> RewindResult:
+    """Journal, apply and finish one planned operation. The caller holds the write lock."""
+    op_id = _journal(repo, operation)
+    faults.point("journal.journaled")
+    operation.result.undo_id = op_id
+    errors = _apply(repo, operation.plans)
+    return _finish(repo, op_id, errors)
+
+
+def _describe(op: RewindOp) -> str:
+    """The operation record's prompt line."""
+    verb = {"undo": "undo", "switch": "switch to"}.get(op.action, "rewind to")
+    return f"{verb} {op.target}"
+
+
+def _journal(repo: Repo, operation: Operation) -> str:
+    writes = [p for p in operation.plans if p.writes]
+    encoded = {}
+    with repo.read() as v:
+        for plan in writes:
+            for entry in (plan.current_entry, plan.content):
+                if entry is not None:
+                    key, value = v.encode(entry.data, v.path_digest(plan.path))
+                    encoded[key] = value
+    summary = operation.result.to_json()
+    # Every path that ends absent with folders to remove, written or already gone.
+    summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
+
+    def commit(tx: Tx) -> str:
+        op = operation.op._replace(result=summary)
+        # An undo that cannot move the head back stands on the branch as a turn of its own.
+        turn = tx.new_turn(
+            op.session,
+            kind=REVERT if op.on_branch else REWIND,
+            state=CLOSED,
+            parent=op.prev_head if op.on_branch else None,
+            prompt=_describe(op),
+        )
+        if op.on_branch:
+            op = op._replace(new_head=turn.id)
+        for key, value in encoded.items():
+            tx.put_blob(key, value)
+        for seq, plan in enumerate(writes):
+            tx.put_change(
+                Change(
+                    turn.id,
+                    seq,
+                    plan.path,
+                    plan.current,
+                    plan.result,
+                    True,
+                    "snapstore",
+                    "rewind",
+                    tx.clock(),
+                    plan.mkdirs,
+                )
+            )
+        tx.put_turn(turn._replace(op=op, closed=turn.created, next_change=len(writes)))
+        record = tx.require_session(op.session)
+        tx.put_session(record._replace(last_rewind=turn.id))
+        tx.set_unfinished(turn.id, True)
+        tx.event(
+            f"{op.action}_begin",
+            session=op.session,
+            turn=turn.id,
+            target=op.target,
+            paths=[p.path for p in writes],
+        )
+        return turn.id
+
+    return repo.write(commit, locked=True)
+
+
+def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
+    """Write each planned path once; a path that changed since planning is left alone.
+
+    The newer structure goes first, then the old comes back: files are deleted,
+    then the folders emptied by this operation that stand where a file must come
+    back are removed, then files are written, each by an atomic rename. Nothing
+    is synced one by one: one flush makes every write durable before the
+    caller's finish commit; a crash before it leaves the operation unfinished,
+    for resume to finish (docs/format.md §5.3). The other emptied folders go last.
+    """
+    deletes = [p for p in plans if p.writes and p.content is None]
+    writes = [p for p in plans if p.writes and p.content is not None]
+    emptied = [p for p in plans if p.action == KEEP and p.result is None and p.rmdirs]
+
+    full: set[str] = set()
+
+    def write(plan: PathPlan) -> str | None:
+        """Write (or delete) one path; the reason it was left alone, or None."""
+        try:
+            if not _unchanged(repo, plan):
+                raise SnapstoreError(
+                    f"{plan.path} changed while the rewind ran; left alone", path=plan.path
+                )
+            if plan.folder and plan.content is not None:
+                repo.ws.remove_empty_tree(plan.path)  # emptied by this operation's deletes
+            repo.ws.write(plan.path, plan.content, durable=False)
+        except StoreFull as exc:
+            full.add(plan.path)
+            return str(exc)
+        except (SnapstoreError, OSError) as exc:
+            return str(exc)
+        faults.point("journal.wrote_path")
+        return None
+
+    failed: dict[str, str] = {}
+    done: list[PathPlan] = []
+
+    def run(batch: list[PathPlan]) -> None:
+        for plan, failure in zip(batch, pool.map(write, batch), strict=True):
+            if failure is None:
+                done.append(plan)
+            else:
+                failed[plan.path] = failure
+        # On a nearly full disk, parallel writes can starve each other: each file that
+        # found no room is tried once more alone, so only what does not fit fails.
+        for plan in [p for p in batch if p.path in full]:
+            full.discard(plan.path)
+            failure = write(plan)
+            if failure is None:
+                del failed[plan.path]
+                done.append(plan)
+
+    # Paths are independent, and most of a write is waiting for the disk.
+    with ThreadPoolExecutor(WRITERS) as pool:
+        run(deletes)
+        emptied += [p for p in deletes if p.rmdirs and p.path not in failed]
+        blocking = tuple(p.path + "/" for p in writes if p.folder)
+        first = [p for p in emptied if p.path.startswith(blocking)]
+        _remove_emptied(repo, first)
+        run(writes)
+    repo.ws.flush(p.path for p in done)  # before the finish commit counts them written
+    _remove_emptied(repo, [p for p in emptied if p not in first])
+    return [{"path": path, "reason": reason} for path, reason in failed.items()]
+
+
+def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> None:
+    """Remove the folders these plans emptied, deepest first."""
+    for plan in sorted(plans, key=lambda p: -p.path.count("/")):
+        # A folder that cannot go is only clutter, never lost work.
+        with contextlib.suppress(SnapstoreError, OSError):
+            repo.ws.remove_empty_parents(plan.path, plan.rmdirs)
+
+
+def _unchanged(repo: Repo, plan: PathPlan) -> bool:
+    """Whether the path still holds what the plan was made from.
+
+    The stat fingerprint read at planning time settles it cheaply; only when
+    that moved is the file read and hashed again. A folder that stood at the
+    path may still stand there, or be gone.
+    """
+    now = repo.ws.lstat(plan.path)
+    if plan.folder:
+        return now is None or stat.S_ISDIR(now.st_mode)
+    then = plan.current_entry.stat if plan.current_entry is not None else None
+    if now is None or then is None:
+        if now is None and plan.current is None:
+            return True
+    elif fingerprint(now) == fingerprint(then):
+        return True
+    return version_of(repo.ws.read(plan.path)) == plan.current
+
+
+def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+    faults.point("journal.before_finish")
+
+    def commit(tx: Tx) -> RewindResult:
+        turn = tx.turn(op_id)
+        op = turn.op
+        assert op is not None and op.result is not None
+        failed = {e["path"] for e in errors}
+        summary = dict(op.result)
+        summary.pop("rmdirs", None)
+        result = RewindResult(**summary)
+        result.undo_id, result.new_head = op_id, op.new_head
+        for key in ("restored", "deleted", "merged"):
+            setattr(result, key, [p for p in getattr(result, key) if p not in failed])
+        result.errors = result.errors + errors
+        for change in tx.changes(op_id):
+            if change.path not in failed:
+                tx.set_path_digest(change.path, change.after)
+        if op.mode != "code":
+            tx.set_head(op.session, op.new_head)
+            for turn_ids, state in ((op.reverted, REWOUND), (op.forward, CLOSED)):
+                for turn_id in turn_ids:
+                    moved = tx.find_turn(turn_id)  # gc may have dropped it since
+                    if moved is not None and moved.state != state:
+                        tx.put_turn(moved._replace(state=state))
+        if op.undoes is not None:
+            undone = tx.turn(op.undoes)
+            assert undone.op is not None
+            tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
+        tx.put_turn(turn._replace(op=op._replace(status="applied", result=result.to_json())))
+        tx.set_unfinished(op_id, False)
+        tx.event(
+            op.action,
+            session=op.session,
+            turn=op_id,
+            target=op.target,
+            new_head=op.new_head,
+            errors=len(result.errors),
+            conflicts=len(result.conflicts),
+        )
+        return result
+
+    return repo.write(commit, locked=True)
+
+
+def resume(repo: Repo) -> list[RewindResult]:
+    """Finish every interrupted operation, rolling each path forward to its plan."""
+    results = []
+    with repo.write_lock():
+        for op_id in repo.unfinished():
+            with repo.read() as v:
+                turn = v.turn(op_id)
+                if turn.op is None:
+                    raise StoreCorrupt(
+                        f"unfinished operation {op_id} has no record", operation=op_id
+                    )
+                rmdirs = dict((turn.op.result or {}).get("rmdirs", {}))
+                plans = [
+                    _resume_plan(repo, v, change, rmdirs.pop(change.path, 0))
+                    for change in v.changes(op_id)
+                ]
+                plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
+            errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
+            errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
+            results.append(_finish(repo, op_id, errors))
+    return results
+
+
+def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
+    try:
+        repo.ws.remove_temp_files(change.path)  # a write the crash cut short
+        entry, folder = repo.ws.read_state(change.path, links_absent=True)
+    except (SnapstoreError, OSError) as exc:
+        return PathPlan(change.path, CONFLICT, reason=str(exc))
+    current = version_of(entry)
+    if current == change.after and not (folder and change.after is not None):
+        return PathPlan(change.path, KEEP, current, entry, current, entry, rmdirs=rmdirs)
+    if current != change.before:
+        return PathPlan(
+            change.path,
+            CONFLICT,
+            current,
+            entry,
+            reason="changed since the interrupted rewind; left alone",
+        )
+    try:
+        content = v.content(change.after)
+    except SnapstoreError as exc:
+        return PathPlan(change.path, CONFLICT, current, entry, reason=str(exc))
+    action = DELETE if change.after is None else RESTORE if change.before else MERGE
+    return PathPlan(
+        change.path, action, current, entry, change.after, content, rmdirs=rmdirs, folder=folder
+    )

@@ -1,0 +1,399 @@
+"""Planning a rewind, switch or undo: the per-path fold (docs/design.md, Rewind).
+
+For each path the fold starts from what the path holds now and takes steps,
+one recorded change at a time. A step goes from ``src`` to ``dst``: backward
+(undo a change, newest first) from its ``after`` to its ``before``, forward
+(redo a change, oldest first) from its ``before`` to its ``after``:
+
+- current == src: the exact path, current becomes dst;
+- current == dst: this step is already done;
+- otherwise a three-way merge with base = src, ours = current, theirs = dst,
+  which keeps the user's edits and takes out (or puts back) the agent's.
+
+Content and mode are folded apart: a mode the user changed survives a step
+that changes only the content, and the other way round. A folder standing
+where a file must come back counts as absent; the journal removes it (once
+this operation has emptied it) before it writes the file.
+
+Planning only reads. ``snapstore.ops.journal`` makes the plan durable and applies it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import itertools
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, fields
+from typing import Any, NamedTuple
+
+from ..core.errors import SnapstoreError
+from ..core.fsio import Workspace
+from ..core.records import FILE, LINK, Change, Entry, Version, differs, same, version_of
+from ..core.repo import View
+from ..text.diff import is_binary
+from ..text.merge import merge3
+
+MODES = ("both", "code", "conversation")
+POLICIES = ("skip", "markers", "theirs")
+RESTORE, DELETE, MERGE, CONFLICT, ERROR, KEEP = (
+    "restore",
+    "delete",
+    "merge",
+    "conflict",
+    "error",
+    "keep",
+)
+
+
+class Step(NamedTuple):
+    """One change to take back (``forward`` false) or to put back (true)."""
+
+    change: Change
+    forward: bool = False
+
+    @property
+    def src(self) -> Version | None:
+        return self.change.before if self.forward else self.change.after
+
+    @property
+    def dst(self) -> Version | None:
+        return self.change.after if self.forward else self.change.before
+
+
+def steps_by_path(back: Iterable[Change], forward: Iterable[Change] = ()) -> dict[str, list[Step]]:
+    """Each path's steps in fold order: ``back`` (listed oldest first) undone newest first,
+    then ``forward`` (oldest first) redone in order."""
+    grouped: dict[str, list[Step]] = {}
+    for change in reversed(coalesce(back)):
+        grouped.setdefault(change.path, []).append(Step(change, False))
+    for change in coalesce(forward):
+        grouped.setdefault(change.path, []).append(Step(change, True))
+    return dict(sorted(grouped.items()))
+
+
+def coalesce(changes: Iterable[Change]) -> list[Change]:
+    """A turn's writes that follow on each other, as one change per run (listed oldest first).
+
+    Several tool calls of one turn on one path, each starting where the last ended,
+    are one change from the first ``before`` to the last ``after``; a run that ends
+    where it began is none. So a path the turn deleted and wrote again is folded as
+    one edit, and an absence in between never passes for someone else's deletion.
+    """
+    runs: list[Change] = []
+    last: dict[tuple[str, str], int] = {}  # (turn, path) -> index of its latest run
+    for change in changes:
+        at = last.get((change.turn, change.path))
+        if (
+            at is not None
+            and change.done
+            and runs[at].done
+            and _identical(runs[at].after, change.before)
+        ):
+            runs[at] = runs[at]._replace(after=change.after)
+            continue
+        last[(change.turn, change.path)] = len(runs)
+        runs.append(change)
+    return [c for c in runs if not (c.done and _identical(c.before, c.after))]
+
+
+def _identical(a: Version | None, b: Version | None) -> bool:
+    return not differs(a, b)
+
+
+@dataclass
+class PathPlan:
+    """What an operation will do to one path."""
+
+    path: str
+    action: str
+    current: Version | None = None
+    current_entry: Entry | None = None
+    result: Version | None = None
+    content: Entry | None = None
+    reason: str = ""
+    rmdirs: int = 0  # empty parent folders to remove once the file is deleted
+    mkdirs: int = 0  # parent folders the write creates (an undo removes them again)
+    folder: bool = False  # a folder stands at the path now (counted as absent)
+    warning: str = ""  # done, but worth knowing (a hard link split)
+
+    @property
+    def writes(self) -> bool:
+        """Whether applying the plan writes the path (a conflict with markers does)."""
+        return self.action in (RESTORE, DELETE, MERGE) or (
+            self.action == CONFLICT and self.content is not None
+        )
+
+
+@dataclass
+class RewindResult:
+    """What a rewind or undo did (or, with ``dry_run``, would do)."""
+
+    session: str
+    target: str | None
+    user_text: str
+    turns_reverted: list[str]
+    restored: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    conflicts: list[dict[str, str]] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    new_head: str | None = None
+    undo_id: str | None = None
+    dry_run: bool = False
+    plans: list[PathPlan] = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.conflicts and not self.errors
+
+    def to_json(self) -> dict[str, Any]:
+        # Not asdict(): it would deep-copy the file bytes of every plan only to drop them.
+        return copy.deepcopy(
+            {f.name: getattr(self, f.name) for f in fields(self) if f.name != "plans"}
+        )
+
+    def add(self, plan: PathPlan) -> None:
+        """Sort one path's plan into the result lists."""
+        if plan.action == RESTORE:
+            self.restored.append(plan.path)
+        elif plan.action == DELETE:
+            self.deleted.append(plan.path)
+        elif plan.action == MERGE:
+            self.merged.append(plan.path)
+        elif plan.action == CONFLICT:
+            self.conflicts.append({"path": plan.path, "reason": plan.reason})
+        elif plan.action == ERROR:
+            self.errors.append({"path": plan.path, "reason": plan.reason})
+        if plan.warning:
+            self.warnings.append({"path": plan.path, "reason": plan.warning})
+
+
+def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
+    """Turn into errors the writes that would need a file and a folder of one name.
+
+    A file comes back where a folder stands only if this operation empties the
+    folder; it goes below a path only if no file stays there. Whatever else
+    holds the name (the user's own file in the folder, a path left in conflict)
+    is never removed: the write is refused, planned as an error, and what it
+    refuses to replace stays, which may refuse another write in turn. Two writes
+    of this operation that clash refuse each other: which one wins is not the
+    planner's to choose, so the outcome never depends on the order of paths.
+    """
+    by_path = {p.path: p for p in plans}
+    ordered = sorted(by_path)
+    occupied: dict[str, bool] = {}  # the workspace does not change while the plan is made
+
+    def stays(path: str) -> bool:
+        """Whether a file or link is at ``path`` once the operation is done."""
+        plan = by_path.get(path)
+        if plan is None:
+            if path not in occupied:
+                occupied[path] = ws.occupied(path)
+            return occupied[path]
+        return (plan.result if plan.writes else plan.current) is not None
+
+    def planned_below(path: str) -> Iterator[str]:
+        """The planned paths below ``path``: a run of the sorted list."""
+        prefix = path + "/"
+        for other in itertools.islice(ordered, bisect.bisect_left(ordered, prefix), None):
+            if not other.startswith(prefix):
+                return
+            yield other
+
+    while True:
+        refused: list[tuple[PathPlan, str]] = []
+        for plan in plans:
+            if not plan.writes or plan.content is None:
+                continue
+            parts = plan.path.split("/")
+            others = [
+                *(ws.files_below(plan.path) if plan.folder else ()),
+                *planned_below(plan.path),
+                *("/".join(parts[:n]) for n in range(1, len(parts))),
+            ]
+            holder = next((p for p in others if stays(p)), None)
+            if holder is not None:
+                refused.append((plan, holder))
+        if not refused:
+            return
+        for plan, holder in refused:
+            plan.action, plan.content, plan.result = ERROR, None, None
+            plan.reason = (
+                f"cannot write {plan.path}: {holder} stays, and a file and a "
+                "folder cannot share a name"
+            )
+
+
+class _Conflict(Exception):
+    """One path's fold cannot go on; carries the plan to report."""
+
+    def __init__(self, plan: PathPlan):
+        super().__init__(plan.reason)
+        self.plan = plan
+
+
+def plan_path(
+    ws: Workspace, v: View, path: str, steps: list[Step], on_conflict: str, busy: str | None = None
+) -> PathPlan:
+    """Fold ``steps`` from what the path holds now. ``busy`` says who else is writing the
+    path right now: then it is left alone, whatever the policy."""
+    try:
+        entry, folder = ws.read_state(path, links_absent=True)
+    except SnapstoreError as exc:
+        return PathPlan(path, ERROR, reason=str(exc))
+    start = version_of(entry)
+    if busy:
+        return PathPlan(path, CONFLICT, start, entry, reason=busy, folder=folder)
+    fold = _Fold(ws, v, path, start, entry, on_conflict)
+    try:
+        for step in steps:
+            fold.step(step)
+    except _Conflict as stop:
+        stop.plan.folder = folder
+        return stop.plan
+    except SnapstoreError as exc:
+        return PathPlan(path, ERROR, start, entry, reason=str(exc), folder=folder)
+    plan = fold.plan()
+    plan.folder = folder
+    return plan
+
+
+class _Fold:
+    """The state of one path while its steps are taken."""
+
+    def __init__(
+        self,
+        ws: Workspace,
+        v: View,
+        path: str,
+        start: Version | None,
+        entry: Entry | None,
+        on_conflict: str,
+    ):
+        self.ws, self.v, self.path = ws, v, path
+        self.start, self.start_entry = start, entry
+        self.version, self.entry = start, entry
+        self.on_conflict = on_conflict
+        self.merged = False
+        self.gone = False  # a step found the path absent where it would have removed it
+        self.rmdirs = 0
+
+    def step(self, step: Step) -> None:
+        """Take one step from the current state."""
+        src, dst = step.src, step.dst
+        if not step.change.done:  # the agent's write was never recorded
+            if not step.forward and same(self.version, step.change.before):
+                return
+            return self._conflict("what the agent wrote was never recorded", step)
+        if same(self.version, src):
+            if self.version is None and dst is not None and self.gone:
+                # an earlier step found the file already gone: someone deleted what the
+                # agent had written, so it does not come back from before that
+                return self._conflict("the file was deleted after the agent wrote it", step)
+            self._become(dst, step, mode=self._mode(src, dst))
+        elif same(self.version, dst):
+            self.gone = self.gone or (self.version is None and src is not None)
+            self._keep_content(src, dst)
+        else:
+            self._merge(step)
+
+    def _mode(self, src: Version | None, dst: Version | None) -> int | None:
+        """Three-way merge of the permission bits: base src, ours current, theirs dst."""
+        theirs = None if dst is None else dst.mode
+        ours = None if self.version is None else self.version.mode
+        base = None if src is None else src.mode
+        if theirs is None or ours is None or base is None or ours == base:
+            return theirs
+        if theirs == base or ours == theirs or self.on_conflict != "theirs":
+            return ours  # the user changed the mode: it stays
+        return theirs
+
+    def _become(self, version: Version | None, step: Step, mode: int | None = None) -> None:
+        entry = self.v.content(version)
+        if entry is not None and entry.kind == FILE and mode is not None:
+            entry = entry._replace(mode=mode)
+        self.entry, self.version = entry, version_of(entry)
+        if version is None and not step.forward:
+            self.rmdirs = max(self.rmdirs, step.change.mkdirs)
+
+    def _keep_content(self, src: Version | None, dst: Version | None) -> None:
+        """The content is already at ``dst``; only the mode may still move."""
+        mode = self._mode(src, dst)
+        if (
+            self.entry is not None
+            and self.entry.kind == FILE
+            and mode is not None
+            and mode != self.entry.mode
+        ):
+            self.entry = self.entry._replace(mode=mode)
+            self.version = version_of(self.entry)
+
+    def _merge(self, step: Step) -> None:
+        if self.version is None:
+            return self._conflict("the file was deleted after the agent wrote it", step)
+        assert self.entry is not None
+        base, theirs = self.v.content(step.src), self.v.content(step.dst)
+        sides = [e for e in (base, self.entry, theirs) if e is not None]
+        if any(e.kind == LINK for e in sides):
+            return self._conflict("a symlink that was changed after the agent wrote it", step)
+        if any(is_binary(e.data) for e in sides):
+            return self._conflict("binary file changed after the agent wrote it", step)
+        result = merge3(base.data if base else b"", self.entry.data, theirs.data if theirs else b"")
+        if not result.clean:
+            return self._conflict(
+                f"{result.conflicts} conflicting region(s) between your edits and the agent's",
+                step,
+                result.content,
+            )
+        self.merged = True
+        if step.dst is None and not result.content:
+            self.version, self.entry = None, None
+            if not step.forward:
+                self.rmdirs = max(self.rmdirs, step.change.mkdirs)
+            return
+        mode = self._mode(step.src, step.dst)
+        self.entry = Entry(FILE, result.content, self.entry.mode if mode is None else mode)
+        self.version = version_of(self.entry)
+
+    def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
+        """Stop the fold with a conflict, unless the policy forces the step's ``dst``."""
+        if self.on_conflict == "theirs":
+            self._become(step.dst, step, mode=None if step.dst is None else step.dst.mode)
+            return
+        plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
+        if self.on_conflict == "markers" and markers is not None:
+            assert self.entry is not None
+            plan.content = Entry(FILE, markers, self.entry.mode)
+            plan.result = version_of(plan.content)
+        raise _Conflict(plan)
+
+    def plan(self) -> PathPlan:
+        plan = PathPlan(
+            self.path,
+            KEEP,
+            self.start,
+            self.start_entry,
+            self.version,
+            self.entry,
+            rmdirs=self.rmdirs,
+        )
+        if not differs(self.start, self.version):
+            return plan
+        plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
+        if self.start is None and self.version is not None:
+            plan.mkdirs = self.ws.missing_parents(self.path)
+        st = self.start_entry.stat if self.start_entry is not None else None
+        if (
+            self.version is not None
+            and st is not None
+            and stat.S_ISREG(st.st_mode)
+            and st.st_nlink > 1
+        ):
+            plan.warning = (
+                f"had {st.st_nlink} hard links; it was written as a new file, so "
+                "its other names keep the old content"
+            )
+        return plan

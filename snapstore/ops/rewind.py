@@ -1,0 +1,333 @@
+"""Rewind, switch and undo: choose what to take back or put back, plan it, journal it.
+
+- ``rewind(T)`` takes back T and every later turn on the session's branch.
+- ``switch(X)`` makes the workspace what it was right after X, wherever X is in
+  the session's DAG: back to the fork with the current branch, then forward
+  along X's branch. A rewind is a switch to T's parent.
+- ``undo(R)`` takes back a rewind or switch R. When the session's head is still
+  where R left it, the head goes back too. When turns were recorded since (or
+  the head moved otherwise), the undo does not move the head over them: it
+  becomes a turn of its own on top (kind ``revert``, as git revert does).
+
+Every turn whose edits are in the workspace stays on the current branch, and
+rewinding to any turn of the branch gives the workspace as it was before that
+turn (docs/design.md, "The undo invariant"). Planning is the per-path fold of
+``snapstore.ops.plan``; ``snapstore.ops.journal`` makes it durable and applies it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
+from ..core.records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
+from ..core.repo import Repo, View
+from .capture import finish_open_turn
+from .history import ancestors, branch, last_undoable, resolve_turn, undoable
+from .journal import Operation, execute
+from .plan import (
+    MODES,
+    POLICIES,
+    PathPlan,
+    RewindResult,
+    Step,
+    plan_path,
+    refuse_clashes,
+    steps_by_path,
+)
+
+
+def check_choices(mode: str, on_conflict: str) -> None:
+    if mode not in MODES:
+        raise BadInput(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
+    if on_conflict not in POLICIES:
+        raise BadInput(
+            f"unknown conflict policy {on_conflict!r} (choose from {', '.join(POLICIES)})"
+        )
+
+
+def refuse_unfinished(repo: Repo) -> None:
+    """Refuse to start an operation while an interrupted one is not finished."""
+    unfinished = repo.unfinished()
+    if unfinished:
+        raise Unfinished(
+            f"rewind {unfinished[0]} was interrupted and is not finished", operation=unfinished[0]
+        )
+
+
+def rewind(
+    repo: Repo,
+    target: str | int,
+    session: str,
+    *,
+    mode: str = "both",
+    on_conflict: str = "skip",
+    paths: Iterable[str] | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+) -> RewindResult:
+    """Take back ``target`` and every later turn on the session's current branch."""
+    check_choices(mode, on_conflict)
+    rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
+    if rels is not None:
+        mode = "code"  # taking back some files never moves the conversation
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            turn = resolve_turn(v, target, session)
+        _end_open_turn(repo, session, force, dry_run)
+        with repo.read() as v:
+            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
+        return _run(repo, operation, dry_run)
+
+
+def switch(
+    repo: Repo,
+    target: str | int,
+    session: str | None = None,
+    *,
+    on_conflict: str = "skip",
+    dry_run: bool = False,
+    force: bool = False,
+) -> RewindResult:
+    """Make the workspace what it was right after ``target`` (a number from ``log``, or
+    an id of any turn of the session's DAG: then ``session`` may be None)."""
+    check_choices("both", on_conflict)
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            turn = resolve_turn(v, target, session)
+        if turn.kind not in BRANCH_KINDS:
+            raise BadInput(
+                f"turn {turn.id} is a {turn.kind} turn; only the turns of a "
+                "conversation can be switched to",
+                turn=turn.id,
+            )
+        _end_open_turn(repo, turn.session, force, dry_run)
+        with repo.read() as v:
+            operation = _plan_switch(repo, v, turn, on_conflict)
+        return _run(repo, operation, dry_run)
+
+
+def undo(
+    repo: Repo,
+    rewind_id: str | None,
+    session: str | None = None,
+    *,
+    on_conflict: str = "skip",
+    dry_run: bool = False,
+) -> RewindResult:
+    """Take back a rewind or switch: the given one, else the newest of ``session``, else
+    the newest in the store, whatever its session."""
+    check_choices("both", on_conflict)
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            record = _find_undoable(v, rewind_id, session)
+            open_turn = v.open_turn(record.session)
+            if open_turn is not None:
+                raise RunActive(
+                    f"turn {open_turn.id} of session {record.session!r} is still open",
+                    turn=open_turn.id,
+                    session=record.session,
+                )
+            operation = _plan_undo(repo, v, record, on_conflict)
+        return _run(repo, operation, dry_run)
+
+
+def _run(repo: Repo, operation: Operation, dry_run: bool) -> RewindResult:
+    if dry_run:
+        operation.result.dry_run = True
+        return operation.result
+    return execute(repo, operation)
+
+
+def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None:
+    """Refuse while the session has an open turn, or with ``force``, end it first."""
+    with repo.read() as v:
+        open_turn = v.open_turn(session)
+    if open_turn is None:
+        return
+    if not force:
+        raise RunActive(
+            f"turn {open_turn.id} of session {session!r} is still open",
+            turn=open_turn.id,
+            session=session,
+        )
+    if not dry_run:
+        finish_open_turn(repo, session)
+
+
+def _busy(v: View, session: str) -> dict[str, str]:
+    """Paths other sessions are writing right now (captured, their write not recorded
+    yet): an operation leaves them alone, so that the other session's record stays true."""
+    busy = {}
+    for record in v.sessions():
+        if record.name == session or record.open_turn is None:
+            continue
+        turn = v.find_turn(record.open_turn)
+        if turn is None or turn.state != OPEN:
+            continue
+        for path in turn.open_changes or {}:
+            busy[path] = (
+                f"session {record.name!r} is writing it right now (turn {turn.id}); "
+                "left alone, try again once its tool call ends"
+            )
+    return busy
+
+
+def _plans(
+    repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: str
+) -> list[PathPlan]:
+    """Each path's plan; paths another session is writing right now are left alone."""
+    if op.mode == "conversation":
+        return []
+    busy = _busy(v, op.session)
+    plans = [
+        plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
+        for path, path_steps in steps.items()
+    ]
+    refuse_clashes(repo.ws, plans)
+    return plans
+
+
+def _changes(v: View, turns: Iterable[Turn], paths: list[str] | None = None) -> list[Change]:
+    """The changes of ``turns``, in the order given, limited to ``paths`` when given."""
+    return [c for t in turns for c in v.changes(t.id) if paths is None or c.path in paths]
+
+
+def _plan_rewind(
+    repo: Repo,
+    v: View,
+    turn: Turn,
+    session: str,
+    mode: str,
+    on_conflict: str,
+    rels: list[str] | None,
+) -> Operation:
+    on_branch = branch(v, session)
+    ids = [t.id for t in on_branch]
+    if turn.kind not in BRANCH_KINDS or turn.id not in ids:
+        raise NotOnBranch(
+            f"turn {turn.id} is not on the current branch of session "
+            f"{session!r} (it is {turn.state})",
+            turn=turn.id,
+            session=session,
+            state=turn.state,
+        )
+    reverted = on_branch[: ids.index(turn.id) + 1]
+    head = ids[0]
+    new_head = head if mode == "code" else turn.parent
+    if rels is not None:
+        untouched = sorted(set(rels) - {c.path for c in _changes(v, reverted)})
+        if untouched:
+            raise BadInput(
+                f"turn {turn.id} and the turns after it never changed {', '.join(untouched)}",
+                turn=turn.id,
+                path=untouched[0],
+            )
+    op = RewindOp(
+        session,
+        turn.id,
+        mode,
+        prev_head=head,
+        new_head=new_head,
+        reverted=[] if mode == "code" else [t.id for t in reverted],
+        paths=rels or [],
+        prev_rewind=v.require_session(session).last_rewind,
+    )
+    result = RewindResult(
+        session, turn.id, turn.prompt, [t.id for t in reverted], new_head=new_head
+    )
+    steps = steps_by_path(_changes(v, reversed(reverted), rels))
+    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+
+
+def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation:
+    session = turn.session
+    here = branch(v, session)  # the head first
+    there = ancestors(v, turn.id)  # the target first
+    here_ids, there_ids = [t.id for t in here], [t.id for t in there]
+    fork = next((tid for tid in there_ids if tid in set(here_ids)), None)
+    back = here[: here_ids.index(fork) if fork else len(here)]  # newest first
+    forward = there[: there_ids.index(fork) if fork else len(there)][::-1]  # oldest first
+    op = RewindOp(
+        session,
+        turn.id,
+        "both",
+        action="switch",
+        prev_head=here_ids[0] if here else None,
+        new_head=turn.id,
+        reverted=[t.id for t in back],
+        forward=[t.id for t in forward],
+        prev_rewind=v.require_session(session).last_rewind,
+    )
+    result = RewindResult(session, turn.id, "", op.reverted, new_head=turn.id)
+    steps = steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
+    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+
+
+def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
+    if ref is not None:
+        turn = resolve_turn(v, ref, session)
+        if turn.kind != REWIND or turn.op is None or turn.op.undoes is not None:
+            raise BadInput(f"{turn.id} is not a rewind or a switch", turn=turn.id)
+        if turn.op.undone_by is not None:
+            raise BadInput(
+                f"rewind {turn.id} was already undone by {turn.op.undone_by}", turn=turn.id
+            )
+        assert undoable(turn), turn
+        return turn
+    if session is not None:
+        v.require_session(session)
+    turn = last_undoable(v, session)
+    if turn is None:
+        where = f"session {session!r}" if session is not None else "the store"
+        raise NotFound(f"{where} has no rewind or switch to undo", session=session)
+    return turn
+
+
+def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation:
+    done = record.op
+    assert done is not None
+    session, head = record.session, v.head(record.session)
+    prev_rewind = v.require_session(session).last_rewind
+    if done.mode == "code":  # the head never moved: only the files go back
+        op = RewindOp(
+            session,
+            record.id,
+            "code",
+            action="undo",
+            prev_head=head,
+            new_head=head,
+            undoes=record.id,
+            prev_rewind=prev_rewind,
+        )
+    elif head == done.new_head:  # nothing happened since: the head goes back too
+        op = RewindOp(
+            session,
+            record.id,
+            done.mode,
+            action="undo",
+            prev_head=head,
+            new_head=done.prev_head,
+            reverted=done.forward,
+            forward=done.reverted,
+            undoes=record.id,
+            prev_rewind=prev_rewind,
+        )
+    else:  # turns came since: a turn of its own on top, which can itself be rewound
+        op = RewindOp(
+            session,
+            record.id,
+            "both",
+            action="undo",
+            prev_head=head,
+            new_head=None,
+            undoes=record.id,
+            prev_rewind=prev_rewind,
+            on_branch=True,
+        )
+    result = RewindResult(session, record.id, "", list(done.reverted), new_head=op.new_head)
+    steps = steps_by_path(v.changes(record.id))
+    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))

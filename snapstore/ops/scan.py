@@ -1,0 +1,731 @@
+"""Scan mode: record what changed on disk that no hook saw.
+
+Shell commands (``sed -i``, ``rm``, ``mv``, generators, formatters), other
+programs and the user change files without any pre-write hook. A scan finds
+those changes by comparing the workspace with two databases:
+
+- ``index``: path -> stat fingerprint (size, mtime_ns, ctime_ns, inode,
+  st_mode) and digest, as git's index and jj's working-copy state keep it. A
+  file whose fingerprint is unchanged is not read again, so a scan costs one
+  ``lstat`` per file plus the reading of what changed.
+- ``paths``: path -> latest recorded digest, the baseline. A change's
+  ``before`` comes from it, so a file a shell command deleted or rewrote can
+  be put back. A hook's write has already moved ``paths``; a scan that finds
+  the same bytes only refreshes the index and records nothing twice.
+
+The first scan of a workspace records the baseline: every file's blob, so that
+any file can come back later. Changes found inside one agent's shell call
+belong to its turn (snapstore.ops.shell); all others go to a closed turn of kind
+``user`` that no branch contains, so a rewind never takes the user's own work
+back.
+
+Reading and compressing happen outside the write lock, in batches; each batch
+is one commit. Inside the commit every path is checked again (its fingerprint
+must not have moved since it was read), so a scan never records bytes that a
+concurrent rewind has already replaced.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import stat
+import time
+from collections.abc import Callable, Iterable
+
+from ..core.errors import SnapstoreError
+from ..core.fsio import DEFAULT_MAX_FILE_SIZE
+from ..core.records import (
+    CLOSED,
+    DEFAULT_SESSION,
+    FILE,
+    FINGERPRINT,
+    LINK,
+    USER,
+    Change,
+    Entry,
+    Turn,
+    Version,
+    differs,
+    fingerprint,
+    index_version,
+)
+from ..core.repo import Repo, Tx, View
+from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
+from .shell import WindowAction, apply_actions, owner
+
+SCAN, WATCH = "scan", "watch"
+FP_SIZE = FINGERPRINT.size
+#: A file touched this recently may change again within the same timestamp tick
+#: ("racily clean" in git): its entry is stored so that the next scan re-reads it.
+RACY_NS = 2_000_000_000
+BATCH_FILES = 2000
+BATCH_BYTES = 32 * 1024 * 1024
+_IGNORE_SET = frozenset(IGNORE_FILES)
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+#: progress(phase, done, total): phase "walk" (total 0: unknown) or "read".
+Progress = Callable[[str, int, int], None]
+
+
+class ScanResult:
+    """What one scan found and recorded.
+
+    A plain class, not a dataclass: scans run from hooks and from processes whose
+    start-up counts, and ``dataclasses`` loads ``inspect`` (docs/benchmarks.md).
+    """
+
+    __slots__ = (
+        "added",
+        "baseline",
+        "changed",
+        "deleted",
+        "files",
+        "full",
+        "read",
+        "seconds",
+        "skipped",
+        "source",
+        "turn",
+        "unattributed",
+        "user",
+    )
+
+    def __init__(
+        self,
+        changed: list[str] | None = None,
+        added: list[str] | None = None,
+        deleted: list[str] | None = None,
+        skipped: list[dict[str, str]] | None = None,
+        seconds: float = 0.0,
+        turn: str | None = None,
+        user: bool = False,
+        unattributed: list[str] | None = None,
+        baseline: bool = False,
+        files: int = 0,
+        read: int = 0,
+        source: str = SCAN,
+        full: bool = True,
+    ):
+        self.changed = changed or []
+        self.added = added or []
+        self.deleted = deleted or []
+        self.skipped = skipped or []  # path, reason
+        self.seconds = seconds
+        self.turn = turn  # the turn the changes went to
+        self.user = user  # whether that turn is a ``user`` turn (changes seen between turns)
+        self.unattributed = unattributed or []  # sessions whose shell calls overlapped
+        self.baseline = baseline  # the first scan: the baseline was recorded, no changes
+        self.files = files  # files looked at
+        self.read = read  # files read and hashed because their fingerprint moved
+        self.source = source
+        self.full = full  # the whole workspace, or only some paths
+
+    @property
+    def count(self) -> int:
+        return len(self.changed) + len(self.added) + len(self.deleted)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "changed": list(self.changed),
+            "added": list(self.added),
+            "deleted": list(self.deleted),
+            "skipped": [dict(s) for s in self.skipped],
+            "seconds": round(self.seconds, 4),
+            "turn": self.turn,
+            "user": self.user,
+            "unattributed": list(self.unattributed),
+            "baseline": self.baseline,
+            "files": self.files,
+            "read": self.read,
+            "source": self.source,
+            "full": self.full,
+        }
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ScanResult) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"ScanResult({self.to_json()!r})"
+
+
+class _Item:
+    """One path whose fingerprint moved: what is on disk now, ready to commit."""
+
+    __slots__ = ("check", "data", "fingerprint", "key", "mkdirs", "old", "rel", "value", "version")
+
+    def __init__(
+        self,
+        rel: str,
+        old: bytes | None,
+        version: Version | None = None,
+        fingerprint: bytes = b"",
+        check: bytes | None = None,
+    ):
+        self.rel = rel
+        self.old = old  # its index entry before the scan
+        self.version = version  # None: the path is gone
+        self.fingerprint = fingerprint  # to store; what lstat must still say at commit time
+        self.check = check
+        self.key: bytes | None = None
+        self.value: bytes | None = None  # encoded; None when the blob is already stored
+        self.data = b""
+        self.mkdirs = 0
+
+
+def _stored(st: os.stat_result, now_ns: int) -> bytes:
+    """The fingerprint to keep: a racily clean file gets one that never matches."""
+    if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+        return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
+    return fingerprint(st)
+
+
+def _decode(rel: bytes) -> str:
+    return rel.decode("utf-8", "surrogateescape")
+
+
+class _Walker:
+    """Finds the paths whose fingerprint moved, the new ones and the gone ones.
+
+    The hot loop works on ``bytes`` paths, as the index stores them, so a file
+    whose fingerprint is unchanged costs one ``lstat`` and a dictionary lookup.
+    """
+
+    def __init__(
+        self,
+        repo: Repo,
+        rules: IgnoreRules,
+        max_file_size: int,
+        result: ScanResult,
+        progress: Progress | None,
+        dirs: dict[str, int] | None,
+    ):
+        self.repo, self.rules, self.root = repo, rules, os.fsencode(repo.root)
+        self.store_rel = os.fsencode(rules.store_rel) if rules.store_rel else None
+        self.max_file_size = max_file_size
+        self.result = result
+        self.progress = progress
+        self.dirs = dirs
+        self.index: dict[bytes, bytes] = {}
+        self.candidates: list[tuple[str, bytes | None]] = []
+        self.forget: list[str] = []
+
+    def skip(self, rel: str, reason: str) -> None:
+        self.result.skipped.append({"path": rel, "reason": reason})
+
+    def walk(self, top: bytes, stack: Stack, clean: bool) -> None:
+        """Visit every folder below ``top`` (b"" is the root), depth first."""
+        pending = [(top, stack, clean)]
+        skip = self.skip
+        files = self.result.files
+        root_fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            while pending:
+                rel_dir, stack, clean = pending.pop()
+                prefix = rel_dir + b"/" if rel_dir else b""
+                try:
+                    # stat relative to the open folder: the kernel resolves one name, not the path
+                    fd = os.open(rel_dir, _DIR_FLAGS, dir_fd=root_fd) if rel_dir else root_fd
+                except OSError as exc:
+                    skip(_decode(rel_dir), f"cannot list the folder: {exc.strerror}")
+                    continue
+                try:
+                    files = self._folder(fd, rel_dir, prefix, stack, clean, files, pending)
+                finally:
+                    if fd != root_fd:
+                        os.close(fd)
+                if self.progress is not None:
+                    self.progress("walk", files, 0)
+        finally:
+            os.close(root_fd)
+        self.result.files = files
+
+    def _folder(
+        self,
+        fd: int,
+        rel_dir: bytes,
+        prefix: bytes,
+        stack: Stack,
+        clean: bool,
+        files: int,
+        pending: list[tuple[bytes, Stack, bool]],
+    ) -> int:
+        """Visit one folder's entries; returns the running count of files looked at."""
+        index, pop = self.index, self.index.pop
+        candidates, forget, skip = self.candidates, self.forget, self.skip
+        rules, store_rel, dirs = self.rules, self.store_rel, self.dirs
+        limit = self.max_file_size
+        pack, is_reg, is_lnk = FINGERPRINT.pack, stat.S_ISREG, stat.S_ISLNK
+        try:
+            with os.scandir(fd) as it:
+                entries = list(it)
+        except OSError as exc:
+            skip(_decode(rel_dir) or ".", f"cannot list the folder: {exc.strerror}")
+            return files
+        present = {e.name: e for e in entries if e.name in _IGNORE_SET}
+        if present or clean:
+            clean = clean and self._rules_unchanged(prefix, present)
+            stack = rules.push(stack, _decode(rel_dir)) if present else stack
+        for entry in entries:
+            name = entry.name
+            if name[0] == "." and (
+                name == ".git"
+                or (  # dot names are rare: test them first
+                    name.startswith(".snapstore") and rules.always_skipped(_decode(prefix) + name)
+                )
+            ):
+                continue
+            rel = prefix + name.encode("utf-8", "surrogateescape")
+            if entry.is_dir(follow_symlinks=False):
+                if rel == store_rel or (stack and ignored(_decode(rel), True, stack)):
+                    continue
+                if dirs is not None:
+                    dirs[_decode(rel)] = entry.inode()
+                pending.append((rel, stack, clean))
+                continue
+            old = pop(rel, None)
+            if (old is None or not clean) and stack and ignored(_decode(rel), False, stack):
+                if old is not None:
+                    forget.append(_decode(rel))
+                continue
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                if old is not None:
+                    index[rel] = old  # vanished meanwhile: the gone-path check decides
+                continue
+            files += 1
+            mode = st.st_mode
+            # fingerprint(st), inlined: this runs once for every file in the workspace
+            if old is not None and old.startswith(
+                pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, mode)
+            ):
+                continue
+            if not (is_reg(mode) or is_lnk(mode)):
+                skip(_decode(rel), "not a regular file or a symlink")
+            elif st.st_size > limit and is_reg(mode):
+                skip(_decode(rel), f"larger than the size cap ({limit} bytes)")
+            else:
+                candidates.append((_decode(rel), old))
+        return files
+
+    def _rules_unchanged(self, prefix: bytes, present: dict[str, os.DirEntry[str]]) -> bool:
+        """Whether this folder's ignore files are as the index last saw them."""
+        for name in IGNORE_FILES:
+            old = self.index.get(prefix + os.fsencode(name))
+            entry = present.get(name)
+            if (old is None) != (entry is None):
+                return False
+            if entry is not None and old is not None:
+                try:
+                    if not old.startswith(fingerprint(entry.stat(follow_symlinks=False))):
+                        return False
+                except OSError:
+                    return False
+        return True
+
+    def scope(self, rel: str) -> None:
+        """Visit one path: a file, a link, a folder (its whole subtree) or a gone path."""
+        if self.rules.always_skipped(rel):
+            return
+        try:
+            st = os.lstat(self.repo.ws.abspath(rel))
+        except OSError:
+            return  # gone: its index entries stay in ``index`` and are checked as gone
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if self.rules.path_ignored(rel, is_dir):
+            self._forget_below(os.fsencode(rel))
+            return
+        if is_dir:
+            if self.dirs is not None:
+                self.dirs[rel] = st.st_ino
+            self.walk(os.fsencode(rel), self.rules.stack(rel), False)
+            return
+        old = self.index.pop(os.fsencode(rel), None)
+        self.result.files += 1
+        if old is not None and old.startswith(fingerprint(st)):
+            return
+        if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+            self.skip(rel, "not a regular file or a symlink")
+        elif st.st_size > self.max_file_size and stat.S_ISREG(st.st_mode):
+            self.skip(rel, f"larger than the size cap ({self.max_file_size} bytes)")
+        else:
+            self.candidates.append((rel, old))
+
+    def _forget_below(self, rel: bytes) -> None:
+        prefix = rel + b"/"
+        for key in [k for k in self.index if k == rel or k.startswith(prefix)]:
+            del self.index[key]
+            self.forget.append(_decode(key))
+
+    def gone(self) -> list[tuple[str, bytes]]:
+        """Index entries not seen: deleted, or (if still there) ignored now."""
+        deleted = []
+        for key, old in self.index.items():
+            rel = _decode(key)
+            try:
+                st = os.lstat(self.root + b"/" + key)
+            except (FileNotFoundError, NotADirectoryError):
+                deleted.append((rel, old))
+                continue
+            except OSError:
+                continue  # unreadable: neither seen nor known to be gone
+            if stat.S_ISDIR(st.st_mode):
+                deleted.append((rel, old))  # a folder now stands where the file was
+            else:
+                self.forget.append(rel)
+        return deleted
+
+
+def normalize_scopes(rels: Iterable[str]) -> list[str]:
+    """Sorted scopes with duplicates and paths inside another scope removed."""
+    kept: list[str] = []
+    for rel in sorted(set(rels)):
+        if kept and (rel == kept[-1] or rel.startswith(kept[-1] + "/")):
+            continue
+        kept.append(rel)
+    return kept
+
+
+def _widen(scopes: list[str]) -> list[str]:
+    """A changed ignore file may hide or reveal its whole folder: scan the folder."""
+    widened = []
+    for rel in scopes:
+        head, _, name = rel.rpartition("/")
+        widened.append(head if name in _IGNORE_SET else rel)
+    return normalize_scopes(widened)
+
+
+def scan(
+    repo: Repo,
+    session: str | None = None,
+    paths: Iterable[str | os.PathLike[str]] | None = None,
+    *,
+    progress: Progress | None = None,
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+    source: str = SCAN,
+    dirs: dict[str, int] | None = None,
+    rules: IgnoreRules | None = None,
+    window: Iterable[WindowAction] = (),
+) -> ScanResult:
+    """Record what changed since the last scan, in the whole workspace or below ``paths``.
+
+    The shell windows open at the commit decide whose the changes are
+    (snapstore.ops.shell): one session's open turn, or a ``user`` turn, which is
+    named after ``session`` (the one that asked). ``window`` opens or closes
+    windows in the scan's last commit, after what it found is recorded.
+    ``dirs``, when given, collects the folders visited (path -> inode).
+    ``rules`` may be kept from an earlier scan while no ignore file changed.
+    """
+    started = time.perf_counter()
+    result = ScanResult(source=source)
+    if rules is None or not rules.current():
+        rules = IgnoreRules(repo.root, repo.ws.store_rel)
+    exclude = rules.exclude_stamp
+    with repo.read() as v:
+        state = v.scan_state()
+    scopes = None
+    if paths is not None and state is not None and state.get("exclude") == exclude:
+        scopes = _widen(_relpaths(repo, paths, result))
+    result.baseline = state is None
+    result.full = scopes is None
+    walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
+    new_state = None
+    if scopes is None and (state is None or state.get("exclude") != exclude):
+        new_state = {"baseline": (state or {}).get("baseline", repo.clock()), "exclude": exclude}
+    collecting = gc.isenabled()
+    gc.disable()  # a scan makes many small objects and frees none until it ends
+    try:
+        with repo.read() as v:
+            walker.index = v.index_entries(scopes)
+        if scopes is None:
+            clean = state is not None and state.get("exclude") == exclude
+            walker.walk(b"", rules.base, clean)
+        else:
+            for scope in scopes:
+                walker.scope(scope)
+        _record(repo, session, walker, result, progress, new_state, list(window))
+    finally:
+        if collecting:
+            gc.enable()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def _relpaths(repo: Repo, paths: Iterable[str | os.PathLike[str]], result: ScanResult) -> list[str]:
+    """Scopes as relative paths, normalised lexically (no syscalls: a watcher passes many).
+
+    Nothing is read through them: the walk never follows a link, and reads go
+    through the safe reader, which refuses a symlinked parent.
+    """
+    rels = []
+    prefix = repo.root + os.sep
+    for path in paths:
+        text = os.fspath(path)
+        full = os.path.normpath(os.path.join(repo.root, text))
+        if not full.startswith(prefix) or "\0" in full:
+            result.skipped.append({"path": text, "reason": "not a path inside the workspace"})
+            continue
+        rels.append(full[len(prefix) :].replace(os.sep, "/"))
+    return rels
+
+
+def _record(
+    repo: Repo,
+    session: str | None,
+    walker: _Walker,
+    result: ScanResult,
+    progress: Progress | None,
+    new_state: dict | None,
+    actions: list[WindowAction],
+) -> None:
+    """Read, encode and commit the candidates in batches, then the gone paths."""
+    commit = _Committer(repo, session, result, actions)
+    batch: list[_Item] = []
+    size = 0
+    total = len(walker.candidates)
+    old = dict(walker.candidates)
+    reads = repo.ws.read_many(rel for rel, _ in walker.candidates)
+    for done, (rel, entry) in enumerate(reads, start=1):
+        item = _item(rel, entry, old[rel], walker)
+        if item is not None:
+            batch.append(item)
+            size += len(item.data)
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            commit(_encode(repo, batch, result.baseline), [])
+            batch, size = [], 0
+        if progress is not None:
+            progress("read", done, total)
+    gone_items = [_Item(rel, old) for rel, old in walker.gone()]
+    if batch or gone_items or walker.forget or new_state is not None or actions:
+        commit(
+            _encode(repo, batch, result.baseline), gone_items, walker.forget, new_state, final=True
+        )
+
+
+def _item(
+    rel: str, entry: Entry | SnapstoreError | None, old: bytes | None, walker: _Walker
+) -> _Item | None:
+    """What one candidate holds now, as read through the safe reader."""
+    if isinstance(entry, SnapstoreError):
+        walker.skip(rel, str(entry))
+        return None
+    walker.result.read += 1
+    if entry is None:
+        if old is not None:
+            walker.index[os.fsencode(rel)] = old  # vanished since the walk: now a gone path
+        return None
+    st = entry.stat
+    assert st is not None
+    if entry.kind == FILE and len(entry.data) > walker.max_file_size:
+        walker.skip(rel, f"larger than the size cap ({walker.max_file_size} bytes)")
+        return None
+    item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
+    if entry.kind == LINK:
+        item.check = None  # a link's lstat is what the reader saw; nothing to re-check
+    item.data = entry.data
+    item.version = Version("", entry.mode, entry.kind)
+    return item
+
+
+def _encode(repo: Repo, items: list[_Item], baseline: bool) -> list[_Item]:
+    """Hash and compress a batch, each against its path's latest version."""
+    if not items:
+        return items
+    with repo.read() as v:
+        for item in items:
+            base = v.path_digest(item.rel)
+            item.key, item.value = v.encode(item.data, base)
+            assert item.version is not None
+            item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
+            if not baseline and item.old is None and base is None:
+                item.mkdirs = _new_parents(v, item.rel)
+    return items
+
+
+def _new_parents(v: View, rel: str) -> int:
+    """How many parent folders of a new file held nothing indexed: the ones it brought."""
+    parts = rel.split("/")[:-1]
+    count = 0
+    for depth in range(len(parts), 0, -1):
+        if v.indexed_below("/".join(parts[:depth])):
+            break
+        count += 1
+    return count
+
+
+class _Committer:
+    """Commits batches to the turn the changes belong to (snapstore.ops.shell), made if needed."""
+
+    def __init__(
+        self, repo: Repo, session: str | None, result: ScanResult, actions: list[WindowAction]
+    ):
+        self.repo, self.session, self.result, self.actions = repo, session, result, actions
+        self.user_turns: dict[tuple[str, ...], str] = {}  # made by this scan, by shared sessions
+
+    def __call__(
+        self,
+        items: list[_Item],
+        gone: list[_Item],
+        forget: Iterable[str] = (),
+        new_state: dict | None = None,
+        final: bool = False,
+    ) -> None:
+        forget = list(forget)
+        turn, recorded = self.repo.write(
+            lambda tx: self._commit(tx, items, gone, forget, new_state, final)
+        )
+        for kind, rel in recorded:
+            getattr(self.result, kind).append(rel)
+        if turn is not None:
+            self.result.turn, self.result.user = turn.id, turn.kind == USER
+            self.result.unattributed = list(turn.unattributed or [])
+            if turn.kind == USER:
+                self.user_turns[tuple(turn.unattributed or ())] = turn.id
+
+    def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
+        """The open agent turn the changes go to, or the sessions a user turn names."""
+        who = owner(tx.shell_windows(), self.actions, tx.clock())
+        if who.session is None:
+            return None, who.shared
+        turn = tx.open_turn(who.session)
+        return (turn, ()) if turn is not None else (None, (who.session,))
+
+    def _user_turn(self, tx: Tx, shared: tuple[str, ...]) -> Turn:
+        """This scan's user turn for changes owned so (made at the first one)."""
+        if shared in self.user_turns:
+            return tx.turn(self.user_turns[shared])
+        source = self.result.source
+        if not shared:
+            prompt = f"changes seen by {source} between turns"
+        else:
+            prompt = (
+                f"changes seen by {source} during shell calls of {', '.join(shared)} (unattributed)"
+            )
+        return tx.new_turn(
+            self.session or DEFAULT_SESSION,
+            kind=USER,
+            state=CLOSED,
+            prompt=prompt,
+            unattributed=list(shared) or None,
+        )
+
+    def _commit(
+        self,
+        tx: Tx,
+        items: list[_Item],
+        gone: list[_Item],
+        forget: list[str],
+        new_state: dict | None,
+        final: bool,
+    ) -> tuple[Turn | None, list[tuple[str, str]]]:
+        recorded = []
+        turn, shared = self._target(tx)
+        latest = {}
+        if turn is not None:
+            for change in tx.changes(turn.id):
+                latest[change.path] = change.after if change.done else change.before
+        held = _held(tx)  # a hook's write in progress owns its path
+        for item in [*items, *gone]:
+            if item.rel in held or not _still(self.repo, item):
+                continue
+            base = tx.path_digest(item.rel)
+            before = _before(base, item, latest.get(item.rel))
+            if item.version is not None:
+                tx.put_blob(item.key or b"", item.value, item.data)
+            if self.result.baseline or not differs(before, item.version):
+                if self.result.baseline:
+                    tx.set_path_digest(item.rel, item.version)
+                _index(tx, item)
+                continue
+            if turn is None:
+                turn = self._user_turn(tx, shared)
+            tx.put_change(
+                Change(
+                    turn.id,
+                    turn.next_change,
+                    item.rel,
+                    before,
+                    item.version,
+                    True,
+                    "",
+                    self.result.source,
+                    tx.clock(),
+                    item.mkdirs,
+                )
+            )
+            turn = turn._replace(next_change=turn.next_change + 1)
+            tx.set_path_digest(item.rel, item.version)
+            _index(tx, item)
+            kind = "deleted" if item.version is None else "added" if before is None else "changed"
+            recorded.append((kind, item.rel))
+        for rel in forget:
+            tx.delete_index(rel)
+        if self.result.baseline and final:
+            # What the store last knew of a path that is gone now (deleted before scan mode
+            # was on) is no baseline: a file that appears there later is new.
+            for rel in [
+                rel
+                for rel, _ in tx.path_digests()
+                if rel not in held and not self.repo.ws.occupied(rel)
+            ]:
+                tx.forget_path(rel)
+        if turn is not None and recorded:
+            if turn.kind == USER:
+                turn = turn._replace(closed=turn.created)
+            tx.put_turn(turn)
+            tx.event(
+                "scan",
+                session=turn.session,
+                turn=turn.id,
+                source=self.result.source,
+                paths=[rel for _, rel in recorded],
+            )
+        if new_state is not None:
+            tx.set_scan_state(new_state)
+            if self.result.baseline:
+                tx.event("scan_baseline", files=self.result.files)
+        if final:
+            apply_actions(tx, self.actions)  # and drop stale windows
+        return (turn if recorded else None), recorded
+
+
+def _index(tx: Tx, item: _Item) -> None:
+    if item.version is None:
+        tx.delete_index(item.rel)
+    else:
+        tx.put_index(item.rel, item.fingerprint + (item.key or b""))
+
+
+def _held(v: View) -> set[str]:
+    """Paths whose hook write is in progress (an open change) in any session's open turn."""
+    held: set[str] = set()
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.open_turn else None
+        if turn is not None and turn.open_changes:
+            held.update(turn.open_changes)
+    return held
+
+
+def _still(repo: Repo, item: _Item) -> bool:
+    """Whether the path still holds what was read (checked under the write lock)."""
+    try:
+        st = os.lstat(repo.ws.abspath(item.rel))
+    except OSError:
+        return item.version is None
+    if item.version is None:
+        return stat.S_ISDIR(st.st_mode)
+    return item.check is None or fingerprint(st) == item.check
+
+
+def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:
+    """The baseline version of a path: its latest digest, with the mode last seen for it."""
+    if base is None:
+        return None
+    if item.old is not None and item.old[FP_SIZE:] == base:
+        return index_version(item.old)
+    if latest is not None and latest.digest == base.hex():
+        return latest
+    if item.version is not None:
+        return Version(base.hex(), item.version.mode, item.version.kind)
+    return Version(base.hex())

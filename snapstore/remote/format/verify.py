@@ -1,0 +1,34 @@
+"""Digest checks: every object read from a remote is verified before it is used.
+
+Remote objects are content-addressed: a pack's key names the BLAKE3 digest of
+its bytes, and an index names each blob's. A reader checks the bytes it got
+against the digest it asked for, so a damaged or tampered object is reported
+and never reaches the local store or a workspace.
+"""
+
+from __future__ import annotations
+
+import blake3
+
+from ..transport.backend import ObjectStore
+from ..transport.errors import CorruptObject
+
+
+def digest_hex(data: bytes) -> str:
+    """The BLAKE3 digest that names ``data`` on a remote, in hex."""
+    return blake3.blake3(data).hexdigest()
+
+
+def verified(store: ObjectStore, key: str, data: bytes, expected: str) -> bytes:
+    """``data`` if its digest is ``expected``, else :class:`CorruptObject` for ``key``."""
+    actual = digest_hex(data)
+    if actual != expected:
+        raise CorruptObject(
+            remote=store.url, key=key, expected=expected, actual=actual, name=store.name
+        )
+    return data
+
+
+def get_verified(store: ObjectStore, key: str, expected: str) -> bytes:
+    """Fetch the object at ``key`` and check it against ``expected``."""
+    return verified(store, key, store.get(key), expected)

@@ -1,0 +1,340 @@
+"""Pull: bring a remote's sessions, turns and blobs into the local store.
+
+Turn ids stay what they were on the machine that made them. A pulled session
+is told apart from a local one of the same name by where it began (its origin
+store id): it keeps its name when that is free, else gets ``NAME@<origin>``,
+and pulling again maps to the same local session. Its head here is "before its
+first turn": the workspace has applied none of it, and ``switch`` applies its
+turns forward from the session's base. When the base has uncommitted changes,
+a *base turn* (the same id on every machine) holds them, as the first turn's
+parent.
+
+Everything is fetched and verified before anything is written, and then
+written in one commit: a pull killed at any moment leaves the store as it was
+or with the whole pull. The workspace is never touched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ...core import blobs, faults
+from ...core.errors import StoreCorrupt
+from ...core.records import AGENT, CLOSED, Change, Session, Turn, Version
+from ...core.repo import Repo, Tx, View
+from ...ops.session_base import base_changes, git_commit
+from ..format import layout
+from ..format.catalog import Catalog, RemoteSession, corrupt
+from ..transport.errors import ObjectMissing
+from .push import SyncResult, base_turn_id, identity
+
+#: Fetch a whole pack when at least this share of it is wanted, else ranges of it.
+WHOLE_PACK = 0.5
+#: Ranges closer than this are read as one request.
+RANGE_GAP = 256 * 1024
+
+
+def _version(value: Any) -> Version | None:
+    return None if value is None else Version(value[0], value[1], value[2])
+
+
+def local_name_for(
+    v: View, store_id: str, session: RemoteSession, taken: set[str]
+) -> tuple[str, Session | None]:
+    """The local session a remote one maps to: the one pulled before, this store's own,
+    else its name if free, else ``NAME@<origin>``."""
+    for record in v.sessions():
+        if identity(store_id, record) == session.identity:
+            return record.name, record
+    name = session.name
+    if name in taken:
+        name = f"{session.name}@{session.origin[:8]}"
+    return name, None
+
+
+def pull(
+    repo: Repo,
+    catalog: Catalog,
+    names: list[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> SyncResult:
+    """Fetch the sessions named ``names`` on the remote (None: all) and whatever they
+    need that this store lacks."""
+    result = SyncResult(catalog.url)
+    if not catalog.open(create=False):
+        result.requests = catalog.total_requests()
+        return result  # nothing was ever pushed there
+    remote_sessions = catalog.sessions()
+    tombstones = catalog.tombstones()
+    chosen = [s for s in remote_sessions.values() if names is None or s.name in names]
+    with repo.read() as v:
+        me = v.store_id()
+        taken = {s.name for s in v.sessions()}
+        plans = []
+        for session in sorted(chosen, key=lambda s: (s.created, s.origin, s.name)):
+            name, record = local_name_for(v, me, session, taken)
+            taken.add(name)
+            wanted = [
+                t for t in session.turns if t not in tombstones.turns and v.find_turn(t) is None
+            ]
+            plans.append((session, name, record, wanted))
+    records: dict[str, dict[str, Any]] = {}
+    ids = [t for _, _, _, wanted in plans for t in wanted]
+    if progress:
+        progress(f"fetching {len(ids)} turn(s)")
+    for record in catalog.map(_fetch_turn(catalog), ids):
+        if record is not None:
+            records[record["id"]] = record
+    needed: set[str] = set()
+    for session, _, _, _ in plans:
+        for _, before, after in base_changes(session.base):
+            needed.update(x.digest for x in (before, after) if x is not None)
+    for record in records.values():
+        for change in record["changes"]:
+            needed.update(x[0] for x in (change["before"], change["after"]) if x is not None)
+    with repo.read() as v:
+        needed = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
+    contents, values = _fetch_blobs(repo, catalog, needed, progress) if needed else ({}, {})
+    result.blobs = len(values)
+    result.bytes = sum(len(x) for x in values.values())
+
+    faults.point("pull.fetched")
+
+    def commit(tx: Tx) -> None:
+        for blob_id in _base_first(values):
+            _store_blob(tx, blob_id, values[blob_id], contents[blob_id])
+        for session, name, record, wanted in plans:
+            _import(tx, session, name, record, [records[t] for t in wanted if t in records])
+        tx.event(
+            "pull",
+            remote=catalog.url,
+            turns=len(records),
+            sessions=[name for _, name, _, _ in plans],
+        )
+        faults.point("pull.commit")
+
+    repo.write(commit)
+    result.turns = len(records)
+    result.sessions = [name for _, name, _, _ in plans]
+    here = git_commit(repo.root) if plans else None
+    for session, name, _, _ in plans:
+        commit_id = (session.base or {}).get("commit")
+        result.bases.append(
+            {
+                "session": name,
+                "commit": commit_id,
+                "workspace": here,
+                "uncommitted": len((session.base or {}).get("changes", [])),
+            }
+        )
+        if commit_id and commit_id != here:
+            result.warnings.append(
+                f"session {name} started from commit {commit_id[:12]}, but this workspace is "
+                f"at {here[:12] if here else 'no git commit'}: switching to its turns merges "
+                "where files differ"
+            )
+        elif session.base is None or not commit_id:
+            result.warnings.append(
+                f"session {name} recorded no git commit: only the files "
+                "its turns changed can be rebuilt here"
+            )
+    result.requests = catalog.total_requests()
+    return result
+
+
+def _fetch_turn(catalog: Catalog) -> Callable[[str], dict[str, Any] | None]:
+    def fetch(turn_id: str) -> dict[str, Any] | None:
+        try:
+            return catalog.turn(turn_id)
+        except ObjectMissing:
+            return None  # dropped by a remote gc after the state was written
+
+    return fetch
+
+
+def _fetch_blobs(
+    repo: Repo, catalog: Catalog, needed: set[str], progress: Callable[[str], None] | None
+) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Every needed blob's verified content and its value, with the delta bases the
+    values need that the store lacks."""
+    index = catalog.blob_index()
+    want = set(needed)
+    todo = list(needed)
+    with repo.read() as v:
+        while todo:
+            blob_id = todo.pop()
+            ref = index.get(blob_id)
+            if ref is None:
+                raise catalog.error(
+                    f"blob {blob_id[:12]} is in none of the remote's indexes (run `remote fsck`)"
+                )
+            if ref.base and ref.base not in want and not v.has_blob(bytes.fromhex(ref.base)):
+                want.add(ref.base)
+                todo.append(ref.base)
+    by_pack: dict[str, list[str]] = {}
+    for blob_id in want:
+        by_pack.setdefault(index[blob_id].pack, []).append(blob_id)
+    if progress:
+        progress(f"fetching {len(want)} blob(s) from {len(by_pack)} pack(s)")
+    pack_ends: dict[str, int] = {}
+    for ref in index.values():
+        pack_ends[ref.pack] = max(pack_ends.get(ref.pack, 0), ref.offset + ref.length)
+    values: dict[str, bytes] = {}
+    for part in catalog.map(
+        lambda p: _read_pack(catalog, p, by_pack[p], index, pack_ends[p]), sorted(by_pack)
+    ):
+        values.update(part)
+    contents: dict[str, bytes] = {}
+    with repo.read() as v:
+        for blob_id in _base_first(values):
+            contents[blob_id] = _decode(catalog, v, blob_id, values[blob_id], contents)
+    return contents, values
+
+
+def _read_pack(
+    catalog: Catalog, pack: str, wanted: list[str], index: dict[str, layout.BlobRef], end: int
+) -> dict[str, bytes]:
+    refs = sorted((index[b].offset, index[b].length, b) for b in wanted)
+    if sum(length for _, length, _ in refs) >= WHOLE_PACK * end:
+        data = catalog.pack(pack)
+        return {b: data[offset : offset + length] for offset, length, b in refs}
+    values: dict[str, bytes] = {}
+    group: list[tuple[int, int, str]] = []
+
+    def read() -> None:
+        start, stop = group[0][0], group[-1][0] + group[-1][1]
+        data = catalog.get_range(layout.pack_key(pack), start, stop)
+        for offset, length, b in group:
+            values[b] = data[offset - start : offset - start + length]
+
+    for ref in refs:
+        if group and ref[0] - (group[-1][0] + group[-1][1]) > RANGE_GAP:
+            read()
+            group = []
+        group.append(ref)
+    read()
+    return values
+
+
+def _base_first(values: dict[str, bytes]) -> list[str]:
+    """Blob ids so that every delta comes after a base in the same batch."""
+    order: list[str] = []
+    seen: set[str] = set()
+    for blob_id in sorted(values):
+        chain = []
+        current: str | None = blob_id
+        while current is not None and current in values and current not in seen:
+            chain.append(current)
+            seen.add(current)
+            header = blobs.parse_header(values[current], bytes.fromhex(current))
+            current = header.base.hex() if header.base is not None else None
+        order.extend(reversed(chain))
+    return order
+
+
+def _decode(
+    catalog: Catalog, v: View, blob_id: str, value: bytes, decoded: dict[str, bytes]
+) -> bytes:
+    """A fetched blob's content, checked against its id (never stored otherwise)."""
+    key = bytes.fromhex(blob_id)
+    try:
+        header = blobs.parse_header(value, key)
+        base = None
+        if header.base is not None:
+            base_id = header.base.hex()
+            base = decoded[base_id] if base_id in decoded else v.blob(header.base)
+        return blobs.decode_payload(value, header, key, base)
+    except StoreCorrupt:
+        raise corrupt(catalog, f"blob {blob_id}", blob_id, "(does not decode to it)") from None
+
+
+def _store_blob(tx: Tx, blob_id: str, value: bytes, data: bytes) -> None:
+    key = bytes.fromhex(blob_id)
+    if tx.has_blob(key):
+        return
+    header = blobs.parse_header(value, key)
+    if header.base is not None:
+        stored = tx.blob_value(header.base)
+        depth = None if stored is None else blobs.parse_header(stored, header.base).depth + 1
+        if depth is not None and depth <= blobs.MAX_CHAIN:
+            tx.put_blob(key, blobs.with_depth(value, depth))
+            return
+        value = blobs.encode(data)
+    tx.put_blob(key, bytes(value))
+
+
+def _import(
+    tx: Tx, session: RemoteSession, name: str, record: Session | None, turns: list[dict[str, Any]]
+) -> None:
+    """Add a remote session's new turns to the local session ``name`` (made if new)."""
+    me = tx.store_id()
+    origin = None if session.origin == me else {"store": session.origin, "name": session.name}
+    if record is None:
+        record = tx.session(name) or Session(
+            name, session.created, base=session.base, origin=origin
+        )
+    synthetic = base_turn_id(session.origin, session.name)
+    if base_changes(session.base) and tx.find_turn(synthetic) is None and origin is not None:
+        seq = tx.allocate_seq()
+        tx.put_turn(
+            Turn(
+                synthetic,
+                name,
+                seq,
+                AGENT,
+                None,
+                f"(base of session {session.name}: uncommitted changes at its start)",
+                created=session.created,
+                closed=session.created,
+                state=CLOSED,
+            )
+        )
+        for n, (path, before, after) in enumerate(base_changes(session.base)):
+            tx.put_change(
+                Change(synthetic, n, path, before, after, True, "", "base", session.created)
+            )
+        record = record._replace(turns=record.turns + 1)
+    has_base_turn = origin is not None and tx.find_turn(synthetic) is not None
+    batch = {data["id"] for data in turns}
+    for data in sorted(turns, key=lambda t: (t["created"], t["id"])):
+        parent = data["parent"]
+        if parent is not None and parent not in batch and tx.find_turn(parent) is None:
+            parent = None  # dropped by a gc: the branch starts here
+        if parent is None and has_base_turn:
+            parent = synthetic
+        changes = [
+            Change(
+                data["id"],
+                c["seq"],
+                c["path"],
+                _version(c["before"]),
+                _version(c["after"]),
+                c["done"],
+                c["tool"],
+                c["source"],
+                c["time"],
+                c["mkdirs"],
+            )
+            for c in data["changes"]
+        ]
+        turn = Turn(
+            data["id"],
+            name,
+            tx.allocate_seq(),
+            data["kind"],
+            parent,
+            data["prompt"],
+            data["message_id"],
+            data["created"],
+            data["closed"],
+            session.turns.get(data["id"], CLOSED),
+            data["implicit"],
+            max((c.seq for c in changes), default=-1) + 1,
+            None,
+        )
+        tx.put_turn(turn)
+        for change in changes:
+            tx.put_change(change)
+        record = record._replace(turns=record.turns + 1)
+    tx.put_session(record)

@@ -1,0 +1,212 @@
+"""A remote in a plain folder (``file:///PATH``): a shared disk, an NFS mount, or a test.
+
+Objects are files named by their keys. Every write goes to a temporary file in
+the target's own folder first and is fsynced, so a reader never sees a partial
+object. A create-only write publishes the temporary file with ``link(2)``, which
+fails when the name exists; unlike ``O_EXCL`` it is atomic on NFS too, and an NFS
+reply lost and retried is told apart by the temporary file's link count.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import uuid
+from collections.abc import Iterator
+from contextlib import suppress
+from pathlib import Path
+
+from .backend import (
+    TEMP_PREFIX,
+    Capabilities,
+    ObjectInfo,
+    ObjectStore,
+    check_folder,
+    check_key,
+    check_span,
+)
+from .errors import MissingBucket, ObjectMissing, RemoteDenied, RemoteError
+
+_NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV}
+
+
+class FolderObjectStore(ObjectStore):
+    """Objects as files under ``root``, which must exist (as a bucket must)."""
+
+    def __init__(self, root: str | os.PathLike[str], *, name: str | None = None):
+        self.root = Path(root)
+        if not self.root.is_absolute():
+            raise ValueError(f"a folder remote needs an absolute path: {root}")
+        self.url = self.root.as_uri()
+        self.name = name
+
+    # -- reading
+
+    def get(self, key: str) -> bytes:
+        try:
+            with open(self._path(key), "rb") as f:
+                return f.read()
+        except OSError as exc:
+            raise self._error(exc, key) from exc
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        check_span(start, end)
+        try:
+            with open(self._path(key), "rb") as f:
+                f.seek(start)
+                data = f.read(end - start)
+        except OSError as exc:
+            raise self._error(exc, key) from exc
+        return self.expect_range(key, data, start, end)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        try:
+            st = os.stat(self._path(key))
+        except (FileNotFoundError, NotADirectoryError):
+            self._require_root()
+            return None
+        except OSError as exc:
+            raise self._error(exc, key) from exc
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        return ObjectInfo(key, st.st_size, st.st_mtime, f"{st.st_mtime_ns:x}-{st.st_size:x}")
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        prefix = check_folder(prefix)
+        self._require_root()
+        top = self.root / prefix if prefix else self.root
+
+        def fail(exc: OSError) -> None:
+            if not isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                raise self._error(exc, prefix or None) from exc
+
+        for folder, dirs, files in os.walk(top, onerror=fail):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            rel = os.path.relpath(folder, self.root).replace(os.sep, "/")
+            for fname in files:
+                if fname.startswith("."):  # temporary files, and nothing of ours
+                    continue
+                key = fname if rel == "." else f"{rel}/{fname}"
+                try:
+                    st = os.stat(os.path.join(folder, fname))
+                except FileNotFoundError:  # deleted while we listed
+                    continue
+                yield ObjectInfo(key, st.st_size, st.st_mtime, f"{st.st_mtime_ns:x}-{st.st_size:x}")
+
+    # -- writing
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        tmp = self._write_temp(path, data, key)
+        try:
+            os.replace(tmp, path)
+        except OSError as exc:
+            _unlink(tmp)
+            raise self._error(exc, key) from exc
+        _sync_folder(path.parent)
+
+    def put_if_absent(self, key: str, data: bytes) -> bool:
+        path = self._path(key)
+        tmp = self._write_temp(path, data, key)
+        try:
+            for _ in range(3):  # the holder may be deleted between link and compare
+                try:
+                    os.link(tmp, path)
+                    linked = True
+                except FileExistsError:
+                    linked = os.stat(tmp).st_nlink > 1
+                except OSError as exc:
+                    if exc.errno in _NO_LINKS:
+                        raise RemoteError(
+                            "the folder's file system has no hard links, which "
+                            "create-only writes need",
+                            remote=self.url,
+                            key=key,
+                            name=self.name,
+                            detail=exc.strerror,
+                        ) from exc
+                    raise self._error(exc, key) from exc
+                if linked:
+                    _sync_folder(path.parent)
+                    return True
+                same = self.holds(key, data)
+                if same is not None:
+                    return same
+            return False
+        finally:
+            _unlink(tmp)
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            self._require_root()
+        except OSError as exc:
+            raise self._error(exc, key) from exc
+
+    def check(self) -> Capabilities:
+        self._require_root()
+        probe = f"probe-{uuid.uuid4().hex}"
+        try:
+            first = self.put_if_absent(probe, b"first")
+            second = self.put_if_absent(probe, b"second")
+        finally:
+            self.delete(probe)
+        return Capabilities(conditional_writes=first and not second)
+
+    # -- helpers
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    def _require_root(self) -> None:
+        if not self.root.is_dir():
+            raise MissingBucket("folder does not exist", remote=self.url, name=self.name)
+
+    def _write_temp(self, path: Path, data: bytes, key: str) -> str:
+        self._require_root()
+        tmp = str(path.parent / f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            _unlink(tmp)
+            raise self._error(exc, key) from exc
+        return tmp
+
+    def _error(self, exc: OSError, key: str | None) -> RemoteError:
+        if isinstance(exc, (FileNotFoundError, NotADirectoryError, IsADirectoryError)):
+            self._require_root()
+            return ObjectMissing("no such object", remote=self.url, key=key, name=self.name)
+        if isinstance(exc, PermissionError):
+            return RemoteDenied("permission denied", remote=self.url, key=key, name=self.name)
+        return RemoteError(
+            exc.strerror or type(exc).__name__, remote=self.url, key=key, name=self.name
+        )
+
+
+def _unlink(path: str) -> None:
+    with suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename or link durable; some file systems refuse to fsync a folder."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
