@@ -476,8 +476,8 @@ class Store:
 
     def catalog(self, remote: ObjectStore) -> Catalog:
         """The remote read through its layout, with this store's cache of its indexes."""
+        from .core.blobs import digest_hex
         from .remote.format.catalog import Catalog
-        from .remote.format.verify import digest_hex
 
         return Catalog(
             remote,

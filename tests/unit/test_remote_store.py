@@ -25,7 +25,8 @@ from snapstore.remote import (
     RemoteError,
     open_object_store,
 )
-from snapstore.remote.format.verify import digest_hex, get_verified
+from snapstore.core.blobs import digest_hex
+from snapstore.remote.format.verify import get_verified
 
 from ..support.seaweed import BUCKET, FAST_RETRY
 

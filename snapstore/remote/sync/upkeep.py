@@ -317,7 +317,7 @@ def gc(
         record = layout.seal(
             {"version": layout.VERSION, "time": now, "turns": dropped, "packs": sorted(condemn)}
         )
-        catalog.create(layout.gc_key(layout.blake3_hex(record)), record)
+        catalog.create(layout.gc_key(blobs.digest_hex(record)), record)
     for turn_id in dropped:
         catalog.delete(layout.turn_key(turn_id))
         result.removed_objects += 1
@@ -332,8 +332,8 @@ def gc(
         keep = {b: r for b, r in index.items() if r.pack not in gone}
         if keep:
             data = layout.build_index(keep)
-            catalog.create(layout.index_key(layout.blake3_hex(data)), data)
-        new_key = layout.index_key(layout.blake3_hex(layout.build_index(keep))) if keep else ""
+            catalog.create(layout.index_key(blobs.digest_hex(data)), data)
+        new_key = layout.index_key(blobs.digest_hex(layout.build_index(keep))) if keep else ""
         for info in old_indexes:
             if info.key != new_key:
                 catalog.delete(info.key)
