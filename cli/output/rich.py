@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .plain import paint as paint_segments
 from .plain import printable
 
 if TYPE_CHECKING:
@@ -68,10 +69,6 @@ def stats_text(added: int, removed: int, files: int | None = None) -> Text:
     return text
 
 
-#: SGR codes for the few styles the rewind-point list uses.
-_SGR = {"bold": "1", "dim": "2", "green": "32", "red": "31", "yellow": "33", "cyan": "36"}
-
-
 def points_table(
     points: list[RewindPoint],
     now: float | None = None,
@@ -86,7 +83,7 @@ def points_table(
     """
 
     def paint(text: str, style: str) -> str:
-        return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+        return paint_segments(((text, style),), colour)
 
     rows = []
     for point in points:
