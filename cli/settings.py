@@ -373,21 +373,3 @@ class Options:
     def open_store(self, create: bool = False) -> Store:
         root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
         return self.env.open(root, create=create)
-
-    def open_resuming(self) -> Store:
-        """Open the store for a command that writes, first finishing any rewind a crash cut
-        short (and saying so on stderr)."""
-        store = self.open_store()
-        try:
-            if store.unfinished_operations():
-                for result in store.resume():
-                    changed = len(result.restored) + len(result.merged) + len(result.deleted)
-                    print(
-                        f"snapstore: finished interrupted operation {result.undo_id} "
-                        f"({changed} file(s), {len(result.errors)} left alone)",
-                        file=sys.stderr,
-                    )
-        except BaseException:
-            store.close()
-            raise
-        return store
