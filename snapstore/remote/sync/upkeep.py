@@ -1,4 +1,5 @@
-"""Looking after a remote: its log, its verification (fsck) and its retention (gc).
+"""Looking after a remote: its log, its verification and its retention (`remote_log`,
+`remote_fsck`, `remote_gc`: the local store's own are `snapstore.ops.fsck` and `ops.gc`).
 
 gc takes no lock, so it works in two phases a grace period apart (restic's
 prune needs an exclusive lock; this does not):
@@ -64,7 +65,7 @@ class LogEntry:
         }
 
 
-def log(catalog: Catalog) -> list[LogEntry]:
+def remote_log(catalog: Catalog) -> list[LogEntry]:
     """The remote's sessions and turns, newest first."""
     if not catalog.open(create=False):
         return []
@@ -127,7 +128,7 @@ def _try(report: RemoteFsck, key: str, fn: Any) -> Any:
         return None
 
 
-def fsck(catalog: Catalog) -> RemoteFsck:
+def remote_fsck(catalog: Catalog) -> RemoteFsck:
     """Verify every object of the remote and every reference between them."""
     report = RemoteFsck()
     if not catalog.open(create=False):
@@ -278,7 +279,7 @@ class RemoteGc:
         }
 
 
-def gc(
+def remote_gc(
     catalog: Catalog,
     keep_days: float | None,
     *,
