@@ -17,7 +17,6 @@ pins what they load), and ``failures``, ``autogc`` and ``autopush`` only when th
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -33,11 +32,6 @@ if TYPE_CHECKING:
 WRITES = frozenset({"begin", "end", "pre-write", "post-write", "rewind", "undo", "switch", "scan"})
 #: What an internal error adds on a command line, where ``--debug`` exists.
 DEBUG_HINT = " (run with --debug for the traceback)"
-
-
-def say(text: str) -> None:
-    """One line for people on stderr, after ``snapstore: ``."""
-    sys.stderr.write(f"snapstore: {text}\n")
 
 
 def failure(exc: BaseException, command: str | None = None) -> tuple[str, int, str]:
@@ -66,7 +60,7 @@ def run(
     except passthrough:
         raise
     except KeyboardInterrupt:
-        say("interrupted")
+        _say("interrupted")
         return 130
     except Exception as exc:
         if opts.debug:
@@ -81,7 +75,7 @@ def run(
 
         note = autogc.after_command(opts)
         if note is not None:
-            say(note)
+            _say(note)
     return 0
 
 
@@ -103,11 +97,18 @@ def open_for_write(opts: Options) -> Store:
     store = opts.open_store()
     try:
         for note in resume(store):
-            say(note)
+            _say(note)
     except BaseException:
         store.close()
         raise
     return store
+
+
+def _say(text: str) -> None:
+    """One line for people on stderr, after ``snapstore: `` (not loaded on the hook path)."""
+    from .output.plain import say
+
+    say(f"snapstore: {text}")
 
 
 def record(store: Store, config: Config, action: HookAction) -> list[str]:
