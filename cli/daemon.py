@@ -60,9 +60,17 @@ from snapstore.core.errors import ServeRunning
 
 from . import failures
 from .hooks import agent_table, log_line, record
-from .settings import Config, Environment, set_serve_port, strict_hooks
+from .settings import (
+    SECRET_FILE,
+    Config,
+    Environment,
+    set_serve_port,
+    strict_hooks,
+    trust,
+    trusted,
+)
 
-LOCK_FILE, SECRET_FILE = "serve.lock", "serve.secret"
+LOCK_FILE = "serve.lock"
 HEADER = "X-Snapstore-Secret"
 #: The environment variable that carries the secret into the agent's header.
 SECRET_VAR = "SNAPSTORE_HOOK_SECRET"
@@ -76,8 +84,15 @@ AGENTS = ("claude-code",)
 
 
 def secret(store_dir: str) -> str:
-    """The workspace's secret: made on first use (mode 0600, atomically), never printed."""
+    """The workspace's secret: made on first use (mode 0600, atomically), never printed.
+    One this user did not make here (it came with a clone: others know it) is refused."""
     path = os.path.join(store_dir, SECRET_FILE)
+    if os.path.exists(path) and not trusted(store_dir, SECRET_FILE):
+        raise BadInput(
+            f"{path} was not made by snapstore for you here (a clone or a copy: others may "
+            "know it): remove it, then run `snapstore hook install claude-code --http` "
+            "again (or run `snapstore config trust` if it is yours)"
+        )
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -89,6 +104,7 @@ def secret(store_dir: str) -> str:
             pass
         finally:
             os.unlink(tmp)
+        trust(store_dir, SECRET_FILE)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, 0o600)
     with open(path, encoding="ascii") as handle:
