@@ -70,6 +70,7 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
         )
         return
     chosen = daemon.port(store_dir)
+    daemon.secret(store_dir)  # one that is not ours is refused here, not in the background
     if detach:
         found = _detach(store_dir, root, opts.env.lock_timeout)
         emit(

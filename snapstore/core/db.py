@@ -33,7 +33,7 @@ import stat
 import struct
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO, TypeVar
 
 import lmdb
@@ -729,6 +729,16 @@ def make_private(store_dir: str) -> None:
                     os.chmod(path, stat.S_IMODE(mode) & ~0o077)
             except OSError:
                 continue  # gone meanwhile, or another user's file: the folder guards it
+
+
+def makedirs_private(path: str) -> None:
+    """A folder in the store and the folders above it, each made 0700 (``os.makedirs``
+    gives its mode to the last one only)."""
+    if os.path.isdir(path):
+        return
+    makedirs_private(os.path.dirname(path))
+    with suppress(FileExistsError):
+        os.mkdir(path, DIR_MODE)
 
 
 def append_private(path: str) -> BinaryIO:
