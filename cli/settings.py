@@ -149,7 +149,7 @@ class Config:
         try:
             with open(path, "rb") as handle:
                 data = handle.read()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return cls()
         except OSError as exc:
             raise BadInput(f"cannot read {path}: {exc.strerror}") from None
