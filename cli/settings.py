@@ -36,6 +36,7 @@ all until the user reviews it and runs ``snapstore config trust``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -153,16 +154,16 @@ class Config:
             return cls()
         except OSError as exc:
             raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-        config = cls._parse(path, data)
         if _digest(data) == _record(store_dir).get(CONFIG_FILE):
-            return config
+            return cls._parse(path, data)
         unused = cls()
         unused.refused = (
             f"{path} was not written by snapstore for you here (a clone, a copy or a hand "
             "edit), so none of its settings are used: review it, then run "
             "`snapstore config trust`"
         )
-        unused.found = config
+        with contextlib.suppress(BadInput):  # unused either way: no command fails on it
+            unused.found = cls._parse(path, data)
         return unused
 
     def require_trusted(self) -> None:
@@ -319,14 +320,19 @@ def _record(store_dir: str) -> dict[str, str]:
     return record if isinstance(record, dict) else {}
 
 
+def _file_digest(path: str) -> str | None:
+    """The digest of a file's bytes; None when there is no file."""
+    try:
+        with open(path, "rb") as handle:
+            return _digest(handle.read())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def trusted(store_dir: str, name: str) -> bool:
     """Whether the store's file ``name`` is absent, or as snapstore wrote it for this user."""
-    try:
-        with open(os.path.join(store_dir, name), "rb") as handle:
-            data = handle.read()
-    except FileNotFoundError:
-        return True
-    return _digest(data) == _record(store_dir).get(name)
+    digest = _file_digest(os.path.join(store_dir, name))
+    return digest is None or digest == _record(store_dir).get(name)
 
 
 def trust(store_dir: str, *names: str) -> None:
@@ -335,11 +341,11 @@ def trust(store_dir: str, *names: str) -> None:
     record = _record(store_dir)
     record["store"] = os.path.realpath(store_dir)
     for name in names:
-        try:
-            with open(os.path.join(store_dir, name), "rb") as handle:
-                record[name] = _digest(handle.read())
-        except FileNotFoundError:
+        digest = _file_digest(os.path.join(store_dir, name))
+        if digest is None:
             record.pop(name, None)
+        else:
+            record[name] = digest
     path = _record_path(store_dir)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:

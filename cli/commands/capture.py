@@ -73,12 +73,12 @@ def _not_used(store_dir: str) -> list[str]:
 
     lines = []
     config = Config.load(store_dir)
-    if config.found is not None:
+    if config.refused is not None:
         lines.append(
             f"Found {os.path.join(store_dir, 'config')}, not written by snapstore for you here: "
             "not used until you review it and run `snapstore config trust`"
         )
-        lines += [f"  not used: {what}" for what in config.found.describe()]
+        lines += [f"  not used: {what}" for what in (config.found or config).describe()]
     if not trusted(store_dir, SECRET_FILE):
         lines.append(
             f"Found {os.path.join(store_dir, SECRET_FILE)}, not made by snapstore for you here: "

@@ -114,6 +114,15 @@ def test_no_change_adopts_a_cloned_config(cli, root: Path, tmp_path: Path) -> No
         assert (store / "config").read_bytes() == before
 
 
+def test_a_cloned_config_that_does_not_parse_stops_nothing(cli, root: Path) -> None:
+    """Not used either way: a clone cannot break the user's commands or hooks with it."""
+    store = cloned(root, {"config": "[capture\ntrack_shell = maybe\n"})
+    init = cli("init")
+    assert init.code == 0 and f"Found {store / 'config'}" in init.stderr
+    hook_turn(cli, root, "src/app.py", "print('hi')\n")
+    assert cli("--json", "log").json[0]["files"] == 1
+
+
 def test_a_config_edited_by_hand_waits_for_the_users_word(cli, root: Path, tmp_path: Path) -> None:
     first, second = tmp_path / "first", tmp_path / "second"
     first.mkdir()

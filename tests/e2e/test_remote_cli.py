@@ -73,7 +73,7 @@ def prefix_url() -> str:
 def add_remote(root: Path, url: str, endpoint: str, name: str = "origin") -> None:
     done = run(root, "--json", "remote", "add", name, url, "--endpoint-url", endpoint)
     assert done.code == 0, done.stderr
-    assert done.json == {"name": name, "url": url, "conditional_writes": True}
+    assert done.json == {"name": name, "url": url, "conditional_writes": True, "auto_push": False}
 
 
 def one_line(result: CliResult, code: int) -> str:
