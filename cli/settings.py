@@ -2,7 +2,7 @@
 
 The library never reads the environment or the store's settings file; this
 module does, once, for both front ends: the Click application and the fast
-path in ``entry`` (which must not import Click or rich). Everything a command
+path in ``hooks`` (which must not import Click or rich). Everything a command
 needs to open its store is here.
 
 Environment variables (docs/cli.md):
