@@ -20,6 +20,7 @@ from snapstore import NotFound, SnapstoreError, Store, __version__
 from snapstore.adapters import AGENT_NAMES
 
 from . import failures
+from .params import Number
 from .settings import Options
 
 
@@ -221,7 +222,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 )
 @click.option(
     "--lock-timeout",
-    type=float,
+    type=Number("a number of seconds to wait for a busy store"),
     metavar="SECONDS",
     help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).",
 )
@@ -290,6 +291,10 @@ def run(args: list[str]) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except SnapstoreError as exc:  # before any command: a SNAPSTORE_ variable it cannot use
+        code = failures.exit_code(exc)
+        Failure(failures.message(exc), code, exc.code, _asks_for_json(args)).show()
+        sys.exit(code)
     except click.Abort:
         click.echo("snapstore: cancelled; nothing changed", err=True)
         sys.exit(1)

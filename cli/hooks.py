@@ -134,9 +134,10 @@ def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
     store_dir = None
-    strict = strict_hooks()
     event: str | None = None
+    strict = True  # until SNAPSTORE_STRICT is read: a value it does not take blocks, as it asks
     try:
+        strict = strict_hooks()
         event, no_create = _hook_args(args)
         env = Environment.read()
         payload = load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1))

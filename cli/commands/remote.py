@@ -20,6 +20,7 @@ from snapstore.remote.sync.push import SyncResult
 
 from ..app import common_options, emit, open_resuming, options
 from ..output.rich import console
+from ..params import Number
 from ..settings import Config, format_size, set_remote
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -208,13 +209,13 @@ def remote_fsck(name: str | None) -> None:
 @click.argument("name", required=False)
 @click.option(
     "--keep-days",
-    type=click.FloatRange(min=0),
+    type=Number("a number of days"),
     metavar="N",
     help="Drop the remote's turns older than N days (default: keep every turn).",
 )
 @click.option(
     "--grace-hours",
-    type=click.FloatRange(min=0),
+    type=Number("a number of hours"),
     default=24.0,
     show_default=True,
     metavar="H",
