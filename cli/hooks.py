@@ -79,12 +79,12 @@ def log_line(store_dir: str | None, agent: str, text: str) -> None:
 def _store_here() -> str | None:
     """The store of the hook's working folder, for logging a failure that came before the
     store was opened (a bad payload): ``snapstore doctor`` reads the log."""
+    store_dir = os.environ.get("SNAPSTORE_DIR")  # only it: another variable may be the failure
     try:
-        env = Environment.read()
         root = find_root(os.getcwd())
     except (SnapstoreError, OSError):
         return None
-    return env.store_dir_for(root)
+    return Environment(os.path.abspath(store_dir) if store_dir else None).store_dir_for(root)
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, bool]:

@@ -29,6 +29,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import struct
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +41,7 @@ import lmdb
 from . import faults
 from .errors import (
     NoStore,
+    NotAFolder,
     SchemaMismatch,
     SnapstoreError,
     StoreCorrupt,
@@ -501,8 +503,8 @@ class Database:
     def _write_failed(self, exc: lmdb.Error) -> SnapstoreError:
         """What a failed commit means. LMDB reports a short write (a disk that filled up
         during the commit) as EIO, so EIO on a disk with little room left is a full disk."""
-        stat = os.statvfs(self.store_dir)
-        free = stat.f_bavail * stat.f_frsize
+        fs = os.statvfs(self.store_dir)
+        free = fs.f_bavail * fs.f_frsize
         eio = getattr(exc, "errno", None) == errno.EIO or "Input/output" in str(exc)
         if _is_enospc(exc) or (eio and free < LOW_SPACE):
             return StoreFull(f"the store's disk is full ({free // 1024} KiB free): {exc}")
@@ -688,15 +690,21 @@ def _alive(pid: int) -> bool:
 
 
 def _check_store_dir(store_dir: str, create: bool) -> None:
+    try:
+        mode = os.stat(store_dir).st_mode
+    except FileNotFoundError:
+        if not create:
+            raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir) from None
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = "file" if stat.S_ISREG(mode) else "special file (not a folder)"
+        raise NotAFolder(
+            f"{store_dir} is a {kind}, not a snapstore store, which is a folder",
+            store_dir=store_dir,
+            kind=kind,
+        )
     if create:
-        if os.path.exists(store_dir) and not os.path.isdir(store_dir):
-            raise StoreCorrupt(f"{store_dir} exists and is not a snapstore store (not a folder)")
         os.makedirs(store_dir, exist_ok=True)
-        return
-    if not os.path.exists(store_dir):
-        raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
-    if not os.path.isdir(store_dir):
-        raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
 
 
 def holder_info(path: str) -> dict[str, Any] | None:

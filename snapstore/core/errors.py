@@ -120,6 +120,11 @@ class StoreCorrupt(SnapstoreError):
     code = "corrupt"
 
 
+class NotAFolder(StoreCorrupt):
+    """Where the store should be, something else is: a file, a link, a device (fields:
+    ``store_dir``, ``kind``). Nothing is read from it, and nothing replaces it."""
+
+
 class StoreDamaged(StoreCorrupt):
     """The store's data file is damaged where LMDB would map it: cut short, or a meta page
     unreadable (fields: ``path``, ``size``, ``needed``). Nothing in it is read."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .errors import RemoteDenied
+from .errors import RemoteDenied, client_missing
 
 _REFRESH = timedelta(minutes=5)  # how long a temporary credential is reused before asking again
 
@@ -52,8 +52,11 @@ class AwsChain:
 
     def resolve(self, remote: str) -> None:
         """Find credentials now, so a missing one is reported before any request."""
-        import botocore.exceptions
-        import botocore.session
+        try:
+            import botocore.exceptions
+            import botocore.session
+        except ModuleNotFoundError as exc:
+            raise client_missing(exc, ("botocore",)) from None
 
         try:
             session = botocore.session.Session(profile=self.profile)

@@ -7,7 +7,7 @@ one-line message for a person. No message ever holds a credential.
 
 from __future__ import annotations
 
-from ...core.errors import SnapstoreError
+from ...core.errors import BadInput, SnapstoreError
 
 
 class RemoteError(SnapstoreError):
@@ -84,3 +84,19 @@ class CorruptObject(RemoteError):
         )
         self.expected = expected
         self.actual = actual
+
+
+class ClientMissing(BadInput):
+    """An S3 remote on an install without its client (the ``remote`` extra): nothing is wrong
+    with the remote, so this is not a RemoteError. ``module`` is the one that is missing."""
+
+    code = "client_missing"
+
+
+def client_missing(exc: ModuleNotFoundError, modules: tuple[str, ...]) -> ClientMissing:
+    """The error for an import of one of ``modules`` that failed; re-raises any other."""
+    if (exc.name or "").split(".")[0] not in modules:
+        raise exc
+    return ClientMissing(
+        f"s3:// remotes need the S3 client ({exc.name}), which is not installed", module=exc.name
+    )
