@@ -7,8 +7,6 @@ as the environment and the settings file (``settings``), so every front end says
 
 from __future__ import annotations
 
-import math
-
 import click
 
 from snapstore import BadInput
@@ -21,7 +19,9 @@ class Number(click.ParamType):
 
     name = "number"
 
-    def __init__(self, takes: str, *, whole: bool = False, low: float = 0, high: float = math.inf):
+    def __init__(
+        self, takes: str, *, whole: bool = False, low: float = 0, high: float = float("inf")
+    ):
         self.takes, self.whole, self.low, self.high = takes, whole, low, high
 
     def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None):

@@ -25,7 +25,6 @@ import).
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import sys
@@ -42,6 +41,7 @@ if TYPE_CHECKING:
     import configparser
 
 DEFAULT_LOCK_TIMEOUT = 10.0
+_INF = float("inf")  # not math's: the hook path does not load math
 CONFIG_FILE = "config"
 #: ``[remote.NAME]`` sections hold one remote each (url, endpoint_url, conditional_writes).
 REMOTE_SECTION = "remote."
@@ -70,7 +70,7 @@ def parse_size(text: str, name: str = "a size") -> int:
 
 
 def parse_number(
-    text: str, name: str, takes: str, *, whole: bool = False, low: float = 0, high: float = math.inf
+    text: str, name: str, takes: str, *, whole: bool = False, low: float = 0, high: float = _INF
 ) -> float:
     """A finite number from ``low`` to ``high`` (a whole one with ``whole``); else one line
     naming ``name`` and saying what it ``takes`` ("a number of days"), never Python's words
@@ -78,9 +78,9 @@ def parse_number(
     try:
         value = int(text) if whole else float(text)
     except ValueError:
-        value = math.nan
-    if not low <= value <= high or math.isinf(value):
-        bound = f"{low:g} or more" if high == math.inf else f"from {low:g} to {high:g}"
+        value = _INF  # refused below
+    if not low <= value <= high or value == _INF:  # a NaN fails the comparison
+        bound = f"{low:g} or more" if high == _INF else f"from {low:g} to {high:g}"
         raise BadInput(f"{name} takes {takes}, {bound}, not {text!r}")
     return value
 
