@@ -251,6 +251,14 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
     return stats
 
 
+def refuse_unchanged(turn: Turn, wanted: set[str], changed: set[str], which: str) -> None:
+    """A path named for a turn (``diff TURN PATH``, ``rewind --path``) that ``which`` turns
+    never changed is a mistake said, not an empty answer: BadInput naming them."""
+    missing = sorted(wanted - changed)
+    if missing:
+        raise BadInput(f"{which} never changed {', '.join(missing)}", turn=turn.id, path=missing[0])
+
+
 def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
     """Rewind points newest first; numbered 1..N along the current branch."""
     with repo.read() as v:

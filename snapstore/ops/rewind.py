@@ -23,7 +23,7 @@ from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
 from ..core.records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
 from ..core.repo import Repo, View
 from .capture import finish_open_turn
-from .history import ancestors, branch, last_undoable, resolve_turn, undoable
+from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
 from .journal import Operation, execute
 from .plan import (
     MODES,
@@ -219,13 +219,8 @@ def _plan_rewind(
     head = ids[0]
     new_head = head if mode == "code" else turn.parent
     if rels is not None:
-        untouched = sorted(set(rels) - {c.path for c in _changes(v, reverted)})
-        if untouched:
-            raise BadInput(
-                f"turn {turn.id} and the turns after it never changed {', '.join(untouched)}",
-                turn=turn.id,
-                path=untouched[0],
-            )
+        changed = {c.path for c in _changes(v, reverted)}
+        refuse_unchanged(turn, set(rels), changed, f"turn {turn.id} and the turns after it")
     op = RewindOp(
         session,
         turn.id,

@@ -122,6 +122,28 @@ def test_diff_json_gives_each_file_with_its_unified_diff(cli, root: Path) -> Non
     assert [f["path"] for f in only["files"]] == ["a.txt"]
 
 
+def test_diff_of_a_path_the_turn_did_not_change_exits_2_as_rewind_does(cli, root: Path) -> None:
+    """`diff TURN PATH` and `rewind TURN --path PATH` say a path the turn never changed the
+    same way: exit 2, one line naming it; not an empty diff and exit 0."""
+    cli("init")
+    write(root, "b.txt", "untouched\n")
+    _turn(cli, root, "first", "a.txt", "a\n", "A\n")
+    _turn(cli, root, "second", "c.txt", "c\n", "C\n")
+    turn = cli("--json", "show", "1").json["turn"]
+    for path in ("nosuch.py", "b.txt", "a.txt"):  # a.txt: turn 2 changed it, not turn 1
+        result = cli("diff", "1", path)
+        assert (result.code, result.stdout) == (2, ""), result.stderr
+        assert result.stderr == f"snapstore: turn {turn} never changed {path}\n"
+        rewind = cli("rewind", "1", "--path", path, "--yes")
+        assert rewind.stderr == (
+            f"snapstore: turn {turn} and the turns after it never changed {path}\n"
+        )
+        assert rewind.code == result.code
+    both = cli("--json", "diff", "1", "c.txt", "nosuch.py")
+    assert both.code == 2 and both.json["error"]["message"].endswith("never changed nosuch.py")
+    assert cli("diff", "1", "c.txt").stdout.startswith("diff --git a/c.txt b/c.txt\n")
+
+
 def test_rewind_path_that_no_turn_touched_exits_2_and_names_it(cli, root: Path) -> None:
     cli("init")
     write(root, "b.txt", "untouched\n")
