@@ -19,6 +19,7 @@ from snapstore.remote import ObjectStore
 from snapstore.remote.sync.push import SyncResult
 
 from ..app import common_options, emit, open_resuming, options
+from ..output.plain import printable
 from ..output.rich import console
 from ..params import Number
 from ..settings import Config, format_size, set_remote
@@ -164,9 +165,10 @@ def remote_log(name: str | None) -> None:
     def human() -> None:
         out = console()
         for e in entries:
-            prompt = (e.prompt.strip().splitlines() or [""])[0][:60]
+            prompt = printable((e.prompt.strip().splitlines() or [""])[0][:60], quote=False)
             out.print(
-                f"{e.turn}  {e.session}@{e.origin[:8]}  {e.files} file(s)  {e.state}  {prompt}",
+                f"{e.turn}  {printable(e.session)}@{e.origin[:8]}  {e.files} file(s)  "
+                f"{e.state}  {prompt}",
                 markup=False,
             )
         if not entries:

@@ -27,15 +27,25 @@ if TYPE_CHECKING:
     from snapstore.ops.history import FileStat, RewindPoint
 
 
+#: The width of a console that is not a terminal: wide enough that no line is ever wrapped.
+UNWRAPPED = 1 << 16
+
+
 def console(stderr: bool = False) -> Console:
-    """A console that prints text as it is: paths and prompts are never read as markup."""
-    return Console(
+    """A console that prints text as it is: paths and prompts are never read as markup. Off a
+    terminal (a pipe, a file, a CI log) nothing is wrapped, whatever ``COLUMNS`` says: a line
+    of output stays one line, for grep and for programs that read it."""
+    out = Console(
         stderr=stderr,
         highlight=False,
         markup=False,
         soft_wrap=False,
         no_color="NO_COLOR" in os.environ,
     )
+    if not out.is_terminal:
+        out.soft_wrap = True
+        out.width = UNWRAPPED
+    return out
 
 
 def relative_time(ts: float, now: float | None = None) -> str:

@@ -287,3 +287,51 @@ def test_a_rewind_that_splits_a_hard_link_says_so_on_the_terminal(cli, root: Pat
     assert result.code == 0, result.stderr
     assert read(root, "a.txt") == b"one\n" and read(root, "b.txt") == b"two\n"
     assert re.search(r"^  warning\s+a\.txt: .*2 hard links", result.stdout, re.M), result.stdout
+
+
+def test_output_that_is_not_a_terminal_is_never_wrapped(cli, tmp_path: Path) -> None:
+    """Piped (as here), with an 80-column COLUMNS: a long path, session, prompt or remote URL
+    stays on its line in status, show, doctor, hook install, remote add/list/log and gc, so
+    that grep finds it."""
+    long = tmp_path.joinpath(*["a-folder-with-a-rather-long-name-for-the-test"] * 3, "ws")
+    long.mkdir(parents=True)
+    remote = tmp_path / ("a-remote-folder-whose-name-goes-on-and-on-" * 3)
+    remote.mkdir()
+    session = "claude-code/0f9e8d7c-6b5a-4321-9fed-cba987654321-and-a-long-tail"
+    prompt = "rename every helper in the utilities module and update their callers"
+    deep = "src/" + "/".join(["nested-package-with-a-long-name"] * 3) + "/module.py"
+    env = {"COLUMNS": "80", "SNAPSTORE_SESSION": session}
+
+    def run(*args: str) -> str:
+        result = cli(*args, cwd=long, env=env)
+        assert result.code in (0, 1), (args, result.stderr)
+        return result.stdout + result.stderr
+
+    run("init")
+    write(long, deep, "old\n")
+    run("begin", "--prompt", prompt)
+    run("pre-write", deep)
+    write(long, deep, "new\n")
+    run("post-write", deep)
+    run("end")
+    seen = {
+        "status": run("status"),
+        "show": run("show", "1"),
+        "hook install": run("hook", "install", "claude-code"),
+        "doctor": run("doctor"),
+        "remote add": run("remote", "add", "far", f"file://{remote}"),
+        "remote list": run("remote", "list"),
+        "push": run("push"),
+        "remote log": run("remote", "log"),
+    }
+    lines = {name: text.splitlines() for name, text in seen.items()}
+    assert any(str(long) in line for line in lines["status"]), seen["status"]
+    assert any(deep in line and "+1 -1" in line for line in lines["show"]), seen["show"]
+    settings = str(long / ".claude" / "settings.local.json")
+    for name in ("hook install", "doctor"):
+        assert any(settings in line for line in lines[name]), seen[name]
+    for name in ("remote add", "remote list"):
+        assert any(f"file://{remote}" in line for line in lines[name]), seen[name]
+    assert any(session in line and prompt[:60] in line for line in lines["remote log"])
+    widest = max(len(line) for text in lines.values() for line in text)
+    assert widest > 80, widest  # the long values are there, on lines longer than COLUMNS
