@@ -24,7 +24,7 @@ import pytest
 
 from snapstore.adapters import MAX_PAYLOAD
 
-from ..support import hermetic_env, read, snapstore_bin, wait_until, write
+from ..support import hermetic_env, read, reaper, snapstore_bin, wait_until, write
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude-code"
 HOOK = "/snapstore/hook/claude-code"
@@ -45,6 +45,7 @@ class Daemon:
 
     def __init__(self, root: Path):
         self.root = root
+        reaper.watch_folder(root)  # detached: if the run is killed, the reaper stops it
         done = subprocess.run(
             [*snapstore_bin(), "--json", "serve", "--detach"],
             cwd=root,
