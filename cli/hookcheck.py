@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-from snapstore.adapters import AGENT_NAMES, module_of
+from snapstore.adapters import AGENT_NAMES, jsonc, module_of
 from snapstore.adapters.install import hook_commands
 
 #: What to do when an agent's hooks have never recorded a turn, per agent.
@@ -264,9 +264,11 @@ def _trusted(folders: dict[str, Any], root: str) -> bool:
 
 
 def _json(path: str) -> dict[str, Any]:
+    """Gemini CLI's or Qwen Code's settings or trusted folders, read as they read them: JSON
+    with comments."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = json.loads(jsonc.blank(handle.read()))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
