@@ -188,6 +188,7 @@ def test_a_bad_number_in_the_settings_file_names_the_key(cli, root: Path) -> Non
     assert cli("init").code == 0
     config = root / ".snapstore" / "config"
     config.write_text("[gc]\nkeep_days = -3\n")
+    assert cli("config", "trust").code == 0  # a hand edit is used once the user says so
     result = cli("gc")
     assert (result.code, result.stderr) == (
         2,
