@@ -321,11 +321,15 @@ def _parser(path: str, data: bytes) -> configparser.ConfigParser:
 
 def trust_dir() -> str:
     """Where this user's trust records live: ``$XDG_STATE_HOME/snapstore/trusted``
-    (``~/.local/state/snapstore/trusted``), outside every workspace."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
+    (``~/.local/state/snapstore/trusted``), outside every workspace. A relative
+    ``XDG_STATE_HOME`` is refused (the XDG spec calls it invalid): it would put the records
+    in whatever folder the command runs in, a workspace included."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if state and not os.path.isabs(state):
+        raise BadInput(f"XDG_STATE_HOME takes an absolute path, not {state!r}")
+    return os.path.join(
+        state or os.path.join(os.path.expanduser("~"), ".local", "state"), "snapstore", "trusted"
     )
-    return os.path.join(state, "snapstore", "trusted")
 
 
 def _record_path(store_dir: str) -> str:

@@ -102,7 +102,11 @@ BAD_VARIABLES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "value", "line"), BAD_VARIABLES)
+#: Read with a store's settings file (where its trust record lives): a hook warns, goes on.
+BAD_STATE_HOME = ("XDG_STATE_HOME", "rel", "XDG_STATE_HOME takes an absolute path, not 'rel'")
+
+
+@pytest.mark.parametrize(("name", "value", "line"), [*BAD_VARIABLES, BAD_STATE_HOME])
 @pytest.mark.parametrize(
     "args", [["status"], ["pre-write", "a.txt"], ["serve", "--stop"], ["--json", "log"]]
 )
@@ -111,7 +115,7 @@ def test_a_bad_variable_is_one_line_naming_it(
 ) -> None:
     """Click commands, the capture fast path and serve alike: exit 2 and one line naming the
     variable, what it takes and the value given; never a traceback."""
-    assert cli("init").code == 0
+    assert cli("init", "--track-shell").code == 0  # a settings file: its trust record is read
     result = cli(*args, env={name: value})
     assert (result.code, result.stderr) == (2, f"snapstore: {line}\n")
     if "--json" in args:
