@@ -91,7 +91,7 @@ def points_table(
     rows = []
     for point in points:
         turn = point.turn
-        files = len(point.files)
+        count = len(point.files)
         rows.append(
             (
                 str(point.n) if point.n is not None else "-",
@@ -99,7 +99,7 @@ def points_table(
                 relative_time(turn.created, now),
                 printable(first_line(turn.prompt)),
                 turn.state,
-                f"{files} file{'s' if files != 1 else ''}",
+                f"{count} file{'s' if count != 1 else ''}",
                 f"+{point.added}",
                 f"-{point.removed}",
             )

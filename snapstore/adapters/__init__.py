@@ -310,8 +310,8 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             [f"{path}: {reason}" for path, reason in result.skipped],
         )
     if action.kind == END:
-        turn = store.open_turn(action.session)
-        if turn is not None and not _later_turn(turn.message_id, action.message_id):
+        open_turn = store.open_turn(action.session)
+        if open_turn is not None and not _later_turn(open_turn.message_id, action.message_id):
             return HookOutcome(action, store.end_turn(action.session, scan=scan).id)
     return HookOutcome(action)
 

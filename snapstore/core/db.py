@@ -564,9 +564,10 @@ class Database:
 
     def close(self) -> None:
         env = getattr(self, "env", None)
-        if env is not None and os.getpid() == self._pid:
-            env.close()
-        self.env = None
+        if env is not None:
+            if os.getpid() == self._pid:
+                env.close()
+            del self.env  # closed: a later close finds none
         self._close_data_fd()
         for name in ("_guard_fd", "_open_fd"):
             fd = getattr(self, name, None)
@@ -575,8 +576,9 @@ class Database:
                 setattr(self, name, None)
 
     def _close_data_fd(self) -> None:
-        if getattr(self, "_data_fd", None) is not None:
-            os.close(self._data_fd)
+        fd = getattr(self, "_data_fd", None)
+        if fd is not None:
+            os.close(fd)
             self._data_fd = None
 
 

@@ -12,7 +12,19 @@ from typing import NamedTuple
 
 from ..core.blobs import parse_header
 from ..core.errors import BadInput, SnapstoreError, UnknownTurn
-from ..core.records import AGENT, BRANCH_KINDS, FILE, LINK, OPEN, REWIND, Change, Turn, Version
+from ..core.records import (
+    AGENT,
+    APPLIED,
+    BRANCH_KINDS,
+    FILE,
+    LINK,
+    OPEN,
+    REWIND,
+    Change,
+    Source,
+    Turn,
+    Version,
+)
 from ..core.repo import Repo, Tx, View
 from ..text.diff import is_binary, line_stats, split_lines
 
@@ -29,7 +41,7 @@ class FileStat:
     added: int
     removed: int
     tool: str
-    source: str
+    source: Source
     binary: bool = False
     before: Version | None = None
     after: Version | None = None
@@ -117,7 +129,7 @@ def undoable(turn: Turn) -> bool:
         and op is not None
         and op.undoes is None
         and op.undone_by is None
-        and op.status == "applied"
+        and op.status == APPLIED
     )
 
 
@@ -318,9 +330,7 @@ def status(repo: Repo, session: str) -> StoreStatus:
             if turn.unattributed:
                 shared.append(turn)
         unattributed = [
-            Unattributed(
-                t.id, list(t.unattributed or ()), [c.path for c in v.changes(t.id)], t.created
-            )
+            Unattributed(t.id, list(t.unattributed), [c.path for c in v.changes(t.id)], t.created)
             for t in sorted(shared, key=lambda t: t.seq)
         ]
         record = v.session(session)

@@ -41,9 +41,11 @@ from ..core.records import (
     FILE,
     FINGERPRINT,
     LINK,
+    SCAN,
     USER,
     Change,
     Entry,
+    Source,
     Turn,
     Version,
     differs,
@@ -54,7 +56,6 @@ from ..core.repo import Repo, Tx, View
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
 
-SCAN, WATCH = "scan", "watch"
 FP_SIZE = FINGERPRINT.size
 #: A file touched this recently may change again within the same timestamp tick
 #: ("racily clean" in git): its entry is stored so that the next scan re-reads it.
@@ -104,7 +105,7 @@ class ScanResult:
         baseline: bool = False,
         files: int = 0,
         read: int = 0,
-        source: str = SCAN,
+        source: Source = SCAN,
         full: bool = True,
     ):
         self.changed = changed or []
@@ -403,7 +404,7 @@ def scan(
     *,
     progress: Progress | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    source: str = SCAN,
+    source: Source = SCAN,
     dirs: dict[str, int] | None = None,
     rules: IgnoreRules | None = None,
     window: Iterable[WindowAction] = (),
@@ -579,9 +580,9 @@ class _Committer:
             getattr(self.result, kind).append(rel)
         if turn is not None:
             self.result.turn, self.result.user = turn.id, turn.kind == USER
-            self.result.unattributed = list(turn.unattributed or [])
+            self.result.unattributed = list(turn.unattributed)
             if turn.kind == USER:
-                self.user_turns[tuple(turn.unattributed or ())] = turn.id
+                self.user_turns[turn.unattributed] = turn.id
 
     def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
         """The open agent turn the changes go to, or the sessions a user turn names."""
@@ -607,7 +608,7 @@ class _Committer:
             kind=USER,
             state=CLOSED,
             prompt=prompt,
-            unattributed=list(shared) or None,
+            unattributed=shared,
         )
 
     def _commit(
@@ -641,17 +642,16 @@ class _Committer:
             if turn is None:
                 turn = self._user_turn(tx, shared)
             tx.put_change(
-                Change(
-                    turn.id,
-                    turn.next_change,
-                    item.rel,
-                    before,
-                    item.version,
-                    True,
-                    "",
-                    self.result.source,
-                    tx.clock(),
-                    item.mkdirs,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=turn.next_change,
+                    path=item.rel,
+                    before=before,
+                    after=item.version,
+                    tool="",
+                    source=self.result.source,
+                    time=tx.clock(),
+                    mkdirs=item.mkdirs,
                 )
             )
             turn = turn._replace(next_change=turn.next_change + 1)

@@ -27,14 +27,15 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.errors import SnapstoreError, WatcherRunning
+from ..core.records import WATCH
 from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules
-from .scan import DEFAULT_MAX_FILE_SIZE, WATCH, Progress, ScanResult, normalize_scopes, scan
+from .scan import DEFAULT_MAX_FILE_SIZE, Progress, ScanResult, normalize_scopes, scan
 from .shell import WindowAction, open_windows
 from .watchlink import LOCK_NAME, REQUEST_DIR, watcher_info, write_json
 
@@ -302,7 +303,7 @@ class Watcher:
         return session, actions
 
     def _flush(
-        self, paths: list[str], session: str | None, actions: list[WindowAction] | None = None
+        self, paths: list[str], session: str | None, actions: Sequence[WindowAction] = ()
     ) -> ScanResult:
         self._polled = time.monotonic() if self.unwatched else self._polled
         rels = [r for r in (self._rel(p) for p in paths) if r]
@@ -318,7 +319,7 @@ class Watcher:
             source=WATCH,
             dirs=dirs,
             rules=self._rules,
-            window=actions or (),
+            window=actions,
         )
         if dirs:
             self._dirs.update(dirs)
@@ -329,7 +330,7 @@ class Watcher:
         self,
         progress: Progress | None = None,
         session: str | None = None,
-        actions: list[WindowAction] | None = None,
+        actions: Sequence[WindowAction] = (),
     ) -> ScanResult:
         dirs: dict[str, int] = {}
         result = scan(
@@ -340,7 +341,7 @@ class Watcher:
             source=WATCH,
             dirs=dirs,
             progress=progress,
-            window=actions or (),
+            window=actions,
         )
         self._dirs = dirs
         self.unwatched.clear()
@@ -440,7 +441,7 @@ def _watch(observer: Any, watcher: Watcher) -> None:
         ev.FileClosedEvent,
     ]
 
-    class Handler(ev.FileSystemEventHandler):  # type: ignore[misc]
+    class Handler(ev.FileSystemEventHandler):
         """Turns watchdog events into dirty paths; never touches the store."""
 
         def __init__(self, watcher: Watcher):
