@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from snapstore.core.records import OPEN, REWOUND
+
 from .plain import printable
 
 if TYPE_CHECKING:
@@ -115,7 +117,7 @@ def points_table(
             "bold",
         )
     ]
-    colours = {"rewound": "yellow", "open": "cyan"}
+    colours = {REWOUND: "yellow", OPEN: "cyan"}
     for n, turn_id, when, prompt, state, files, added, removed in rows:
         if len(prompt) > widths[3]:
             prompt = prompt[: widths[3] - 1] + "…"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from ..core.blobs import parse_header
 from ..core.errors import BadInput, SnapstoreError, UnknownTurn
@@ -32,12 +32,16 @@ from ..text.diff import is_binary, line_stats, split_lines
 MAX_NUMBER_DIGITS = 6
 
 
+#: How a turn changed a path: its content, only its mode, or a symlink.
+FileStatus = Literal["added", "modified", "deleted", "mode", "link"]
+
+
 @dataclass
 class FileStat:
     """One path changed by a turn: how, and by how many lines."""
 
     path: str
-    status: str  # added | modified | deleted | mode | link
+    status: FileStatus
     added: int
     removed: int
     tool: str
@@ -247,7 +251,9 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
         before, after = net.before, net.after
         if before is None and after is None:
             continue
-        status = "added" if before is None else "deleted" if after is None else "modified"
+        status: FileStatus = (
+            "added" if before is None else "deleted" if after is None else "modified"
+        )
         if before is not None and after is not None and before.digest == after.digest:
             if before.mode == after.mode and before.kind == after.kind:
                 continue

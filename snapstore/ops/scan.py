@@ -94,28 +94,28 @@ class ScanResult:
 
     def __init__(
         self,
-        changed: list[str] | None = None,
-        added: list[str] | None = None,
-        deleted: list[str] | None = None,
-        skipped: list[dict[str, str]] | None = None,
+        changed: Iterable[str] = (),
+        added: Iterable[str] = (),
+        deleted: Iterable[str] = (),
+        skipped: Iterable[dict[str, str]] = (),
         seconds: float = 0.0,
         turn: str | None = None,
         user: bool = False,
-        unattributed: list[str] | None = None,
+        unattributed: Iterable[str] = (),
         baseline: bool = False,
         files: int = 0,
         read: int = 0,
         source: Source = SCAN,
         full: bool = True,
     ):
-        self.changed = changed or []
-        self.added = added or []
-        self.deleted = deleted or []
-        self.skipped = skipped or []  # path, reason
+        self.changed = list(changed)
+        self.added = list(added)
+        self.deleted = list(deleted)
+        self.skipped = list(skipped)  # path, reason
         self.seconds = seconds
         self.turn = turn  # the turn the changes went to
         self.user = user  # whether that turn is a ``user`` turn (changes seen between turns)
-        self.unattributed = unattributed or []  # sessions whose shell calls overlapped
+        self.unattributed = list(unattributed)  # sessions whose shell calls overlapped
         self.baseline = baseline  # the first scan: the baseline was recorded, no changes
         self.files = files  # files looked at
         self.read = read  # files read and hashed because their fingerprint moved

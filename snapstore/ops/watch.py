@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..core.errors import SnapstoreError, WatcherRunning
 from ..core.records import WATCH
@@ -49,7 +49,7 @@ _IDLE_WAIT = 0.2
 class WatchReport:
     """Something the watcher did or noticed, for the caller to show."""
 
-    kind: str  # started | recorded | fallback | coverage | answered | error | stopped
+    kind: Literal["started", "recorded", "fallback", "coverage", "answered", "error", "stopped"]
     message: str
     result: ScanResult | None = None
 
