@@ -279,7 +279,7 @@ class Database:
                     lock_timeout,
                     "compaction lock",
                 )
-                self.env = self._open_env(fresh, map_size)
+                self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
                 if fresh:
                     raise
@@ -369,7 +369,7 @@ class Database:
                 "no write.lock to keep writers out while it is read",
                 reason=reason,
             )
-        self.env = self._open_env(False, map_size, readonly=True)
+        self.env = self._open_env(create=False, map_size=map_size, readonly=True)
 
     def _open_data_fd(self) -> None:
         if self._data_fd is None:
@@ -565,7 +565,7 @@ class Database:
             _fsync(db_dir)
             faults.point("db.compact_swapped")
             shutil.rmtree(tmp, ignore_errors=True)
-            self.env = self._open_env(False, map_size)
+            self.env = self._open_env(create=False, map_size=map_size)
             self.dbs = self._open_existing()
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)

@@ -129,7 +129,7 @@ def _journal(repo: Repo, operation: Operation) -> str:
         tx.put_turn(turn._replace(op=op, closed=turn.created, next_change=len(writes)))
         record = tx.require_session(op.session)
         tx.put_session(record._replace(last_rewind=turn.id))
-        tx.set_unfinished(turn.id, True)
+        tx.set_unfinished(turn.id, unfinished=True)
         tx.event(
             f"{op.action}_begin",
             session=op.session,
@@ -268,7 +268,7 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
             assert undone.op is not None
             tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
         tx.put_turn(turn._replace(op=op._replace(status=APPLIED, result=result.to_json())))
-        tx.set_unfinished(op_id, False)
+        tx.set_unfinished(op_id, unfinished=False)
         tx.event(
             op.action,
             session=op.session,

@@ -77,9 +77,9 @@ def steps_by_path(back: Iterable[Change], forward: Iterable[Change] = ()) -> dic
     then ``forward`` (oldest first) redone in order."""
     grouped: dict[str, list[Step]] = {}
     for change in reversed(coalesce(back)):
-        grouped.setdefault(change.path, []).append(Step(change, False))
+        grouped.setdefault(change.path, []).append(Step(change, forward=False))
     for change in coalesce(forward):
-        grouped.setdefault(change.path, []).append(Step(change, True))
+        grouped.setdefault(change.path, []).append(Step(change, forward=True))
     return dict(sorted(grouped.items()))
 
 

@@ -278,14 +278,18 @@ class _Walker:
                 continue
             rel = prefix + name.encode("utf-8", "surrogateescape")
             if entry.is_dir(follow_symlinks=False):
-                if rel == store_rel or (stack and ignored(_decode(rel), True, stack)):
+                if rel == store_rel or (stack and ignored(_decode(rel), is_dir=True, stack=stack)):
                     continue
                 if dirs is not None:
                     dirs[_decode(rel)] = entry.inode()
                 pending.append((rel, stack, clean))
                 continue
             old = pop(rel, None)
-            if (old is None or not clean) and stack and ignored(_decode(rel), False, stack):
+            if (
+                (old is None or not clean)
+                and stack
+                and ignored(_decode(rel), is_dir=False, stack=stack)
+            ):
                 if old is not None:
                     forget.append(_decode(rel))
                 continue
@@ -340,7 +344,7 @@ class _Walker:
         if is_dir:
             if self.dirs is not None:
                 self.dirs[rel] = st.st_ino
-            self.walk(os.fsencode(rel), self.rules.stack(rel), False)
+            self.walk(os.fsencode(rel), self.rules.stack(rel), clean=False)
             return
         old = self.index.pop(os.fsencode(rel), None)
         self.result.files += 1
