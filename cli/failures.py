@@ -61,11 +61,7 @@ def exit_code(exc: BaseException) -> int:
 def hint(exc: BaseException, command: str | None = None) -> str | None:
     """What to do next, worded for the command that failed (None when nothing helps)."""
     if isinstance(exc, e.UnknownTurn):
-        return (
-            "see `snapstore log`"
-            if getattr(exc, "count", None) is not None
-            else "see `snapstore log --all`"
-        )
+        return "see `snapstore log`" if exc.count is not None else "see `snapstore log --all`"
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
         if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"
