@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: What a hook event is to snapstore: a prompt (begin), a file tool call about to run (pre)
 #: or done (post), the turn's end, the agent's start, or nothing (ignore); around the
 #: agent's shell tool (scan mode), shell-pre and shell-post; denied: a call that will not run.
-Kind = Literal[
+EventKind = Literal[
     "begin", "pre", "post", "end", "start", "ignore", "shell-pre", "shell-post", "denied"
 ]
 BEGIN: Final = "begin"
@@ -75,7 +75,7 @@ class Agent(NamedTuple):
     """
 
     name: str
-    events: Mapping[str, Kind]  # event name -> BEGIN, PRE, POST, DENIED, END or START
+    events: Mapping[str, EventKind]  # event name -> BEGIN, PRE, POST, DENIED, END or START
     file_tools: tuple[str, ...]  # the tools that write files
     path_keys: tuple[str, ...]  # where in the tool's arguments the path (or list of paths) is
     silent: str  # what a successful hook prints on stdout
@@ -99,7 +99,7 @@ class Agent(NamedTuple):
 class HookAction(NamedTuple):
     """What one hook event asks snapstore to do."""
 
-    kind: Kind
+    kind: EventKind
     session: str = ""
     cwd: str = ""
     prompt: str = ""

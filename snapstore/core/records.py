@@ -87,7 +87,7 @@ APPLIED: Final = "applied"
 
 #: The empty mapping a record's mapping fields default to; records are never changed in
 #: place (``_replace`` makes a new one), and the ``Mapping`` type keeps it so.
-_NONE: Mapping[str, Any] = {}
+_EMPTY: Mapping[str, Any] = {}
 
 
 class Version(NamedTuple):
@@ -225,7 +225,7 @@ class RewindOp(NamedTuple):
     undoes: str | None = None
     undone_by: str | None = None
     prev_rewind: str | None = None
-    result: Mapping[str, Any] = _NONE  # what it reported (while planned: and ``rmdirs``)
+    result: Mapping[str, Any] = _EMPTY  # what it reported (while planned: and ``rmdirs``)
     action: Action = REWIND
     forward: tuple[str, ...] = ()  # turns it put back (closed again)
     on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
@@ -246,9 +246,9 @@ class Turn(NamedTuple):
     state: TurnState = OPEN
     implicit: bool = False
     next_change: int = 0  # the seq the next change of this turn gets
-    open_changes: Mapping[str, int] = _NONE  # path -> seq of its change awaiting ``after``
+    open_changes: Mapping[str, int] = _EMPTY  # path -> seq of its change awaiting ``after``
     op: RewindOp | None = None
-    open_calls: Mapping[str, int] = _NONE  # path -> tool calls in flight on it, when over 1
+    open_calls: Mapping[str, int] = _EMPTY  # path -> tool calls in flight on it, when over 1
     unattributed: tuple[str, ...] = ()  # a ``user`` turn seen in sessions' shared windows
 
 
@@ -286,7 +286,7 @@ def dumps(record: Any) -> bytes:
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return _NONE if value is None else value  # null: written by an earlier release
+    return _EMPTY if value is None else value  # null: written by an earlier release
 
 
 def _strings(value: Any) -> tuple[str, ...]:
