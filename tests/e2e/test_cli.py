@@ -244,6 +244,18 @@ def test_an_unknown_turn_points_at_the_log_that_lists_it(cli, root: Path) -> Non
     _one_error_line(cli("rewind", "abcdefabcdef"), 4, "unknown turn", "(see `snapstore log --all`)")
 
 
+def test_resume_with_nothing_interrupted_says_so(cli, root: Path) -> None:
+    cli("init")
+    _turn(cli, "first", {"f.txt": "one\n"}, root)
+    result = cli("rewind", "--resume")
+    assert (result.code, result.stdout, result.stderr) == (
+        0,
+        "",
+        "no interrupted rewind to resume\n",
+    )
+    assert cli("--json", "rewind", "--resume").json == []
+
+
 def test_json_errors_are_one_document(cli, root: Path) -> None:
     result = cli("--json", "log")
     assert result.code == 4 and result.json["error"]["code"] == "not_found"
