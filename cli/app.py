@@ -66,7 +66,7 @@ def require_turns(store: Store, session: str, nothing: str) -> None:
 
 
 def options() -> Options:
-    return click.get_current_context().find_object(Options)
+    return click.get_current_context().ensure_object(Options)
 
 
 def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -104,7 +104,8 @@ class Failure(click.ClickException):
 
     def __init__(self, message: str, exit_code: int, code: str = "error", as_json: bool = False):
         super().__init__(message)
-        self.exit_code = exit_code
+        # click declares exit_code a class variable, yet sets it per instance itself (Exit)
+        self.exit_code = exit_code  # type: ignore[misc]
         self.code = code
         self.as_json = as_json
 

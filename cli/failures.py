@@ -65,11 +65,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
     if remote is not None and isinstance(exc, remote.ClientMissing):
         return "install it with `pip install 'snapstore[remote]'`"
     if isinstance(exc, e.UnknownTurn):
-        return (
-            "see `snapstore log`"
-            if getattr(exc, "count", None) is not None
-            else "see `snapstore log --all`"
-        )
+        return "see `snapstore log`" if exc.count is not None else "see `snapstore log --all`"
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
         if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"

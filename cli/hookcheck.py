@@ -242,8 +242,7 @@ def _loaded(
 def _disabled(path: str) -> list[str]:
     """Gemini CLI's switches: ``hooks.enabled`` (0.25 and older), ``hooksConfig.enabled``."""
     settings = _json(path)
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+    hooks, config = _section(settings, "hooks"), _section(settings, "hooksConfig")
     if hooks.get("enabled") is False or config.get("enabled") is False:
         return [f"hooks are switched off in {path}"]
     if hooks.get("enabled") is True:
@@ -278,6 +277,12 @@ def _trusted(folders: dict[str, Any], root: str) -> bool:
         if parent == path:
             return False
         path = parent
+
+
+def _section(settings: dict[str, Any], key: str) -> dict[str, Any]:
+    """One object of a settings file; an empty one when it is missing or no object."""
+    value = settings.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _json(path: str) -> dict[str, Any]:

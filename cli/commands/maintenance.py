@@ -94,7 +94,7 @@ def fsck(repair: bool) -> None:
 def _damaged(exc: StoreDamaged) -> NoReturn:
     """A data file LMDB must not map: the report names it (with --json), and the one line says
     what is wrong; nothing in the file is read."""
-    path = getattr(exc, "path", "")
+    path = exc.path
     report = FsckReport(corrupt=[{"kind": "data file", "key": path, "reason": str(exc)}])
     emit(report.to_json(), lambda: None)
     raise Failure(failures.message(exc, "fsck"), failures.exit_code(exc), exc.code)

@@ -300,7 +300,8 @@ def pull(name: str | None, everything: bool) -> None:
     """
     with open_resuming() as store:
         config = Config.load(store.store_dir)
-        sessions = None if everything or not options().session else [options().session]
+        session = options().session
+        sessions = None if everything or not session else [session]
         with open_remote(config, _choose(config, name)) as remote_store:
             result = store.pull(remote_store, sessions)
     emit(result.to_json(), lambda: _sync_human("pulled", result))

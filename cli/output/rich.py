@@ -21,6 +21,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from snapstore.core.records import OPEN, REWOUND
+
 from .plain import printable
 
 if TYPE_CHECKING:
@@ -101,7 +103,7 @@ def points_table(
     rows = []
     for point in points:
         turn = point.turn
-        files = len(point.files)
+        count = len(point.files)
         rows.append(
             (
                 str(point.n) if point.n is not None else "-",
@@ -109,7 +111,7 @@ def points_table(
                 relative_time(turn.created, now),
                 printable(first_line(turn.prompt)),
                 turn.state,
-                f"{files} file{'s' if files != 1 else ''}",
+                f"{count} file{'s' if count != 1 else ''}",
                 f"+{point.added}",
                 f"-{point.removed}",
             )
@@ -125,7 +127,7 @@ def points_table(
             "bold",
         )
     ]
-    colours = {"rewound": "yellow", "open": "cyan"}
+    colours = {REWOUND: "yellow", OPEN: "cyan"}
     for n, turn_id, when, prompt, state, files, added, removed in rows:
         if len(prompt) > widths[3]:
             prompt = prompt[: widths[3] - 1] + "…"

@@ -280,7 +280,7 @@ class Database:
                     lock_timeout,
                     "compaction lock",
                 )
-                self.env = self._open_env(fresh, map_size)
+                self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
                 if fresh:
                     raise
@@ -370,7 +370,7 @@ class Database:
                 "no write.lock to keep writers out while it is read",
                 reason=reason,
             )
-        self.env = self._open_env(False, map_size, readonly=True)
+        self.env = self._open_env(create=False, map_size=map_size, readonly=True)
 
     def _open_data_fd(self) -> None:
         if self._data_fd is None:
@@ -566,7 +566,7 @@ class Database:
             _fsync(db_dir)
             faults.point("db.compact_swapped")
             shutil.rmtree(tmp, ignore_errors=True)
-            self.env = self._open_env(False, map_size)
+            self.env = self._open_env(create=False, map_size=map_size)
             self.dbs = self._open_existing()
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)
@@ -574,9 +574,10 @@ class Database:
 
     def close(self) -> None:
         env = getattr(self, "env", None)
-        if env is not None and os.getpid() == self._pid:
-            env.close()
-        self.env = None
+        if env is not None:
+            if os.getpid() == self._pid:
+                env.close()
+            del self.env  # closed: a later close finds none
         self._close_data_fd()
         for name in ("_guard_fd", "_open_fd"):
             fd = getattr(self, name, None)
@@ -585,8 +586,9 @@ class Database:
                 setattr(self, name, None)
 
     def _close_data_fd(self) -> None:
-        if getattr(self, "_data_fd", None) is not None:
-            os.close(self._data_fd)
+        fd = getattr(self, "_data_fd", None)
+        if fd is not None:
+            os.close(fd)
             self._data_fd = None
 
 

@@ -246,6 +246,26 @@ def test_usage_errors_exit_2_with_one_line(cli, root: Path) -> None:
     assert result.code == 2 and result.json["error"]["code"] == "usage"
 
 
+def test_an_unknown_turn_points_at_the_log_that_lists_it(cli, root: Path) -> None:
+    """A number beyond the rewind points: `log` lists them; an unknown id: `log --all`."""
+    cli("init")
+    _turn(cli, "first", {"f.txt": "one\n"}, root)
+    _one_error_line(cli("rewind", "7"), 4, "no rewind point 7", "(see `snapstore log`)")
+    _one_error_line(cli("rewind", "abcdefabcdef"), 4, "unknown turn", "(see `snapstore log --all`)")
+
+
+def test_resume_with_nothing_interrupted_says_so(cli, root: Path) -> None:
+    cli("init")
+    _turn(cli, "first", {"f.txt": "one\n"}, root)
+    result = cli("rewind", "--resume")
+    assert (result.code, result.stdout, result.stderr) == (
+        0,
+        "",
+        "no interrupted rewind to resume\n",
+    )
+    assert cli("--json", "rewind", "--resume").json == []
+
+
 def test_json_errors_are_one_document(cli, root: Path) -> None:
     result = cli("--json", "log")
     assert result.code == 4 and result.json["error"]["code"] == "not_found"

@@ -14,6 +14,11 @@ class RemoteError(SnapstoreError):
     """A remote could not be used. ``remote`` is its URL, ``name`` its local name if known."""
 
     code = "remote"
+    what: str
+    remote: str
+    key: str | None
+    name: str | None
+    detail: str | None
 
     def __init__(
         self,
@@ -71,6 +76,9 @@ class CorruptObject(RemoteError):
     """An object's bytes do not match the digest it is stored under."""
 
     code = "remote_corrupt"
+    key: str
+    expected: str
+    actual: str
 
     def __init__(
         self, *, remote: str, key: str, expected: str, actual: str, name: str | None = None
