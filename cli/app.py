@@ -137,6 +137,7 @@ COMMANDS = {
     "pull": "commands.remote:pull",
     "serve": "commands.serve:serve",
     "config": "commands.config:config",
+    "ui": "commands.ui:ui",
 }
 
 
