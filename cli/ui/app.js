@@ -147,7 +147,7 @@ function turnItem(t, rewound) {
   const prompt = el("p", "prompt", t.prompt || "(no prompt)");
   const files = el("ul", "files");
   for (const f of t.files) {
-    files.append(el("li", f.status, `${f.path}  +${f.added} −${f.removed}`));
+    files.append(el("li", `st-${f.status}`, `${f.path}  +${f.added} −${f.removed}`));
   }
   const actions = el("div", "actions");
   actions.append(button("diff", "", (b) => send("diff", { turn: t.id }, b)));

@@ -15,31 +15,7 @@ from websockets.sync.client import connect
 from snapstore import Store
 
 from ..support import read, write
-from ..support.ui import WAIT, Ui, ask, open_socket, running_ui
-
-GREET = "def greet():\n    return 'hi'\n"
-FAREWELL = GREET + "\n\ndef bye():\n    return 'bye'\n"
-SHOUT = FAREWELL.replace("'hi'", "'HI'")
-
-
-def agent_turns(store: Store, session: str = "default") -> list[str]:
-    """Three closed turns of ``session``, with the agent's message ids m1..m3; their ids."""
-    ids = []
-    for n, (prompt, edits) in enumerate(
-        [
-            ("create the greeting", {"app.py": GREET}),
-            ("add a farewell", {"app.py": FAREWELL, "notes.txt": "bye\n"}),
-            ("shout the greeting", {"app.py": SHOUT}),
-        ],
-        start=1,
-    ):
-        ids.append(store.begin_turn(session, prompt, f"m{n}").id)
-        for rel, data in edits.items():
-            store.pre_write([rel], "Write", session)
-            write(Path(store.root), rel, data)
-            store.post_write([rel], session)
-        store.end_turn(session)
-    return ids
+from ..support.ui import GREET, SHOUT, WAIT, Ui, agent_turns, ask, open_socket, running_ui
 
 
 @pytest.fixture
@@ -115,9 +91,8 @@ def test_bad_input_gets_an_error_frame_and_the_socket_stays(
         answer = json.loads(ws.recv(timeout=WAIT))
         assert answer["type"] == "error"
         assert answer["data"]["code"] == code
-        assert (
-            "\n" not in answer["data"]["message"] and "Traceback" not in answer["data"]["message"]
-        )
+        message = answer["data"]["message"]
+        assert "\n" not in message and "Traceback" not in message
         sent = json.loads(frame) if code != "bad_json" else None
         expected = sent.get("session_id") if isinstance(sent, dict) else None
         assert answer["data"]["session_id"] == expected

@@ -20,7 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from websockets.sync.client import ClientConnection, connect
 
-from . import hermetic_env, snapstore_bin
+from snapstore import Store
+
+from . import hermetic_env, snapstore_bin, write
 
 #: Debian's chromium (.ci/run installs it): Playwright's own browser download cannot run here.
 CHROMIUM = "/usr/bin/chromium"
@@ -33,6 +35,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+#: What the three turns of :func:`agent_turns` leave in app.py.
+GREET = "def greet():\n    return 'hi'\n"
+FAREWELL = GREET + "\n\ndef bye():\n    return 'bye'\n"
+SHOUT = FAREWELL.replace("'hi'", "'HI'")
 #: Seconds to wait for an answer that must come (a bound against a hung test, not a timing).
 WAIT = 30.0
 
@@ -88,6 +94,26 @@ def running_ui(root: Path) -> Iterator[Ui]:
             raise
     assert process.returncode == 0, err
     assert err.endswith("snapstore ui: stopped\n"), err
+
+
+def agent_turns(store: Store, session: str = "default") -> list[str]:
+    """Three closed turns of ``session``, with the agent's message ids m1..m3; their ids."""
+    ids = []
+    for n, (prompt, edits) in enumerate(
+        [
+            ("create the greeting", {"app.py": GREET}),
+            ("add a farewell", {"app.py": FAREWELL, "notes.txt": "bye\n"}),
+            ("shout the greeting", {"app.py": SHOUT}),
+        ],
+        start=1,
+    ):
+        ids.append(store.begin_turn(session, prompt, f"m{n}").id)
+        for rel, data in edits.items():
+            store.pre_write([rel], "Write", session)
+            write(Path(store.root), rel, data)
+            store.post_write([rel], session)
+        store.end_turn(session)
+    return ids
 
 
 _ids = itertools.count(1)
