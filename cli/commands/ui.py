@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ..app import common_options, options
+from ..app import Failure, common_options, options
 from ..output.plain import printable, say
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def ui(port: int, no_open: bool) -> None:
     except ImportError as exc:
         if exc.name is None or not exc.name.startswith("websockets"):
             raise
-        raise click.ClickException(MISSING) from None
+        raise Failure(MISSING, 1, "missing_extra", options().json) from None
     opts = options()
     with opts.open_store() as store:
         store_dir, root = store.store_dir, store.root

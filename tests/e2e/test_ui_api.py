@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +16,7 @@ from websockets.sync.client import connect
 
 from snapstore import Store
 
-from ..support import read, write
+from ..support import hermetic_env, read, write
 from ..support.ui import GREET, SHOUT, WAIT, Ui, agent_turns, ask, open_socket, running_ui
 
 
@@ -239,3 +241,22 @@ def test_the_socket_needs_the_token_and_the_pages_origin(store: Store, ui: Ui) -
         assert refused.value.response.status_code == status, (url, options)
     with open_socket(ui, origin=f"http://localhost:{ui.port}") as ws:
         assert ask(ws, {"action": "sessions"})["type"] == "sessions"
+
+
+def test_without_the_ui_extra_one_line_says_how_to_install_it(store: Store, root: Path) -> None:
+    blocked = (
+        "import sys; sys.modules['websockets'] = None; sys.argv = ['snapstore', 'ui', '--no-open']"
+        "\nfrom snapstore_cli.launch import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked],
+        cwd=root,
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "snapstore: the timeline page needs the ui extra: pip install 'snapstore[ui]'\n"
+    )
