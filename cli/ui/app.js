@@ -115,7 +115,8 @@ function showSessions(sessions) {
     const item = el("li", s.session_id === current ? "chosen" : "");
     item.dataset.session = s.session_id;
     const pick = button(s.session_id, "session", () => choose(s.session_id));
-    item.append(pick, el("small", "", `${s.agent || "api"} · ${s.turns} turns · ${when(s.time)}`));
+    const who = s.agent || "api";
+    item.append(pick, el("small", "", `${who} · ${count(s.turns, "turn")} · ${when(s.time)}`));
     if (s.open_turn) item.append(el("small", "running", "a turn is running"));
     list.append(item);
   }
@@ -124,6 +125,10 @@ function showSessions(sessions) {
 
 function when(seconds) {
   return seconds ? new Date(seconds * 1000).toLocaleString() : "";
+}
+
+function count(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
 
 function short(id) {
@@ -139,11 +144,13 @@ function turnItem(t, rewound) {
     el("span", "n", t.n !== null ? `#${t.n}` : "rewound"),
     el("code", "id", short(t.id)),
     el("span", "time", when(t.time)),
-    el("span", "stats", `${t.files.length} files `),
+    el("span", "stats", count(t.files.length, "file")),
     el("span", "added", `+${t.added}`),
     el("span", "removed", `−${t.removed}`),
   );
-  if (t.branches) head.append(el("span", "branches", `⑂ ${t.branches} other branch` + (t.branches > 1 ? "es" : "")));
+  if (t.branches) {
+    head.append(el("span", "branches", `${t.branches} rewound after it`));
+  }
   const prompt = el("p", "prompt", t.prompt || "(no prompt)");
   const files = el("ul", "files");
   for (const f of t.files) {
@@ -163,8 +170,7 @@ function turnItem(t, rewound) {
 }
 
 function showSession(data) {
-  const agent = data.agent ? ` (${data.agent})` : "";
-  $("title").textContent = `${data.session_id}${agent}`;
+  $("title").textContent = data.session_id;
   const turns = $("turns");
   turns.replaceChildren(...data.turns.map((t) => turnItem(t, false)));
   if (!data.turns.length) turns.append(el("li", "hint", "No turns on this branch."));
@@ -196,9 +202,10 @@ function showDiff(data) {
 function showResult(type, data) {
   const verb = { rewind_result: "Rewound", switch_result: "Switched", undo_result: "Undone" }[type];
   const written = data.restored_paths.length;
-  $("result-title").textContent = `${verb}: ${data.turns_reverted.length} turns, ` +
-    `${written} files written` + (data.new_head_id ? `; head is now ${short(data.new_head_id)}` :
-      "; no turn is left on the branch");
+  const head = data.new_head_id ? `; head is now ${short(data.new_head_id)}` :
+    "; no turn is left on the branch";
+  $("result-title").textContent = `${verb}: ${count(data.turns_reverted.length, "turn")}, ` +
+    `${count(written, "file")} written${head}`;
   $("prompt").textContent = data.user_text || "";
   $("prompt-box").hidden = !data.user_text;
   const problems = $("problems");
@@ -217,9 +224,12 @@ function showOps(ops) {
     const item = el("li", op.undone_by ? "undone" : "");
     item.append(
       el("strong", "", op.action),
-      el("span", "", ` ${short(op.target)} · ${op.session_id} · ${op.time || ""}`),
+      el("span", "", ` of ${short(op.target)} · ${op.session_id} · ${when(Date.parse(op.time) / 1000)}`),
     );
-    if (op.conflicts || op.errors) item.append(el("span", "problem", ` · ${op.conflicts} conflicts, ${op.errors} errors`));
+    if (op.conflicts || op.errors) {
+      item.append(el("span", "problem",
+        ` · ${count(op.conflicts, "conflict")}, ${count(op.errors, "error")}`));
+    }
     if (op.undone_by) item.append(el("span", "", " · undone"));
     list.append(item);
   }
