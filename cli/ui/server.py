@@ -40,7 +40,7 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from snapstore import Store
+from snapstore import SnapstoreError, Store
 from snapstore.core.db import data_file
 
 from . import frames
@@ -131,7 +131,7 @@ class UiServer:
                 except frames.FrameError as exc:
                     await connection.send(frames.error(exc.code, exc.message, exc.request))
                     continue
-                text = await self._work(frames.answer, frame)
+                (text,) = await self._answer([frame])
                 if frame["action"] in frames.LIVE and json.loads(text)["type"] != "error":
                     subscriptions[json.dumps(_live_key(frame))] = text
                 await connection.send(text)
@@ -140,12 +140,19 @@ class UiServer:
         finally:
             del self.clients[connection]
 
-    async def _work(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run ``fn(store, *args)`` on the worker thread, with the store open."""
+    async def _answer(self, requests: list[dict[str, Any]]) -> list[str]:
+        """The replies to ``requests``, on the worker thread with the store open once. A store
+        that cannot be opened (busy, gone, damaged) answers each with an error frame; so does
+        a failure of snapstore's own, as the command line says ``internal error``."""
 
-        def run() -> Any:
-            with self.open_store() as store:
-                return fn(store, *args)
+        def run() -> list[str]:
+            try:
+                with self.open_store() as store:
+                    return [frames.answer(store, request) for request in requests]
+            except SnapstoreError as exc:
+                return [frames.error(exc.code, exc.message, r) for r in requests]
+            except Exception as exc:
+                return [frames.error("internal", f"internal error: {exc!r}", r) for r in requests]
 
         return await asyncio.get_running_loop().run_in_executor(self.worker, run)
 
@@ -160,8 +167,9 @@ class UiServer:
                 last = now
                 continue
             last = now
-            wanted = {key for subs in self.clients.values() for key in subs}
-            fresh = await self._work(_answer_all, sorted(wanted))
+            wanted = sorted({key for subs in self.clients.values() for key in subs})
+            answers = await self._answer([json.loads(k) for k in wanted])
+            fresh = dict(zip(wanted, answers, strict=True))
             for connection, subs in list(self.clients.items()):
                 for key, old in list(subs.items()):
                     text = fresh.get(key)
@@ -196,10 +204,6 @@ class UiServer:
 def _live_key(frame: dict[str, Any]) -> dict[str, Any]:
     """What identifies a live request: its action and session, and its request id."""
     return {k: frame.get(k) for k in ("action", "session_id", "request_id")}
-
-
-def _answer_all(store: Store, keys: list[str]) -> dict[str, str]:
-    return {key: frames.answer(store, json.loads(key)) for key in keys}
 
 
 def _signature(path: str) -> tuple[int, int] | None:

@@ -17,7 +17,17 @@ from websockets.sync.client import connect
 from snapstore import Store
 
 from ..support import hermetic_env, read, write
-from ..support.ui import GREET, SHOUT, WAIT, Ui, agent_turns, ask, open_socket, running_ui
+from ..support.ui import (
+    FAREWELL,
+    GREET,
+    SHOUT,
+    WAIT,
+    Ui,
+    agent_turns,
+    ask,
+    open_socket,
+    running_ui,
+)
 
 
 @pytest.fixture
@@ -260,3 +270,18 @@ def test_without_the_ui_extra_one_line_says_how_to_install_it(store: Store, root
     assert done.stderr == (
         "snapstore: the timeline page needs the ui extra: pip install 'snapstore[ui]'\n"
     )
+
+
+def test_a_busy_store_answers_locked_and_the_socket_stays(store: Store, root: Path) -> None:
+    """Another writer holds the store past the lock timeout: the rewind is refused, nothing
+    changes, and the next request is answered once the store is free."""
+    agent_turns(store)
+    with running_ui(root, "--json", SNAPSTORE_LOCK_TIMEOUT="0.2") as ui, open_socket(ui) as ws:
+        with store.repo.write_lock():
+            busy = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
+        assert busy["type"] == "error"
+        assert (busy["data"]["code"], busy["data"]["session_id"]) == ("locked", "default")
+        assert read(root, "app.py") == SHOUT.encode()
+        done = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
+        assert done["type"] == "rewind_result"
+    assert read(root, "app.py") == FAREWELL.encode()

@@ -67,12 +67,13 @@ class Ui:
 
 
 @contextmanager
-def running_ui(root: Path) -> Iterator[Ui]:
-    """``snapstore ui --no-open`` in ``root``, stopped (and checked to stop cleanly) after."""
+def running_ui(root: Path, *args: str, **env: str) -> Iterator[Ui]:
+    """``snapstore ui --no-open ARGS`` in ``root`` (with ``env`` added to a hermetic
+    environment), stopped (and checked to stop cleanly) after."""
     process = subprocess.Popen(
-        [*snapstore_bin(), "ui", "--no-open"],
+        [*snapstore_bin(), "ui", "--no-open", *args],
         cwd=root,
-        env=hermetic_env(),
+        env=hermetic_env(**env),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -82,6 +83,8 @@ def running_ui(root: Path) -> Iterator[Ui]:
         assert ready, "snapstore ui printed no address"
         assert process.stdout is not None
         url = process.stdout.readline().strip()
+        if "--json" in args:
+            url = json.loads(url)["url"]
         assert url.startswith("http://127.0.0.1:") and "?token=" in url, url
         yield Ui(url, process)
     finally:
