@@ -18,8 +18,9 @@ any handshake, and ``/ws`` upgrades to the socket that carries the frames of
 The store is opened for each piece of work and closed after it, on one worker thread,
 so that the store's own locks order this server's operations with the agents' hooks and
 the command line, and gc can compact it while the page is open. Live updates cost a
-``stat`` every :data:`POLL` seconds: only when the store's data file changed are the
-subscribed answers (``frames.LIVE``) computed again, and pushed where they differ.
+``stat`` every :data:`POLL` seconds: only when the store's data file changed (or was
+written within :data:`RECENT`) are the subscribed answers (``frames.LIVE``) computed again,
+and pushed where they differ.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import hmac
 import json
 import os
 import secrets
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
@@ -47,6 +49,8 @@ from . import frames
 
 #: Seconds between two looks at the store for live updates.
 POLL = 0.5
+#: Nanoseconds after a write to the data file during which it is read again at each look.
+RECENT = 2 * int(POLL * 1e9)
 #: The largest request frame accepted (frames name sessions and turns, never file bodies).
 MAX_FRAME = 64 * 1024
 #: The page's files: name -> content type.
@@ -163,7 +167,10 @@ class UiServer:
         while True:
             await asyncio.sleep(POLL)
             now = _signature(self.data_file)
-            if now == last or not self.clients:
+            # a file's time stamp ticks coarsely (the kernel's clock tick): a write in the same
+            # tick as the last look leaves it unchanged, so a file written lately is read again
+            recent = now is not None and time.time_ns() - now[0] < RECENT
+            if (now == last and not recent) or not self.clients:
                 last = now
                 continue
             last = now
