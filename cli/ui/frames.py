@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from snapstore import SnapstoreError, Store
 from snapstore.adapters import AGENT_NAMES
 from snapstore.core.errors import UnknownTurn
+from snapstore.core.records import MODES, POLICIES
 from snapstore.ops.history import RewindPoint
-from snapstore.ops.plan import MODES, POLICIES, RewindResult
+from snapstore.ops.plan import RewindResult
 
 from ..output.plain import iso
 
@@ -28,6 +29,9 @@ from ..output.plain import iso
 MAX_DIFF_LINES = 2000
 #: The operations of the store's audit log that the operation log lists.
 OPERATIONS = ("rewind", "switch", "undo")
+
+
+C = TypeVar("C", bound=str)
 
 
 class FrameError(Exception):
@@ -103,11 +107,12 @@ def _session(store: Store, frame: dict[str, Any], required: bool) -> str | None:
     return session
 
 
-def _choice(frame: dict[str, Any], key: str, choices: tuple[str, ...], default: str) -> str:
+def _choice(frame: dict[str, Any], key: str, choices: tuple[C, ...], default: C) -> C:
     value = frame.get(key, default)
-    if value not in choices:
-        raise FrameError("bad_frame", f"{key} must be one of {', '.join(choices)}")
-    return str(value)
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise FrameError("bad_frame", f"{key} must be one of {', '.join(choices)}")
 
 
 def _turn_ref(frame: dict[str, Any]) -> str:
@@ -156,11 +161,12 @@ def point_json(point: RewindPoint, branches: int = 0) -> dict[str, Any]:
 def sessions(store: Store, _session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
     """Every session: its agent, turns, last activity, head and open turn."""
     with store.repo.read() as v:
-        records = sorted(v.sessions(), key=lambda s: s.name)
+        records = sorted(v.sessions(), key=lambda s: s.name)  # ties: by name
         last: dict[str, float] = {}
         for turn in v.turns():
             last[turn.session] = max(last.get(turn.session, 0.0), turn.created)
         heads = {s.name: v.head(s.name) for s in records}
+    records.sort(key=lambda s: -last.get(s.name, s.created))  # the most recently active first
     listed = [
         {
             "session_id": s.name,
@@ -174,7 +180,6 @@ def sessions(store: Store, _session: str | None, _frame: dict[str, Any]) -> tupl
         }
         for s in records
     ]
-    listed.sort(key=lambda s: -s["time"])
     return "sessions", {"sessions": listed}
 
 
