@@ -169,3 +169,18 @@ def test_a_button_comes_back_when_the_server_never_answers(
     expect(page.locator("#notice")).to_contain_text("No answer after 2 s")
     assert read(root, "app.py") == SHOUT.encode()  # the rewind never reached the server
     expect(page.locator("#result")).to_be_hidden()
+
+
+def test_switch_back_to_a_rewound_turn_from_the_page(
+    store: Store, root: Path, ui: Ui, page: Page
+) -> None:
+    turns = agent_turns(store)
+    page.goto(ui.url)
+    page.locator("#turns li.turn[data-n='2'] button.rewind").click()
+    expect(page.locator("#rewound li.turn")).to_have_count(2, timeout=SHOWN)
+    page.locator("#rewound-box summary").click()
+    page.locator(f"#rewound li.turn[data-turn='{turns[2]}'] button.switch").click()
+    expect(page.locator("#result-title")).to_contain_text("Switched", timeout=SHOWN)
+    assert read(root, "app.py") == SHOUT.encode() and read(root, "notes.txt") == b"bye\n"
+    expect(page.locator("#turns li.turn")).to_have_count(3, timeout=SHOWN)
+    expect(page.locator("#rewound-box")).to_be_hidden()
