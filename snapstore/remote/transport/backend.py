@@ -83,8 +83,9 @@ class ObjectStore(ABC):
     name: str | None = None
 
     @abstractmethod
-    def get(self, key: str) -> bytes:
-        """The object's bytes; :class:`ObjectMissing` if there is none."""
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """The object's bytes; :class:`ObjectMissing` if there is none. With ``limit``, an
+        object larger than that is refused unread (:meth:`too_large`)."""
 
     @abstractmethod
     def get_range(self, key: str, start: int, end: int) -> bytes:
@@ -135,7 +136,7 @@ class ObjectStore(ABC):
         if info.size != len(data):
             return False
         try:
-            return self.get(key) == data
+            return self.get(key, len(data)) == data
         except ObjectMissing:  # deleted between the two requests
             return None
 
@@ -149,6 +150,15 @@ class ObjectStore(ABC):
                 name=self.name,
             )
         return data
+
+    def too_large(self, key: str, size: int, limit: int) -> RemoteError:
+        """The error for an object over the size its kind may have: never read into memory."""
+        return RemoteError(
+            f"object is {size} bytes, more than the {limit} an object of its kind may have",
+            remote=self.url,
+            key=key,
+            name=self.name,
+        )
 
     def close(self) -> None:  # noqa: B027 - optional: only some stores hold connections
         """Release connections; the store is not used afterwards."""
