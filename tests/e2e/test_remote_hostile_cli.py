@@ -70,9 +70,7 @@ def victim(root: Path, hostile: Hostile) -> dict[str, bytes]:
 
 
 def _store_files(root: Path) -> dict[str, bytes]:
-    return {
-        k: v for k, v in snapshot(root / ".snapstore").items() if not k.startswith(NOISE)
-    }
+    return {k: v for k, v in snapshot(root / ".snapstore").items() if not k.startswith(NOISE)}
 
 
 def refused_at_pull(root: Path, hostile: Hostile, before: dict[str, bytes], key: str) -> str:
