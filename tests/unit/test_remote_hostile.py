@@ -252,8 +252,9 @@ def test_a_state_that_does_not_decode_is_a_remote_error_naming_it(
         lambda s: {**s, "writer": ["x"]},
         lambda s: {**s, "sessions": [{**s["sessions"][0], "turns": [["../x", "closed"]]}]},
         lambda s: {**s, "sessions": [{**s["sessions"][0], "created": float("nan")}]},
+        lambda s: {**s, "sessions": [{**s["sessions"][0], "name": "x\x1b]0;owned\x07"}]},
     ],
-    ids=["sessions", "writer", "turn-id", "nan"],
+    ids=["sessions", "writer", "turn-id", "nan", "control-chars"],
 )
 def test_a_state_of_the_wrong_shape_is_a_remote_error_naming_it(
     tmp_path: Path, root: Path, remote: ObjectStore, change: Callable[[Any], Any]
@@ -350,6 +351,21 @@ def test_special_files_on_a_folder_remote_are_refused_never_read(
         with Store.init(root) as b:
             err = refused(b, remote, key)
             assert "not a regular file" in str(err)
+
+
+def test_names_no_writer_makes_in_a_folder_remote_are_not_objects(
+    tmp_path: Path, root: Path
+) -> None:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    with open_object_store(folder.as_uri()) as remote:
+        turn = pushed(tmp_path, remote)
+        for name in ("indexes/not ours", "gc/a b", "turns/x y"):
+            (folder / name).parent.mkdir(exist_ok=True)
+            (folder / name).write_bytes(b"junk")
+        with Store.init(root) as b:
+            assert b.pull(remote).turns == 1
+            assert [c.path for c in b.changes(turn)] == ["app.py"]
 
 
 def test_a_config_linked_to_dev_zero_is_refused(tmp_path: Path, root: Path) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import blake3
 
-from ..transport.backend import ObjectInfo, ObjectStore
+from ..transport.backend import ObjectInfo, ObjectStore, is_key
 from ..transport.errors import CorruptObject, ObjectMissing, RemoteError
 from . import layout, schema
 from .verify import verified
@@ -98,7 +98,8 @@ class Catalog:
         if fresh or folder not in self._listings:
             found = list(self.store.list(folder))
             self.requests["list"] += 1 + len(found) // 1000
-            self._listings[folder] = found
+            # a name no writer makes (`..`, a space) is nothing of ours: never used as a key
+            self._listings[folder] = [info for info in found if is_key(info.key)]
         return self._listings[folder]
 
     def total_requests(self) -> int:

@@ -31,7 +31,8 @@ MAX_INT = 2**53
 MAX_OBJECT = 2**32
 #: Change numbers are 4-byte keys in the store.
 MAX_SEQ = 2**32 - 1
-#: A pulled session's name may gain ``@<8 hex>``; a session name is at most 255 bytes.
+#: A pulled session's name may gain ``@<8 hex>``; a session name is at most 255 bytes
+#: (and a remote's has no control character).
 MAX_NAME = 255 - 9
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 _STORE_ID = re.compile(r"[0-9a-f]{32}")
@@ -116,7 +117,8 @@ def _session_name(value: Any, where: str) -> str:
         size = len(name.encode())
     except UnicodeEncodeError:
         size = 0
-    _need(0 < size <= MAX_NAME and "\0" not in name, where, "is not a session name")
+    printable = not any(ord(c) < 32 or ord(c) == 127 for c in name)  # it reaches terminals
+    _need(0 < size <= MAX_NAME and printable, where, "is not a session name")
     return name
 
 

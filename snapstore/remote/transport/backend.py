@@ -20,9 +20,14 @@ _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 TEMP_PREFIX = ".tmp-"  # folder stores' temporary files; no key segment starts with "."
 
 
+def is_key(key: str) -> bool:
+    """Whether ``key`` is a valid object key (a listing may hold anything else)."""
+    return bool(key) and len(key) <= 900 and all(_SEGMENT.fullmatch(s) for s in key.split("/"))
+
+
 def check_key(key: str) -> str:
     """Return ``key`` if it is a valid object key, else raise ValueError (a caller's bug)."""
-    if not key or len(key) > 900 or not all(_SEGMENT.fullmatch(s) for s in key.split("/")):
+    if not is_key(key):
         raise ValueError(f"invalid object key: {key!r}")
     return key
 
