@@ -23,7 +23,7 @@ import zstandard
 
 from snapstore import Store
 from snapstore.core import faults
-from snapstore.core.errors import UnsafePath
+from snapstore.core.errors import StoreLocked, UnsafePath
 from snapstore.core.fsio import Workspace, check_relpath
 from snapstore.core.records import FILE, Entry
 from snapstore.remote import ObjectStore, RemoteError, open_object_store
@@ -440,6 +440,31 @@ def test_a_pull_killed_between_packs_is_completed_by_the_next(
                 for change in v.changes(turn):
                     assert change.after is not None and v.content(change.after) is not None
         assert b.fsck().ok
+
+
+def test_a_gc_during_a_pull_never_leaves_a_turn_without_its_blobs(
+    tmp_path: Path, root: Path, remote: ObjectStore
+) -> None:
+    turn = pushed(tmp_path, remote)
+    with Store.init(root) as b:
+
+        def sweep(name: str) -> None:
+            if name == "pull.fetched":  # the blobs are stored, no turn names them yet
+                b.gc(compact=False)
+
+        faults.install(sweep)
+        try:
+            with pytest.raises(StoreLocked):
+                b.pull(remote)
+        finally:
+            faults.install(None)
+        with b.repo.read() as v:
+            assert list(v.turns()) == [] and list(v.blob_values()) == []
+        assert b.pull(remote).turns == 1
+        with b.repo.read() as v:
+            (change,) = v.changes(turn)
+            content = None if change.after is None else v.content(change.after)
+            assert content is not None and content.data == b"print('hi')\n"
 
 
 def test_deltas_whose_base_is_in_a_later_pack_wait_for_it(

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ...core import blobs, faults
-from ...core.errors import StoreCorrupt
+from ...core.errors import StoreCorrupt, StoreLocked
 from ...core.records import AGENT, CLOSED, Change, Session, Turn, Version
 from ...core.repo import Repo, Tx, View
 from ...ops.session_base import base_changes, git_commit
@@ -106,12 +106,15 @@ def pull(
         for change in record["changes"]:
             needed.update(x[0] for x in (change["before"], change["after"]) if x is not None)
     with repo.read() as v:
-        needed = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
-    result.blobs, result.bytes = _fetch_blobs(repo, catalog, needed, progress)
+        lacking = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
+    result.blobs, result.bytes = _fetch_blobs(repo, catalog, lacking, progress)
 
     faults.point("pull.fetched")
 
     def commit(tx: Tx) -> None:
+        if any(not tx.has_blob(bytes.fromhex(d)) for d in needed):
+            # a gc swept blobs this pull stored (no turn named them yet): no turn without them
+            raise StoreLocked("a gc ran during the pull and removed blobs it had fetched")
         for session, name, record, wanted in plans:
             _import(tx, session, name, record, [records[t] for t in wanted if t in records])
         tx.event(
