@@ -53,36 +53,36 @@ def _obj(value: Any, where: str, keys: tuple[str, ...]) -> dict[str, Any]:
     _need(isinstance(value, dict), where, "is not an object")
     missing = [k for k in keys if k not in value]
     _need(not missing, where, f"lacks {', '.join(missing)}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _list(value: Any, where: str, size: int | None = None) -> list[Any]:
     _need(isinstance(value, list), where, "is not a list")
     _need(size is None or len(value) == size, where, f"does not have {size} items")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _str(value: Any, where: str, pattern: re.Pattern[str] | None = None) -> str:
     _need(isinstance(value, str), where, "is not a string")
     _need(pattern is None or pattern.fullmatch(value) is not None, where, "is not valid")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _int(value: Any, where: str, high: int = MAX_INT) -> int:
     ok = isinstance(value, int) and not isinstance(value, bool)
     _need(ok and 0 <= value <= high, where, f"is not a whole number from 0 to {high}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _bool(value: Any, where: str) -> bool:
     _need(isinstance(value, bool), where, "is not true or false")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _time(value: Any, where: str) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool)
     _need(ok and math.isfinite(value) and abs(value) <= MAX_INT, where, "is not a time")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _maybe(value: Any, where: str, check: Any, *args: Any) -> Any:
