@@ -21,6 +21,12 @@ _SPACE = re.compile(r"[ \t\r\n]*")
 _DECODER = json.JSONDecoder()
 
 
+def _skip_space(text: str, at: int) -> int:
+    """Where the JSON white space that starts at ``at`` ends."""
+    found = _SPACE.match(text, at)  # always matches (``*``); the check is for the type
+    return found.end() if found else at
+
+
 def blank(text: str) -> str:
     """``text`` with each comment's characters (but its newlines) made spaces: the same JSON,
     at the same offsets."""
@@ -42,7 +48,7 @@ def edit(text: str, old: dict[str, Any], new: dict[str, Any], path: str) -> str:
     spaced = blank(text)
     if not spaced.strip():  # comments only: the object goes below them
         return text + ("" if text.endswith("\n") else "\n") + json.dumps(new, indent=2) + "\n"
-    changes = _edits(text, spaced, _SPACE.match(spaced).end(), old, new, path)
+    changes = _edits(text, spaced, _skip_space(spaced, 0), old, new, path)
     for start, end, replacement in sorted(changes, reverse=True):
         text = text[:start] + replacement + text[end:]
     return text
@@ -80,17 +86,17 @@ def _members(spaced: str, start: int) -> tuple[dict[str, tuple[int, int]], int]:
     """Each member's value span in the object at ``start``, and where the last value ends
     (just after the opening brace when there is none)."""
     members: dict[str, tuple[int, int]] = {}
-    i = _SPACE.match(spaced, start + 1).end()  # after the '{'
+    i = _skip_space(spaced, start + 1)  # after the '{'
     last_end = start + 1
     while spaced[i] != "}":
         key, i = _DECODER.raw_decode(spaced, i)
-        i = _SPACE.match(spaced, i).end() + 1  # the ':'
-        value_start = _SPACE.match(spaced, i).end()
+        i = _skip_space(spaced, i) + 1  # the ':'
+        value_start = _skip_space(spaced, i)
         _, last_end = _DECODER.raw_decode(spaced, value_start)
         members[key] = (value_start, last_end)
-        i = _SPACE.match(spaced, last_end).end()
+        i = _skip_space(spaced, last_end)
         if spaced[i] == ",":
-            i = _SPACE.match(spaced, i + 1).end()
+            i = _skip_space(spaced, i + 1)
     return members, last_end
 
 
