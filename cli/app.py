@@ -139,6 +139,7 @@ COMMANDS = {
     "pull": "commands.remote:pull",
     "serve": "commands.serve:serve",
     "config": "commands.config:config",
+    "ui": "commands.ui:ui",
 }
 
 

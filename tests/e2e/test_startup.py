@@ -152,6 +152,7 @@ def test_a_hook_loads_only_the_capture_path(
         "difflib",
         "shutil",
         "concurrent.futures",
+        "websockets",
     ):
         assert heavy not in loaded, heavy
 
@@ -251,6 +252,7 @@ HEAVY = (
     "shutil",
     "concurrent.futures",
     "threading",
+    "websockets",  # the timeline page's server (the ui extra): only `snapstore ui` loads it
 )
 
 
@@ -387,6 +389,8 @@ def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path:
         code, loaded = _launched(args, root, tmp_path / f"{i}.json")
         assert code == 0, args
         assert not any(m == "rich" or m.startswith("rich.") for m in loaded), args
+        assert not any(m.split(".")[0] in ("websockets", "asyncio") for m in loaded), args
+        assert "snapstore_cli.ui" not in loaded, args
         if args[0] in ("log", "status", "scan"):
             assert "zstandard" not in loaded, args
         if args[0] == "scan":
