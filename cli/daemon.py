@@ -55,8 +55,8 @@ from snapstore.adapters import (
     load_payload,
     parse,
 )
-from snapstore.core.db import holder_info
 from snapstore.core.errors import ServeRunning
+from snapstore.core.locks import holder_info
 
 from . import failures
 from .hooks import agent_table, log_line, record
