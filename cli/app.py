@@ -136,6 +136,7 @@ COMMANDS = {
     "push": "commands.remote:push",
     "pull": "commands.remote:pull",
     "serve": "commands.serve:serve",
+    "config": "commands.config:config",
 }
 
 

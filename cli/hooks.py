@@ -37,6 +37,7 @@ from snapstore.adapters import (
     parse,
     reply,
 )
+from snapstore.core.db import append_private
 
 from .settings import Config, Environment, open_for_hook, strict_hooks
 
@@ -70,8 +71,8 @@ def log_line(store_dir: str | None, agent: str, text: str) -> None:
         return
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:
-        with open(os.path.join(store_dir, "hook.log"), "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {agent}: {text}\n")
+        with append_private(os.path.join(store_dir, "hook.log")) as handle:
+            handle.write(f"{stamp} {agent}: {text}\n".encode())
     except OSError:
         pass
 

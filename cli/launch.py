@@ -9,7 +9,7 @@ process itself is what they wait for, measured against the bare-import floor
   (everything but the hooks and the capture commands) turns it back on, and
   freezes what was loaded so that later passes skip it;
 - the capture commands (``begin``, ``end``, ``pre-write``, ``post-write``) run
-  without Click (``fast``), and the hooks as before (``entry``);
+  without Click (``fast``), and the hooks as before (``hooks``);
 - those two paths end with ``os._exit`` once their output is flushed: tearing
   down the interpreter (a last collection, every module's dict) is work for a
   process whose store is closed and whose files are written. Every other

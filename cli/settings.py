@@ -2,7 +2,7 @@
 
 The library never reads the environment or the store's settings file; this
 module does, once, for both front ends: the Click application and the fast
-path in ``entry`` (which must not import Click or rich). Everything a command
+path in ``hooks`` (which must not import Click or rich). Everything a command
 needs to open its store is here.
 
 Environment variables (docs/cli.md):
@@ -21,10 +21,24 @@ Unknown sections and keys are kept when the file is rewritten, so a newer
 snapstore's settings survive an older one. Hooks open the store on every tool
 call, so loading costs nothing when there is no file (no ``configparser``
 import).
+
+The config is obeyed only if this user wrote it on this machine: a repository can
+commit ``.snapstore/config`` (a remote and ``auto_push`` that would send the next
+``.env`` the agent edits to someone else's bucket), and a clone must not be able to
+make snapstore send data anywhere or run anything. So every time snapstore writes
+the config (or ``serve.secret``), it records the file's BLAKE3 digest in a trust
+record outside the workspace, in the user's state folder
+(``$XDG_STATE_HOME/snapstore/trusted/``, one file per store, named by the digest of
+the store's real path), where no clone can put one. A file whose digest is not
+recorded there (cloned, copied, edited by hand, or the store moved) is not used at
+all until the user reviews it and runs ``snapstore config trust``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import re
 import sys
@@ -42,6 +56,9 @@ if TYPE_CHECKING:
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 CONFIG_FILE = "config"
+SECRET_FILE = "serve.secret"  # the HTTP hooks' secret (snapstore_cli.daemon)
+#: The store's files that make snapstore send or run something: obeyed only when trusted.
+SETTINGS_FILES = (CONFIG_FILE, SECRET_FILE)
 #: ``[remote.NAME]`` sections hold one remote each (url, endpoint_url, conditional_writes).
 REMOTE_SECTION = "remote."
 _UNITS = {
@@ -86,11 +103,13 @@ class Config:
 
     __slots__ = (
         "auto_push",
+        "found",
         "gc_auto",
         "gc_keep_days",
         "gc_keep_turns",
         "gc_max_size",
         "max_file_size",
+        "refused",
         "remotes",
         "serve_port",
         "track_shell",
@@ -118,12 +137,56 @@ class Config:
         self.gc_max_size = gc_max_size
         self.gc_keep_days = gc_keep_days
         self.gc_keep_turns = gc_keep_turns
+        #: Why the file's settings are not used (it was not written here), else None.
+        self.refused: str | None = None
+        #: What an unused file holds (to say so), else None.
+        self.found: Config | None = None
 
     @classmethod
     def load(cls, store_dir: str) -> Config:
-        if not os.path.exists(os.path.join(store_dir, CONFIG_FILE)):
+        """The settings of ``<store>/config``; the defaults, with :attr:`refused` saying
+        why, when this user did not write the file here (see :func:`trust`)."""
+        path = os.path.join(store_dir, CONFIG_FILE)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
             return cls()
-        parser = _read(store_dir)
+        except OSError as exc:
+            raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+        if _digest(data) == _record(store_dir).get(CONFIG_FILE):
+            return cls._parse(path, data)
+        unused = cls()
+        unused.refused = (
+            f"{path} was not written by snapstore for you here (a clone, a copy or a hand "
+            "edit), so none of its settings are used: review it, then run "
+            "`snapstore config trust`"
+        )
+        with contextlib.suppress(BadInput):  # unused either way: no command fails on it
+            unused.found = cls._parse(path, data)
+        return unused
+
+    def require_trusted(self) -> None:
+        """Stop a command that would have used the settings of an unused file."""
+        if self.refused is not None:
+            raise BadInput(self.refused)
+
+    def describe(self) -> list[str]:
+        """What these settings make snapstore do beyond recording: send, run, delete."""
+        lines = [f"remote {name} ({s.get('url', '?')})" for name, s in self.remotes.items()]
+        if self.auto_push:
+            lines.append(f"auto_push = {self.auto_push} (a push at every turn's end)")
+        if self.serve_port:
+            lines.append(f"serve port {self.serve_port}")
+        if self.gc_auto:
+            lines.append("gc auto = true (automatic gc)")
+        if self.track_shell:
+            lines.append("track_shell = true (scan mode)")
+        return lines
+
+    @classmethod
+    def _parse(cls, path: str, data: bytes) -> Config:
+        parser = _parser(path, data)
         try:
             max_size = parser.get("gc", "max_size", fallback=None)
             keep_days = parser.get("gc", "keep_days", fallback=None)
@@ -146,7 +209,7 @@ class Config:
                 serve_port=parser.getint("serve", "port", fallback=None),
             )
         except ValueError as exc:
-            raise BadInput(f"{os.path.join(store_dir, CONFIG_FILE)}: {exc}") from None
+            raise BadInput(f"{path}: {exc}") from None
 
     def save(self, store_dir: str) -> None:
         parser = _read(store_dir)
@@ -160,8 +223,11 @@ class Config:
         _write(store_dir, parser)
 
 
-def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> None:
-    """Add (or with None, remove) the remote ``name`` in ``<store>/config``, keeping the rest."""
+def set_remote(
+    store_dir: str, name: str, settings: dict[str, str] | None, *, auto_push: bool = False
+) -> None:
+    """Add (or with None, remove) the remote ``name`` in ``<store>/config``, keeping the rest;
+    with ``auto_push``, hooks push there at each turn's end."""
     parser = _read(store_dir)
     section = REMOTE_SECTION + name
     parser.remove_section(section)
@@ -169,6 +235,10 @@ def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> No
         parser.add_section(section)
         for key, value in settings.items():
             parser.set(section, key, value)
+        if auto_push:
+            if not parser.has_section("remote"):
+                parser.add_section("remote")
+            parser.set("remote", "auto_push", name)
     elif parser.get("remote", "auto_push", fallback=None) == name:
         parser.remove_option("remote", "auto_push")
     _write(store_dir, parser)
@@ -184,23 +254,111 @@ def set_serve_port(store_dir: str, port: int) -> None:
 
 
 def _write(store_dir: str, parser: configparser.ConfigParser) -> None:
+    """Replace the config (mode 0600) and record it as written here."""
+    text = io.StringIO()
+    parser.write(text)
     path = os.path.join(store_dir, CONFIG_FILE)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        parser.write(handle)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.getvalue().encode())
     os.replace(tmp, path)
+    trust(store_dir, CONFIG_FILE)
 
 
 def _read(store_dir: str) -> configparser.ConfigParser:
+    """The config, to change it: only one written here (a change must not adopt the rest)."""
+    Config.load(store_dir).require_trusted()
+    path = os.path.join(store_dir, CONFIG_FILE)
+    try:
+        with open(path, "rb") as handle:
+            return _parser(path, handle.read())
+    except FileNotFoundError:
+        return _parser(path, b"")
+
+
+def _parser(path: str, data: bytes) -> configparser.ConfigParser:
     import configparser
 
     parser = configparser.ConfigParser()
-    path = os.path.join(store_dir, CONFIG_FILE)
     try:
-        parser.read(path, encoding="utf-8")
-    except configparser.Error as exc:
+        parser.read_string(data.decode("utf-8"), source=path)
+    except (configparser.Error, UnicodeDecodeError) as exc:
         raise BadInput(f"{path} is not a valid settings file: {exc}") from None
     return parser
+
+
+# -- trust: which of the store's settings files this user wrote here -------------------
+
+
+def trust_dir() -> str:
+    """Where this user's trust records live: ``$XDG_STATE_HOME/snapstore/trusted``
+    (``~/.local/state/snapstore/trusted``), outside every workspace."""
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(state, "snapstore", "trusted")
+
+
+def _record_path(store_dir: str) -> str:
+    return os.path.join(trust_dir(), _digest(os.path.realpath(store_dir).encode())[:32])
+
+
+def _digest(data: bytes) -> str:
+    from blake3 import blake3
+
+    return blake3(data).hexdigest()
+
+
+def _record(store_dir: str) -> dict[str, str]:
+    """The store's trust record: each settings file's digest as snapstore last wrote it."""
+    try:
+        with open(_record_path(store_dir), "rb") as handle:
+            record = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _file_digest(path: str) -> str | None:
+    """The digest of a file's bytes; None when there is no file."""
+    try:
+        with open(path, "rb") as handle:
+            return _digest(handle.read())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def trusted(store_dir: str, name: str) -> bool:
+    """Whether the store's file ``name`` is absent, or as snapstore wrote it for this user."""
+    digest = _file_digest(os.path.join(store_dir, name))
+    return digest is None or digest == _record(store_dir).get(name)
+
+
+def trust(store_dir: str, *names: str) -> None:
+    """Record the store's files ``names`` as they are now as written by this user here
+    (snapstore's own writes, and `snapstore config trust`)."""
+    record = _record(store_dir)
+    record["store"] = os.path.realpath(store_dir)
+    for name in names:
+        digest = _file_digest(os.path.join(store_dir, name))
+        if digest is None:
+            record.pop(name, None)
+        else:
+            record[name] = digest
+    path = _record_path(store_dir)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise BadInput(
+            f"cannot record the store's settings as yours in {trust_dir()}: {exc.strerror} "
+            "(set XDG_STATE_HOME to a folder you can write)"
+        ) from None
 
 
 class Environment:
@@ -267,7 +425,7 @@ class Environment:
         self, root: str | None, *, create: bool = False, warn: Callable[[str], None] | None = None
     ) -> tuple[Store, Config]:
         """The store and its settings. With ``warn``, a bad settings file is reported there
-        and the defaults are used, instead of failing."""
+        and the defaults are used, instead of failing, and so is one not written here."""
         store_dir = self.store_dir_for(root)
         config = Config()
         if store_dir is not None:
@@ -277,6 +435,8 @@ class Environment:
                 if warn is None:
                     raise
                 warn(str(exc))
+            if config.refused is not None and warn is not None:
+                warn(config.refused)
         store = Store(
             root,
             store_dir=store_dir,

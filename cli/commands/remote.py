@@ -53,7 +53,8 @@ def open_remote(config: Config, name: str, check_writes: bool = True) -> ObjectS
 
 
 def _choose(config: Config, name: str | None) -> str:
-    """NAME, or the only remote when there is one."""
+    """NAME, or the only remote when there is one (of a config written here)."""
+    config.require_trusted()
     if name is not None:
         return name
     if len(config.remotes) == 1:
@@ -73,8 +74,11 @@ def remote() -> None:
 @click.argument("url")
 @click.option("--endpoint-url", metavar="U", help="An S3-compatible server (MinIO, R2, ...).")
 @click.option("--no-check", is_flag=True, help="Do not contact the remote now.")
+@click.option(
+    "--auto-push", is_flag=True, help="Push there at every turn's end ([remote] auto_push)."
+)
 @common_options
-def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
+def add(name: str, url: str, endpoint_url: str | None, no_check: bool, auto_push: bool) -> None:
     """Register a remote: s3://BUCKET[/PREFIX] or file:///PATH."""
     from snapstore.remote import parse_url
 
@@ -93,7 +97,7 @@ def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
         with open_remote(probe, name) as store:
             capabilities = store.check()
         settings["conditional_writes"] = str(capabilities.conditional_writes).lower()
-    set_remote(store_dir, name, settings)
+    set_remote(store_dir, name, settings, auto_push=auto_push)
     note = (
         ""
         if settings["conditional_writes"] == "true"
@@ -104,8 +108,11 @@ def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
             "name": name,
             "url": parsed,
             "conditional_writes": settings["conditional_writes"] == "true",
+            "auto_push": auto_push,
         },
-        lambda: console(stderr=True).print(f"remote {name} → {parsed}{note}"),
+        lambda: console(stderr=True).print(
+            f"remote {name} → {parsed}{note}{'; pushed to at every turn end' if auto_push else ''}"
+        ),
     )
 
 
@@ -115,6 +122,7 @@ def list_remotes() -> None:
     """The configured remotes."""
     store_dir = options().store_dir()
     config = Config.load(store_dir) if store_dir else Config()
+    config.require_trusted()
     rows = [
         {
             "name": n,
@@ -144,7 +152,9 @@ def remove(name: str) -> None:
     """Forget a remote (its data stays where it is)."""
     store_dir = options().store_dir()
     assert store_dir is not None
-    if name not in Config.load(store_dir).remotes:
+    config = Config.load(store_dir)
+    config.require_trusted()
+    if name not in config.remotes:
         raise NotFound(f"no remote named {name!r}", remote=name)
     set_remote(store_dir, name, None)
     emit({"name": name}, lambda: console(stderr=True).print(f"forgot remote {name}"))

@@ -11,6 +11,7 @@ import time
 import click
 
 from snapstore import NotFound
+from snapstore.core.db import append_private
 
 from ..app import common_options, emit, options
 from ..output.plain import say
@@ -69,6 +70,7 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
         )
         return
     chosen = daemon.port(store_dir)
+    daemon.secret(store_dir)  # one that is not ours is refused here, not in the background
     if detach:
         found = _detach(store_dir, root, opts.env.lock_timeout)
         emit(
@@ -103,7 +105,7 @@ def _detach(store_dir: str, root: str, timeout: float) -> dict:
     from .. import daemon
 
     log = os.path.join(store_dir, LOG_FILE)
-    with open(log, "ab") as handle:
+    with append_private(log) as handle:
         proc = subprocess.Popen(
             [sys.executable, "-m", "snapstore_cli", "--root", root, "serve"],
             cwd=root,

@@ -30,11 +30,12 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 import struct
 from _thread import get_ident  # threading.get_ident, without loading threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO, TypeVar
 
 import lmdb
 
@@ -52,6 +53,10 @@ from .locks import DENIED, OPEN_LOCK, WRITE_LOCK, flock, flock_existing, upgrade
 
 #: The store's folder in a workspace root.
 STORE_DIRNAME = ".snapstore"
+#: The store is private, whatever the umask: it holds the bytes of every file captured (a
+#: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
+#: bits away), and a store opened for writing has any wider mode taken back.
+DIR_MODE, FILE_MODE = 0o700, 0o600
 SCHEMA_VERSION = 2
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
 UPGRADABLE = (1,)
@@ -264,6 +269,7 @@ class Database:
                     fcntl.LOCK_SH,
                     lock_timeout,
                     "compaction lock",
+                    create=FILE_MODE,
                 )
                 self.env = self._open_env(fresh, map_size)
             except StoreReadOnly as exc:
@@ -281,6 +287,8 @@ class Database:
             if create:
                 self._init_meta(meta or {})
             self._check_schema()
+            if self.read_only is None:
+                make_private(store_dir)
         except BaseException:
             self.close()
             raise
@@ -288,7 +296,7 @@ class Database:
     def _open_env(self, create: bool, map_size: int, readonly: bool = False) -> lmdb.Environment:
         path = os.path.join(self.store_dir, DB_DIR)
         if create:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, DIR_MODE, exist_ok=True)
         elif not os.path.isfile(data_file(self.store_dir)):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
         else:
@@ -306,6 +314,7 @@ class Database:
                 meminit=False,
                 readonly=readonly,
                 lock=not readonly,
+                mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
             )
         except lmdb.InvalidError:
             raise StoreCorrupt(
@@ -466,6 +475,7 @@ class Database:
             fcntl.LOCK_EX,
             self.lock_timeout if timeout is None else timeout,
             "the write lock",
+            create=FILE_MODE,
         )
         writer = Writer(self)
         self._writers.add(thread)
@@ -551,8 +561,9 @@ class Database:
             db_dir = os.path.join(self.store_dir, DB_DIR)
             tmp = os.path.join(self.store_dir, COMPACT_DIR)
             shutil.rmtree(tmp, ignore_errors=True)
-            os.mkdir(tmp)
+            os.mkdir(tmp, DIR_MODE)
             self.env.copy(tmp, compact=True)
+            os.chmod(os.path.join(tmp, "data.mdb"), FILE_MODE)  # LMDB makes its copy 0666
             _fsync(os.path.join(tmp, "data.mdb"))
             faults.point("db.compact_copied")
             map_size = self.env.info()["map_size"]
@@ -619,7 +630,8 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
     _remove_stale_builds(parent, name)
     tmp = os.path.join(parent, f"{name}.new-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(tmp, DB_DIR))
+    os.mkdir(tmp, DIR_MODE)
+    os.mkdir(os.path.join(tmp, DB_DIR), DIR_MODE)
     env = lmdb.open(
         os.path.join(tmp, DB_DIR),
         subdir=True,
@@ -627,6 +639,7 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
         max_dbs=len(DATABASES) + 2,
         readahead=False,
         meminit=False,
+        mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
     )
     try:
         with env.begin(write=True) as txn:
@@ -671,9 +684,46 @@ def _check_store_dir(store_dir: str, create: bool) -> None:
     if create:
         if os.path.exists(store_dir) and not os.path.isdir(store_dir):
             raise StoreCorrupt(f"{store_dir} exists and is not a snapstore store (not a folder)")
-        os.makedirs(store_dir, exist_ok=True)
+        os.makedirs(store_dir, DIR_MODE, exist_ok=True)
         return
     if not os.path.exists(store_dir):
         raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
     if not os.path.isdir(store_dir):
         raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
+
+
+def make_private(store_dir: str) -> None:
+    """Take back group and other access from a store made before stores were private (or
+    that came with a clone): its folder, then everything in it, once. A store that is
+    private already costs one ``stat``. Another user's store is left as it is."""
+    if not os.stat(store_dir).st_mode & 0o077:
+        return
+    try:
+        os.chmod(store_dir, DIR_MODE)
+    except PermissionError:
+        return
+    for folder, dirs, files in os.walk(store_dir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+                if (stat.S_ISDIR(mode) or stat.S_ISREG(mode)) and mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(mode) & ~0o077)
+            except OSError:
+                continue  # gone meanwhile, or another user's file: the folder guards it
+
+
+def makedirs_private(path: str) -> None:
+    """A folder in the store and the folders above it, each made 0700 (``os.makedirs``
+    gives its mode to the last one only)."""
+    if os.path.isdir(path):
+        return
+    makedirs_private(os.path.dirname(path))
+    with suppress(FileExistsError):
+        os.mkdir(path, DIR_MODE)
+
+
+def append_private(path: str) -> BinaryIO:
+    """A log in the store, opened to append; created 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    return os.fdopen(fd, "ab")

@@ -36,22 +36,23 @@ DENIED = {
 }
 
 
-def flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = False) -> int:
+def flock(path: str, mode: int, timeout: float, what: str, *, create: int | None = None) -> int:
     """Open ``path`` and take an flock on it, polling until ``timeout`` seconds pass.
 
-    ``readonly`` opens an existing file without write access (flock needs none);
-    otherwise a refused open is :class:`StoreReadOnly`. A lock still held by
-    another after ``timeout`` is :class:`StoreLocked`, naming ``what``.
+    ``create`` is the file mode a missing lock file is made with, and a refused
+    open is then :class:`StoreReadOnly`; without it an existing file is opened
+    without write access (flock needs none). A lock still held by another after
+    ``timeout`` is :class:`StoreLocked`, naming ``what``.
     """
     try:
         fd = (
             os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            if readonly
-            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            if create is None
+            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, create)
         )
     except OSError as exc:
         reason = DENIED.get(exc.errno or 0)
-        if reason is None or readonly:
+        if reason is None or create is None:
             raise
         raise StoreReadOnly(
             f"the store at {os.path.dirname(path)} is read-only ({reason})", reason=reason
@@ -77,7 +78,7 @@ def flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = F
 def flock_existing(path: str, mode: int, timeout: float, what: str) -> int | None:
     """An flock on an existing lock file opened without write access (None: there is none)."""
     try:
-        return flock(path, mode, timeout, what, readonly=True)
+        return flock(path, mode, timeout, what)
     except FileNotFoundError:
         return None
 

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.db import DIR_MODE, FILE_MODE
 from ..core.errors import SnapstoreError, WatcherRunning
 from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules
@@ -144,7 +145,7 @@ class Watcher:
         """Lock, start watching, then scan the whole workspace once (the baseline if new)."""
         self._lock()
         try:
-            os.makedirs(self.requests_dir, exist_ok=True)
+            os.makedirs(self.requests_dir, DIR_MODE, exist_ok=True)
             for name in os.listdir(self.requests_dir):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.requests_dir, name))  # left by a crash
@@ -166,7 +167,7 @@ class Watcher:
 
     def _lock(self) -> None:
         path = os.path.join(self.repo.store_dir, LOCK_NAME)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -204,3 +204,22 @@ def test_user_wide_hooks_are_found_too(root: Path) -> None:
     feed(root, "cursor", 4)
     [hook] = doctor(root)[1]["hooks"]
     assert hook["sessions"] == 1 and hook["problems"] == []
+
+
+def test_http_hooks_with_no_daemon_are_a_problem_with_the_fix(root: Path) -> None:
+    """HTTP hooks block every write while `snapstore serve` is down: doctor says so, and
+    says it no more once the daemon runs."""
+    assert run(root, "init").returncode == 0
+    assert run(root, "hook", "install", "claude-code", "--http").returncode == 0
+    [hook] = doctor(root)[1]["hooks"]
+    down = [p for p in hook["problems"] if "snapstore serve is not running" in p]
+    assert len(down) == 1 and "`snapstore serve --detach`" in down[0]
+    text = run(root, "doctor")
+    assert text.returncode == 1 and "snapstore serve is not running" in text.stdout
+    started = run(root, "--json", "serve", "--detach")
+    assert started.returncode == 0, started.stderr
+    try:
+        [hook] = doctor(root)[1]["hooks"]
+        assert not any("snapstore serve" in p for p in hook["problems"])
+    finally:
+        assert run(root, "serve", "--stop").returncode == 0

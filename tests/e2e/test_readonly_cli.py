@@ -169,7 +169,8 @@ def test_a_read_only_reader_keeps_writers_out_while_it_reads(shared_root: Path) 
     assert _run([], root, "init").code == 0
     write(root, "a.txt", "zero\n")
     _history(root)
-    for path in (root / ".snapstore").rglob("*"):
+    store = root / ".snapstore"  # private (0700) as made: opened up for the reader
+    for path in (store, *store.rglob("*")):
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
     reader = subprocess.Popen(
         [*NOBODY, sys.executable, "-c", HOLD, str(root)],

@@ -28,6 +28,7 @@ from typing import Any
 
 import blake3
 
+from ...core.db import FILE_MODE, makedirs_private
 from ..transport.backend import ObjectInfo, ObjectStore
 from ..transport.errors import CorruptObject, ObjectMissing, RemoteError
 from . import layout
@@ -152,9 +153,10 @@ class Catalog:
         raw = self.get(key)
         value = check(raw)
         if path is not None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            makedirs_private(os.path.dirname(path))
             tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as handle:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+            with os.fdopen(fd, "wb") as handle:
                 handle.write(raw)
             os.replace(tmp, path)
         return value

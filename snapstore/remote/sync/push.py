@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import blobs, faults
+from ...core.db import FILE_MODE
 from ...core.errors import StoreLocked
 from ...core.records import AGENT, OPEN, Change, Session, Turn, Version
 from ...core.repo import Repo, View
@@ -161,7 +162,7 @@ class _PushLock:
         self.fd = -1
 
     def __enter__(self) -> _PushLock:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         deadline = time.monotonic() + self.timeout
         while True:
             try:
