@@ -20,6 +20,7 @@ from snapstore import NotFound, SnapstoreError, Store, __version__
 from snapstore.adapters import AGENT_NAMES
 
 from . import failures
+from .params import Number
 from .settings import Options
 
 
@@ -65,7 +66,7 @@ def require_turns(store: Store, session: str, nothing: str) -> None:
 
 
 def options() -> Options:
-    return click.get_current_context().find_object(Options)
+    return click.get_current_context().ensure_object(Options)
 
 
 def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -103,7 +104,8 @@ class Failure(click.ClickException):
 
     def __init__(self, message: str, exit_code: int, code: str = "error", as_json: bool = False):
         super().__init__(message)
-        self.exit_code = exit_code
+        # click declares exit_code a class variable, yet sets it per instance itself (Exit)
+        self.exit_code = exit_code  # type: ignore[misc]
         self.code = code
         self.as_json = as_json
 
@@ -222,7 +224,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 )
 @click.option(
     "--lock-timeout",
-    type=float,
+    type=Number("a number of seconds to wait for a busy store"),
     metavar="SECONDS",
     help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).",
 )
@@ -291,6 +293,10 @@ def run(args: list[str]) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except SnapstoreError as exc:  # before any command: a SNAPSTORE_ variable it cannot use
+        code = failures.exit_code(exc)
+        Failure(failures.message(exc), code, exc.code, _asks_for_json(args)).show()
+        sys.exit(code)
     except click.Abort:
         click.echo("snapstore: cancelled; nothing changed", err=True)
         sys.exit(1)

@@ -255,6 +255,7 @@ class _Handler(BaseHTTPRequestHandler):
     """Refuses everything but an authenticated capture event from loopback."""
 
     server: _Server
+    _headers_buffer: list[bytes]  # http.server's, undeclared in its stubs: _send appends to it
     protocol_version = "HTTP/1.1"  # keep-alive: an agent may post many events on one
     timeout = TIMEOUT
     disable_nagle_algorithm = True  # a reply is one small write: send it now

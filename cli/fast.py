@@ -27,7 +27,7 @@ from snapstore import SnapstoreError
 
 from . import failures
 from .output.plain import printable, say
-from .settings import Options
+from .settings import Options, lock_timeout
 
 if TYPE_CHECKING:
     from snapstore.ops.scan import ScanResult
@@ -140,8 +140,8 @@ def parse(args: list[str]) -> Parsed | None:
     try:
         opts = Options(root=root, json=as_json, session=found.get("session"))
         if "lock_timeout" in found:
-            opts.env.lock_timeout = float(found["lock_timeout"])
-    except (SnapstoreError, ValueError):  # a bad SNAPSTORE_ variable or number: Click says
+            opts.env.lock_timeout = lock_timeout(found["lock_timeout"], "--lock-timeout")
+    except SnapstoreError:  # a bad SNAPSTORE_ variable or number: Click says
         return None
     return Parsed(command, opts, values, paths)
 
@@ -237,7 +237,7 @@ def scan(
 
     with opts.open_resuming() as store:
         if max_file_size:
-            store.max_file_size = parse_size(max_file_size)
+            store.max_file_size = parse_size(max_file_size, "--max-file-size")
         return store.scan(opts.session, progress=progress, use_watcher=not no_watcher)
 
 

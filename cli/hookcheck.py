@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-from snapstore.adapters import AGENT_NAMES, module_of
+from snapstore.adapters import AGENT_NAMES, jsonc, module_of
 from snapstore.adapters.install import hook_commands
 
 #: What to do when an agent's hooks have never recorded a turn, per agent.
@@ -242,8 +242,7 @@ def _loaded(
 def _disabled(path: str) -> list[str]:
     """Gemini CLI's switches: ``hooks.enabled`` (0.25 and older), ``hooksConfig.enabled``."""
     settings = _json(path)
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+    hooks, config = _section(settings, "hooks"), _section(settings, "hooksConfig")
     if hooks.get("enabled") is False or config.get("enabled") is False:
         return [f"hooks are switched off in {path}"]
     if hooks.get("enabled") is True:
@@ -280,10 +279,18 @@ def _trusted(folders: dict[str, Any], root: str) -> bool:
         path = parent
 
 
+def _section(settings: dict[str, Any], key: str) -> dict[str, Any]:
+    """One object of a settings file; an empty one when it is missing or no object."""
+    value = settings.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _json(path: str) -> dict[str, Any]:
+    """Gemini CLI's or Qwen Code's settings or trusted folders, read as they read them: JSON
+    with comments."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = json.loads(jsonc.blank(handle.read()))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

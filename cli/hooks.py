@@ -80,12 +80,12 @@ def log_line(store_dir: str | None, agent: str, text: str) -> None:
 def _store_here() -> str | None:
     """The store of the hook's working folder, for logging a failure that came before the
     store was opened (a bad payload): ``snapstore doctor`` reads the log."""
+    store_dir = os.environ.get("SNAPSTORE_DIR")  # only it: another variable may be the failure
     try:
-        env = Environment.read()
         root = find_root(os.getcwd())
     except (SnapstoreError, OSError):
         return None
-    return env.store_dir_for(root)
+    return Environment(os.path.abspath(store_dir) if store_dir else None).store_dir_for(root)
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, bool]:
@@ -135,9 +135,10 @@ def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
     store_dir = None
-    strict = strict_hooks()
     event: str | None = None
+    strict = True  # until SNAPSTORE_STRICT is read: a value it does not take blocks, as it asks
     try:
+        strict = strict_hooks()
         event, no_create = _hook_args(args)
         env = Environment.read()
         payload = load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1))

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     import configparser
 
 DEFAULT_LOCK_TIMEOUT = 10.0
+_INF = float("inf")  # not math's: the hook path does not load math
 CONFIG_FILE = "config"
 SECRET_FILE = "serve.secret"  # the HTTP hooks' secret (snapstore_cli.daemon)
 #: The store's files that make snapstore send or run something: obeyed only when trusted.
@@ -76,12 +77,29 @@ _UNITS = {
 }
 
 
-def parse_size(text: str) -> int:
-    """'10MiB', '512k', '2G' or a plain number of bytes."""
+def parse_size(text: str, name: str = "a size") -> int:
+    """'10MiB', '512k', '2G' or a plain number of bytes; ``name`` is what the error names (the
+    option, the variable or the settings file's key)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not match or match.group(2).lower() not in _UNITS:
-        raise BadInput(f"not a size: {text!r} (use e.g. 500MiB or 2GiB)")
+        raise BadInput(f"{name} takes a size such as 500MiB, 2GiB or 4096 (bytes), not {text!r}")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_number(
+    text: str, name: str, takes: str, *, whole: bool = False, low: float = 0, high: float = _INF
+) -> float:
+    """A finite number from ``low`` to ``high`` (a whole one with ``whole``); else one line
+    naming ``name`` and saying what it ``takes`` ("a number of days"), never Python's words
+    about floats."""
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = _INF  # refused below
+    if not low <= value <= high or value == _INF:  # a NaN fails the comparison
+        bound = f"{low:g} or more" if high == _INF else f"from {low:g} to {high:g}"
+        raise BadInput(f"{name} takes {takes}, {bound}, not {text!r}")
+    return value
 
 
 def format_size(n: int) -> str:
@@ -187,18 +205,28 @@ class Config:
     @classmethod
     def _parse(cls, path: str, data: bytes) -> Config:
         parser = _parser(path, data)
+
+        def number(section: str, key: str, takes: str, whole: bool = False) -> float | None:
+            value = parser.get(section, key, fallback=None)
+            name = f"{path}: [{section}] {key}"
+            return None if value is None else parse_number(value, name, takes, whole=whole)
+
         try:
             max_size = parser.get("gc", "max_size", fallback=None)
-            keep_days = parser.get("gc", "keep_days", fallback=None)
-            keep_turns = parser.get("gc", "keep_turns", fallback=None)
+            keep_days = number("gc", "keep_days", "a number of days")
+            keep_turns = number("gc", "keep_turns", "a number of turns", whole=True)
+            port = number("serve", "port", "a TCP port", whole=True)
+            file_size = parser.get("capture", "max_file_size", fallback=None)
             return cls(
                 track_shell=parser.getboolean("capture", "track_shell", fallback=False),
-                max_file_size=parse_size(
-                    parser.get("capture", "max_file_size", fallback=str(DEFAULT_MAX_FILE_SIZE))
-                ),
+                max_file_size=DEFAULT_MAX_FILE_SIZE
+                if file_size is None
+                else parse_size(file_size, f"{path}: [capture] max_file_size"),
                 gc_auto=parser.getboolean("gc", "auto", fallback=False),
-                gc_max_size=None if max_size is None else parse_size(max_size),
-                gc_keep_days=cls().gc_keep_days if keep_days is None else float(keep_days),
+                gc_max_size=None
+                if max_size is None
+                else parse_size(max_size, f"{path}: [gc] max_size"),
+                gc_keep_days=cls().gc_keep_days if keep_days is None else keep_days,
                 gc_keep_turns=None if keep_turns is None else int(keep_turns),
                 remotes={
                     section[len(REMOTE_SECTION) :]: dict(parser[section])
@@ -206,7 +234,7 @@ class Config:
                     if section.startswith(REMOTE_SECTION)
                 },
                 auto_push=parser.get("remote", "auto_push", fallback=None) or None,
-                serve_port=parser.getint("serve", "port", fallback=None),
+                serve_port=None if port is None else int(port),
             )
         except ValueError as exc:
             raise BadInput(f"{path}: {exc}") from None
@@ -293,11 +321,15 @@ def _parser(path: str, data: bytes) -> configparser.ConfigParser:
 
 def trust_dir() -> str:
     """Where this user's trust records live: ``$XDG_STATE_HOME/snapstore/trusted``
-    (``~/.local/state/snapstore/trusted``), outside every workspace."""
-    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
+    (``~/.local/state/snapstore/trusted``), outside every workspace. A relative
+    ``XDG_STATE_HOME`` is refused (the XDG spec calls it invalid): it would put the records
+    in whatever folder the command runs in, a workspace included."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if state and not os.path.isabs(state):
+        raise BadInput(f"XDG_STATE_HOME takes an absolute path, not {state!r}")
+    return os.path.join(
+        state or os.path.join(os.path.expanduser("~"), ".local", "state"), "snapstore", "trusted"
     )
-    return os.path.join(state, "snapstore", "trusted")
 
 
 def _record_path(store_dir: str) -> str:
@@ -380,18 +412,17 @@ class Environment:
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
+        """Every ``SNAPSTORE_`` variable, each checked here (BadInput naming it): an empty one
+        counts as unset."""
         env = os.environ if environ is None else environ
-        try:
-            timeout = float(env.get("SNAPSTORE_LOCK_TIMEOUT") or DEFAULT_LOCK_TIMEOUT)
-            now = float(env["SNAPSTORE_NOW"]) if env.get("SNAPSTORE_NOW") else None
-        except ValueError as exc:
-            raise BadInput(f"a SNAPSTORE_ environment variable is not a number: {exc}") from None
+        timeout, now = env.get("SNAPSTORE_LOCK_TIMEOUT"), env.get("SNAPSTORE_NOW")
+        strict_hooks(env)
         store_dir = env.get("SNAPSTORE_DIR")
         return cls(
             os.path.abspath(store_dir) if store_dir else None,
             env.get("SNAPSTORE_SESSION") or None,
-            timeout,
-            now,
+            lock_timeout(timeout, "SNAPSTORE_LOCK_TIMEOUT") if timeout else DEFAULT_LOCK_TIMEOUT,
+            parse_number(now, "SNAPSTORE_NOW", "a Unix time in seconds") if now else None,
         )
 
     def clock(self) -> Callable[[], float]:
@@ -450,9 +481,18 @@ class Environment:
         return store, config
 
 
+def lock_timeout(text: str, name: str) -> float:
+    """Seconds to wait for a busy store (``--lock-timeout``, ``SNAPSTORE_LOCK_TIMEOUT``)."""
+    return parse_number(text, name, "a number of seconds to wait for a busy store")
+
+
 def strict_hooks(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether hooks block the agent (exit 2) on snapstore's own failures."""
-    return (os.environ if environ is None else environ).get("SNAPSTORE_STRICT") == "1"
+    """Whether hooks block the agent (exit 2) on snapstore's own failures: ``SNAPSTORE_STRICT``
+    is 1, or 0 or unset; anything else is refused rather than guessed."""
+    value = (os.environ if environ is None else environ).get("SNAPSTORE_STRICT") or "0"
+    if value not in ("0", "1"):
+        raise BadInput(f"SNAPSTORE_STRICT takes 1 (hooks block on failure) or 0, not {value!r}")
+    return value == "1"
 
 
 def project_root(cwd: str) -> str:

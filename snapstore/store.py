@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .core.records import DEFAULT_SESSION, Change, Turn
+from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Mode, Policy, Turn
 from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
@@ -387,8 +387,8 @@ class Store:
         target: str | int,
         session: str = DEFAULT_SESSION,
         *,
-        mode: str = "both",
-        on_conflict: str = "skip",
+        mode: Mode = BOTH,
+        on_conflict: Policy = SKIP,
         paths: Iterable[str] | None = None,
         dry_run: bool = False,
         force: bool = False,
@@ -412,7 +412,7 @@ class Store:
         target: str | int,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
         force: bool = False,
     ) -> RewindResult:
@@ -429,7 +429,7 @@ class Store:
         rewind_id: str | None = None,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else

@@ -8,7 +8,7 @@ errors, ``--debug``) with the same output.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
@@ -39,7 +39,7 @@ def init(track_shell: bool) -> None:
     created = not os.path.exists(data_file(store_dir))
     with opts.open_store(create=True) as store:
         excluded = store.exclude_from_git()
-        data = {"root": store.root, "store": store.store_dir, "created": created}
+        data: dict[str, Any] = {"root": store.root, "store": store.store_dir, "created": created}
         data["not_used"] = unused = _not_used(store.store_dir)
         baseline = _track_shell(store) if track_shell else None
         if baseline is not None:

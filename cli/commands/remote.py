@@ -19,7 +19,9 @@ from snapstore.remote import ObjectStore
 from snapstore.remote.sync.push import SyncResult
 
 from ..app import common_options, emit, open_resuming, options
+from ..output.plain import printable
 from ..output.rich import console
+from ..params import Number
 from ..settings import Config, format_size, set_remote
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -173,9 +175,10 @@ def remote_log(name: str | None) -> None:
     def human() -> None:
         out = console()
         for e in entries:
-            prompt = (e.prompt.strip().splitlines() or [""])[0][:60]
+            prompt = printable((e.prompt.strip().splitlines() or [""])[0][:60], quote=False)
             out.print(
-                f"{e.turn}  {e.session}@{e.origin[:8]}  {e.files} file(s)  {e.state}  {prompt}",
+                f"{e.turn}  {printable(e.session)}@{e.origin[:8]}  {e.files} file(s)  "
+                f"{e.state}  {prompt}",
                 markup=False,
             )
         if not entries:
@@ -218,13 +221,13 @@ def remote_fsck(name: str | None) -> None:
 @click.argument("name", required=False)
 @click.option(
     "--keep-days",
-    type=click.FloatRange(min=0),
+    type=Number("a number of days"),
     metavar="N",
     help="Drop the remote's turns older than N days (default: keep every turn).",
 )
 @click.option(
     "--grace-hours",
-    type=click.FloatRange(min=0),
+    type=Number("a number of hours"),
     default=24.0,
     show_default=True,
     metavar="H",
@@ -297,7 +300,8 @@ def pull(name: str | None, everything: bool) -> None:
     """
     with open_resuming() as store:
         config = Config.load(store.store_dir)
-        sessions = None if everything or not options().session else [options().session]
+        session = options().session
+        sessions = None if everything or not session else [session]
         with open_remote(config, _choose(config, name)) as remote_store:
             result = store.pull(remote_store, sessions)
     emit(result.to_json(), lambda: _sync_human("pulled", result))

@@ -15,6 +15,7 @@ from snapstore.core.db import append_private
 
 from ..app import common_options, emit, options
 from ..output.plain import say
+from ..params import Number
 
 LOG_FILE = "serve.log"
 
@@ -34,7 +35,7 @@ LOG_FILE = "serve.log"
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=Number("a TCP port", whole=True, low=1, high=65535),
     metavar="N",
     help="Listen on this port, and keep it in the store's config (default: the "
     "one there, else a free one, chosen now).",

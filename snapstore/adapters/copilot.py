@@ -59,8 +59,8 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
 
     return {
         "userPromptSubmitted": hook("userPromptSubmitted"),
-        "preToolUse": hook("preToolUse", True),
-        "postToolUse": hook("postToolUse", True),
+        "preToolUse": hook("preToolUse", matcher=True),
+        "postToolUse": hook("postToolUse", matcher=True),
         "agentStop": hook("agentStop"),
         "sessionEnd": hook("sessionEnd"),
     }

@@ -50,8 +50,8 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
 
     return {
         "beforeSubmitPrompt": hook(),
-        "preToolUse": hook(True),
-        "postToolUse": hook(True),
+        "preToolUse": hook(matcher=True),
+        "postToolUse": hook(matcher=True),
         "stop": hook(),
         "sessionEnd": hook(),
     }

@@ -42,6 +42,7 @@ import lmdb
 from . import faults
 from .errors import (
     NoStore,
+    NotAFolder,
     SchemaMismatch,
     SnapstoreError,
     StoreCorrupt,
@@ -271,7 +272,7 @@ class Database:
                     "compaction lock",
                     create=FILE_MODE,
                 )
-                self.env = self._open_env(fresh, map_size)
+                self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
                 if fresh:
                     raise
@@ -361,7 +362,7 @@ class Database:
                 "no write.lock to keep writers out while it is read",
                 reason=reason,
             )
-        self.env = self._open_env(False, map_size, readonly=True)
+        self.env = self._open_env(create=False, map_size=map_size, readonly=True)
 
     def _open_data_fd(self) -> None:
         if self._data_fd is None:
@@ -517,8 +518,8 @@ class Database:
     def _write_failed(self, exc: lmdb.Error) -> SnapstoreError:
         """What a failed commit means. LMDB reports a short write (a disk that filled up
         during the commit) as EIO, so EIO on a disk with little room left is a full disk."""
-        stat = os.statvfs(self.store_dir)
-        free = stat.f_bavail * stat.f_frsize
+        fs = os.statvfs(self.store_dir)
+        free = fs.f_bavail * fs.f_frsize
         eio = getattr(exc, "errno", None) == errno.EIO or "Input/output" in str(exc)
         if _is_enospc(exc) or (eio and free < LOW_SPACE):
             return StoreFull(f"the store's disk is full ({free // 1024} KiB free): {exc}")
@@ -573,7 +574,7 @@ class Database:
             _fsync(db_dir)
             faults.point("db.compact_swapped")
             shutil.rmtree(tmp, ignore_errors=True)
-            self.env = self._open_env(False, map_size)
+            self.env = self._open_env(create=False, map_size=map_size)
             self.dbs = self._open_existing()
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)
@@ -581,9 +582,10 @@ class Database:
 
     def close(self) -> None:
         env = getattr(self, "env", None)
-        if env is not None and os.getpid() == self._pid:
-            env.close()
-        self.env = None
+        if env is not None:
+            if os.getpid() == self._pid:
+                env.close()
+            del self.env  # closed: a later close finds none
         self._close_data_fd()
         for name in ("_guard_fd", "_open_fd"):
             fd = getattr(self, name, None)
@@ -592,8 +594,9 @@ class Database:
                 setattr(self, name, None)
 
     def _close_data_fd(self) -> None:
-        if getattr(self, "_data_fd", None) is not None:
-            os.close(self._data_fd)
+        fd = getattr(self, "_data_fd", None)
+        if fd is not None:
+            os.close(fd)
             self._data_fd = None
 
 
@@ -681,15 +684,21 @@ def _alive(pid: int) -> bool:
 
 
 def _check_store_dir(store_dir: str, create: bool) -> None:
+    try:
+        mode = os.stat(store_dir).st_mode
+    except FileNotFoundError:
+        if not create:
+            raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir) from None
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = "file" if stat.S_ISREG(mode) else "special file (not a folder)"
+        raise NotAFolder(
+            f"{store_dir} is a {kind}, not a snapstore store, which is a folder",
+            store_dir=store_dir,
+            kind=kind,
+        )
     if create:
-        if os.path.exists(store_dir) and not os.path.isdir(store_dir):
-            raise StoreCorrupt(f"{store_dir} exists and is not a snapstore store (not a folder)")
         os.makedirs(store_dir, DIR_MODE, exist_ok=True)
-        return
-    if not os.path.exists(store_dir):
-        raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
-    if not os.path.isdir(store_dir):
-        raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
 
 
 def make_private(store_dir: str) -> None:

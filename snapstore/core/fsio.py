@@ -522,7 +522,7 @@ def _syncfs() -> Callable[[int], int] | None:
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.syncfs  # type: ignore[no-any-return]
+        return libc.syncfs
     except (OSError, AttributeError):
         return None
 

@@ -17,7 +17,17 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
 from ..core.errors import NotFound, RunActive, SnapstoreError
-from ..core.records import CLOSED, Change, Session, Turn, Version, differs, fingerprint
+from ..core.records import (
+    CLOSED,
+    HOOK,
+    Change,
+    Session,
+    Source,
+    Turn,
+    Version,
+    differs,
+    fingerprint,
+)
 from ..core.repo import Locked, Repo, Tx, View
 
 if TYPE_CHECKING:
@@ -83,7 +93,9 @@ def prepare(
     return prepared
 
 
-def _start_turn(tx: Tx, session: str, prompt: str, message_id: str | None, implicit: bool) -> Turn:
+def _start_turn(
+    tx: Tx, session: str, *, prompt: str = "", message_id: str | None = None, implicit: bool
+) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
         session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
@@ -228,7 +240,9 @@ def begin_turn(
 
     def commit(tx: Tx, read: _OpenTurn, check: bool) -> Turn:
         _close_open(tx, repo, session, read, not close_open, check)
-        return _start_with_base(tx, session, prompt, message_id, False, base)
+        return _start_with_base(
+            tx, session, base, prompt=prompt, message_id=message_id, implicit=False
+        )
 
     return _after_reading(repo, session, not close_open, commit)
 
@@ -236,15 +250,16 @@ def begin_turn(
 def _start_with_base(
     tx: Tx,
     session: str,
-    prompt: str,
-    message_id: str | None,
-    implicit: bool,
     base: "Base | None",
+    *,
+    prompt: str = "",
+    message_id: str | None = None,
+    implicit: bool,
 ) -> Turn:
     """Start a turn, and store ``base`` with it when this commit creates the session (a
     base is what the tree was at the session's first capture: no later commit has it)."""
     new = tx.session(session) is None
-    turn = _start_turn(tx, session, prompt, message_id, implicit)
+    turn = _start_turn(tx, session, prompt=prompt, message_id=message_id, implicit=implicit)
     faults.point("capture.turn_started")  # a crash here leaves nothing of this commit
     if base is not None and new:
         from .session_base import store_base  # git's module: only for a new session's base
@@ -266,7 +281,7 @@ def open_implicit_turn(repo: Repo, session: str) -> Turn:
         turn = v.open_turn(session)
     if turn is not None:
         return turn
-    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None, True))
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, implicit=True))
 
 
 def end_turn(repo: Repo, session: str) -> Turn:
@@ -287,7 +302,7 @@ def pre_write(
     paths: Iterable[str | os.PathLike[str]],
     tool: str,
     session: str,
-    source: str = "hook",
+    source: Source = HOOK,
     base: "Base | None" = None,
 ) -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
@@ -302,9 +317,9 @@ def pre_write(
     prepared = prepare(repo, rels)
 
     def commit(tx: Tx) -> CaptureResult:
-        turn = tx.open_turn(session) or _start_with_base(tx, session, "", None, True, base)
-        open_changes = dict(turn.open_changes or {})
-        calls = dict(turn.open_calls or {})
+        turn = tx.open_turn(session) or _start_with_base(tx, session, base, implicit=True)
+        open_changes = dict(turn.open_changes)
+        calls = dict(turn.open_calls)
         seq = turn.next_change
         now = tx.clock()
         for rel in rels:
@@ -315,11 +330,11 @@ def pre_write(
             if item.key is not None:
                 tx.put_blob(item.key, item.value, item.data)
             tx.put_change(
-                Change(
-                    turn.id,
-                    seq,
-                    rel,
-                    item.version,
+                Change.opened(
+                    turn=turn.id,
+                    seq=seq,
+                    path=rel,
+                    before=item.version,
                     tool=tool,
                     source=source,
                     time=now,
@@ -329,9 +344,7 @@ def pre_write(
             open_changes[rel] = seq
             seq += 1
             tx.set_path_digest(rel, item.version)
-        tx.put_turn(
-            turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls or None)
-        )
+        tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls))
         tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
         return CaptureResult(session, turn.id, rels, [])
@@ -391,14 +404,14 @@ def _commit_post(
     recorded, skipped = [], []
     for rel in rels:
         item = prepared[rel]
-        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        seq = turn.open_changes.get(rel) if turn is not None else None
         if turn is not None and seq is not None:
             if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
-                calls = dict(turn.open_calls or {})
+                calls = dict(turn.open_calls)
                 calls[rel] -= 1
                 if calls[rel] == 1:
                     del calls[rel]
-                turn = turn._replace(open_calls=calls or None)
+                turn = turn._replace(open_calls=calls)
             else:
                 turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
             recorded.append(rel)
@@ -416,12 +429,19 @@ def _commit_post(
         recorded.append(rel)
         if not differs(before, item.version):
             continue  # the store knows this version already
-        turn = turn or _start_turn(tx, session, "", None, True)
+        turn = turn or _start_turn(tx, session, implicit=True)
         if item.key is not None:
             tx.put_blob(item.key, item.value, item.data)
         tx.put_change(
-            Change(
-                turn.id, turn.next_change, rel, before, item.version, True, tool, "hook", tx.clock()
+            Change.recorded(
+                turn=turn.id,
+                seq=turn.next_change,
+                path=rel,
+                before=before,
+                after=item.version,
+                tool=tool,
+                source=HOOK,
+                time=tx.clock(),
             )
         )
         tx.set_path_digest(rel, item.version)
@@ -435,9 +455,9 @@ def _commit_post(
 
 def _in_flight(turn: Turn | None, rel: str) -> int:
     """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
-    if turn is None or rel not in (turn.open_changes or {}):
+    if turn is None or rel not in turn.open_changes:
         return 0
-    return (turn.open_calls or {}).get(rel, 1)
+    return turn.open_calls.get(rel, 1)
 
 
 def _still_there(repo: Repo, item: _Prepared) -> bool:
@@ -468,7 +488,7 @@ def _latest_known(
 
 def _awaiting(v: View, turn: Turn) -> list[Change]:
     """The turn's changes still awaiting their ``after`` (``Turn.open_changes``)."""
-    return [v.change(turn.id, seq) for seq in (turn.open_changes or {}).values()]
+    return [v.change(turn.id, seq) for seq in turn.open_changes.values()]
 
 
 def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
@@ -510,16 +530,15 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
             kept = True
         else:
             tx.put_change(
-                Change(
-                    turn.id,
-                    turn.next_change,
-                    change.path,
-                    before,
-                    after,
-                    True,
-                    change.tool,
-                    change.source,
-                    change.time,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=turn.next_change,
+                    path=change.path,
+                    before=before,
+                    after=after,
+                    tool=change.tool,
+                    source=change.source,
+                    time=change.time,
                 )
             )
             turn = turn._replace(next_change=turn.next_change + 1)
@@ -527,11 +546,11 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
         tx.delete_change(change)  # the write changed nothing
     if settled:
         tx.set_path_digest(change.path, item.version)
-    open_changes = dict(turn.open_changes or {})
+    open_changes = dict(turn.open_changes)
     open_changes.pop(change.path, None)
-    calls = dict(turn.open_calls or {})
+    calls = dict(turn.open_calls)
     calls.pop(change.path, None)
-    return turn._replace(open_changes=open_changes, open_calls=calls or None)
+    return turn._replace(open_changes=open_changes, open_calls=calls)
 
 
 def _other_calls(v: View, session: str, change: Change) -> list[Change]:

@@ -27,12 +27,16 @@ from typing import Any, NamedTuple
 
 from ..core import blobs
 from ..core.errors import SnapstoreError
-from ..core.records import FILE, LINK, Version
+from ..core.records import FILE, LINK, Kind, Version
 from ..core.repo import Repo, Tx
 
 #: Seconds git may take before the base is given up (recorded as unknown, never blocking).
 GIT_TIMEOUT = 30.0
-_MODES = {"100644": (0o644, FILE), "100755": (0o755, FILE), "120000": (0o777, LINK)}
+_MODES: dict[str, tuple[int, Kind]] = {
+    "100644": (0o644, FILE),
+    "100755": (0o755, FILE),
+    "120000": (0o777, LINK),
+}
 
 
 def _git(root: str, *args: str, data: bytes | None = None) -> bytes | None:

@@ -128,13 +128,14 @@ def test_a_gemini_cli_folder_not_trusted_is_reported(root: Path) -> None:
     assert any("not trusted" in p for p in hook["problems"])
     trusted = root.parent / "home" / ".gemini" / "trustedFolders.json"
     trusted.parent.mkdir(parents=True)
-    trusted.write_text(json.dumps({str(root.parent): "TRUST_FOLDER"}))  # a folder above
+    # a folder above; with a comment, as Gemini CLI allows in its JSON files
+    trusted.write_text(f"// mine\n{json.dumps({str(root.parent): 'TRUST_FOLDER'})}")
     [hook] = doctor(root)[1]["hooks"]
     assert not any("trusted" in p for p in hook["problems"])
     settings = root / ".gemini" / "settings.json"
     off = json.loads(settings.read_text())
     off["hooksConfig"] = {"enabled": False}
-    settings.write_text(json.dumps(off))
+    settings.write_text("/* switched off for now */\n" + json.dumps(off))
     [hook] = doctor(root)[1]["hooks"]
     assert any("switched off" in p for p in hook["problems"])
 

@@ -24,7 +24,7 @@ import pytest
 
 from snapstore.adapters import MAX_PAYLOAD
 
-from ..support import claude_event, hermetic_env, read, snapstore_bin, wait_until, write
+from ..support import claude_event, hermetic_env, read, reaper, snapstore_bin, wait_until, write
 
 HOOK = "/snapstore/hook/claude-code"
 SESSION = "claude-code/3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c90"
@@ -35,6 +35,7 @@ class Daemon:
 
     def __init__(self, root: Path):
         self.root = root
+        reaper.watch_folder(root)  # detached: if the run is killed, the reaper stops it
         done = subprocess.run(
             [*snapstore_bin(), "--json", "serve", "--detach"],
             cwd=root,

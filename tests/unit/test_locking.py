@@ -75,6 +75,46 @@ def test_what_needs_the_lock_across_commits_takes_the_held_lock() -> None:
     assert not hasattr(Repo, "write_lock")
 
 
+#: Code that calls what needs the lock without it (lines 7 to 9), and with it.
+_MISUSE = """\
+from snapstore.core.repo import Repo
+from snapstore.ops.capture import finish_open_turn
+from snapstore.ops.journal import Operation, execute
+
+
+def unlocked(repo: Repo, operation: Operation) -> None:
+    execute(repo, operation)
+    finish_open_turn(repo, "s")
+    repo.write(lambda tx: None, locked=True)
+
+
+def locked(repo: Repo, operation: Operation) -> None:
+    with repo.lock() as w:
+        execute(w, operation)
+        finish_open_turn(w, "s")
+"""
+
+
+def test_the_type_checker_refuses_a_call_without_the_held_lock(tmp_path: Path) -> None:
+    code = tmp_path / "misuse.py"
+    code.write_text(_MISUSE)
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-error-summary", str(code)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = {
+        int(line.split(":")[1]): line
+        for line in done.stdout.splitlines()
+        if line.startswith(str(code)) and ": error:" in line
+    }
+    assert sorted(errors) == [7, 8, 9], done.stdout + done.stderr
+    assert '"Repo"; expected "Locked"' in errors[7] and '"Repo"; expected "Locked"' in errors[8]
+    assert 'Unexpected keyword argument "locked"' in errors[9]
+
+
 def test_a_released_lock_commits_nothing(store: Store) -> None:
     with store.repo.lock() as w:
         w.write(lambda tx: tx.event("probe", step=1))
@@ -154,7 +194,7 @@ def test_a_stale_turn_read_before_a_late_write_is_read_again(
     real = capture.prepare
     late: list[bool] = []
 
-    def racing(repo, rels, bases=None):  # type: ignore[no-untyped-def]
+    def racing(repo, rels, bases=None):
         found = real(repo, rels, bases)
         if not late:
             late.append(True)

@@ -133,7 +133,7 @@ def fsck(catalog: Catalog) -> RemoteFsck:
     if not catalog.open(create=False):
         return report
     states = []
-    for info in catalog.list(layout.STATES, fresh=True):
+    for info in catalog.listing(layout.STATES, fresh=True):
         state = _try(report, info.key, lambda key=info.key: catalog.state(key))
         report.states += 1
         if state is not None and layout.parse_state_key(info.key) is not None:
@@ -161,7 +161,7 @@ def fsck(catalog: Catalog) -> RemoteFsck:
         for blob_id, ref in (part or {}).items():
             index.setdefault(blob_id, ref)
             indexed_packs.add(ref.pack)
-    packs = {layout.leaf(info.key) for info in catalog.list(layout.PACKS, fresh=True)}
+    packs = {layout.leaf(info.key) for info in catalog.listing(layout.PACKS, fresh=True)}
     contents: dict[str, bytes] = {}
     values: dict[str, bytes] = {}
     for pack in sorted(packs):
@@ -226,7 +226,7 @@ def _verify_blob(
     report: RemoteFsck, blob_id: str, values: dict[str, bytes], contents: dict[str, bytes]
 ) -> bytes | None:
     """Decode one blob of a pack, its bases first, and check it against its id."""
-    chain = []
+    chain: list[str] = []
     current: str | None = blob_id
     while current is not None and current not in contents:
         if current not in values:
@@ -305,7 +305,7 @@ def gc(
         for blob_id, ref in catalog.index(key).items():
             index.setdefault(blob_id, ref)
     reachable = _reachable(kept.values(), sessions.values(), index)
-    pack_info = {layout.leaf(i.key): i for i in catalog.list(layout.PACKS, fresh=True)}
+    pack_info = {layout.leaf(i.key): i for i in catalog.listing(layout.PACKS, fresh=True)}
     live_packs = {index[b].pack for b in reachable if b in index}
     dead = [p for p in pack_info if p not in live_packs]
     deletable = [p for p in dead if p in tombstones.packs and tombstones.packs[p] <= now - grace]
@@ -327,7 +327,7 @@ def gc(
     if deletable:
         gone = set(deletable)
         old_indexes = [
-            i for i in catalog.list(layout.INDEXES, fresh=True) if i.modified <= now - grace
+            i for i in catalog.listing(layout.INDEXES, fresh=True) if i.modified <= now - grace
         ]
         keep = {b: r for b, r in index.items() if r.pack not in gone}
         if keep:
@@ -345,7 +345,7 @@ def gc(
             result.removed_packs += 1
             result.removed_objects += 1
     for writer, (seq, _) in newest.items():
-        for info in catalog.list(f"{layout.STATES}/{writer}", fresh=True):
+        for info in catalog.listing(f"{layout.STATES}/{writer}", fresh=True):
             parsed = layout.parse_state_key(info.key)
             if parsed is not None and parsed[1] < seq and info.modified <= now - grace:
                 catalog.delete(info.key)
