@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .ops.history import FileStat, RewindPoint, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
     from .ops.scan import ScanResult
+    from .ops.session_base import Base
     from .ops.shell import WindowAction
     from .ops.watch import Report, Watcher
     from .remote.format.catalog import Catalog
@@ -145,34 +146,28 @@ class Store:
         An open turn of the session is refused (``RunActive``), unless it was
         opened implicitly by a capture, or ``close_open`` is set (an agent's
         next prompt: the turn whose end never came is over); either is closed
-        first. ``scan`` then records what changed since the last scan, as the
-        user's, and closes the session's shell windows still open, before the
-        turn begins.
+        first, in the commit that begins the new turn. ``scan`` first records
+        what changed since the last scan, as the user's, and closes the
+        session's shell windows still open. Scanning and reading (and a new
+        session's base) happen before the lock is taken; one commit then closes
+        the open turn, begins the new one and stores the base.
         """
-        from .ops.capture import begin_turn, finish_open_turn
+        from .ops.capture import begin_turn, refuse_run_active
 
         if scan:
-            with self.repo.write_lock():
-                finish_open_turn(self.repo, session, implicit_only=not close_open)
+            if not close_open:
+                refuse_run_active(self.repo, session)  # before the scan records anything
             self._edge_scan(session)
         base = self._base_of_new(session)
-        turn = begin_turn(self.repo, session, prompt, message_id, close_open)
-        self._keep_base(session, base)
-        return turn
+        return begin_turn(self.repo, session, prompt, message_id, close_open, base)
 
-    def _base_of_new(self, session: str) -> Any:
+    def _base_of_new(self, session: str) -> Base | None:
         """A new session's base, read before its first capture (None: not asked, or not new)."""
         if not self.record_base or self.has_session(session):
             return None
         from .ops.session_base import capture_base
 
         return capture_base(self.repo, self.max_file_size)
-
-    def _keep_base(self, session: str, base: Any) -> None:
-        if base is not None:
-            from .ops.session_base import record_base
-
-            record_base(self.repo, session, *base)
 
     def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
@@ -208,10 +203,7 @@ class Store:
         """Capture the current bytes of ``paths`` before the agent writes them."""
         from .ops.capture import pre_write
 
-        base = self._base_of_new(session)
-        result = pre_write(self.repo, paths, tool, session)
-        self._keep_base(session, base)
-        return result
+        return pre_write(self.repo, paths, tool, session, base=self._base_of_new(session))
 
     def post_write(
         self,

@@ -39,7 +39,7 @@ from ..core.records import (
     fingerprint,
     version_of,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
 from .plan import (
     CONFLICT,
     DELETE,
@@ -69,13 +69,13 @@ class Operation:
         self.result.plans = self.plans
 
 
-def execute(repo: Repo, operation: Operation) -> RewindResult:
-    """Journal, apply and finish one planned operation. The caller holds the write lock."""
-    op_id = _journal(repo, operation)
+def execute(w: Locked, operation: Operation) -> RewindResult:
+    """Journal, apply and finish one planned operation, under the lock it was planned in."""
+    op_id = _journal(w, operation)
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
-    errors = _apply(repo, operation.plans)
-    return _finish(repo, op_id, errors)
+    errors = _apply(w.repo, operation.plans)
+    return _finish(w, op_id, errors)
 
 
 def _describe(op: RewindOp) -> str:
@@ -84,10 +84,10 @@ def _describe(op: RewindOp) -> str:
     return f"{verb} {op.target}"
 
 
-def _journal(repo: Repo, operation: Operation) -> str:
+def _journal(w: Locked, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
-    with repo.read() as v:
+    with w.repo.read() as v:
         for plan in writes:
             for entry in (plan.current_entry, plan.content):
                 if entry is not None:
@@ -138,7 +138,7 @@ def _journal(repo: Repo, operation: Operation) -> str:
         )
         return turn.id
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
@@ -229,7 +229,7 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     return version_of(repo.ws.read(plan.path)) == plan.current
 
 
-def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
     faults.point("journal.before_finish")
 
     def commit(tx: Tx) -> RewindResult:
@@ -275,13 +275,13 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         )
         return result
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def resume(repo: Repo) -> list[RewindResult]:
     """Finish every interrupted operation, rolling each path forward to its plan."""
     results = []
-    with repo.write_lock():
+    with repo.lock() as w:
         for op_id in repo.unfinished():
             with repo.read() as v:
                 turn = v.turn(op_id)
@@ -297,7 +297,7 @@ def resume(repo: Repo) -> list[RewindResult]:
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
-            results.append(_finish(repo, op_id, errors))
+            results.append(_finish(w, op_id, errors))
     return results
 
 

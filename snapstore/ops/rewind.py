@@ -37,7 +37,7 @@ from ..core.records import (
     RewindOp,
     Turn,
 )
-from ..core.repo import Repo, View
+from ..core.repo import Locked, Repo, View
 from .capture import finish_open_turn, writing
 from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
 from .journal import Operation, execute
@@ -86,14 +86,14 @@ def rewind(
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
         mode = CODE  # taking back some files never moves the conversation
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
-        _end_open_turn(repo, session, force, dry_run)
+        _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
             operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def switch(
@@ -108,7 +108,7 @@ def switch(
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
     an id of any turn of the session's DAG: then ``session`` may be None)."""
     check_choices(BOTH, on_conflict)
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
@@ -118,10 +118,10 @@ def switch(
                 "conversation can be switched to",
                 turn=turn.id,
             )
-        _end_open_turn(repo, turn.session, force, dry_run)
+        _end_open_turn(w, turn.session, force, dry_run)
         with repo.read() as v:
             operation = _plan_switch(repo, v, turn, on_conflict)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def undo(
@@ -135,7 +135,7 @@ def undo(
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session."""
     check_choices(BOTH, on_conflict)
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             record = _find_undoable(v, rewind_id, session)
@@ -147,19 +147,19 @@ def undo(
                     session=record.session,
                 )
             operation = _plan_undo(repo, v, record, on_conflict)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
-def _run(repo: Repo, operation: Operation, dry_run: bool) -> RewindResult:
+def _run(w: Locked, operation: Operation, dry_run: bool) -> RewindResult:
     if dry_run:
         operation.result.dry_run = True
         return operation.result
-    return execute(repo, operation)
+    return execute(w, operation)
 
 
-def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None:
+def _end_open_turn(w: Locked, session: str, force: bool, dry_run: bool) -> None:
     """Refuse while the session has an open turn, or with ``force``, end it first."""
-    with repo.read() as v:
+    with w.repo.read() as v:
         open_turn = v.open_turn(session)
     if open_turn is None:
         return
@@ -170,7 +170,7 @@ def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None
             session=session,
         )
     if not dry_run:
-        finish_open_turn(repo, session)
+        finish_open_turn(w, session)
 
 
 def _busy(v: View, session: str) -> dict[str, str]:
