@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 #: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
@@ -101,7 +102,7 @@ def iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def columns(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """Rows as left-aligned columns under ``header``, two spaces apart, one line each (never
     wrapped: a line stays one line for grep)."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]

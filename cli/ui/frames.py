@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from snapstore import SnapstoreError, Store
 from snapstore.adapters import agent_of
-from snapstore.core.errors import UnknownTurn
+from snapstore.core.errors import NotFound, UnknownTurn
 from snapstore.core.records import MODES, POLICIES
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
@@ -299,13 +299,16 @@ def undo(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str,
     assert session is not None
     operation = frame.get("operation_id")
     if operation is not None:
-        if not isinstance(operation, str) or not operation:
+        if not isinstance(operation, str) or not operation.strip():
             raise FrameError("bad_frame", "operation_id must be an operation's id")
-        with store.repo.read() as v:
-            record = v.find_turn(operation)
-        if record is None or record.op is None or record.session != session:
+        try:
+            operation = store.resolve_operation(operation)  # an id, or a unique prefix
+        except NotFound:
+            operation = None
+        if operation is None or not any(op.id == operation for op in store.operations(session)):
             raise FrameError(
-                "unknown_operation", f"no operation {operation!r} of session {session!r}"
+                "unknown_operation",
+                f"no operation {frame['operation_id']!r} of session {session!r}",
             )
     result = store.undo(
         operation, session, on_conflict=_choice(frame, "on_conflict", POLICIES, "skip")
