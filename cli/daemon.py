@@ -44,7 +44,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from snapstore import BadInput, SnapstoreError, Store
+from snapstore import BadInput, Store
 from snapstore.adapters import (
     BEGIN,
     IGNORE,
@@ -58,8 +58,8 @@ from snapstore.adapters import (
 from snapstore.core.db import FILE_MODE, holder_info
 from snapstore.core.errors import ServeRunning
 
-from . import failures
-from .hooks import agent_table, log_line, record
+from .hooks import agent_table, log_line
+from .runner import failure, record
 from .settings import (
     SECRET_FILE,
     Config,
@@ -200,10 +200,8 @@ class Daemon:
             if warnings:
                 return _message("; ".join(f"snapstore: {w}" for w in warnings))
             return spec.silent.encode()
-        except SnapstoreError as exc:
-            text = failures.message(exc)
         except Exception as exc:  # an event must never take the daemon down
-            text = f"internal error: {exc!r}"
+            text = failure(exc)[0]
         self._note(agent, text)
         if self.strict and action.kind in (BEGIN, PRE):
             return _block(action, f"snapstore: {text}")

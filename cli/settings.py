@@ -47,6 +47,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, BadInput, SnapstoreError, Store, find_root
+from snapstore.core.blobs import digest_hex
 from snapstore.core.db import STORE_DIRNAME
 from snapstore.core.errors import NoStore
 from snapstore.core.fsio import DEFAULT_MAX_FILE_SIZE
@@ -172,7 +173,7 @@ class Config:
             return cls()
         except OSError as exc:
             raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-        if _digest(data) == _record(store_dir).get(CONFIG_FILE):
+        if digest_hex(data) == _record(store_dir).get(CONFIG_FILE):
             return cls._parse(path, data)
         unused = cls()
         unused.refused = (
@@ -333,13 +334,7 @@ def trust_dir() -> str:
 
 
 def _record_path(store_dir: str) -> str:
-    return os.path.join(trust_dir(), _digest(os.path.realpath(store_dir).encode())[:32])
-
-
-def _digest(data: bytes) -> str:
-    from blake3 import blake3
-
-    return blake3(data).hexdigest()
+    return os.path.join(trust_dir(), digest_hex(os.path.realpath(store_dir).encode())[:32])
 
 
 def _record(store_dir: str) -> dict[str, str]:
@@ -356,7 +351,7 @@ def _file_digest(path: str) -> str | None:
     """The digest of a file's bytes; None when there is no file."""
     try:
         with open(path, "rb") as handle:
-            return _digest(handle.read())
+            return digest_hex(handle.read())
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -575,21 +570,3 @@ class Options:
     def open_store(self, create: bool = False) -> Store:
         root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
         return self.env.open(root, create=create)
-
-    def open_resuming(self) -> Store:
-        """Open the store for a command that writes, first finishing any rewind a crash cut
-        short (and saying so on stderr)."""
-        store = self.open_store()
-        try:
-            if store.unfinished_operations():
-                for result in store.resume():
-                    changed = len(result.restored) + len(result.merged) + len(result.deleted)
-                    print(
-                        f"snapstore: finished interrupted operation {result.undo_id} "
-                        f"({changed} file(s), {len(result.errors)} left alone)",
-                        file=sys.stderr,
-                    )
-        except BaseException:
-            store.close()
-            raise
-        return store

@@ -533,8 +533,8 @@ class Store:
 
     def catalog(self, remote: ObjectStore) -> Catalog:
         """The remote read through its layout, with this store's cache of its indexes."""
+        from .core.blobs import digest_hex
         from .remote.format.catalog import Catalog
-        from .remote.format.verify import digest_hex
 
         return Catalog(
             remote,
@@ -560,21 +560,21 @@ class Store:
         return pull(self.repo, self.catalog(remote), sessions, progress)
 
     def remote_log(self, remote: ObjectStore) -> list[LogEntry]:
-        from .remote.sync.upkeep import log
+        from .remote.sync.upkeep import remote_log
 
-        return log(self.catalog(remote))
+        return remote_log(self.catalog(remote))
 
     def remote_fsck(self, remote: ObjectStore) -> RemoteFsck:
-        from .remote.sync.upkeep import fsck
+        from .remote.sync.upkeep import remote_fsck
 
-        return fsck(self.catalog(remote))
+        return remote_fsck(self.catalog(remote))
 
     def remote_gc(
         self, remote: ObjectStore, keep_days: float | None, grace: float | None = None
     ) -> RemoteGc:
-        from .remote.sync.upkeep import DEFAULT_GRACE, gc
+        from .remote.sync.upkeep import DEFAULT_GRACE, remote_gc
 
-        return gc(
+        return remote_gc(
             self.catalog(remote),
             keep_days,
             grace=DEFAULT_GRACE if grace is None else grace,

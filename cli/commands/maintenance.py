@@ -12,7 +12,7 @@ from snapstore.ops.fsck import FsckReport
 from snapstore.ops.gc import GcPolicy, GcResult
 
 from .. import failures
-from ..app import Failure, common_options, emit, open_resuming, options
+from ..app import Failure, common_options, emit, open_for_write, options
 from ..output.rich import console, printable
 from ..params import Number, Size
 from ..settings import Config, format_size
@@ -47,7 +47,7 @@ def gc(
     Never dropped: an open turn, an interrupted rewind, and what the last
     rewind of each session needs to be undone.
     """
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
         policy = GcPolicy(
             keep_days=config.gc_keep_days if keep_days is None else keep_days,

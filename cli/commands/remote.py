@@ -18,7 +18,7 @@ from snapstore import BadInput, NotFound, Store
 from snapstore.remote import ObjectStore
 from snapstore.remote.sync.push import SyncResult
 
-from ..app import common_options, emit, open_resuming, options
+from ..app import common_options, emit, open_for_write, options
 from ..output.plain import printable
 from ..output.rich import console
 from ..params import Number
@@ -274,7 +274,7 @@ def _sync_human(verb: str, result: SyncResult) -> None:
 @common_options
 def push(name: str | None, everything: bool) -> None:
     """Upload the session's turns (or every session's) and the blobs the remote lacks."""
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
         sessions = _sessions(store, everything)
         with open_remote(config, _choose(config, name)) as remote_store:
@@ -298,7 +298,7 @@ def pull(name: str | None, everything: bool) -> None:
     machine's session gets NAME@<origin>. The workspace is not touched: `switch`
     applies a pulled turn.
     """
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
         session = options().session
         sessions = None if everything or not session else [session]

@@ -22,7 +22,7 @@ from ..app import (
     complete_turn,
     emit,
     is_new,
-    open_resuming,
+    open_for_write,
     options,
     print_start,
     require_turns,
@@ -106,7 +106,7 @@ def rewind(
         emit([r.to_json() for r in done], human)
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
-    with open_resuming() as store:
+    with open_for_write() as store:
         session = opts.session_for(store)
         if turn is None and is_new(store, session):  # the list of rewind points is empty
             emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
@@ -169,7 +169,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
     (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
     """
     opts = options()
-    with open_resuming() as store:
+    with open_for_write() as store:
         session = opts.session  # an id names its own session; a number needs one
         if session is None and turn.strip().isdigit():
             session = opts.session_for(store)
@@ -196,7 +196,7 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
     opts = options()
-    with open_resuming() as store:
+    with open_for_write() as store:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
         if rewind_id is not None:
             rewind_id = store.resolve_operation(rewind_id)

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from snapstore.core.records import OPEN, REWOUND
 
+from .plain import paint as paint_segments
 from .plain import printable
 
 if TYPE_CHECKING:
@@ -80,10 +81,6 @@ def stats_text(added: int, removed: int, files: int | None = None) -> Text:
     return text
 
 
-#: SGR codes for the few styles the rewind-point list uses.
-_SGR = {"bold": "1", "dim": "2", "green": "32", "red": "31", "yellow": "33", "cyan": "36"}
-
-
 def points_table(
     points: list[RewindPoint],
     now: float | None = None,
@@ -98,7 +95,7 @@ def points_table(
     """
 
     def paint(text: str, style: str) -> str:
-        return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+        return paint_segments(((text, style),), colour)
 
     rows = []
     for point in points:

@@ -101,6 +101,17 @@ class Agent(NamedTuple):
     continuations: bool = False  # an empty prompt continues the turn (Qwen Code)
     deny: str = ""  # what blocks in strict mode, printed with {reason} (Cline); "": exit 2
 
+    def hooked_tools(self, shell: bool) -> tuple[str, ...]:
+        """The tools whose calls the hooks ask to see: the file tools, and in scan mode
+        (``shell``) the shell tool too."""
+        return self.file_tools + (self.shell_tools if shell else ())
+
+    def matcher(self, shell: bool, whole: bool = False) -> str:
+        """The hooked tools as the agent's tool matcher, a regular expression; ``whole``
+        anchors it, for agents that search the tool's name with it rather than match it."""
+        names = "|".join(self.hooked_tools(shell))
+        return f"^({names})$" if whole else names
+
 
 class HookAction(NamedTuple):
     """What one hook event asks snapstore to do."""

@@ -264,7 +264,14 @@ class Session(NamedTuple):
     origin: dict[str, str] | None = None  # pulled: {"store": its store id, "name": its name}
 
 
-def _version(value: Any) -> Version | None:
+def version_to_json(version: Version | None) -> list[Any] | None:
+    """A version as JSON stores it (records, session bases, remote turns): the triple
+    ``[digest, mode, kind]``, or null for no file."""
+    return None if version is None else [version.digest, version.mode, version.kind]
+
+
+def version_from_json(value: Any) -> Version | None:
+    """The version a JSON triple (or null) holds; ValueError or TypeError when it holds none."""
     if value is None:
         return None
     digest, mode, kind = value
@@ -272,9 +279,7 @@ def _version(value: Any) -> Version | None:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Version):
-        return [value.digest, value.mode, value.kind]
-    return value
+    return version_to_json(value) if isinstance(value, Version) else value
 
 
 def dumps(record: Any) -> bytes:
@@ -298,8 +303,8 @@ def _op(value: Any) -> RewindOp | None:
 
 
 _LOADERS = {
-    "before": _version,
-    "after": _version,
+    "before": version_from_json,
+    "after": version_from_json,
     "op": _op,
     "open_changes": _mapping,
     "open_calls": _mapping,

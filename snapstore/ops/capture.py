@@ -350,15 +350,22 @@ def _in_flight(turn: Turn | None, rel: str) -> int:
     return turn.open_calls.get(rel, 1)
 
 
+def writing(v: View) -> dict[str, Turn]:
+    """The paths a hook is writing right now (captured, the write not recorded yet: an open
+    change), each with its session's open turn. A scan or another session's rewind leaves
+    them alone, so that the writing session's record stays true."""
+    found: dict[str, Turn] = {}
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.open_turn else None
+        if turn is not None:
+            found.update(dict.fromkeys(turn.open_changes or {}, turn))
+    return found
+
+
 def _still_there(repo: Repo, item: _Prepared) -> bool:
     """Whether the path still holds what was read for it (checked under the write lock)."""
-    try:
-        st = repo.ws.lstat(item.rel)
-    except SnapstoreError:
-        return False
-    if item.version is None or item.stat is None:
-        return st is None
-    return st is not None and fingerprint(st) == fingerprint(item.stat)
+    read = item.stat if item.version is not None else None
+    return repo.ws.holds(item.rel, None if read is None else fingerprint(read))
 
 
 def _latest_known(

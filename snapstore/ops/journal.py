@@ -19,7 +19,6 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
-import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -222,14 +221,10 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     that moved is the file read and hashed again. A folder that stood at the
     path may still stand there, or be gone.
     """
-    now = repo.ws.lstat(plan.path)
-    if plan.folder:
-        return now is None or stat.S_ISDIR(now.st_mode)
+    if plan.folder or plan.current is None:
+        return repo.ws.holds(plan.path, None)
     then = plan.current_entry.stat if plan.current_entry is not None else None
-    if now is None or then is None:
-        if now is None and plan.current is None:
-            return True
-    elif fingerprint(now) == fingerprint(then):
+    if then is not None and repo.ws.holds(plan.path, fingerprint(then)):
         return True
     return version_of(repo.ws.read(plan.path)) == plan.current
 

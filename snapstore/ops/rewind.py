@@ -26,7 +26,6 @@ from ..core.records import (
     CODE,
     CONVERSATION,
     MODES,
-    OPEN,
     POLICIES,
     REWIND,
     SKIP,
@@ -39,7 +38,7 @@ from ..core.records import (
     Turn,
 )
 from ..core.repo import Repo, View
-from .capture import finish_open_turn
+from .capture import finish_open_turn, writing
 from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
 from .journal import Operation, execute
 from .plan import (
@@ -177,19 +176,12 @@ def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None
 def _busy(v: View, session: str) -> dict[str, str]:
     """Paths other sessions are writing right now (captured, their write not recorded
     yet): an operation leaves them alone, so that the other session's record stays true."""
-    busy = {}
-    for record in v.sessions():
-        if record.name == session or record.open_turn is None:
-            continue
-        turn = v.find_turn(record.open_turn)
-        if turn is None or turn.state != OPEN:
-            continue
-        for path in turn.open_changes:
-            busy[path] = (
-                f"session {record.name!r} is writing it right now (turn {turn.id}); "
-                "left alone, try again once its tool call ends"
-            )
-    return busy
+    return {
+        path: f"session {turn.session!r} is writing it right now (turn {turn.id}); "
+        "left alone, try again once its tool call ends"
+        for path, turn in writing(v).items()
+        if turn.session != session
+    }
 
 
 def _plans(

@@ -53,6 +53,7 @@ from ..core.records import (
     index_version,
 )
 from ..core.repo import Repo, Tx, View
+from .capture import writing
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
 
@@ -630,7 +631,7 @@ class _Committer:
         if turn is not None:
             for change in tx.changes(turn.id):
                 latest[change.path] = change.after if change.done else change.before
-        held = _held(tx)  # a hook's write in progress owns its path
+        held = writing(tx)  # a hook's write in progress owns its path
         for item in [*items, *gone]:
             if item.rel in held or not _still(self.repo, item):
                 continue
@@ -701,25 +702,11 @@ def _index(tx: Tx, item: _Item) -> None:
         tx.put_index(item.rel, item.fingerprint + (item.key or b""))
 
 
-def _held(v: View) -> set[str]:
-    """Paths whose hook write is in progress (an open change) in any session's open turn."""
-    held: set[str] = set()
-    for record in v.sessions():
-        turn = v.open_turn(record.name) if record.open_turn else None
-        if turn is not None and turn.open_changes:
-            held.update(turn.open_changes)
-    return held
-
-
 def _still(repo: Repo, item: _Item) -> bool:
     """Whether the path still holds what was read (checked under the write lock)."""
-    try:
-        st = os.lstat(repo.ws.abspath(item.rel))
-    except OSError:
-        return item.version is None
     if item.version is None:
-        return stat.S_ISDIR(st.st_mode)
-    return item.check is None or fingerprint(st) == item.check
+        return repo.ws.holds(item.rel, None)
+    return item.check is None or repo.ws.holds(item.rel, item.check)  # None: a link, as read
 
 
 def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:

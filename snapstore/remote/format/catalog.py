@@ -26,8 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import blake3
-
+from ...core.blobs import digest_hex
 from ...core.db import FILE_MODE, makedirs_private
 from ...core.records import TurnState
 from ..transport.backend import ObjectInfo, ObjectStore
@@ -257,7 +256,7 @@ class Catalog:
         return verified(self.store, key, self.get(key), digest)
 
     def new_pack(self, data: bytes) -> str:
-        digest = blake3.blake3(data).hexdigest()
+        digest = digest_hex(data)
         self.create(layout.pack_key(digest), data)
         return digest
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ...core import blobs, faults
 from ...core.errors import StoreCorrupt
-from ...core.records import AGENT, BASE, CLOSED, Change, Session, Turn, Version
+from ...core.records import AGENT, BASE, CLOSED, Change, Session, Turn, version_from_json
 from ...core.repo import Repo, Tx, View
 from ...ops.session_base import base_changes, git_commit
 from ..format import layout
@@ -33,10 +33,6 @@ from .push import SyncResult, base_turn_id, identity
 WHOLE_PACK = 0.5
 #: Ranges closer than this are read as one request.
 RANGE_GAP = 256 * 1024
-
-
-def _version(value: Any) -> Version | None:
-    return None if value is None else Version(value[0], value[1], value[2])
 
 
 def local_name_for(
@@ -317,8 +313,8 @@ def _import(
                 turn=data["id"],
                 seq=c["seq"],
                 path=c["path"],
-                before=_version(c["before"]),
-                after=_version(c["after"]),
+                before=version_from_json(c["before"]),
+                after=version_from_json(c["after"]),
                 done=c["done"],
                 tool=c["tool"],
                 source=c["source"],

@@ -30,7 +30,7 @@ from typing import Any
 from ...core import blobs, faults
 from ...core.db import FILE_MODE
 from ...core.errors import StoreLocked
-from ...core.records import AGENT, OPEN, Change, Session, Turn, Version
+from ...core.records import AGENT, OPEN, Change, Session, Turn, version_to_json
 from ...core.repo import Repo, View
 from ...ops.session_base import base_keys
 from ..format import layout
@@ -74,9 +74,7 @@ def identity(store_id: str, session: Session) -> tuple[str, str]:
 
 def base_turn_id(origin: str, name: str) -> str:
     """The id of the turn a pull makes for a session's uncommitted base (the same everywhere)."""
-    from blake3 import blake3
-
-    digest = blake3(f"base:{origin}:{name}".encode()).hexdigest()
+    digest = blobs.digest_hex(f"base:{origin}:{name}".encode())
     return digest[:11] + "b" if digest[:12].isdigit() else digest[:12]
 
 
@@ -97,8 +95,8 @@ def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> di
             {
                 "seq": c.seq,
                 "path": c.path,
-                "before": _plain(c.before),
-                "after": _plain(c.after),
+                "before": version_to_json(c.before),
+                "after": version_to_json(c.after),
                 "done": c.done,
                 "tool": c.tool,
                 "source": c.source,
@@ -108,10 +106,6 @@ def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> di
             for c in changes
         ],
     }
-
-
-def _plain(version: Version | None) -> list[Any] | None:
-    return None if version is None else [version.digest, version.mode, version.kind]
 
 
 class _Local:
@@ -302,7 +296,7 @@ def _upload_blobs(
     if batch:
         flush()
     data = layout.build_index(refs)
-    digest = layout.blake3_hex(data)
+    digest = blobs.digest_hex(data)
     catalog.create(layout.index_key(digest), data)
     sent += len(data)
     faults.point("push.index")

@@ -1,4 +1,5 @@
-"""Looking after a remote: its log, its verification (fsck) and its retention (gc).
+"""Looking after a remote: its log, its verification and its retention (`remote_log`,
+`remote_fsck`, `remote_gc`: the local store's own are `snapstore.ops.fsck` and `ops.gc`).
 
 gc takes no lock, so it works in two phases a grace period apart (restic's
 prune needs an exclusive lock; this does not):
@@ -64,7 +65,7 @@ class LogEntry:
         }
 
 
-def log(catalog: Catalog) -> list[LogEntry]:
+def remote_log(catalog: Catalog) -> list[LogEntry]:
     """The remote's sessions and turns, newest first."""
     if not catalog.open(create=False):
         return []
@@ -127,7 +128,7 @@ def _try(report: RemoteFsck, key: str, fn: Any) -> Any:
         return None
 
 
-def fsck(catalog: Catalog) -> RemoteFsck:
+def remote_fsck(catalog: Catalog) -> RemoteFsck:
     """Verify every object of the remote and every reference between them."""
     report = RemoteFsck()
     if not catalog.open(create=False):
@@ -278,7 +279,7 @@ class RemoteGc:
         }
 
 
-def gc(
+def remote_gc(
     catalog: Catalog,
     keep_days: float | None,
     *,
@@ -317,7 +318,7 @@ def gc(
         record = layout.seal(
             {"version": layout.VERSION, "time": now, "turns": dropped, "packs": sorted(condemn)}
         )
-        catalog.create(layout.gc_key(layout.blake3_hex(record)), record)
+        catalog.create(layout.gc_key(blobs.digest_hex(record)), record)
     for turn_id in dropped:
         catalog.delete(layout.turn_key(turn_id))
         result.removed_objects += 1
@@ -332,8 +333,8 @@ def gc(
         keep = {b: r for b, r in index.items() if r.pack not in gone}
         if keep:
             data = layout.build_index(keep)
-            catalog.create(layout.index_key(layout.blake3_hex(data)), data)
-        new_key = layout.index_key(layout.blake3_hex(layout.build_index(keep))) if keep else ""
+            catalog.create(layout.index_key(blobs.digest_hex(data)), data)
+        new_key = layout.index_key(blobs.digest_hex(layout.build_index(keep))) if keep else ""
         for info in old_indexes:
             if info.key != new_key:
                 catalog.delete(info.key)
