@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 from snapstore import SnapstoreError, Store
 from snapstore.adapters import agent_of
-from snapstore.core.errors import NotFound, UnknownTurn
+from snapstore.core.errors import UnknownOperation, UnknownTurn
 from snapstore.core.records import MODES, POLICIES
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
@@ -303,7 +303,7 @@ def undo(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str,
             raise FrameError("bad_frame", "operation_id must be an operation's id")
         try:
             operation = store.resolve_operation(operation)  # an id, or a unique prefix
-        except NotFound:
+        except UnknownOperation:
             operation = None
         if operation is None or not any(op.id == operation for op in store.operations(session)):
             raise FrameError(

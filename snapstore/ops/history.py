@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from ..core.blobs import parse_header
-from ..core.errors import BadInput, NotFound, SnapstoreError, UnknownTurn
+from ..core.errors import BadInput, SnapstoreError, UnknownOperation, UnknownTurn
 from ..core.records import (
     AGENT,
     APPLIED,
@@ -459,7 +459,7 @@ def resolve_operation(v: View, ref: str) -> Turn:
         raise BadInput("empty operation reference")
     matches = sorted(t.id for t in v.turns() if t.op is not None and t.id.startswith(text))
     if not matches:
-        raise NotFound(f"unknown operation {text!r}")
+        raise UnknownOperation(f"unknown operation {text!r}", ref=text)
     if len(matches) > 1:
         raise BadInput(
             f"operation prefix {text!r} is ambiguous: " + ", ".join(matches[:5]), ref=text

@@ -154,7 +154,7 @@ def test_ops_lists_rewinds_switches_and_undos_newest_first(cli, root: Path) -> N
         f"by {undo_op[:8]}\n"
     )
     assert cli("--json", "ops", "--session", "other").code == 4  # an unknown session
-    _one_error_line(cli("undo", "zz"), 4, "unknown operation 'zz'")
+    _one_error_line(cli("undo", "zz"), 4, "unknown operation 'zz' (see `snapstore ops`)")
 
 
 def _crafted(root: Path) -> None:
@@ -166,8 +166,11 @@ def _crafted(root: Path) -> None:
             tx.put_turn(Turn("abc000000001", "default", 1, state=CLOSED, created=FIXED_NOW))
             tx.put_turn(Turn("abc000000002", "default", 2, parent="abc000000001", state=CLOSED))
             tx.set_head("default", "abc000000002")
-            for seq, op_id in ((3, "fee000000001"), (4, "fee000000002")):
-                op = RewindOp("default", "abc000000002", "both", status="applied")
+            for seq, op_id, status in (
+                (3, "fee000000001", "applied"),
+                (4, "fee000000002", "planned"),
+            ):
+                op = RewindOp("default", "abc000000002", "both", status=status)
                 tx.put_turn(Turn(op_id, "default", seq, kind=REWIND, state=CLOSED, op=op))
 
         store.repo.write(put)
@@ -180,6 +183,11 @@ def test_an_ambiguous_prefix_lists_the_candidates(cli, root: Path) -> None:
     _one_error_line(
         cli("undo", "fee"), 2, "operation prefix 'fee' is ambiguous: fee000000001, fee000000002"
     )
+    listed = cli("ops").stdout.splitlines()
+    assert [line.split()[3:5] for line in listed[1:]] == [
+        ["rewind", "(unfinished)"],
+        ["rewind", "1"],
+    ]
     shown = cli("show", "abc000000001")
     assert shown.code == 0 and shown.stdout.startswith("turn 2 abc000000001  [closed]")
 
