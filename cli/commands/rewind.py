@@ -29,19 +29,20 @@ from ..app import (
 )
 from ..output import results
 from ..output.plain import say
+from ..settings import agent_homes
 
 
 def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(result: RewindResult, verb: str) -> None:
+def _report(result: RewindResult, verb: str, turn: str | None = None) -> None:
     def human() -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
                     results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb)
+        results.summary(result, verb, turn=turn)
 
     emit(result.to_json(), human)
     if not result.ok:
@@ -133,8 +134,9 @@ def rewind(
                 paths=wanted,
                 dry_run=True,
                 force=force,
+                homes=agent_homes(),
             )
-            results.summary(preview, "rewind")
+            results.summary(preview, "rewind", turn=turn)
             click.confirm("Rewind?", abort=True)
         result = store.rewind(
             turn,
@@ -144,8 +146,9 @@ def rewind(
             paths=wanted,
             dry_run=dry_run,
             force=force,
+            homes=agent_homes(),
         )
-    _report(result, "rewound")
+    _report(result, "rewound", turn)
 
 
 @click.command()
@@ -200,7 +203,13 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
         if rewind_id is not None:
             rewind_id = store.resolve_operation(rewind_id)
-        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+        result = store.undo(
+            rewind_id,
+            opts.session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=agent_homes(),
+        )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
     _report(result, "undone")

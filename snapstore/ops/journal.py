@@ -6,22 +6,27 @@ docs/format.md:
 1. **Journal.** One commit records an operation turn (kind ``rewind``) whose
    changes hold, per path, the bytes on disk now (``before``) and the planned
    result (``after``), and lists the operation under ``meta/unfinished``.
-2. **Apply.** Each path is written once, atomically; emptied folders go.
+2. **Apply.** The agent's transcript gets its one appended record (or loses it again, for
+   an undo), then each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
    the reverted turns and takes it off ``unfinished``.
 
 A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
 finishes: a path still holding ``before`` gets ``after``, a path holding
-``after`` is done, anything else is left alone and reported. Because the
+``after`` is done, anything else is left alone and reported; a transcript still at its
+recorded size gets the record, one that already ends with it is done. Because the
 journal is written first, ``undo`` always has the bytes to go back to.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
+from .. import conversation
 from ..core import faults
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
@@ -74,8 +79,23 @@ def execute(w: Locked, operation: Operation) -> RewindResult:
     op_id = _journal(w, operation)
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
-    errors = _apply(w.repo, operation.plans)
+    errors = _converse(operation.op.conversation)
+    errors += _apply(w.repo, operation.plans)
     return _finish(w, op_id, errors)
+
+
+def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Make the operation's conversation edit, if it has one to make; its failure, if any."""
+    edit = conversation.from_record(record)
+    if edit is None or edit.status != "rewound":
+        return []
+    faults.point("journal.conversation")
+    try:
+        conversation.apply(edit)
+    except (SnapstoreError, OSError) as exc:
+        return [{"path": edit.transcript, "reason": str(exc)}]
+    faults.point("journal.conversed")
+    return []
 
 
 def _describe(op: RewindOp) -> str:
@@ -244,6 +264,8 @@ def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult
         for key in ("restored", "deleted", "merged"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
+        if result.conversation is not None and result.conversation["transcript"] in failed:
+            result.conversation = {**result.conversation, "status": "unchanged"}
         for change in tx.changes(op_id):
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
@@ -296,6 +318,7 @@ def resume(repo: Repo) -> list[RewindResult]:
                 ]
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
+            errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
             results.append(_finish(w, op_id, errors))
     return results

@@ -1,0 +1,334 @@
+"""Rewinding an agent's conversation with its files: the edit of the agent's own transcript.
+
+A rewind to before turn N also takes the agent's memory back, so that the resumed session has
+forgotten turns N and later (docs/design.md, "Conversation"). Each supported agent has a module
+here (``claude_code``, ``codex``) with a model of how the agent loads its transcript: its live
+history, as a list of the agents' own turn keys. The edit is always the agent's own rewind
+record, appended in one write and flushed, so every old record stays in the file and undo is
+cutting the appended bytes off again.
+
+Every check comes before any change: the agent must not be running the session (snapstore's
+own open turn is checked by the rewind; here, the agent's registry of live sessions), no
+compaction may lie after the turn, the transcript's release must be one the module was tested
+with, and the live history with the record appended must end just before the turn's prompt.
+The library never reads the environment: the caller passes each agent's home folder
+(``homes``: agent name -> folder, e.g. ``~/.claude``, ``$CODEX_HOME``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any, Literal, NamedTuple
+
+from ..core.errors import AgentRunning, ConversationRefused
+
+#: What a rewind did to the conversation.
+Status = Literal["rewound", "unsupported", "unchanged"]
+#: How the conversation was rewound: a record appended to the transcript, or a fork.
+How = Literal["appended", "forked", ""]
+
+#: The agents with a conversation module, by the name their hooks give sessions.
+MODULES = {"claude-code": "claude_code", "codex": "codex"}
+
+#: Each other agent's own command to rewind its chat (docs/integrations/).
+OWN_REWIND = {
+    "gemini-cli": "/rewind in Gemini CLI",
+    "qwen-code": "/rewind in Qwen Code",
+    "copilot": "/rewind in Copilot CLI",
+    "opencode": "/undo in opencode",
+    "cursor": "restore a checkpoint in Cursor's chat",
+    "windsurf": "revert to a step in Windsurf's Cascade panel",
+    "cline": "restore a checkpoint in Cline's task",
+    "auggie": "the agent's own history",
+}
+
+
+class Edit(NamedTuple):
+    """A planned (or made) edit of one agent's transcript; stored with the operation."""
+
+    agent: str
+    status: Status
+    how: How = ""
+    session_id: str = ""
+    resume_command: str = ""
+    transcript: str = ""
+    offset: int = 0  # the transcript's size before the append (or after the cut)
+    data: str = ""  # the appended record(s), whole JSON lines
+    cut: bool = False  # an undo: cut ``data`` off at ``offset``
+    key: str = ""  # the agent's key of the turn rewound to before
+    note: str = ""  # for people: why the chat stays as it is, and what to do instead
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``conversation`` object of ``--json`` (docs/cli.md)."""
+        keys = ("agent", "status", "how", "session_id", "resume_command", "transcript", "note")
+        return {key: getattr(self, key) for key in keys}
+
+    @property
+    def end(self) -> int:
+        """The transcript's size once the record is appended."""
+        return self.offset + len(self.data.encode())
+
+
+def from_record(value: Mapping[str, Any]) -> Edit | None:
+    """The edit an operation record holds (None: the operation had none)."""
+    return Edit(**value) if value else None
+
+
+def _agent(session: str) -> tuple[str, str]:
+    agent, _, session_id = session.partition("/")
+    return agent, session_id
+
+
+def _module(agent: str) -> ModuleType:
+    return __import__(f"{__name__}.{MODULES[agent]}", fromlist=["NAME"])
+
+
+def _unsupported(agent: str, note: str, session_id: str = "") -> Edit:
+    return Edit(agent or "unknown", "unsupported", session_id=session_id, note=note)
+
+
+def plan(
+    session: str,
+    key: str | None,
+    transcript: str | None,
+    homes: Mapping[str, str] | None,
+    number: str,
+) -> Edit:
+    """The edit that rewinds ``session``'s conversation to before the turn whose agent key is
+    ``key`` (the ``number`` the user gave, for the messages).
+
+    Raises :class:`AgentRunning` while the agent runs the session and
+    :class:`ConversationRefused` when the edit is unsafe; an agent without a module, a
+    release outside the tested ones or a turn recorded without its transcript gives an
+    ``unsupported`` edit, which changes nothing.
+    """
+    agent, session_id = _agent(session)
+    if agent not in MODULES:
+        own = OWN_REWIND.get(agent, "the agent's own rewind")
+        return _unsupported(agent, f"the chat stays in the agent: rewind it with {own}")
+    mod = _module(agent)
+    if homes is None or agent not in homes:
+        return _unsupported(
+            agent, f"the chat stays in the agent: rewind it with {mod.OWN}", session_id
+        )
+    if not key or not transcript:
+        return _unsupported(
+            agent,
+            f"snapstore did not record where this turn is in {mod.TITLE}'s transcript; "
+            f"rewind the chat with {mod.OWN}",
+            session_id,
+        )
+    refuse_running(mod, session_id, homes[agent])
+    raw = _read(transcript)
+    records = parse(raw)
+    version = mod.version(records)
+    if version is None or not (mod.TESTED[0] <= version <= mod.TESTED[1]):
+        shown = ".".join(map(str, version)) if version else "unknown"
+        return _unsupported(
+            agent,
+            f"{mod.TITLE} {shown} is not a release snapstore was tested with "
+            f"({_span(mod.TESTED)}); rewind the chat with {mod.OWN}",
+            session_id,
+        )
+    base = Edit(
+        agent,
+        "unchanged",
+        "appended",
+        session_id,
+        mod.resume_command(session_id),
+        transcript,
+        len(raw),
+        key=key,
+    )
+    if not mod.mentions(records, key):
+        raise ConversationRefused(
+            f"turn {number}'s message is not in {mod.TITLE}'s transcript {transcript}",
+            path=transcript,
+        )
+    if mod.compacted_after(records, key):
+        raise ConversationRefused(
+            f"{mod.TITLE} compacted the conversation after turn {number}; "
+            "a rewind to before the compaction would bring the whole old history back",
+            path=transcript,
+        )
+    live = mod.live(records)
+    if key not in live:
+        return base._replace(note="the conversation already ends before this turn")
+    kept = live[: live.index(key)]
+    if not kept:
+        return _unsupported(
+            agent,
+            f"nothing of the conversation comes before turn {number}: start a new "
+            f"{mod.TITLE} session rather than resume this one",
+            session_id,
+        )
+    lead = "" if not raw or raw.endswith(b"\n") else "\n"
+    data = lead + mod.rewind_record(records, key, session_id)
+    edit = base._replace(status="rewound", data=data)
+    if not _loads_rewound(mod, edit, raw + data.encode()):
+        raise ConversationRefused(
+            f"{mod.TITLE}'s transcript {transcript} does not load as snapstore expects; "
+            "left as it is",
+            path=transcript,
+        )
+    return edit
+
+
+def _loads_rewound(mod: ModuleType, edit: Edit, raw: bytes) -> bool:
+    """Whether the transcript ``raw``, loaded as the agent loads it, holds the live history
+    of the bytes before the edit up to just before the edit's turn."""
+    before = mod.live(parse(raw[: edit.offset]))
+    return edit.key in before and mod.live(parse(raw)) == before[: before.index(edit.key)]
+
+
+def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
+    """The cut that takes back ``edit``: its bytes, while the agent has not written since."""
+    mod = _module(edit.agent)
+    if homes is None or edit.agent not in homes:
+        return edit._replace(
+            status="unchanged",
+            note=f"the chat stays as the rewind left it: rewind it with {mod.OWN}",
+        )
+    refuse_running(mod, edit.session_id, homes[edit.agent])
+    if not holds_append(edit):
+        raise ConversationRefused(
+            f"{mod.TITLE} wrote to the conversation since the rewind; the undo would lose "
+            f"that, so it leaves the files and the chat as they are ({edit.transcript})",
+            path=edit.transcript,
+        )
+    return edit._replace(cut=True, note="")
+
+
+def refuse_running(mod: ModuleType, session_id: str, home: str) -> None:
+    """Raise :class:`AgentRunning` when the agent's registry names a live process on the
+    session."""
+    who = mod.running(session_id, home)
+    if who:
+        raise AgentRunning(
+            f"{mod.TITLE} is running session {session_id} ({who}); exit {mod.COMMAND} first, "
+            "or use --mode code to rewind the files only",
+            agent=mod.NAME,
+            session=session_id,
+        )
+
+
+def apply(edit: Edit) -> None:
+    """Make a planned edit, as one write then one flush; after a crash, call again.
+
+    An append whose bytes are already there is done; a cut whose bytes are gone is done.
+    The transcript must still be what the plan saw, else nothing is written. An append is
+    verified by loading the transcript as the agent does; when it does not load rewound,
+    the appended bytes are cut off again and the edit is refused.
+    """
+    _edit(edit)
+    if edit.cut:
+        return
+    mod = _module(edit.agent)
+    if not _loads_rewound(mod, edit, _read(edit.transcript)):
+        _edit(edit._replace(cut=True))
+        raise ConversationRefused(
+            f"{mod.TITLE}'s transcript {edit.transcript} did not load rewound; "
+            "the record was taken out again",
+            path=edit.transcript,
+        )
+
+
+def _edit(edit: Edit) -> None:
+    """Append or cut the edit's bytes, once: one write (or truncate), then one flush."""
+    fd = os.open(edit.transcript, os.O_RDWR | os.O_APPEND)
+    try:
+        size = os.fstat(fd).st_size
+        appended = size == edit.end and _tail(fd, edit) == edit.data.encode()
+        if edit.cut:
+            if size == edit.offset:
+                return
+            if not appended:
+                raise ConversationRefused(
+                    f"{edit.transcript} changed since the rewind; left as it is",
+                    path=edit.transcript,
+                )
+            os.ftruncate(fd, edit.offset)
+        else:
+            if appended:
+                return
+            if size != edit.offset:
+                raise ConversationRefused(
+                    f"{edit.transcript} changed while the rewind ran; left as it is",
+                    path=edit.transcript,
+                )
+            os.write(fd, edit.data.encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def holds_append(edit: Edit) -> bool:
+    """Whether the transcript still ends with the edit's appended bytes, and nothing after."""
+    try:
+        fd = os.open(edit.transcript, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return os.fstat(fd).st_size == edit.end and _tail(fd, edit) == edit.data.encode()
+    finally:
+        os.close(fd)
+
+
+def _tail(fd: int, edit: Edit) -> bytes:
+    return os.pread(fd, edit.end - edit.offset, edit.offset)
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise ConversationRefused(
+            f"cannot read the agent's transcript {path}: {exc.strerror}", path=path
+        ) from None
+
+
+def parse(raw: bytes) -> list[dict[str, Any]]:
+    """A JSONL transcript's records; a line that is no JSON object (a write cut short) is
+    skipped, as the agents' own loaders skip it."""
+    records = []
+    for line in raw.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def release(text: Any) -> tuple[int, ...] | None:
+    """A version string such as ``2.1.332`` as numbers (None when it is none)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return tuple(int(part) for part in text.split("-")[0].split("."))
+    except ValueError:
+        return None
+
+
+def _span(tested: tuple[tuple[int, ...], tuple[int, ...]]) -> str:
+    low, high = (".".join(map(str, v)) for v in tested)
+    return low if low == high else f"{low} to {high}"
+
+
+def pid_alive(pid: Any) -> bool:
+    """Whether a process with this id runs (a signal that outlives its agent counts only
+    while the process it names is alive)."""
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
