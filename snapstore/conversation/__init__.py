@@ -96,16 +96,19 @@ def plan(
     transcript: str | None,
     homes: Mapping[str, str] | None,
     number: str,
-) -> Edit:
+) -> Edit | None:
     """The edit that rewinds ``session``'s conversation to before the turn whose agent key is
     ``key`` (the ``number`` the user gave, for the messages).
 
     Raises :class:`AgentRunning` while the agent runs the session and
     :class:`ConversationRefused` when the edit is unsafe; an agent without a module, a
     release outside the tested ones or a turn recorded without its transcript gives an
-    ``unsupported`` edit, which changes nothing.
+    ``unsupported`` edit, which changes nothing. A session no agent's hooks recorded has no
+    conversation: None.
     """
     agent, session_id = _agent(session)
+    if agent not in MODULES and agent not in OWN_REWIND:
+        return None
     if agent not in MODULES:
         own = OWN_REWIND.get(agent, "the agent's own rewind")
         return _unsupported(agent, f"the chat stays in the agent: rewind it with {own}")

@@ -111,6 +111,8 @@ def _plan_conversation(
     """Add the conversation edit to a planned rewind (raises when it must be refused)."""
     shown = f"{target}" if isinstance(target, int) else turn.id
     edit = conversation.plan(turn.session, turn.message_id, turn.transcript, homes, shown)
+    if edit is None:
+        return
     operation.op = operation.op._replace(conversation=edit._asdict())
     operation.result.conversation = edit.to_json()
 
