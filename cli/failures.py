@@ -77,6 +77,8 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
             if command == "undo"
             else "end it with `snapstore end`"
         )
+    if isinstance(exc, e.ConversationRefused) and command != "rewind":
+        return None  # an undo cannot leave the conversation out
     for cls in type(exc).__mro__:
         if cls in _HINTS:
             return _HINTS[cls]

@@ -5,9 +5,10 @@ On a terminal this is an interactive picker built on prompt_toolkit: arrow keys
 show below the list. The branch's rewind points come first, numbered; the
 turns taken back earlier follow, marked, and choosing one switches to it (a
 redo). A second menu then shows what the rewind or switch would do (from a dry
-run) and offers the modes; the code choices are hidden when the turns taken
-back changed no files. Without a terminal it prints the numbered list, so that
-`snapstore rewind N` matches what is on screen.
+run) and offers the modes, each saying what it does to this session's agent's
+chat (only the code one while the agent runs the session); the code choices are
+hidden when the turns taken back changed no files. Without a terminal it prints
+the numbered list, so that `snapstore rewind N` matches what is on screen.
 """
 
 from __future__ import annotations

@@ -107,6 +107,7 @@ def rewind(
         emit([r.to_json() for r in done], human)
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    shown = turn  # the turn as the user knows it, for the conversation's lines
     with open_for_write() as store:
         session = opts.session_for(store)
         if turn is None and is_new(store, session):  # the list of rewind points is empty
@@ -125,6 +126,9 @@ def rewind(
                 return
             mode = choice
             yes = yes or _interactive()  # the picker has confirmed already
+            shown = next(
+                (str(p.n) for p in store.rewind_points(session) if p.turn.id == turn), turn
+            )
         if not (yes or dry_run) and _interactive():
             preview = store.rewind(
                 turn,
@@ -136,7 +140,7 @@ def rewind(
                 force=force,
                 homes=agent_homes(),
             )
-            results.summary(preview, "rewind", turn=turn)
+            results.summary(preview, "rewind", turn=shown)
             click.confirm("Rewind?", abort=True)
         result = store.rewind(
             turn,
@@ -148,7 +152,7 @@ def rewind(
             force=force,
             homes=agent_homes(),
         )
-    _report(result, "rewound", turn)
+    _report(result, "rewound", shown)
 
 
 @click.command()

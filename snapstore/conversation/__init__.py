@@ -139,7 +139,7 @@ def plan(
     base = Edit(
         agent,
         "unchanged",
-        "appended",
+        "",
         session_id,
         mod.resume_command(session_id),
         transcript,
@@ -170,7 +170,7 @@ def plan(
         )
     lead = "" if not raw or raw.endswith(b"\n") else "\n"
     data = lead + mod.rewind_record(records, key, session_id)
-    edit = base._replace(status="rewound", data=data)
+    edit = base._replace(status="rewound", how="appended", data=data)
     if not _loads_rewound(mod, edit, raw + data.encode()):
         raise ConversationRefused(
             f"{mod.TITLE}'s transcript {transcript} does not load as snapstore expects; "
