@@ -195,7 +195,7 @@ def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
             status="unchanged",
             note=f"the chat stays as the rewind left it: rewind it with {mod.OWN}",
         )
-    refuse_running(mod, edit.session_id, homes[edit.agent])
+    refuse_running(mod, edit.session_id, homes[edit.agent], undo=True)
     if not holds_append(edit):
         raise ConversationRefused(
             f"{mod.TITLE} wrote to the conversation since the rewind; the undo would lose "
@@ -205,14 +205,15 @@ def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
     return edit._replace(cut=True, note="")
 
 
-def refuse_running(mod: ModuleType, session_id: str, home: str) -> None:
+def refuse_running(mod: ModuleType, session_id: str, home: str, undo: bool = False) -> None:
     """Raise :class:`AgentRunning` when the agent's registry names a live process on the
-    session."""
+    session (a rewind can still take the files alone back; an undo cannot)."""
     who = mod.running(session_id, home)
     if who:
+        other = "" if undo else ", or use --mode code to rewind the files only"
         raise AgentRunning(
-            f"{mod.TITLE} is running session {session_id} ({who}); exit {mod.COMMAND} first, "
-            "or use --mode code to rewind the files only",
+            f"{mod.TITLE} is running session {session_id} ({who}); exit {mod.COMMAND} first"
+            + other,
             agent=mod.NAME,
             session=session_id,
         )

@@ -100,6 +100,16 @@ def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
     gone.wait()
     entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
     assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
+    rewound = transcript.read_bytes()
+    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
+    with pytest.raises(AgentRunning) as refused:  # the undo too, and it has no files-only way
+        store.undo(homes=homes)
+    assert str(refused.value).endswith("exit claude first")
+    assert transcript.read_bytes() == rewound
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    entry.unlink()
+    store.undo(homes=homes)
+    assert transcript.read_bytes() == whole
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
