@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Mapping
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
@@ -59,6 +60,7 @@ class Edit(NamedTuple):
     data: str = ""  # the appended record(s), whole JSON lines
     cut: bool = False  # an undo: cut ``data`` off at ``offset``
     key: str = ""  # the agent's key of the turn rewound to before
+    source: str = ""  # a fork: the transcript it was cut from (left as it is)
     note: str = ""  # for people: why the chat stays as it is, and what to do instead
 
     def to_json(self) -> dict[str, Any]:
@@ -128,14 +130,16 @@ def plan(
     raw = _read(transcript)
     records = parse(raw)
     version = mod.version(records)
-    if version is None or not (mod.TESTED[0] <= version <= mod.TESTED[1]):
-        shown = ".".join(map(str, version)) if version else "unknown"
-        return _unsupported(
-            agent,
-            f"{mod.TITLE} {shown} is not a release snapstore was tested with "
-            f"({_span(mod.TESTED)}); rewind the chat with {mod.OWN}",
-            session_id,
-        )
+    tested = version is not None and mod.TESTED[0] <= version <= mod.TESTED[1]
+    untested = (
+        ""
+        if tested
+        else f"{mod.TITLE} {'.'.join(map(str, version or ())) or 'unknown'} is not a release "
+        f"snapstore was tested with ({_span(mod.TESTED)})"
+    )
+    fork = getattr(mod, "fork", None) if version is not None and not tested else None
+    if untested and fork is None:
+        return _unsupported(agent, f"{untested}; rewind the chat with {mod.OWN}", session_id)
     base = Edit(
         agent,
         "unchanged",
@@ -168,10 +172,26 @@ def plan(
             f"{mod.TITLE} session rather than resume this one",
             session_id,
         )
-    lead = "" if not raw or raw.endswith(b"\n") else "\n"
-    data = lead + mod.rewind_record(records, key, session_id)
-    edit = base._replace(status="rewound", how="appended", data=data)
-    if not _loads_rewound(mod, edit, raw + data.encode()):
+    if fork is not None:  # a new session cut before the turn; the old one stays as it is
+        new_id = str(uuid.uuid4())
+        edit = base._replace(
+            status="rewound",
+            how="forked",
+            session_id=new_id,
+            resume_command=mod.resume_command(new_id),
+            transcript=os.path.join(os.path.dirname(transcript), f"{new_id}.jsonl"),
+            offset=0,
+            data=fork(records, key, new_id),
+            source=transcript,
+            note=f"{untested}: the rewound chat is a new session; the old one is left as it was",
+        )
+        after = edit.data.encode()
+    else:
+        lead = "" if not raw or raw.endswith(b"\n") else "\n"
+        data = lead + mod.rewind_record(records, key, session_id)
+        edit = base._replace(status="rewound", how="appended", data=data)
+        after = raw + data.encode()
+    if not _loads_rewound(mod, edit, raw, after):
         raise ConversationRefused(
             f"{mod.TITLE}'s transcript {transcript} does not load as snapstore expects; "
             "left as it is",
@@ -180,11 +200,11 @@ def plan(
     return edit
 
 
-def _loads_rewound(mod: ModuleType, edit: Edit, raw: bytes) -> bool:
-    """Whether the transcript ``raw``, loaded as the agent loads it, holds the live history
-    of the bytes before the edit up to just before the edit's turn."""
-    before = mod.live(parse(raw[: edit.offset]))
-    return edit.key in before and mod.live(parse(raw)) == before[: before.index(edit.key)]
+def _loads_rewound(mod: ModuleType, edit: Edit, before: bytes, after: bytes) -> bool:
+    """Whether the transcript ``after`` the edit, loaded as the agent loads it, holds the
+    live history of the transcript ``before`` it up to just before the edit's turn."""
+    then = mod.live(parse(before[: edit.offset] if edit.how == "appended" else before))
+    return edit.key in then and mod.live(parse(after)) == then[: then.index(edit.key)]
 
 
 def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
@@ -227,12 +247,17 @@ def apply(edit: Edit) -> None:
     verified by loading the transcript as the agent does; when it does not load rewound,
     the appended bytes are cut off again and the edit is refused.
     """
-    _edit(edit)
+    if edit.how == "forked":
+        _fork(edit)
+    else:
+        _edit(edit)
     if edit.cut:
         return
     mod = _module(edit.agent)
-    if not _loads_rewound(mod, edit, _read(edit.transcript)):
-        _edit(edit._replace(cut=True))
+    after = _read(edit.transcript)
+    before = _read(edit.source) if edit.how == "forked" else after
+    if not _loads_rewound(mod, edit, before, after):
+        (_fork if edit.how == "forked" else _edit)(edit._replace(cut=True))
         raise ConversationRefused(
             f"{mod.TITLE}'s transcript {edit.transcript} did not load rewound; "
             "the record was taken out again",
@@ -267,6 +292,38 @@ def _edit(edit: Edit) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _fork(edit: Edit) -> None:
+    """Write a fork's transcript whole (a temp file renamed into place), or for a cut, remove
+    it; either at most once, and only while it holds exactly what snapstore wrote."""
+    exists = os.path.lexists(edit.transcript)
+    if edit.cut and not exists:
+        return  # already removed
+    if exists and holds_append(edit):
+        if not edit.cut:
+            return  # already written
+    elif exists:
+        raise ConversationRefused(
+            f"{edit.transcript} changed since the rewind; left as it is", path=edit.transcript
+        )
+    folder = os.path.dirname(edit.transcript)
+    if edit.cut:
+        os.unlink(edit.transcript)
+    else:
+        temp = os.path.join(folder, f".{uuid.uuid4().hex}.snapstore-fork")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            os.write(fd, edit.data.encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(temp, edit.transcript)
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def holds_append(edit: Edit) -> bool:

@@ -4,7 +4,9 @@ The session resumes from a leaf: the newest ``last-prompt`` record's ``leafUuid`
 newest message written after it. Its own /rewind appends ``last-prompt`` with ``rewound``
 and the anchor (the message before the turn's prompt) as the leaf; snapstore appends the
 same record. A turn's prompt record carries ``promptId``, the UserPromptSubmit hook's
-``prompt_id``. Proved with 2.1.197 and 2.1.332 (docs/integrations/claude-code.md).
+``prompt_id``. Proved with 2.1.197 and 2.1.332 (docs/integrations/claude-code.md); other
+releases get a fork, a new session cut before the turn, which Claude Code resumes as its own
+``--fork-session`` makes it.
 """
 
 from __future__ import annotations
@@ -130,6 +132,26 @@ def rewind_record(records: list[dict[str, Any]], key: str, session_id: str) -> s
         "sessionId": session_id,
     }
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def fork(records: list[dict[str, Any]], key: str, session_id: str) -> str:
+    """A new session's transcript: the records before the turn's prompt, without the queue
+    records that hold its text, under the new session id (what ``--fork-session`` does, cut
+    at a turn). It does not depend on ``last-prompt`` semantics: the way for releases not
+    tested with the appended record."""
+    prompt = _prompt(records, key)
+    kept = records[: records.index(prompt)] if prompt is not None else []
+    while kept and kept[-1].get("type") == "queue-operation":
+        kept.pop()
+    return "".join(
+        json.dumps(
+            {**r, "sessionId": session_id} if "sessionId" in r else r,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        + "\n"
+        for r in kept
+    )
 
 
 def _text(record: dict[str, Any]) -> str:

@@ -236,3 +236,44 @@ def _wait_held(lock: Path) -> None:
             fcntl.flock(f, fcntl.LOCK_UN)
             time.sleep(0.02)
     raise AssertionError(f"{lock} was never locked")
+
+
+@pytest.mark.usefixtures("on_path")
+def test_an_untested_claude_code_release_gets_a_fork_that_claude_code_resumes(
+    tmp_path: Path,
+) -> None:
+    """The transcript claims a release snapstore was not tested with: the rewind forks a new
+    session cut before turn 2, the old one stays as it was, and the real CLI resumes the fork
+    with turn 1 only; undo drops the fork."""
+    installed("claude-code")
+    with Session("claude-code", tmp_path, [*SCRIPT, FOURTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        path = transcript(s)
+        path.write_text(path.read_text().replace('"version":"2.1.332"', '"version":"2.1.999"'))
+        whole = path.read_bytes()
+        [session] = sessions_of(s)
+
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        assert (chat["status"], chat["how"]) == ("rewound", "forked")
+        fork = Path(chat["transcript"])
+        assert fork.parent == path.parent and fork.exists() and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0
+        assert not fork.exists() and path.read_bytes() == whole
+
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        s.state["session_id"] = chat["session_id"]  # the driver resumes this id
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (SCRIPT[1].prompt, SCRIPT[2].prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+        assert path.read_bytes() == whole  # the old session is left as it was

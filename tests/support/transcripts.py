@@ -25,6 +25,7 @@ def claude_transcript(path: Path, turns: int, version: str = "2.1.332") -> None:
                 "promptId": f"p{i}",
                 "message": {"role": "user", "content": PROMPTS[i]},
                 "version": version,
+                "sessionId": "sid",
             }
         )
         answer = {"type": "text", "text": f"done {i}"}

@@ -14,6 +14,7 @@ import pytest
 from snapstore import Store
 from snapstore.adapters import apply, parse
 from snapstore.adapters.claude_code import AGENT as CLAUDE
+from snapstore.conversation import claude_code
 from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
 from snapstore.core.records import Turn, loads
 
@@ -204,3 +205,25 @@ def test_a_rewind_already_made_in_the_agent_leaves_the_chat_unchanged(
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and chat["status"] == "unchanged"
     assert transcript.read_bytes() == whole
+
+
+def test_an_untested_claude_release_gets_a_fork_and_undo_drops_it(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "sid.jsonl"
+    claude_transcript(transcript, 3, version="2.9.0")
+    whole = transcript.read_bytes()
+    session = session_of(store, "claude-code", transcript)
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
+    new = chat["session_id"]
+    assert new != "sid" and chat["resume_command"] == f"claude --resume {new}"
+    assert chat["transcript"] == str(tmp_path / f"{new}.jsonl")
+    assert "Claude Code 2.9.0 is not a release snapstore was tested with" in chat["note"]
+    assert transcript.read_bytes() == whole
+    fork = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
+    assert [r.get("uuid") for r in fork] == ["u0", "a0", None]
+    assert fork[0]["sessionId"] == new and claude_code.live(fork) == ["p0"]
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    store.undo(homes=homes)
+    assert not Path(chat["transcript"]).exists() and transcript.read_bytes() == whole
