@@ -30,7 +30,8 @@ def resume_command(session_id: str) -> str:
 
 def running(session_id: str, home: str) -> str:
     """A live Codex writing the thread: a lock in ``CODEX_HOME/thread-writer-locks/`` named
-    after it that a process holds, or whose recorded pid is alive."""
+    after it that a process holds, or whose recorded pid is alive. Codex 0.171 holds an
+    exclusive ``flock`` on ``<thread id>.lock`` while it runs and removes the file at exit."""
     folder = os.path.join(home, "thread-writer-locks")
     try:
         names = [n for n in os.listdir(folder) if session_id in n]
