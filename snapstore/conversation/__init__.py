@@ -98,9 +98,11 @@ def plan(
     transcript: str | None,
     homes: Mapping[str, str] | None,
     number: str,
+    size: int = 0,
 ) -> Edit | None:
     """The edit that rewinds ``session``'s conversation to before the turn whose agent key is
-    ``key`` (the ``number`` the user gave, for the messages).
+    ``key`` (the ``number`` the user gave, for the messages); ``size`` is the transcript's
+    size at the turn's begin hook, after which the turn's message must be.
 
     Raises :class:`AgentRunning` while the agent runs the session and
     :class:`ConversationRefused` when the edit is unsafe; an agent without a module, a
@@ -150,9 +152,10 @@ def plan(
         len(raw),
         key=key,
     )
-    if not mod.mentions(records, key):
+    if not mod.mentions(parse(raw[size:]), key):
         raise ConversationRefused(
-            f"turn {number}'s message is not in {mod.TITLE}'s transcript {transcript}",
+            f"turn {number}'s message is not in {mod.TITLE}'s transcript {transcript} "
+            "where its prompt was recorded",
             path=transcript,
         )
     if mod.compacted_after(records, key):

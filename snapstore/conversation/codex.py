@@ -86,7 +86,11 @@ def _turn_id(record: dict[str, Any]) -> str | None:
 
 
 def mentions(records: list[dict[str, Any]], key: str) -> bool:
-    return any(_turn_id(r) == key for r in records)
+    """Whether the turn has records here: its start, or its items (written after the begin
+    hook, which comes once ``task_started`` is written)."""
+    return any(
+        _turn_id(r) == key or (r.get("payload") or {}).get("turn_id") == key for r in records
+    )
 
 
 def live(records: list[dict[str, Any]]) -> list[str]:

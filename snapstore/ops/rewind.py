@@ -110,7 +110,9 @@ def _plan_conversation(
 ) -> None:
     """Add the conversation edit to a planned rewind (raises when it must be refused)."""
     shown = f"{target}" if isinstance(target, int) else turn.id
-    edit = conversation.plan(turn.session, turn.message_id, turn.transcript, homes, shown)
+    edit = conversation.plan(
+        turn.session, turn.message_id, turn.transcript, homes, shown, turn.transcript_size
+    )
     if edit is None:
         return
     operation.op = operation.op._replace(conversation=edit._asdict())

@@ -16,7 +16,7 @@ import pytest
 from snapstore import Store
 
 from ..support import hermetic_env, snapstore_bin
-from ..support.transcripts import claude_transcript, session_of
+from ..support.transcripts import session_of
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -189,7 +189,6 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
     the session, only the code can go back, and the menu says why."""
     home = tmp_path / "home"
     transcript = tmp_path / "t.jsonl"
-    claude_transcript(transcript, 3)
     with Store.init(root) as store:
         session = session_of(store, "claude-code", transcript)
     env = {"HOME": str(home), "SNAPSTORE_SESSION": session}

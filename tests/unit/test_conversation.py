@@ -18,8 +18,8 @@ from snapstore.conversation import claude_code
 from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
 from snapstore.core.records import Turn, loads
 
-from ..support import read
-from ..support.transcripts import PROMPTS, claude_transcript, codex_rollout, session_of
+from ..support import agent_write, read
+from ..support.transcripts import PROMPTS, claude_transcript, session_of
 
 
 @pytest.fixture
@@ -57,9 +57,8 @@ def test_rewind_appends_one_record_and_undo_cuts_it(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    (claude_transcript if agent == "claude-code" else codex_rollout)(transcript, 3)
-    whole = transcript.read_bytes()
     session = session_of(store, agent, transcript)
+    whole = transcript.read_bytes()
     result = store.rewind(2, session, homes=homes)
     assert result.conversation is not None and result.conversation["status"] == "rewound"
     appended = transcript.read_bytes()[len(whole) :]
@@ -83,9 +82,8 @@ def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    claude_transcript(transcript, 3)
-    whole = transcript.read_bytes()
     session = session_of(store, "claude-code", transcript)
+    whole = transcript.read_bytes()
     registry = Path(homes["claude-code"]) / "sessions"
     registry.mkdir()
     entry = registry / "1.json"
@@ -118,8 +116,8 @@ def test_a_compaction_after_the_turn_refuses_before_any_change(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
     transcript = tmp_path / "t.jsonl"
+    session = session_of(store, agent, transcript)
     if agent == "claude-code":
-        claude_transcript(transcript, 3)
         compaction = {
             "type": "system",
             "subtype": "compact_boundary",
@@ -127,12 +125,10 @@ def test_a_compaction_after_the_turn_refuses_before_any_change(
             "parentUuid": None,
         }
     else:
-        codex_rollout(transcript, 3)
         compaction = {"ordinal": 7, "type": "compacted", "payload": {"replacement_history": []}}
     with open(transcript, "a") as f:
         f.write(json.dumps(compaction) + "\n")
     whole = transcript.read_bytes()
-    session = session_of(store, agent, transcript)
     with pytest.raises(ConversationRefused, match="compacted the conversation after turn 2"):
         store.rewind(2, session, homes=homes)
     assert transcript.read_bytes() == whole
@@ -144,9 +140,8 @@ def test_an_untested_release_leaves_the_chat_and_says_how_to_rewind_it(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    codex_rollout(transcript, 3, version="0.99.0")
+    session = session_of(store, "codex", transcript, version="0.99.0")
     whole = transcript.read_bytes()
-    session = session_of(store, "codex", transcript)
     result = store.rewind(2, session, homes=homes)
     assert result.conversation is not None and result.conversation["status"] == "unsupported"
     assert (
@@ -161,9 +156,8 @@ def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
     store: Store, tmp_path: Path
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    claude_transcript(transcript, 3)
-    whole = transcript.read_bytes()
     session = session_of(store, "claude-code", transcript)
+    whole = transcript.read_bytes()
     chat = store.rewind(2, session).conversation  # no homes: the Python API
     assert chat is not None and chat["status"] == "unsupported"
     assert chat["note"] == "the chat stays in the agent: rewind it with /rewind in Claude Code"
@@ -179,7 +173,6 @@ def test_undo_refuses_once_the_agent_wrote_since(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    codex_rollout(transcript, 3)
     session = session_of(store, "codex", transcript)
     store.rewind(2, session, homes=homes)
     with open(transcript, "a") as f:
@@ -195,7 +188,6 @@ def test_a_rewind_already_made_in_the_agent_leaves_the_chat_unchanged(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "t.jsonl"
-    codex_rollout(transcript, 3)
     session = session_of(store, "codex", transcript)
     with open(transcript, "a") as f:  # the user's own rollback of turns 2 and 3
         f.write(
@@ -211,9 +203,8 @@ def test_an_untested_claude_release_gets_a_fork_and_undo_drops_it(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "sid.jsonl"
-    claude_transcript(transcript, 3, version="2.9.0")
+    session = session_of(store, "claude-code", transcript, version="2.9.0")
     whole = transcript.read_bytes()
-    session = session_of(store, "claude-code", transcript)
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
     new = chat["session_id"]
@@ -227,3 +218,20 @@ def test_an_untested_claude_release_gets_a_fork_and_undo_drops_it(
     assert read(Path(store.root), "notes.txt") == b"version 0\n"
     store.undo(homes=homes)
     assert not Path(chat["transcript"]).exists() and transcript.read_bytes() == whole
+
+
+def test_a_key_whose_message_came_before_the_turn_began_is_refused(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    """The turn's message lies after the transcript's size at its begin hook: a key found only
+    before it maps the turn to another message, and nothing is changed."""
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "claude-code", transcript)
+    store.begin_turn(session, "again", "p1", transcript=str(transcript))  # p1 is turn 2's
+    agent_write(store, "notes.txt", "version 3\n", session=session)
+    store.end_turn(session)
+    whole = transcript.read_bytes()
+    with pytest.raises(ConversationRefused, match="where its prompt was recorded"):
+        store.rewind(1, session, homes=homes)
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 3\n"
