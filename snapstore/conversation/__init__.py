@@ -129,6 +129,12 @@ def plan(
             session_id,
         )
     refuse_running(mod, session_id, homes[agent])
+    if not os.path.lexists(transcript):
+        return _unsupported(
+            agent,
+            f"{mod.TITLE}'s transcript {transcript} is gone, so the chat stays as it is",
+            session_id,
+        )
     raw = _read(transcript)
     records = parse(raw)
     version = mod.version(records)

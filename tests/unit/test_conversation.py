@@ -153,7 +153,7 @@ def test_an_untested_release_leaves_the_chat_and_says_how_to_rewind_it(
 
 
 def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
-    store: Store, tmp_path: Path
+    store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     transcript = tmp_path / "t.jsonl"
     session = session_of(store, "claude-code", transcript)
@@ -165,6 +165,12 @@ def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
     gemini = session_of(store, "gemini-cli", tmp_path / "none.jsonl", turns=1)
     chat = store.rewind(1, gemini, dry_run=True).conversation
     assert chat is not None and chat["note"].endswith("/rewind in Gemini CLI")
+    gone = tmp_path / "gone.jsonl"  # a transcript moved away: the files still go back
+    codex = session_of(store, "codex", gone, turns=1)
+    gone.unlink()
+    chat = store.rewind(1, codex, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert chat["note"].endswith("gone.jsonl is gone, so the chat stays as it is")
     plain = session_of(store, "plain", tmp_path / "none.jsonl", turns=1)
     assert store.rewind(1, plain, dry_run=True).conversation is None
 
