@@ -142,6 +142,7 @@ class Store:
         scan: bool = False,
         close_open: bool = False,
         transcript: str | None = None,
+        prompt_time: str = "",
     ) -> Turn:
         """Open a turn for one user message, as a child of the session's head.
 
@@ -154,7 +155,8 @@ class Store:
         session's base) happen before the lock is taken; one commit then closes
         the open turn, begins the new one and stores the base. ``transcript`` is
         the agent's transcript file: the turn keeps it with its size now, which
-        maps the turn to the agent's message for a conversation rewind.
+        maps the turn to the agent's message for a conversation rewind, with
+        ``prompt_time`` (the begin hook's own time) for agents whose hooks carry no id.
         """
         from .ops.capture import begin_turn, refuse_run_active
 
@@ -164,7 +166,14 @@ class Store:
             self._edge_scan(session)
         base = self._base_of_new(session)
         return begin_turn(
-            self.repo, session, prompt, message_id, close_open, base, transcript=transcript
+            self.repo,
+            session,
+            prompt,
+            message_id,
+            close_open,
+            base,
+            transcript=transcript,
+            prompt_time=prompt_time,
         )
 
     def _base_of_new(self, session: str) -> Base | None:

@@ -101,6 +101,7 @@ class Agent(NamedTuple):
     continuations: bool = False  # an empty prompt continues the turn (Qwen Code)
     deny: str = ""  # what blocks in strict mode, printed with {reason} (Cline); "": exit 2
     transcript_keys: tuple[str, ...] = ("transcript_path",)  # the agent's transcript file
+    time_key: str | None = None  # the begin event's own time (agents whose hooks carry no id)
 
     def hooked_tools(self, shell: bool) -> tuple[str, ...]:
         """The tools whose calls the hooks ask to see: the file tools, and in scan mode
@@ -127,6 +128,7 @@ class HookAction(NamedTuple):
     event: str = ""
     call: str = ""  # the agent's id for the tool call, when it gives one
     transcript: str = ""  # the agent's transcript file, as the begin event names it
+    time: str = ""  # the begin event's own time, as the agent stamps it (``time_key``)
 
 
 class HookOutcome(NamedTuple):
@@ -217,8 +219,16 @@ def parse(
         transcript = first(payload, agent.transcript_keys)
         if not isinstance(transcript, str) or not os.path.isabs(transcript) or "\0" in transcript:
             transcript = ""
+        stamp = dig(payload, agent.time_key) if agent.time_key else None
         return HookAction(
-            kind, session, where, prompt, message_id, event=event, transcript=transcript
+            kind,
+            session,
+            where,
+            prompt,
+            message_id,
+            event=event,
+            transcript=transcript,
+            time=stamp if isinstance(stamp, str) else "",
         )
     if kind in (PRE, POST, DENIED):
         tool = agent.event_tools.get(event) or field_str(payload, agent.tool_keys, "tool name")
@@ -336,6 +346,7 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             scan=scan,
             close_open=True,
             transcript=action.transcript or None,
+            prompt_time=action.time,
         )
         return HookOutcome(action, turn.id)
     if action.kind in (PRE, POST):

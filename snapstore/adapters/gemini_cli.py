@@ -31,6 +31,7 @@ AGENT = Agent(
     path_keys=("file_path",),
     silent="{}",
     shell_tools=("run_shell_command",),
+    time_key="timestamp",
 )
 
 CONFIG = {"project": ".gemini/settings.json", "user": "~/.gemini/settings.json"}

@@ -29,6 +29,7 @@ AGENT = Agent(
     shell_tools=("run_shell_command",),
     call_id_key="tool_call_id",
     continuations=True,
+    time_key="timestamp",
 )
 
 CONFIG = {"project": ".qwen/settings.json", "user": "~/.qwen/settings.json"}

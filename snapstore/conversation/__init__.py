@@ -21,6 +21,7 @@ import json
 import os
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
@@ -32,12 +33,15 @@ Status = Literal["rewound", "unsupported", "unchanged"]
 How = Literal["appended", "forked", ""]
 
 #: The agents with a conversation module, by the name their hooks give sessions.
-MODULES = {"claude-code": "claude_code", "codex": "codex"}
+MODULES = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "gemini-cli": "gemini_cli",
+    "qwen-code": "qwen_code",
+}
 
 #: Each other agent's own command to rewind its chat (docs/integrations/).
 OWN_REWIND = {
-    "gemini-cli": "/rewind in Gemini CLI",
-    "qwen-code": "/rewind in Qwen Code",
     "copilot": "/rewind in Copilot CLI",
     "opencode": "/undo in opencode",
     "cursor": "restore a checkpoint in Cursor's chat",
@@ -99,10 +103,14 @@ def plan(
     homes: Mapping[str, str] | None,
     number: str,
     size: int = 0,
+    prompt: str = "",
+    when: str = "",
 ) -> Edit | None:
     """The edit that rewinds ``session``'s conversation to before the turn whose agent key is
     ``key`` (the ``number`` the user gave, for the messages); ``size`` is the transcript's
-    size at the turn's begin hook, after which the turn's message must be.
+    size at the turn's begin hook, after which the turn's message must be. For agents whose
+    hooks carry no key, the key is the first user message after that offset whose text is
+    the turn's ``prompt``, stamped at or after ``when`` (the begin hook's own time).
 
     Raises :class:`AgentRunning` while the agent runs the session and
     :class:`ConversationRefused` when the edit is unsafe; an agent without a module, a
@@ -121,7 +129,8 @@ def plan(
         return _unsupported(
             agent, f"the chat stays in the agent: rewind it with {mod.OWN}", session_id
         )
-    if not key or not transcript:
+    locate = getattr(mod, "locate", None)
+    if not transcript or not (key or (locate is not None and prompt and when)):
         return _unsupported(
             agent,
             f"snapstore did not record where this turn is in {mod.TITLE}'s transcript; "
@@ -148,6 +157,8 @@ def plan(
     fork = getattr(mod, "fork", None) if version is not None and not tested else None
     if untested and fork is None:
         return _unsupported(agent, f"{untested}; rewind the chat with {mod.OWN}", session_id)
+    if locate is not None and not key:
+        key = locate(parse(raw[size:]), prompt, when) or ""
     base = Edit(
         agent,
         "unchanged",
@@ -388,6 +399,16 @@ def release(text: Any) -> tuple[int, ...] | None:
 def _span(tested: tuple[tuple[int, ...], tuple[int, ...]]) -> str:
     low, high = (".".join(map(str, v)) for v in tested)
     return low if low == high else f"{low} to {high}"
+
+
+def instant(text: Any) -> float | None:
+    """An ISO 8601 time such as ``2026-12-01T16:16:11.655Z`` as seconds (None: none)."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def pid_alive(pid: Any) -> bool:

@@ -254,6 +254,7 @@ class Turn(NamedTuple):
     unattributed: tuple[str, ...] = ()  # a ``user`` turn seen in sessions' shared windows
     transcript: str | None = None  # the agent's transcript at the begin hook (absolute path)
     transcript_size: int = 0  # its size then: the turn's records lie after this offset
+    prompt_time: str = ""  # the begin hook's own time, as the agent stamps it (ISO 8601)
 
 
 class Session(NamedTuple):

@@ -101,6 +101,7 @@ def _start_turn(
     message_id: str | None = None,
     implicit: bool,
     transcript: tuple[str, int] | None = None,
+    prompt_time: str = "",
 ) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
@@ -108,6 +109,8 @@ def _start_turn(
     )
     if transcript is not None:
         turn = turn._replace(transcript=transcript[0], transcript_size=transcript[1])
+    if prompt_time:
+        turn = turn._replace(prompt_time=prompt_time)
     tx.put_turn(turn)
     tx.put_session(record._replace(open_turn=turn.id, turns=record.turns + 1))
     tx.set_head(session, turn.id)
@@ -238,6 +241,7 @@ def begin_turn(
     close_open: bool = False,
     base: "Base | None" = None,
     transcript: str | None = None,
+    prompt_time: str = "",
 ) -> Turn:
     """Open a turn as a child of the head, in one commit that first closes the session's
     open turn and, for a new session, stores ``base`` (snapstore.ops.session_base).
@@ -245,7 +249,8 @@ def begin_turn(
     An implicit turn still open is closed. An explicitly begun one is refused
     with :class:`RunActive`, unless ``close_open`` (an agent's new prompt: the
     turn whose end never came is over). ``transcript`` (the agent's transcript
-    file) is kept with its size now: the turn's records come after that offset.
+    file) is kept with its size now: the turn's records come after that offset;
+    ``prompt_time`` is the begin hook's own time (the agent's clock), kept with it.
     """
     marker = None if transcript is None else (transcript, _size(transcript))
 
@@ -259,6 +264,7 @@ def begin_turn(
             message_id=message_id,
             implicit=False,
             transcript=marker,
+            prompt_time=prompt_time,
         )
 
     return _after_reading(repo, session, not close_open, commit)
@@ -281,6 +287,7 @@ def _start_with_base(
     message_id: str | None = None,
     implicit: bool,
     transcript: tuple[str, int] | None = None,
+    prompt_time: str = "",
 ) -> Turn:
     """Start a turn, and store ``base`` with it when this commit creates the session (a
     base is what the tree was at the session's first capture: no later commit has it)."""
@@ -292,6 +299,7 @@ def _start_with_base(
         message_id=message_id,
         implicit=implicit,
         transcript=transcript,
+        prompt_time=prompt_time,
     )
     faults.point("capture.turn_started")  # a crash here leaves nothing of this commit
     if base is not None and new:

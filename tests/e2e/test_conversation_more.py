@@ -1,0 +1,131 @@
+"""The conversation rewinds with the files for Gemini CLI and Qwen Code: real sessions recorded
+by the real `snapstore hook AGENT`, rewound with `snapstore rewind`, then resumed by the agent
+with the session id from `--json`. Their hooks carry no message id: the turn is found by its
+prompt and the begin hook's time. The fake model's request log is the proof, as in
+test_conversation.py; neither agent keeps a registry of running sessions, so the refusal while
+it runs comes from snapstore's own open turn."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store
+
+from ..support.agents.session import Session
+from .test_agents_hooks import (  # on_path: a fixture
+    NOTES,
+    SCRIPT,
+    install_snapstore,
+    installed,
+    on_path,  # noqa: F401
+    sessions_of,
+    snap,
+)
+from .test_conversation import ANSWERS, FIFTH, FOURTH, crash_at, rewind, seen_by_model, tree
+
+RESUME = {"gemini-cli": "gemini --resume {}", "qwen-code": "qwen --resume {}"}
+
+
+def transcript(s) -> Path:
+    if s.agent == "gemini-cli":
+        found = list((s.home / ".gemini" / "tmp").glob("*/chats/*.jsonl"))
+    else:
+        found = list((s.home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("agent", ["gemini-cli", "qwen-code"])
+def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_path: Path) -> None:
+    installed(agent)
+    with Session(agent, tmp_path, [*SCRIPT, FOURTH, FIFTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        after_3 = tree(s)
+        path = transcript(s)
+        whole = path.read_bytes()
+        [session] = sessions_of(s)
+        sid = session.split("/", 1)[1]
+        resume = RESUME[agent].format(sid)
+        log = json.loads(snap(s, "--json", "log", "--session", session).stdout)
+        second = log[1]["turn"]  # 1 is the newest: turn 2 of three
+        assert log[1]["prompt"] == SCRIPT[1].prompt
+
+        # --mode code: the files only
+        done = rewind(s, session, "2", "--mode", "code")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["conversation"] is None
+        assert tree(s)["notes.txt"] == NOTES and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0 and tree(s) == after_3
+
+        # --mode conversation: the files stay; the record is appended; undo cuts it
+        done = snap(s, "rewind", "2", "--mode", "conversation", "--yes", "--session", session)
+        assert done.returncode == 0, done.stderr
+        assert tree(s) == after_3
+        assert path.read_bytes().startswith(whole) and len(path.read_bytes()) > len(whole)
+        assert f"resume it with: {resume}\n" in done.stdout
+        assert snap(s, "undo").returncode == 0 and path.read_bytes() == whole
+
+        # kill -9 before and after the append: `rewind --resume` finishes either
+        for point in ("journal.conversation", "journal.conversed"):
+            assert crash_at(s, session, "2", point) == -signal.SIGKILL
+            grown = path.read_bytes()
+            assert grown == whole if point == "journal.conversation" else len(grown) > len(whole)
+            resumed = snap(s, "--json", "rewind", "--resume")
+            assert resumed.returncode == 0, resumed.stderr
+            assert tree(s)["notes.txt"] == NOTES
+            assert path.read_bytes()[len(whole) :].count(b"\n") == 1
+            assert snap(s, "undo").returncode == 0
+            assert tree(s) == after_3 and path.read_bytes() == whole
+
+        # rewind 2, undo right after it, then resume: the model sees turns 1 to 3
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["user_text"] == SCRIPT[1].prompt
+        assert out["conversation"] == {
+            "agent": agent,
+            "status": "rewound",
+            "how": "appended",
+            "session_id": sid,
+            "resume_command": resume,
+            "transcript": str(path),
+            "note": "",
+        }
+        assert snap(s, "undo").returncode == 0 and path.read_bytes() == whole
+        s.state["resume_id"] = sid
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert all(t.prompt in sent for t in SCRIPT), sent
+        assert all(a in sent for a in ANSWERS)
+
+        # rewind turn 2 for good, then resume with the id from --json: turn 1 only
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)["conversation"]
+        assert out["status"] == "rewound" and out["session_id"] == sid
+        s.state["resume_id"] = out["session_id"]
+        run = s.run(FIFTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FIFTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+
+        # the agent runs the session (snapstore's own open turn): refused, nothing changed
+        files, grown = tree(s), path.read_bytes()
+        with Store.open(s.workspace) as store:
+            store.begin_turn(session, "still running")
+        refused = rewind(s, session, "2")
+        assert refused.returncode == 3, refused.stderr
+        assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+        assert tree(s) == files and path.read_bytes() == grown
