@@ -1,5 +1,6 @@
-"""Agent transcripts shaped as Claude Code 2.1.332 and Codex 0.171.0 write them, reduced to the
-records a conversation rewind reads (tests/e2e/test_conversation.py runs the real CLIs)."""
+"""Agent transcripts shaped as Claude Code 2.1.332, Codex 0.171.0, Gemini CLI 0.61.0 and Qwen Code
+0.24.4 write them, reduced to the records a conversation rewind reads (tests/e2e/
+test_conversation*.py run the real CLIs)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,61 @@ def codex_turn(path: Path, i: int, version: str = "0.171.0") -> None:
         records.insert(0, {"type": "session_meta", "payload": {"cli_version": version}})
     before = len(path.read_text().splitlines()) if path.exists() else 0
     _append(path, [{"ordinal": before + n, **r} for n, r in enumerate(records)])
+
+
+def hook_time(i: int) -> str:
+    """The begin hook's own time of turn ``i`` (the agent's message follows 50 ms later)."""
+    return f"2026-12-01T10:00:{10 * i:02d}.000Z"
+
+
+def _stamp(i: int) -> str:
+    return f"2026-12-01T10:00:{10 * i:02d}.050Z"
+
+
+def gemini_turn(path: Path, i: int, prompt: str) -> None:
+    """Gemini CLI's records of turn ``i``: as at each start, the session metadata and a
+    ``$set.messages`` checkpoint of the whole history so far, then the prompt and the answer."""
+    history = [r for r in _records(path) if isinstance(r.get("id"), str)]
+    meta = {"sessionId": "sid", "projectHash": "h", "startTime": _stamp(i), "kind": "main"}
+    context = {"id": "ctx", "type": "user", "content": [{"text": "<session_context>\nhi"}]}
+    user = {"id": f"m{i}", "timestamp": _stamp(i), "type": "user", "content": [{"text": prompt}]}
+    answer = {"id": f"g{i}", "timestamp": _stamp(i), "type": "gemini", "content": f"done {i}"}
+    checkpoint = {"$set": {"messages": [context, *[r for r in history if r["id"] != "ctx"]]}}
+    _append(path, [meta, checkpoint, user, answer, {"$set": {"lastUpdated": _stamp(i)}}])
+
+
+def qwen_turn(path: Path, i: int, prompt: str, version: str = "0.24.4") -> None:
+    """Qwen Code's records of turn ``i``: the prompt, a system record, the answer, chained."""
+    before = _records(path)
+    parent = before[-1]["uuid"] if before else None
+    common = {"sessionId": "sid", "timestamp": _stamp(i), "version": version}
+    records = [
+        {"uuid": f"u{i}", "parentUuid": parent, "type": "user", **common},
+        {"uuid": f"s{i}", "parentUuid": f"u{i}", "type": "system", "subtype": "ui_telemetry"},
+        {"uuid": f"a{i}", "parentUuid": f"s{i}", "type": "assistant", **common},
+    ]
+    records[0]["message"] = {"role": "user", "parts": [{"text": prompt}]}
+    records[2]["message"] = {"role": "model", "parts": [{"text": f"done {i}"}]}
+    _append(path, records)
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def chat_session_of(
+    store: Store, agent: str, transcript: Path, prompts: tuple[str, ...] = PROMPTS
+) -> str:
+    """A Gemini CLI or Qwen Code session, one turn per prompt, each writing notes.txt: their
+    hooks carry no message id, so each begin keeps the prompt and the hook's own time."""
+    session = f"{agent}/sid"
+    writer = {"gemini-cli": gemini_turn, "qwen-code": qwen_turn}[agent]
+    for i, prompt in enumerate(prompts):
+        store.begin_turn(session, prompt, transcript=str(transcript), prompt_time=hook_time(i))
+        writer(transcript, i, prompt)
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    return session
 
 
 def _append(path: Path, records: list[dict]) -> None:

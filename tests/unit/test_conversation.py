@@ -24,7 +24,10 @@ from ..support.transcripts import PROMPTS, claude_transcript, session_of
 
 @pytest.fixture
 def homes(tmp_path: Path) -> dict[str, str]:
-    found = {"claude-code": str(tmp_path / "claude"), "codex": str(tmp_path / "codex")}
+    found = {
+        agent: str(tmp_path / agent)
+        for agent in ("claude-code", "codex", "gemini-cli", "qwen-code")
+    }
     for home in found.values():
         os.makedirs(home)
     return found
@@ -49,7 +52,7 @@ def test_the_begin_hook_keeps_the_transcript_and_its_size(store: Store, tmp_path
 
 def test_records_written_before_keep_decoding() -> None:
     turn = loads(Turn, b'{"id":"t","session":"s","seq":1}')
-    assert turn.transcript is None and turn.transcript_size == 0
+    assert turn.transcript is None and turn.transcript_size == 0 and turn.prompt_time == ""
 
 
 @pytest.mark.parametrize("agent", ["claude-code", "codex"])
@@ -162,9 +165,9 @@ def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
     assert chat is not None and chat["status"] == "unsupported"
     assert chat["note"] == "the chat stays in the agent: rewind it with /rewind in Claude Code"
     assert transcript.read_bytes() == whole
-    gemini = session_of(store, "gemini-cli", tmp_path / "none.jsonl", turns=1)
-    chat = store.rewind(1, gemini, dry_run=True).conversation
-    assert chat is not None and chat["note"].endswith("/rewind in Gemini CLI")
+    cursor = session_of(store, "cursor", tmp_path / "none.jsonl", turns=1)
+    chat = store.rewind(1, cursor, dry_run=True).conversation
+    assert chat is not None and chat["note"].endswith("restore a checkpoint in Cursor's chat")
     gone = tmp_path / "gone.jsonl"  # a transcript moved away: the files still go back
     codex = session_of(store, "codex", gone, turns=1)
     gone.unlink()
