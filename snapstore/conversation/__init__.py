@@ -411,6 +411,28 @@ def instant(text: Any) -> float | None:
         return None
 
 
+def registered(folder: str, session_id: str) -> str:
+    """Which live process a registry of running sessions names on the session: a folder of
+    ``<pid>….json`` entries ``{"pid", "sessionId"}`` (Claude Code, Qwen Code); "" for none.
+    An entry outlives a killed process: only a pid that is alive counts."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ""
+    for name in names:
+        if not name.endswith(".json"):
+            continue
+        try:
+            with open(os.path.join(folder, name), "rb") as f:
+                entry = json.loads(f.read())
+        except (OSError, ValueError):
+            continue
+        live = isinstance(entry, dict) and pid_alive(entry.get("pid"))
+        if live and entry.get("sessionId") == session_id:
+            return f"pid {entry['pid']}"
+    return ""
+
+
 def pid_alive(pid: Any) -> bool:
     """Whether a process with this id runs (a signal that outlives its agent counts only
     while the process it names is alive)."""

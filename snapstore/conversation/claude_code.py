@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from . import pid_alive, release
+from . import registered, release
 
 NAME = "claude-code"
 TITLE = "Claude Code"
@@ -33,23 +33,7 @@ def resume_command(session_id: str) -> str:
 def running(session_id: str, home: str) -> str:
     """A live Claude Code on the session: ``HOME/sessions/<pid>.json`` names it with a pid
     that is alive (the file outlives a killed process: the pid decides)."""
-    folder = os.path.join(home, "sessions")
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return ""
-    for name in names:
-        if not name.endswith(".json"):
-            continue
-        try:
-            with open(os.path.join(folder, name), "rb") as f:
-                entry = json.loads(f.read())
-        except (OSError, ValueError):
-            continue
-        live = isinstance(entry, dict) and pid_alive(entry.get("pid"))
-        if live and entry.get("sessionId") == session_id:
-            return f"pid {entry['pid']}"
-    return ""
+    return registered(os.path.join(home, "sessions"), session_id)
 
 
 def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:

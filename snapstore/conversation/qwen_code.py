@@ -11,11 +11,12 @@ UserPromptSubmit hook's ``timestamp``. Proved with 0.24.4 (docs/integrations/qwe
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from typing import Any
 
-from . import instant, release
+from . import instant, registered, release
 
 NAME = "qwen-code"
 TITLE = "Qwen Code"
@@ -39,8 +40,9 @@ def resume_command(session_id: str) -> str:
 
 
 def running(session_id: str, home: str) -> str:
-    """Not read here: snapstore's own open turn is the signal (the rewind checks it)."""
-    return ""
+    """A live Qwen Code on the session: its registry of running sessions (what ``qwen
+    sessions ps`` lists), ``HOME/sessions/<pid>.json``, names it with a pid that is alive."""
+    return registered(os.path.join(home, "sessions"), session_id)
 
 
 def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:

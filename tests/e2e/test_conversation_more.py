@@ -2,13 +2,15 @@
 by the real `snapstore hook AGENT`, rewound with `snapstore rewind`, then resumed by the agent
 with the session id from `--json`. Their hooks carry no message id: the turn is found by its
 prompt and the begin hook's time. The fake model's request log is the proof, as in
-test_conversation.py; neither agent keeps a registry of running sessions, so the refusal while
-it runs comes from snapstore's own open turn."""
+test_conversation.py. The refusal while the agent runs the session comes from Qwen Code's registry
+of running sessions, and for Gemini CLI, which keeps none, from snapstore's own open turn."""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -121,11 +123,25 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
         for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
             assert gone not in sent, (gone, sent)
 
-        # the agent runs the session (snapstore's own open turn): refused, nothing changed
+        # the agent runs the session: refused, nothing changed. Qwen Code's registry names
+        # it with a live pid (the test's own `sleep`); Gemini CLI keeps none, and snapstore's
+        # own open turn says so
         files, grown = tree(s), path.read_bytes()
-        with Store.open(s.workspace) as store:
-            store.begin_turn(session, "still running")
-        refused = rewind(s, session, "2")
-        assert refused.returncode == 3, refused.stderr
-        assert json.loads(refused.stdout)["error"]["code"] == "run_active"
-        assert tree(s) == files and path.read_bytes() == grown
+        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        try:
+            if agent == "qwen-code":
+                registry = s.home / ".qwen" / "sessions"
+                registry.mkdir(parents=True, exist_ok=True)
+                entry = {"pid": sleeper.pid, "sessionId": sid, "cwd": str(s.workspace)}
+                (registry / f"{sleeper.pid}.json").write_text(json.dumps(entry))
+            else:
+                with Store.open(s.workspace) as store:
+                    store.begin_turn(session, "still running")
+            refused = rewind(s, session, "2")
+            assert refused.returncode == 3, refused.stderr
+            assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+            assert refused.stderr.count("\n") == 1
+            assert tree(s) == files and path.read_bytes() == grown
+        finally:
+            os.killpg(sleeper.pid, signal.SIGKILL)
+            sleeper.wait()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from snapstore.adapters import apply, parse
 from snapstore.adapters.gemini_cli import AGENT as GEMINI
 from snapstore.conversation import gemini_cli, qwen_code
 from snapstore.conversation import parse as records_of
-from snapstore.core.errors import ConversationRefused
+from snapstore.core.errors import AgentRunning, ConversationRefused
 
 from ..support import read
 from ..support.transcripts import chat_session_of
@@ -138,3 +139,26 @@ def test_an_untested_qwen_release_and_an_unknown_gemini_format_leave_the_chat(
     chat = store.rewind(2, session, homes=homes, dry_run=True).conversation
     assert chat is not None and chat["status"] == "unsupported"
     assert "Gemini CLI unknown is not a release" in chat["note"]
+
+
+def test_qwen_codes_registry_refuses_while_its_process_lives(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    """``~/.qwen/sessions/<pid>.json`` (what ``qwen sessions ps`` lists) names the session:
+    refused while that pid lives, nothing changed; once it is gone, the entry no longer counts."""
+    transcript = tmp_path / "chat.jsonl"
+    session = chat_session_of(store, "qwen-code", transcript)
+    whole = transcript.read_bytes()
+    registry = Path(homes["qwen-code"]) / "sessions"
+    registry.mkdir()
+    entry = registry / "1.json"
+    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
+    with pytest.raises(AgentRunning, match=r"exit qwen first, or use --mode code"):
+        store.rewind(2, session, homes=homes)
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "rewound"
