@@ -13,7 +13,9 @@ whose loader was proved to honour ``$rewindTo`` (docs/integrations/gemini-cli.md
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 from typing import Any
 
 from . import instant
@@ -32,9 +34,41 @@ def resume_command(session_id: str) -> str:
 
 
 def running(session_id: str, home: str) -> str:
-    """Gemini CLI keeps no registry of running sessions: snapstore's own open turn is the
-    signal (the rewind checks it)."""
+    """A live Gemini CLI in the session's project. Gemini CLI keeps no registry of running
+    sessions, so the process list stands for one: a process running ``gemini`` whose
+    working folder is the project (``HOME/tmp/<project>/.project_root``) that holds the
+    session's chat. It can only name a process that is alive; without ``/proc`` it finds
+    nothing, and snapstore's own open turn is the signal left (the rewind checks it)."""
+    roots = set()
+    for chats in glob.glob(os.path.join(glob.escape(home), "tmp", "*", "chats")):
+        if glob.glob(os.path.join(glob.escape(chats), f"session-*-{session_id[:8]}*.jsonl")):
+            try:
+                with open(os.path.join(os.path.dirname(chats), ".project_root")) as f:
+                    roots.add(os.path.realpath(f.read().strip()))
+            except OSError:
+                continue
+    for pid, cwd in _gemini_processes():
+        if cwd in roots:
+            return f"pid {pid} in {cwd}"
     return ""
+
+
+def _gemini_processes() -> list[tuple[int, str]]:
+    """Every process running the ``gemini`` command (``node …/gemini`` or
+    ``…/bundle/gemini.js``), with its working folder."""
+    found = []
+    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")[:2]
+            cwd = os.readlink(f"/proc/{name}/cwd")
+        except OSError:
+            continue
+        if any(os.path.basename(arg) in (b"gemini", b"gemini.js") for arg in argv):
+            found.append((int(name), os.path.realpath(cwd)))
+    return found
 
 
 def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:

@@ -3,19 +3,22 @@ by the real `snapstore hook AGENT`, rewound with `snapstore rewind`, then resume
 with the session id from `--json`. Their hooks carry no message id: the turn is found by its
 prompt and the begin hook's time. The fake model's request log is the proof, as in
 test_conversation.py. The refusal while the agent runs the session comes from Qwen Code's registry
-of running sessions, and for Gemini CLI, which keeps none, from snapstore's own open turn."""
+of running sessions, and for Gemini CLI, which keeps none, from the process list: the real
+Gemini CLI, interactive on a terminal (`script`) in the workspace."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from snapstore import Store
+from snapstore.conversation import gemini_cli
 
 from ..support.agents.session import Session
 from .test_agents_hooks import (  # on_path: a fixture
@@ -33,12 +36,15 @@ RESUME = {"gemini-cli": "gemini --resume {}", "qwen-code": "qwen --resume {}"}
 
 
 def transcript(s) -> Path:
+    """The session's chat: the one file holding its first prompt (a Gemini CLI start may leave
+    an empty chat of its own beside it)."""
     if s.agent == "gemini-cli":
-        found = list((s.home / ".gemini" / "tmp").glob("*/chats/*.jsonl"))
+        found = (s.home / ".gemini" / "tmp").glob("*/chats/*.jsonl")
     else:
-        found = list((s.home / ".qwen" / "projects").glob("*/chats/*.jsonl"))
-    assert len(found) == 1, found
-    return found[0]
+        found = (s.home / ".qwen" / "projects").glob("*/chats/*.jsonl")
+    holding = [p for p in found if SCRIPT[0].prompt in p.read_text()]
+    assert len(holding) == 1, holding
+    return holding[0]
 
 
 @pytest.mark.usefixtures("on_path")
@@ -124,24 +130,44 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
             assert gone not in sent, (gone, sent)
 
         # the agent runs the session: refused, nothing changed. Qwen Code's registry names
-        # it with a live pid (the test's own `sleep`); Gemini CLI keeps none, and snapstore's
-        # own open turn says so
-        files, grown = tree(s), path.read_bytes()
-        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        # it with a live pid (the test's own `sleep`); Gemini CLI keeps none: the real Gemini
+        # CLI, interactive on a terminal in the workspace, is found in the process list
+        if agent == "qwen-code":
+            running = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            registry = s.home / ".qwen" / "sessions"
+            registry.mkdir(parents=True, exist_ok=True)
+            entry = {"pid": running.pid, "sessionId": sid, "cwd": str(s.workspace)}
+            (registry / f"{running.pid}.json").write_text(json.dumps(entry))
+        else:
+            command = shlex.join([str(s.exe), "--resume", sid])
+            running = subprocess.Popen(
+                ["script", "-qc", command, "/dev/null"],
+                cwd=s.workspace,
+                env={**s.env(), "TERM": "xterm"},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            _wait_for_gemini(sid, s.home / ".gemini")
         try:
-            if agent == "qwen-code":
-                registry = s.home / ".qwen" / "sessions"
-                registry.mkdir(parents=True, exist_ok=True)
-                entry = {"pid": sleeper.pid, "sessionId": sid, "cwd": str(s.workspace)}
-                (registry / f"{sleeper.pid}.json").write_text(json.dumps(entry))
-            else:
-                with Store.open(s.workspace) as store:
-                    store.begin_turn(session, "still running")
+            files, grown = tree(s), path.read_bytes()
             refused = rewind(s, session, "2")
             assert refused.returncode == 3, refused.stderr
             assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+            assert "first, or use --mode code" in refused.stderr
             assert refused.stderr.count("\n") == 1
             assert tree(s) == files and path.read_bytes() == grown
         finally:
-            os.killpg(sleeper.pid, signal.SIGKILL)
-            sleeper.wait()
+            os.killpg(running.pid, signal.SIGKILL)
+            running.wait()
+
+
+def _wait_for_gemini(sid: str, home: Path) -> None:
+    """Wait until a Gemini CLI process runs in the session's project."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if gemini_cli.running(sid, str(home)):
+            return
+        time.sleep(0.2)
+    raise AssertionError("Gemini CLI never started")
