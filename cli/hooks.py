@@ -107,13 +107,19 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
-def record(store: Store, config: Config, action: HookAction) -> list[str]:
+def record(store: Store, config: Config, action: HookAction, strict: bool = False) -> list[str]:
     """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
     rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
-    push the store's config asks for. Returns the warnings to show."""
+    push the store's config asks for. Returns the warnings to show.
+
+    With ``strict``, a path that could not be captured fails the event (raised), once
+    every other path of it is captured."""
     if store.unfinished_operations():
         store.resume()
-    warnings = list(apply(store, action, scan=config.track_shell).warnings)
+    outcome = apply(store, action, scan=config.track_shell)
+    if strict and outcome.refused:
+        raise outcome.refused[0]
+    warnings = list(outcome.warnings)
     if action.kind == END and config.gc_auto:
         from . import autogc
 
@@ -161,7 +167,7 @@ def run_hook(agent: str, args: list[str]) -> int:
         store, config = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
-            warnings += record(store, config, action)
+            warnings += record(store, config, action, strict)
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)

@@ -19,7 +19,7 @@ import os
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..core.errors import BadInput
+from ..core.errors import BadInput, SnapstoreError
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -104,6 +104,7 @@ class HookOutcome(NamedTuple):
     turn: str | None = None
     paths: tuple[str, ...] | list[str] = ()
     warnings: tuple[str, ...] | list[str] = ()
+    refused: tuple[SnapstoreError, ...] = ()  # paths that could not be captured at all
 
 
 def load_payload(raw: bytes) -> dict[str, Any]:
@@ -308,6 +309,7 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             result.turn,
             result.paths,
             [f"{path}: {reason}" for path, reason in result.skipped],
+            result.refused,
         )
     if action.kind == END:
         turn = store.open_turn(action.session)

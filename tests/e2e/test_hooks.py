@@ -258,3 +258,50 @@ def test_a_shell_tool_event_without_scan_mode_does_nothing(root: Path) -> None:
     assert snapstore(root, "init").returncode == 0
     ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
     assert json.loads(snapstore(root, "--json", "status").stdout)["sessions"] == 0
+
+
+def _codex(root: Path, event: str, **fields: object) -> dict:
+    """A Codex CLI event of the recorded shape (tests/fixtures/agents/codex.json)."""
+    return {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "cwd": str(root),
+        "hook_event_name": event,
+        "model": "gpt-5.5",
+        **fields,
+    }
+
+
+def test_one_bad_path_in_a_patch_never_leaves_the_others_unprotected(
+    root: Path, tmp_path: Path
+) -> None:
+    """An apply_patch naming app.py and ../outside.txt captures app.py, says what it could
+    not capture (stderr, hook.log), and the rewind takes the agent's edit back; strict
+    mode refuses the call once app.py is captured."""
+    snapstore(root, "init")
+    (root / "app.py").write_text("v1\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: app.py\n@@\n-v1\n+v2\n"
+        "*** Add File: ../outside.txt\n+x\n*** End Patch\n"
+    )
+    call = {"tool_name": "apply_patch", "tool_input": {"command": patch}, "tool_use_id": "c1"}
+    ok(hook("codex", _codex(root, "UserPromptSubmit", prompt="edit"), root))
+    pre = hook("codex", _codex(root, "PreToolUse", **call), root)
+    assert pre.returncode == 0 and pre.stdout == b""
+    assert b"outside.txt" in pre.stderr and b"outside the workspace" in pre.stderr
+    assert "outside.txt" in (root / ".snapstore" / "hook.log").read_text()
+    (root / "app.py").write_text("v2\n")
+    assert hook("codex", _codex(root, "PostToolUse", **call), root).returncode == 0
+    ok(hook("codex", _codex(root, "Stop"), root))
+    rewound = snapstore(root, "--session", "codex/s1", "--json", "rewind", "1", "--yes")
+    assert rewound.returncode == 0 and json.loads(rewound.stdout)["restored"] == ["app.py"]
+    assert (root / "app.py").read_text() == "v1\n"
+
+    ok(hook("codex", _codex(root, "UserPromptSubmit", prompt="again", turn_id="t2"), root))
+    strict = hook("codex", _codex(root, "PreToolUse", **call), root, SNAPSTORE_STRICT="1")
+    assert strict.returncode == 2 and b"outside the workspace" in strict.stderr
+    (root / "app.py").write_text("v3\n")  # the agent went ahead anyway
+    hook("codex", _codex(root, "PostToolUse", **call), root)
+    ok(hook("codex", _codex(root, "Stop", turn_id="t2"), root))
+    assert snapstore(root, "--session", "codex/s1", "rewind", "1", "--yes").returncode == 0
+    assert (root / "app.py").read_text() == "v1\n"  # app.py was captured before the refusal
