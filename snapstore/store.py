@@ -415,6 +415,15 @@ class Store:
             force=force,
         )
 
+    def finish(
+        self, session: str = DEFAULT_SESSION, *, on_conflict: str = "skip", dry_run: bool = False
+    ) -> RewindResult:
+        """Retry the paths the session's last rewind, switch, undo or finish left in conflict
+        or failed to write, with ``on_conflict``; the head stays."""
+        from .ops.rewind import finish
+
+        return finish(self.repo, session, on_conflict=on_conflict, dry_run=dry_run)
+
     def switch(
         self,
         target: str | int,

@@ -33,15 +33,21 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(result: RewindResult, verb: str) -> None:
+def _report(result: RewindResult, verb: str, on_conflict: str = "skip") -> None:
+    """Print the result; exit 1 when it left (or, dry, would leave) anything undone."""
+    data = result.to_json()
+    finish = None
+    if result.left and not result.dry_run:
+        finish = data["finish"] = results.finish_command(result.session, on_conflict)
+
     def human() -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
                     results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb)
+        results.summary(result, verb, finish=finish)
 
-    emit(result.to_json(), human)
+    emit(data, human)
     if not result.ok:
         sys.exit(1)
 
@@ -74,6 +80,13 @@ def _report(result: RewindResult, verb: str) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
+@click.option(
+    "--finish",
+    "finish",
+    is_flag=True,
+    help="Retry what the last rewind, switch or undo left in conflict or failed to write, "
+    "with --on-conflict (see `snapstore status`).",
+)
 @common_options
 def rewind(
     turn: str | None,
@@ -84,6 +97,7 @@ def rewind(
     yes: bool,
     force: bool,
     resume: bool,
+    finish: bool,
 ) -> None:
     """Take back TURN and everything after it on the current branch.
 
@@ -102,6 +116,14 @@ def rewind(
             ),
         )
         return
+    if finish:
+        if turn is not None or paths or mode != "both":
+            raise click.UsageError("--finish takes no TURN, --path or --mode")
+        with open_resuming() as store:
+            session = opts.session_for(store)
+            result = store.finish(session, on_conflict=on_conflict, dry_run=dry_run)
+        _report(result, "finished", on_conflict)
+        return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     with open_resuming() as store:
         session = opts.session_for(store)
@@ -117,7 +139,7 @@ def rewind(
                 return
             if mode == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
                 result = store.switch(turn, on_conflict=on_conflict, force=force)
-                _report(result, "switched")
+                _report(result, "switched", on_conflict)
                 return
             yes = yes or _interactive()  # the picker has confirmed already
         if not (yes or dry_run) and _interactive():
@@ -141,7 +163,7 @@ def rewind(
             dry_run=dry_run,
             force=force,
         )
-    _report(result, "rewound")
+    _report(result, "rewound", on_conflict)
 
 
 @click.command()
@@ -176,7 +198,7 @@ def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -
             results.summary(preview, "switch")
             click.confirm("Switch?", abort=True)
         result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run, force=force)
-    _report(result, "switched")
+    _report(result, "switched", on_conflict)
 
 
 @click.command()
@@ -196,4 +218,4 @@ def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
         result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
-    _report(result, "undone")
+    _report(result, "undone", on_conflict)

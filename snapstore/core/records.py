@@ -141,6 +141,7 @@ class RewindOp(NamedTuple):
     action: str = "rewind"  # rewind | switch | undo
     forward: tuple[str, ...] | list[str] = ()  # turns it put back (closed again)
     on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
+    finishes: str | None = None  # action ``finish``: the operation whose leftovers it retries
 
 
 class Turn(NamedTuple):

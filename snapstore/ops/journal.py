@@ -8,7 +8,9 @@ docs/format.md:
    result (``after``), and lists the operation under ``meta/unfinished``.
 2. **Apply.** Each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
-   the reverted turns and takes it off ``unfinished``.
+   the reverted turns and takes it off ``unfinished``. When it had files to
+   write and every write failed (a full disk), nothing moves: the operation is
+   marked ``failed`` and can be run again as it was.
 
 A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
 finishes: a path still holding ``before`` gets ``after``, a path holding
@@ -32,6 +34,7 @@ from ..core.records import (
     REWOUND,
     Change,
     RewindOp,
+    Turn,
     fingerprint,
     version_of,
 )
@@ -75,7 +78,7 @@ def execute(repo: Repo, operation: Operation) -> RewindResult:
 
 def _describe(op: RewindOp) -> str:
     """The operation record's prompt line."""
-    verb = {"undo": "undo", "switch": "switch to"}.get(op.action, "rewind to")
+    verb = {"undo": "undo", "switch": "switch to", "finish": "finish"}.get(op.action, "rewind to")
     return f"{verb} {op.target}"
 
 
@@ -241,10 +244,13 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         summary.pop("rmdirs", None)
         result = RewindResult(**summary)
         result.undo_id, result.new_head = op_id, op.new_head
-        for key in ("restored", "deleted", "merged"):
+        for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
-        for change in tx.changes(op_id):
+        changes = tx.changes(op_id)
+        if changes and all(c.path in failed for c in changes):
+            return _nothing_done(tx, turn, result)
+        for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
         if op.mode != "code":
@@ -272,6 +278,22 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         return result
 
     return repo.write(commit, locked=True)
+
+
+def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
+    """Every write of the operation failed: it is marked failed and nothing else moves, so
+    the same command can run again (an undo of it has nothing to take back)."""
+    op = turn.op
+    assert op is not None
+    result.nothing_done = True
+    result.new_head = op.prev_head
+    record = tx.require_session(op.session)
+    if record.last_rewind == turn.id:
+        tx.put_session(record._replace(last_rewind=op.prev_rewind))
+    tx.put_turn(turn._replace(op=op._replace(status="failed", result=result.to_json())))
+    tx.set_unfinished(turn.id, False)
+    tx.event(f"{op.action}_failed", session=op.session, turn=turn.id, errors=len(result.errors))
+    return result
 
 
 def resume(repo: Repo) -> list[RewindResult]:

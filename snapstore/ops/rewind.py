@@ -4,6 +4,8 @@
 - ``switch(X)`` makes the workspace what it was right after X, wherever X is in
   the session's DAG: back to the fork with the current branch, then forward
   along X's branch. A rewind is a switch to T's parent.
+- ``finish(S)`` retries, with another conflict policy, exactly the paths that the
+  session's last operation left in conflict or failed to write (``history.leftover``).
 - ``undo(R)`` takes back a rewind or switch R. When the session's head is still
   where R left it, the head goes back too. When turns were recorded since (or
   the head moved otherwise), the undo does not move the head over them: it
@@ -23,7 +25,7 @@ from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
 from ..core.records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
 from ..core.repo import Repo, View
 from .capture import finish_open_turn
-from .history import ancestors, branch, last_undoable, resolve_turn, undoable
+from .history import ancestors, branch, last_undoable, leftover, resolve_turn, undoable
 from .journal import Operation, execute
 from .plan import (
     MODES,
@@ -133,6 +135,59 @@ def undo(
                 )
             operation = _plan_undo(repo, v, record, on_conflict)
         return _run(repo, operation, dry_run)
+
+
+def finish(
+    repo: Repo, session: str, *, on_conflict: str = "skip", dry_run: bool = False
+) -> RewindResult:
+    """Retry what the session's last operation left (its conflicts and failed writes) with
+    ``on_conflict``: the same steps, folded from what the paths hold now. The head stays;
+    it is an operation of its own, which undo takes back, and which may leave paths too."""
+    check_choices("both", on_conflict)
+    with repo.write_lock():
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            left = leftover(v, session)
+            if left is None:
+                raise NotFound(f"session {session!r} has nothing left to finish", session=session)
+            assert left.op is not None and left.op.result is not None
+            paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
+            root = left
+            while root.op is not None and root.op.finishes is not None:
+                root = v.turn(root.op.finishes)
+            head = v.head(session)
+            op = RewindOp(
+                session,
+                left.id,
+                "code",
+                action="finish",
+                prev_head=head,
+                new_head=head,
+                paths=paths,
+                prev_rewind=left.id,
+                finishes=left.id,
+            )
+            result = RewindResult(session, left.id, "", [], new_head=head)
+            steps = {p: s for p, s in _op_steps(v, root).items() if p in paths}
+            operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+        return _run(repo, operation, dry_run)
+
+
+def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:
+    """The steps of a rewind, switch or undo, each path's in fold order."""
+    op = record.op
+    assert op is not None
+    if op.action == "undo":
+        assert op.undoes is not None
+        return steps_by_path(v.changes(op.undoes))
+    if op.action == "switch":
+        back = [v.turn(t) for t in op.reverted]
+        forward = [v.turn(t) for t in op.forward]
+        return steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
+    turns = ancestors(v, op.prev_head)
+    ids = [t.id for t in turns]
+    reverted = turns[: ids.index(op.target) + 1]
+    return steps_by_path(_changes(v, reversed(reverted), list(op.paths) or None))
 
 
 def _run(repo: Repo, operation: Operation, dry_run: bool) -> RewindResult:
