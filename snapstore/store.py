@@ -250,9 +250,14 @@ class Store:
         self._window_scan(session, WindowAction(END, session))
 
     def _window_scan(self, session: str, action: WindowAction) -> None:
-        """Scan, then open or close windows; a failed scan still does the latter."""
+        """Scan, then open or close windows; a failed scan still does the latter. A file the
+        scan could not capture goes to ``warn``: no rewind can bring back what it holds."""
         try:
-            self.scan(session, window=[action])
+            result = self.scan(session, window=[action])
+            for item in result.uncaptured if self.warn is not None else ():
+                self.warn(
+                    f"{item['path']} was not captured ({item['reason']}): no rewind can restore it"
+                )
         except SnapstoreError as exc:
             from .ops.shell import act_alone
 

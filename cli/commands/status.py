@@ -44,6 +44,7 @@ def status() -> None:
         "hook_problems": hooks,
         "unattributed": [asdict(item) for item in st.unattributed],
         "left": st.left and {**st.left, "finish": finish_command(session, "skip")},
+        "uncaptured": st.uncaptured,
     }
 
     def human() -> None:
@@ -88,6 +89,19 @@ def status() -> None:
             for item in st.left["paths"]:
                 out.print(
                     Text(f"  {printable(item['path'])}: {printable(item['reason'], quote=False)}")
+                )
+        if st.uncaptured:
+            out.print(
+                f"uncaptured {len(st.uncaptured)} file(s) changed on this branch were never "
+                "captured: no rewind can restore them",
+                style="yellow",
+            )
+            for item in st.uncaptured:
+                out.print(
+                    Text(
+                        f"  {printable(item['path'])}: {printable(item['reason'], quote=False)}"
+                        f"  (turn {item['turn']})"
+                    )
                 )
         if hooks:
             out.print(f"hooks      {len(hooks)} problem(s): see `snapstore doctor`")

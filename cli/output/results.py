@@ -72,6 +72,10 @@ def summary(
         ("deleted", result.deleted, "red"),
     ):
         lines += [[(f"  {prefix}{name:<9}", style), (f" {printable(path)}", "")] for path in paths]
+    for name, paths in (("removed", result.folders_removed), ("made", result.folders_created)):
+        lines += [
+            [(f"  {name:<9}", "dim"), (f" {printable(path)}/ (empty folder)", "")] for path in paths
+        ]
     for items, name, style in (
         (result.conflicts, "conflict", "yellow"),
         (result.errors, "failed", "red"),

@@ -163,6 +163,8 @@ class Turn(NamedTuple):
     op: RewindOp | None = None
     open_calls: dict[str, int] | None = None  # path -> tool calls in flight on it, when over 1
     unattributed: list[str] | None = None  # a ``user`` turn seen in sessions' shared windows
+    folders: list[str] | None = None  # scan mode: folders that came during the turn
+    skipped: list[list[str]] | None = None  # scan mode: [path, reason] it changed, uncaptured
 
 
 class Session(NamedTuple):

@@ -89,6 +89,9 @@ class StoreStatus:
     #: what the session's last operation left (see :func:`leftover`): its id, its action,
     #: and the paths with their reasons; None when nothing is left to finish
     left: dict[str, Any] | None = None
+    #: files the turns of the session's branch changed that were never captured (scan
+    #: mode): turn, path, reason; a rewind cannot restore them
+    uncaptured: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def dedup_ratio(self) -> float:
@@ -356,6 +359,11 @@ def status(repo: Repo, session: str) -> StoreStatus:
                     logical += sizes.get(version.key, 0)
         head = v.head(session)
         left = leftover(v, session)
+        uncaptured = [
+            {"turn": turn.id, "path": path, "reason": reason}
+            for turn in ancestors(v, head)
+            for path, reason in turn.skipped or ()
+        ]
     return StoreStatus(
         repo.root,
         repo.store_dir,
@@ -369,6 +377,7 @@ def status(repo: Repo, session: str) -> StoreStatus:
         repo.data_bytes(),
         unattributed,
         None if left is None else _left(left),
+        uncaptured,
     )
 
 

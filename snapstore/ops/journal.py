@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import stat
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -60,6 +61,10 @@ class Operation:
     op: RewindOp
     result: RewindResult
     plans: list[PathPlan] = field(default_factory=list)
+    #: folders that turns made (scan mode): removed once the files are done, if empty
+    #: (the turns taken back), or made again (the turns put back, an undo)
+    remove_folders: list[str] = field(default_factory=list)
+    make_folders: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for plan in self.plans:
@@ -73,7 +78,8 @@ def execute(repo: Repo, operation: Operation) -> RewindResult:
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
     errors = _apply(repo, operation.plans)
-    return _finish(repo, op_id, errors)
+    folders = _folders(repo, operation.make_folders, operation.remove_folders)
+    return _finish(repo, op_id, errors, folders)
 
 
 def _describe(op: RewindOp) -> str:
@@ -94,6 +100,7 @@ def _journal(repo: Repo, operation: Operation) -> str:
     summary = operation.result.to_json()
     # Every path that ends absent with folders to remove, written or already gone.
     summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
+    summary["folders"] = {"make": operation.make_folders, "remove": operation.remove_folders}
 
     def commit(tx: Tx) -> str:
         op = operation.op._replace(result=summary)
@@ -205,6 +212,24 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
     return [{"path": path, "reason": reason} for path, reason in failed.items()]
 
 
+def _folders(repo: Repo, make: list[str], remove: list[str]) -> tuple[list[str], list[str]]:
+    """Make the folders ``make``, then remove those of ``remove`` that are empty, deepest
+    first; the ones made and removed. A folder that cannot be made or go is only named
+    in neither: its files, if any, are what counts."""
+    shallowest = sorted(set(make), key=lambda rel: (rel.count("/"), rel))
+    made = [rel for rel in shallowest if _quietly(lambda rel=rel: repo.ws.make_folder(rel))]
+    deepest = sorted(set(remove), key=lambda rel: (-rel.count("/"), rel))
+    removed = [rel for rel in deepest if _quietly(lambda rel=rel: repo.ws.remove_folder(rel))]
+    return made, removed
+
+
+def _quietly(action: Callable[[], bool]) -> bool:
+    try:
+        return action()
+    except (SnapstoreError, OSError):
+        return False
+
+
 def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> None:
     """Remove the folders these plans emptied, deepest first."""
     for plan in sorted(plans, key=lambda p: -p.path.count("/")):
@@ -232,7 +257,12 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     return version_of(repo.ws.read(plan.path)) == plan.current
 
 
-def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+def _finish(
+    repo: Repo,
+    op_id: str,
+    errors: list[dict[str, str]],
+    folders: tuple[list[str], list[str]] = ([], []),
+) -> RewindResult:
     faults.point("journal.before_finish")
 
     def commit(tx: Tx) -> RewindResult:
@@ -242,8 +272,10 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         failed = {e["path"] for e in errors}
         summary = dict(op.result)
         summary.pop("rmdirs", None)
+        summary.pop("folders", None)
         result = RewindResult(**summary)
         result.undo_id, result.new_head = op_id, op.new_head
+        result.folders_created, result.folders_removed = folders
         for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
@@ -313,9 +345,11 @@ def resume(repo: Repo) -> list[RewindResult]:
                     for change in v.changes(op_id)
                 ]
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
+            folders = (turn.op.result or {}).get("folders", {})
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
-            results.append(_finish(repo, op_id, errors))
+            done = _folders(repo, folders.get("make", []), folders.get("remove", []))
+            results.append(_finish(repo, op_id, errors, done))
     return results
 
 

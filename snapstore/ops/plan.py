@@ -141,6 +141,8 @@ class RewindResult:
     marked: list[str] = field(default_factory=list)  # conflicts written with markers
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    folders_removed: list[str] = field(default_factory=list)  # emptied folders turns made
+    folders_created: list[str] = field(default_factory=list)  # folders turns made, put back
     new_head: str | None = None
     undo_id: str | None = None
     dry_run: bool = False

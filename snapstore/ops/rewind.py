@@ -295,7 +295,11 @@ def _plan_rewind(
         session, turn.id, turn.prompt, [t.id for t in reverted], new_head=new_head
     )
     steps = steps_by_path(_changes(v, reversed(reverted), rels))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    if rels is None and mode != "conversation":
+        operation.remove_folders = _made(reverted)
+        result.warnings += _uncaptured(reverted)
+    return operation
 
 
 def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation:
@@ -319,7 +323,24 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation
     )
     result = RewindResult(session, turn.id, "", op.reverted, new_head=turn.id)
     steps = steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation.remove_folders, operation.make_folders = _made(back), _made(forward)
+    result.warnings += _uncaptured([*back, *forward])
+    return operation
+
+
+def _uncaptured(turns: Iterable[Turn]) -> list[dict[str, str]]:
+    """What ``turns`` changed that was never captured (scan mode): it stays as it is."""
+    return [
+        {"path": path, "reason": f"could not be restored: it was never captured ({reason})"}
+        for turn in turns
+        for path, reason in turn.skipped or ()
+    ]
+
+
+def _made(turns: Iterable[Turn]) -> list[str]:
+    """The folders that came during ``turns`` (scan mode)."""
+    return [folder for turn in turns for folder in turn.folders or ()]
 
 
 def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
@@ -385,4 +406,8 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
         )
     result = RewindResult(session, record.id, "", list(done.reverted), new_head=op.new_head)
     steps = steps_by_path(v.changes(record.id))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    if op.mode != "conversation":  # the folders it removed come back, those it made go
+        operation.make_folders = list((done.result or {}).get("folders_removed", ()))
+        operation.remove_folders = list((done.result or {}).get("folders_created", ()))
+    return operation
