@@ -78,7 +78,11 @@ def execute(repo: Repo, operation: Operation) -> RewindResult:
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
     errors = _apply(repo, operation.plans)
-    folders = _folders(repo, operation.make_folders, operation.remove_folders)
+    failed = {e["path"] for e in errors}
+    writes = [p for p in operation.plans if p.writes]
+    folders: tuple[list[str], list[str]] = ([], [])
+    if not writes or any(p.path not in failed for p in writes):  # else nothing will move
+        folders = _folders(repo, operation.make_folders, operation.remove_folders)
     return _finish(repo, op_id, errors, folders)
 
 

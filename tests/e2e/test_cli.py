@@ -19,11 +19,15 @@ REWIND_KEYS = {
     "deleted",
     "merged",
     "conflicts",
+    "marked",
     "errors",
     "warnings",
+    "folders_removed",
+    "folders_created",
     "new_head",
     "undo_id",
     "dry_run",
+    "nothing_done",
 }
 
 
@@ -61,7 +65,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
     begin = cli("--json", "begin", "--prompt", "make it better", "--message-id", "m-1")
     assert begin.code == 0 and set(begin.json) == {"session", "turn"}
     pre = cli("pre-write", "--json", "--tool", "Edit", "app.py", "docs/new.md")
-    assert set(pre.json) == {"session", "turn", "captured"}
+    assert set(pre.json) == {"session", "turn", "captured", "skipped"}
     assert pre.json["captured"] == ["app.py", "docs/new.md"]
     write(root, "app.py", "a\nB\nc\n")
     write(root, "docs/new.md", "# new\n")
