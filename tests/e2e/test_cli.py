@@ -87,6 +87,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
         "files",
         "added",
         "removed",
+        "skipped",
     }
     assert (point["n"], point["files"], point["added"], point["removed"]) == (1, 2, 2, 1)
     assert point["created"] == "2026-01-01T00:00:00+00:00"
