@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .core.records import DEFAULT_SESSION, Change, Turn
+from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Mode, Policy, Turn
 from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .ops.history import FileStat, RewindPoint, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
     from .ops.scan import ScanResult
+    from .ops.session_base import Base
     from .ops.shell import WindowAction
     from .ops.watch import Report, Watcher
     from .remote.format.catalog import Catalog
@@ -145,34 +146,28 @@ class Store:
         An open turn of the session is refused (``RunActive``), unless it was
         opened implicitly by a capture, or ``close_open`` is set (an agent's
         next prompt: the turn whose end never came is over); either is closed
-        first. ``scan`` then records what changed since the last scan, as the
-        user's, and closes the session's shell windows still open, before the
-        turn begins.
+        first, in the commit that begins the new turn. ``scan`` first records
+        what changed since the last scan, as the user's, and closes the
+        session's shell windows still open. Scanning and reading (and a new
+        session's base) happen before the lock is taken; one commit then closes
+        the open turn, begins the new one and stores the base.
         """
-        from .ops.capture import begin_turn, finish_open_turn
+        from .ops.capture import begin_turn, refuse_run_active
 
         if scan:
-            with self.repo.write_lock():
-                finish_open_turn(self.repo, session, implicit_only=not close_open)
+            if not close_open:
+                refuse_run_active(self.repo, session)  # before the scan records anything
             self._edge_scan(session)
         base = self._base_of_new(session)
-        turn = begin_turn(self.repo, session, prompt, message_id, close_open)
-        self._keep_base(session, base)
-        return turn
+        return begin_turn(self.repo, session, prompt, message_id, close_open, base)
 
-    def _base_of_new(self, session: str) -> Any:
+    def _base_of_new(self, session: str) -> Base | None:
         """A new session's base, read before its first capture (None: not asked, or not new)."""
         if not self.record_base or self.has_session(session):
             return None
         from .ops.session_base import capture_base
 
         return capture_base(self.repo, self.max_file_size)
-
-    def _keep_base(self, session: str, base: Any) -> None:
-        if base is not None:
-            from .ops.session_base import record_base
-
-            record_base(self.repo, session, *base)
 
     def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
@@ -208,10 +203,7 @@ class Store:
         """Capture the current bytes of ``paths`` before the agent writes them."""
         from .ops.capture import pre_write
 
-        base = self._base_of_new(session)
-        result = pre_write(self.repo, paths, tool, session)
-        self._keep_base(session, base)
-        return result
+        return pre_write(self.repo, paths, tool, session, base=self._base_of_new(session))
 
     def post_write(
         self,
@@ -254,10 +246,13 @@ class Store:
         scan could not capture goes to ``warn``: no rewind can bring back what it holds."""
         try:
             result = self.scan(session, window=[action])
-            for item in result.uncaptured if self.warn is not None else ():
-                self.warn(
-                    f"{item['path']} was not captured ({item['reason']}): no rewind can restore it"
-                )
+            warn = self.warn
+            if warn is not None:
+                for item in result.uncaptured:
+                    warn(
+                        f"{item['path']} was not captured ({item['reason']}): "
+                        "no rewind can restore it"
+                    )
         except SnapstoreError as exc:
             from .ops.shell import act_alone
 
@@ -400,8 +395,8 @@ class Store:
         target: str | int,
         session: str = DEFAULT_SESSION,
         *,
-        mode: str = "both",
-        on_conflict: str = "skip",
+        mode: Mode = BOTH,
+        on_conflict: Policy = SKIP,
         paths: Iterable[str] | None = None,
         dry_run: bool = False,
         force: bool = False,
@@ -421,7 +416,7 @@ class Store:
         )
 
     def finish(
-        self, session: str = DEFAULT_SESSION, *, on_conflict: str = "skip", dry_run: bool = False
+        self, session: str = DEFAULT_SESSION, *, on_conflict: Policy = SKIP, dry_run: bool = False
     ) -> RewindResult:
         """Retry the paths the session's last rewind, switch, undo or finish left in conflict
         or failed to write, with ``on_conflict``; the head stays."""
@@ -434,7 +429,7 @@ class Store:
         target: str | int,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
         force: bool = False,
     ) -> RewindResult:
@@ -451,7 +446,7 @@ class Store:
         rewind_id: str | None = None,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
@@ -490,8 +485,8 @@ class Store:
 
     def catalog(self, remote: ObjectStore) -> Catalog:
         """The remote read through its layout, with this store's cache of its indexes."""
+        from .core.blobs import digest_hex
         from .remote.format.catalog import Catalog
-        from .remote.format.verify import digest_hex
 
         return Catalog(
             remote,
@@ -517,21 +512,21 @@ class Store:
         return pull(self.repo, self.catalog(remote), sessions, progress)
 
     def remote_log(self, remote: ObjectStore) -> list[LogEntry]:
-        from .remote.sync.upkeep import log
+        from .remote.sync.upkeep import remote_log
 
-        return log(self.catalog(remote))
+        return remote_log(self.catalog(remote))
 
     def remote_fsck(self, remote: ObjectStore) -> RemoteFsck:
-        from .remote.sync.upkeep import fsck
+        from .remote.sync.upkeep import remote_fsck
 
-        return fsck(self.catalog(remote))
+        return remote_fsck(self.catalog(remote))
 
     def remote_gc(
         self, remote: ObjectStore, keep_days: float | None, grace: float | None = None
     ) -> RemoteGc:
-        from .remote.sync.upkeep import DEFAULT_GRACE, gc
+        from .remote.sync.upkeep import DEFAULT_GRACE, remote_gc
 
-        return gc(
+        return remote_gc(
             self.catalog(remote),
             keep_days,
             grace=DEFAULT_GRACE if grace is None else grace,

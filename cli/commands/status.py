@@ -86,9 +86,9 @@ def status() -> None:
                 style="yellow",
             )
             out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
-            for item in st.left["paths"]:
+            for left in st.left["paths"]:
                 out.print(
-                    Text(f"  {printable(item['path'])}: {printable(item['reason'], quote=False)}")
+                    Text(f"  {printable(left['path'])}: {printable(left['reason'], quote=False)}")
                 )
         if st.uncaptured:
             out.print(
@@ -96,11 +96,11 @@ def status() -> None:
                 "captured: no rewind can restore them",
                 style="yellow",
             )
-            for item in st.uncaptured:
+            for file in st.uncaptured:
                 out.print(
                     Text(
-                        f"  {printable(item['path'])}: {printable(item['reason'], quote=False)}"
-                        f"  (turn {item['turn']})"
+                        f"  {printable(file['path'])}: {printable(file['reason'], quote=False)}"
+                        f"  (turn {file['turn']})"
                     )
                 )
         if hooks:

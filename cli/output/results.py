@@ -14,7 +14,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from snapstore.core.records import DEFAULT_SESSION
+from snapstore.core.records import DEFAULT_SESSION, Policy
 
 from .plain import Segment, colour, paint, printable, say
 
@@ -49,7 +49,7 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
-def finish_command(session: str, on_conflict: str) -> str:
+def finish_command(session: str, on_conflict: Policy) -> str:
     """The one command that retries what an operation left, with the next policy."""
     policy = "theirs" if on_conflict == "markers" else "markers"
     where = "" if session == DEFAULT_SESSION else f" --session {shlex.quote(session)}"

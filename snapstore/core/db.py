@@ -2,10 +2,12 @@
 
 LMDB gives us crash-safe transactions and readers that never block. What it
 does not give us is a writer lock with a timeout, so writers first take an
-``flock`` on ``write.lock`` (waiting up to ``lock_timeout``) and only then
-begin the LMDB write transaction. Every opener also holds a shared ``flock`` on
-``open.lock``; compaction takes it exclusively, because it replaces the data
-file and nobody may have the old one mapped.
+``flock`` on ``write.lock`` (waiting up to ``lock_timeout``; snapstore.core.locks)
+and only then begin the LMDB write transaction. The held lock is a value, a
+:class:`Writer`, and the only way to commit: a commit cannot happen unlocked.
+Every opener also holds a shared ``flock`` on ``open.lock``; compaction takes it
+exclusively, because it replaces the data file and nobody may have the old one
+mapped.
 
 When a write finds the map full it doubles the map and retries the whole
 transaction. Another process that later sees ``MapResizedError`` adopts the new
@@ -27,30 +29,35 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
+import stat
 import struct
-import time
+from _thread import get_ident  # threading.get_ident, without loading threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO, TypeVar
 
 import lmdb
 
 from . import faults
 from .errors import (
     NoStore,
+    NotAFolder,
     SchemaMismatch,
     SnapstoreError,
     StoreCorrupt,
     StoreDamaged,
     StoreFull,
-    StoreLocked,
     StoreReadOnly,
 )
+from .locks import DENIED, OPEN_LOCK, WRITE_LOCK, flock, flock_existing, upgrade
 
 #: The store's folder in a workspace root.
 STORE_DIRNAME = ".snapstore"
+#: The store is private, whatever the umask: it holds the bytes of every file captured (a
+#: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
+#: bits away), and a store opened for writing has any wider mode taken back.
+DIR_MODE, FILE_MODE = 0o700, 0o600
 SCHEMA_VERSION = 2
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
 UPGRADABLE = (1,)
@@ -83,60 +90,17 @@ _P_META, _MAGIC, _DATA_VERSION = 0x08, 0xBEEFC0DE, 1
 #: Where the magic sits; a file too short to show it cannot be told from a foreign one.
 _MAGIC_END = 20
 T = TypeVar("T")
-#: What an open or a write that the file system refused says about why.
-_DENIED = {
-    errno.EACCES: "permission denied",
-    errno.EPERM: "permission denied",
-    errno.EROFS: "read-only file system",
-}
 
 
 def _denied(exc: BaseException) -> str | None:
     """Why the store cannot be written, when ``exc`` is the file system refusing a write."""
     if isinstance(exc, OSError):
-        return _DENIED.get(exc.errno or 0)
+        return DENIED.get(exc.errno or 0)
     if isinstance(exc, lmdb.ReadonlyError):  # LMDB's name for EACCES
-        return _DENIED[errno.EACCES]
+        return DENIED[errno.EACCES]
     if isinstance(exc, lmdb.Error) and os.strerror(errno.EROFS) in str(exc):
-        return _DENIED[errno.EROFS]
+        return DENIED[errno.EROFS]
     return None
-
-
-def _flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = False) -> int:
-    """Open ``path`` and take an flock on it, polling until ``timeout`` seconds pass.
-
-    ``readonly`` opens an existing file without write access (flock needs none);
-    otherwise a refused open is :class:`StoreReadOnly`.
-    """
-    try:
-        fd = (
-            os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            if readonly
-            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        )
-    except OSError as exc:
-        reason = _denied(exc)
-        if reason is None or readonly:
-            raise
-        raise StoreReadOnly(
-            f"the store at {os.path.dirname(path)} is read-only ({reason})", reason=reason
-        ) from None
-    deadline = time.monotonic() + timeout
-    delay = 0.001
-    while True:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise StoreLocked(
-                    f"the store is busy: {what} still held after {timeout:g}s",
-                    what=what,
-                    timeout=timeout,
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
 
 def data_file(store_dir: str) -> str:
@@ -232,6 +196,38 @@ def _is_enospc(exc: BaseException) -> bool:
     return "No space left" in str(exc) or getattr(exc, "errno", None) == errno.ENOSPC
 
 
+class Writer:
+    """The write lock of one :class:`Database`, held: what :meth:`Database.write_lock`
+    yields, and the only way to commit.
+
+    While it is held no other snapstore writer commits, so the commits made
+    through it may rest on what was read between them (a rewind's journal and
+    finish, gc's prune and sweep). It stops working when the block that took
+    the lock ends.
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database):
+        self._db, self._held = db, True
+
+    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run ``fn`` in one durable write transaction, growing the map if it fills.
+
+        ``fn`` may run more than once, so it must only touch the transaction.
+        """
+        return self._live()._commit(fn)
+
+    def compact(self, timeout: float) -> bool:
+        """Rewrite the data file without its free pages (:meth:`Database._compact`)."""
+        return self._live()._compact(timeout)
+
+    def _live(self) -> Database:
+        if not self._held:
+            raise RuntimeError("the store's write lock was released; take it again to write")
+        return self._db
+
+
 class Database:
     """One LMDB environment with snapstore's named databases."""
 
@@ -249,6 +245,7 @@ class Database:
         #: Why the store cannot be written (None: it can); see :meth:`_open_read_only`.
         self.read_only: str | None = None
         self._pid = os.getpid()
+        self._writers: set[int] = set()  # the threads holding the write lock: one, or none
         self._open_fd: int | None = None
         self._guard_fd: int | None = None
         self._data_fd: int | None = None
@@ -268,13 +265,14 @@ class Database:
         fresh = create and not os.path.exists(data_file(store_dir))
         try:
             try:
-                self._open_fd = _flock(
-                    os.path.join(store_dir, "open.lock"),
+                self._open_fd = flock(
+                    os.path.join(store_dir, OPEN_LOCK),
                     fcntl.LOCK_SH,
                     lock_timeout,
                     "compaction lock",
+                    create=FILE_MODE,
                 )
-                self.env = self._open_env(fresh, map_size)
+                self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
                 if fresh:
                     raise
@@ -290,6 +288,8 @@ class Database:
             if create:
                 self._init_meta(meta or {})
             self._check_schema()
+            if self.read_only is None:
+                make_private(store_dir)
         except BaseException:
             self.close()
             raise
@@ -297,7 +297,7 @@ class Database:
     def _open_env(self, create: bool, map_size: int, readonly: bool = False) -> lmdb.Environment:
         path = os.path.join(self.store_dir, DB_DIR)
         if create:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, DIR_MODE, exist_ok=True)
         elif not os.path.isfile(data_file(self.store_dir)):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
         else:
@@ -315,6 +315,7 @@ class Database:
                 meminit=False,
                 readonly=readonly,
                 lock=not readonly,
+                mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
             )
         except lmdb.InvalidError:
             raise StoreCorrupt(
@@ -346,14 +347,14 @@ class Database:
         self.read_only = reason
         lock_dir = self.store_dir
         if self._open_fd is None:
-            self._open_fd = _flock_existing(
-                os.path.join(lock_dir, "open.lock"),
+            self._open_fd = flock_existing(
+                os.path.join(lock_dir, OPEN_LOCK),
                 fcntl.LOCK_SH,
                 self.lock_timeout,
                 "compaction lock",
             )
-        self._guard_fd = _flock_existing(
-            os.path.join(lock_dir, "write.lock"), fcntl.LOCK_SH, self.lock_timeout, "the write lock"
+        self._guard_fd = flock_existing(
+            os.path.join(lock_dir, WRITE_LOCK), fcntl.LOCK_SH, self.lock_timeout, "the write lock"
         )
         if self._guard_fd is None and not _read_only_fs(lock_dir):
             raise StoreReadOnly(
@@ -361,7 +362,7 @@ class Database:
                 "no write.lock to keep writers out while it is read",
                 reason=reason,
             )
-        self.env = self._open_env(False, map_size, readonly=True)
+        self.env = self._open_env(create=False, map_size=map_size, readonly=True)
 
     def _open_data_fd(self) -> None:
         if self._data_fd is None:
@@ -455,35 +456,51 @@ class Database:
             txn.abort()
 
     @contextmanager
-    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
-        """Hold the writer lock (for operations that span several transactions), waiting up
-        to ``timeout`` (default: the store's lock timeout)."""
-        self._refuse_writes()
-        fd = _flock(
-            os.path.join(self.store_dir, "write.lock"),
-            fcntl.LOCK_EX,
-            self.lock_timeout if timeout is None else timeout,
-            "the write lock",
-        )
-        try:
-            yield
-        finally:
-            os.close(fd)
+    def write_lock(self, timeout: float | None = None) -> Iterator[Writer]:
+        """Take the write lock, waiting up to ``timeout`` (default: the store's lock
+        timeout), and hold it for the block, whose commits go through the :class:`Writer`
+        it yields.
 
-    def write(self, fn: Callable[[lmdb.Transaction], T], *, locked: bool = False) -> T:
-        """Run ``fn`` in one durable write transaction, growing the map if it fills.
-
-        ``fn`` may run more than once, so it must only touch the transaction.
-        Pass ``locked=True`` when the caller already holds :meth:`write_lock`.
+        A thread that holds the lock already must commit through its Writer: taking the
+        lock again would only wait for itself, so it is refused at once.
         """
         self._check_fork()
         self._refuse_writes()
-        if not locked:
-            with self.write_lock():
-                return self._write(fn)
-        return self._write(fn)
+        thread = get_ident()
+        if thread in self._writers:
+            raise RuntimeError(
+                "this thread holds the store's write lock already; commit through its handle"
+            )
+        fd = flock(
+            os.path.join(self.store_dir, WRITE_LOCK),
+            fcntl.LOCK_EX,
+            self.lock_timeout if timeout is None else timeout,
+            "the write lock",
+            create=FILE_MODE,
+        )
+        writer = Writer(self)
+        self._writers.add(thread)
+        try:
+            yield writer
+        finally:
+            writer._held = False
+            self._writers.discard(thread)
+            os.close(fd)
 
-    def _write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+    def holds_lock(self) -> bool:
+        """Whether this thread holds the write lock (in a :meth:`write_lock` block)."""
+        return get_ident() in self._writers
+
+    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run ``fn`` in one durable write transaction under the write lock, taken for it
+        (see :meth:`Writer.write`)."""
+        with self.write_lock() as writer:
+            return writer.write(fn)
+
+    def _commit(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """One write transaction, retried when the map grows; only a :class:`Writer` calls
+        this, so the write lock is held."""
+        self._check_fork()
         while True:
             self._check_data()
             try:
@@ -501,8 +518,8 @@ class Database:
     def _write_failed(self, exc: lmdb.Error) -> SnapstoreError:
         """What a failed commit means. LMDB reports a short write (a disk that filled up
         during the commit) as EIO, so EIO on a disk with little room left is a full disk."""
-        stat = os.statvfs(self.store_dir)
-        free = stat.f_bavail * stat.f_frsize
+        fs = os.statvfs(self.store_dir)
+        free = fs.f_bavail * fs.f_frsize
         eio = getattr(exc, "errno", None) == errno.EIO or "Input/output" in str(exc)
         if _is_enospc(exc) or (eio and free < LOW_SPACE):
             return StoreFull(f"the store's disk is full ({free // 1024} KiB free): {exc}")
@@ -527,26 +544,27 @@ class Database:
         pages = 2 + sum(s["branch_pages"] + s["leaf_pages"] + s["overflow_pages"] for s in stats)
         return pages * stats[-1]["psize"]
 
-    def compact(self, timeout: float) -> bool:
+    def _compact(self, timeout: float) -> bool:
         """Rewrite the data file without its free pages (``env.copy(compact=True)``).
 
         The copy replaces ``data.mdb`` by an atomic rename, which is safe only
         while no other process has the environment mapped: this takes
         ``open.lock`` exclusively, waiting up to ``timeout``, and returns False,
-        changing nothing, if another opener stays. The caller holds the write
-        lock, so no other compaction can run meanwhile.
+        changing nothing, if another opener stays. Only a :class:`Writer` calls
+        this, so no other compaction can run meanwhile.
         """
         import shutil  # not at the top: the hook path never needs it (nor bz2, lzma)
 
         assert self._open_fd is not None
-        if not _upgrade(self._open_fd, timeout):
+        if not upgrade(self._open_fd, timeout):
             return False
         try:
             db_dir = os.path.join(self.store_dir, DB_DIR)
             tmp = os.path.join(self.store_dir, COMPACT_DIR)
             shutil.rmtree(tmp, ignore_errors=True)
-            os.mkdir(tmp)
+            os.mkdir(tmp, DIR_MODE)
             self.env.copy(tmp, compact=True)
+            os.chmod(os.path.join(tmp, "data.mdb"), FILE_MODE)  # LMDB makes its copy 0666
             _fsync(os.path.join(tmp, "data.mdb"))
             faults.point("db.compact_copied")
             map_size = self.env.info()["map_size"]
@@ -556,7 +574,7 @@ class Database:
             _fsync(db_dir)
             faults.point("db.compact_swapped")
             shutil.rmtree(tmp, ignore_errors=True)
-            self.env = self._open_env(False, map_size)
+            self.env = self._open_env(create=False, map_size=map_size)
             self.dbs = self._open_existing()
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)
@@ -564,9 +582,10 @@ class Database:
 
     def close(self) -> None:
         env = getattr(self, "env", None)
-        if env is not None and os.getpid() == self._pid:
-            env.close()
-        self.env = None
+        if env is not None:
+            if os.getpid() == self._pid:
+                env.close()
+            del self.env  # closed: a later close finds none
         self._close_data_fd()
         for name in ("_guard_fd", "_open_fd"):
             fd = getattr(self, name, None)
@@ -575,35 +594,10 @@ class Database:
                 setattr(self, name, None)
 
     def _close_data_fd(self) -> None:
-        if getattr(self, "_data_fd", None) is not None:
-            os.close(self._data_fd)
+        fd = getattr(self, "_data_fd", None)
+        if fd is not None:
+            os.close(fd)
             self._data_fd = None
-
-
-def _upgrade(fd: int, timeout: float) -> bool:
-    """Turn a shared flock into an exclusive one within ``timeout`` seconds.
-
-    On Linux a failed conversion drops the shared lock; the caller takes it
-    again in any case.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                return False
-            time.sleep(0.01)
-
-
-def _flock_existing(path: str, mode: int, timeout: float, what: str) -> int | None:
-    """An flock on an existing lock file opened without write access (None: there is none)."""
-    try:
-        return _flock(path, mode, timeout, what, readonly=True)
-    except FileNotFoundError:
-        return None
 
 
 def _read_only_fs(path: str) -> bool:
@@ -639,7 +633,8 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
     _remove_stale_builds(parent, name)
     tmp = os.path.join(parent, f"{name}.new-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(tmp, DB_DIR))
+    os.mkdir(tmp, DIR_MODE)
+    os.mkdir(os.path.join(tmp, DB_DIR), DIR_MODE)
     env = lmdb.open(
         os.path.join(tmp, DB_DIR),
         subdir=True,
@@ -647,6 +642,7 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
         max_dbs=len(DATABASES) + 2,
         readahead=False,
         meminit=False,
+        mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
     )
     try:
         with env.begin(write=True) as txn:
@@ -688,33 +684,55 @@ def _alive(pid: int) -> bool:
 
 
 def _check_store_dir(store_dir: str, create: bool) -> None:
-    if create:
-        if os.path.exists(store_dir) and not os.path.isdir(store_dir):
-            raise StoreCorrupt(f"{store_dir} exists and is not a snapstore store (not a folder)")
-        os.makedirs(store_dir, exist_ok=True)
-        return
-    if not os.path.exists(store_dir):
-        raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
-    if not os.path.isdir(store_dir):
-        raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
-
-
-def holder_info(path: str) -> dict[str, Any] | None:
-    """What the process holding the lock file ``path`` wrote into it (a daemon's pid and
-    port), or None when no process holds it; {} when what it wrote cannot be read."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        mode = os.stat(store_dir).st_mode
     except FileNotFoundError:
-        return None
+        if not create:
+            raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir) from None
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = "file" if stat.S_ISREG(mode) else "special file (not a folder)"
+        raise NotAFolder(
+            f"{store_dir} is a {kind}, not a snapstore store, which is a folder",
+            store_dir=store_dir,
+            kind=kind,
+        )
+    if create:
+        os.makedirs(store_dir, DIR_MODE, exist_ok=True)
+
+
+def make_private(store_dir: str) -> None:
+    """Take back group and other access from a store made before stores were private (or
+    that came with a clone): its folder, then everything in it, once. A store that is
+    private already costs one ``stat``. Another user's store is left as it is."""
+    if not os.stat(store_dir).st_mode & 0o077:
+        return
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        os.chmod(store_dir, DIR_MODE)
+    except PermissionError:
+        return
+    for folder, dirs, files in os.walk(store_dir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
             try:
-                info = json.loads(os.pread(fd, 65536, 0) or b"{}")
-            except ValueError:
-                info = {}
-            return info if isinstance(info, dict) else {}
-        return None  # the lock was free: no process holds it
-    finally:
-        os.close(fd)
+                mode = os.lstat(path).st_mode
+                if (stat.S_ISDIR(mode) or stat.S_ISREG(mode)) and mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(mode) & ~0o077)
+            except OSError:
+                continue  # gone meanwhile, or another user's file: the folder guards it
+
+
+def makedirs_private(path: str) -> None:
+    """A folder in the store and the folders above it, each made 0700 (``os.makedirs``
+    gives its mode to the last one only)."""
+    if os.path.isdir(path):
+        return
+    makedirs_private(os.path.dirname(path))
+    with suppress(FileExistsError):
+        os.mkdir(path, DIR_MODE)
+
+
+def append_private(path: str) -> BinaryIO:
+    """A log in the store, opened to append; created 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    return os.fdopen(fd, "ab")

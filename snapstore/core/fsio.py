@@ -13,6 +13,11 @@ parent between the check and the use (TOCTOU) therefore makes the operation
 fail instead of escaping the root. Writes are atomic: a temp file in the same
 folder, fsync, rename over the destination (which replaces a symlink rather than
 following it), then fsync of the folder.
+
+Whatever a caller passes, the descriptor walk refuses a path with an empty, ``.``
+or ``..`` component, and a written file gets only the permission bits (0o777) of
+its recorded mode: a second line behind the checks where paths and modes come in
+(:func:`check_relpath` for a remote's).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from contextlib import contextmanager
 from . import faults
 from .db import STORE_DIRNAME
 from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
-from .records import FILE, LINK, Entry
+from .records import FILE, LINK, Entry, fingerprint
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Up to this many paths, a flush syncs each file and folder; above, the whole file
@@ -43,6 +48,33 @@ DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 MAX_PATH_BYTES = 511
 #: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
 TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
+#: Folders a path from elsewhere (a remote) never names: a store's, and git's own.
+FOREIGN_FOLDERS = (STORE_DIRNAME, ".git")
+
+
+def check_relpath(rel: object) -> str:
+    """``rel`` if it is already a canonical workspace path, else :class:`UnsafePath`.
+
+    For paths that come from outside this machine (a remote's records): they are
+    never normalised, only accepted or refused, so what is checked is exactly what
+    is written. Refused: a non-string, empty, absolute, a NUL byte, an empty, ``.``
+    or ``..`` component, anything in a store or in ``.git``, over the length the
+    store can key. :meth:`Workspace.relpath` makes local paths canonical first.
+    """
+    if not isinstance(rel, str):
+        raise UnsafePath(f"path {rel!r} is not a string")
+    if "\0" in rel:
+        raise UnsafePath(f"path {rel!r} contains a NUL byte")
+    if not rel or rel.startswith("/"):
+        raise UnsafePath(f"path {rel!r} is not relative to the workspace")
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(f"path {rel!r} has an empty, '.' or '..' component")
+    if any(p in FOREIGN_FOLDERS or p.startswith(STORE_DIRNAME + ".new-") for p in parts):
+        raise UnsafePath(f"path {rel!r} lies in a store or in .git, which are never written")
+    if len(os.fsencode(rel)) > MAX_PATH_BYTES:
+        raise UnsafePath(f"path {rel[:60]!r}... is longer than {MAX_PATH_BYTES} bytes")
+    return rel
 
 
 class Workspace:
@@ -124,7 +156,10 @@ class Workspace:
         folders made. A symlink in place of a folder is refused (UnsafePath),
         unless ``links_absent``: then there is nothing below it either.
         """
-        parts = rel.split("/")[:-1]
+        parts = rel.split("/")
+        if any(part in ("", ".", "..") for part in parts):  # the second line: never trusted
+            raise UnsafePath(f"{rel}: a path with an empty, '.' or '..' component is never used")
+        parts = parts[:-1]
         fd = os.open(self.root, _DIR_FLAGS)
         created = 0
         try:
@@ -175,6 +210,19 @@ class Workspace:
                 return os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 return None
+
+    def holds(self, rel: str, seen: bytes | None) -> bool:
+        """Whether ``rel`` still holds what a read saw: ``seen`` is the stat fingerprint of
+        what was read (:func:`~snapstore.core.records.fingerprint`), or None for nothing (no
+        path, or a folder: folders are not versioned). Capture, scan and rewind ask this
+        under the write lock, so that what they commit is what the path holds."""
+        try:
+            now = self.lstat(rel)
+        except SnapstoreError:
+            return False
+        if seen is None:
+            return now is None or stat.S_ISDIR(now.st_mode)
+        return now is not None and fingerprint(now) == seen
 
     def read(self, rel: str) -> Entry | None:
         """The current content of ``rel``, or None when it does not exist."""
@@ -514,7 +562,7 @@ def _write_file(dir_fd: int, name: str, data: bytes, mode: int, durable: bool) -
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
+        os.fchmod(fd, mode & 0o777)  # never setuid, setgid or sticky
         if durable:
             os.fsync(fd)
     finally:
@@ -542,7 +590,7 @@ def _syncfs() -> Callable[[int], int] | None:
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.syncfs  # type: ignore[no-any-return]
+        return libc.syncfs
     except (OSError, AttributeError):
         return None
 

@@ -3,7 +3,8 @@
 Work that touches the disk or compresses (reading the files, hashing, encoding
 blobs) happens before the write transaction, so parallel tool calls from
 several processes hold the store's writer lock only for the commit. Each call
-is one durable LMDB commit.
+is one durable LMDB commit: a new prompt's too, which closes the session's
+stale turn, begins the next and stores a new session's base together.
 """
 
 # No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
@@ -11,13 +12,30 @@ is one durable LMDB commit.
 # AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import os
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
 from ..core.errors import NotFound, RunActive, SnapstoreError
-from ..core.records import CLOSED, Change, Session, Turn, Version, differs, fingerprint
-from ..core.repo import Repo, Tx, View
+from ..core.records import (
+    CLOSED,
+    HOOK,
+    Change,
+    Session,
+    Source,
+    Turn,
+    Version,
+    differs,
+    fingerprint,
+)
+from ..core.repo import Locked, Repo, Tx, View
+
+if TYPE_CHECKING:
+    from .session_base import Base
+
+T = TypeVar("T")
+#: A commit whose reads went stale before it reads again, this many times at most.
+_ATTEMPTS = 4
 
 
 class CaptureResult(NamedTuple):
@@ -109,7 +127,9 @@ def prepare(
     return prepared
 
 
-def _start_turn(tx: Tx, session: str, prompt: str, message_id: str | None, implicit: bool) -> Turn:
+def _start_turn(
+    tx: Tx, session: str, *, prompt: str = "", message_id: str | None = None, implicit: bool
+) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
         session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
@@ -132,42 +152,30 @@ def close_turn(tx: Tx, turn: Turn) -> Turn:
     return turn
 
 
-def begin_turn(
-    repo: Repo,
-    session: str,
-    prompt: str = "",
-    message_id: str | None = None,
-    close_open: bool = False,
-) -> Turn:
-    """Open a turn as a child of the head.
-
-    An implicit turn still open is closed first. An explicitly begun one is
-    refused with :class:`RunActive`, unless ``close_open`` (an agent's new
-    prompt: the turn whose end never came is over).
-    """
-    with repo.write_lock():
-        finish_open_turn(repo, session, implicit_only=not close_open)
-        return repo.write(
-            lambda tx: _start_turn(tx, session, prompt, message_id, False), locked=True
-        )
+class _Moved(Exception):
+    """What a commit was prepared from moved before the lock was taken: the commit is
+    aborted, and the caller reads again."""
 
 
-def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> Turn | None:
-    """Record the missing ``after`` of every change and close the open turn.
+class _OpenTurn(NamedTuple):
+    """A session's open turn as read before the commit that closes it: the paths whose
+    ``after`` it awaited, and what each of them held (read outside the lock)."""
+
+    turn: Turn | None
+    awaiting: frozenset[str]
+    prepared: dict[str, _Prepared]
+
+
+def _read_open(repo: Repo, session: str, implicit_only: bool) -> _OpenTurn:
+    """Read the session's open turn and what its awaiting paths hold now.
 
     With ``implicit_only``, an explicitly begun turn is refused with ``run_active``.
-    The caller holds the write lock.
     """
     with repo.read() as v:
         turn = v.open_turn(session)
         if turn is None:
-            return None
-        if implicit_only and not turn.implicit:
-            raise RunActive(
-                f"turn {turn.id} of session {session!r} is still open",
-                turn=turn.id,
-                session=session,
-            )
+            return _OpenTurn(None, frozenset(), {})
+        _refuse_run(turn, implicit_only)
         awaiting = _awaiting(v, turn)
     prepared: dict[str, _Prepared] = {}
     for change in awaiting:
@@ -175,15 +183,130 @@ def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> T
             prepared.update(prepare(repo, [change.path], {change.path: _key(change.before)}))
         except SnapstoreError:
             continue  # the path became unreadable; the change keeps an unknown ``after``
+    return _OpenTurn(turn, frozenset(c.path for c in awaiting), prepared)
 
-    def commit(tx: Tx) -> Turn:
-        current = tx.turn(turn.id)
-        for change in _awaiting(tx, current):
-            if change.path in prepared:
-                current = _record_after(tx, current, change, prepared[change.path])
-        return close_turn(tx, current)
 
-    return repo.write(commit, locked=True)
+def _refuse_run(turn: Turn, implicit_only: bool) -> None:
+    if implicit_only and not turn.implicit:
+        raise RunActive(
+            f"turn {turn.id} of session {turn.session!r} is still open",
+            turn=turn.id,
+            session=turn.session,
+        )
+
+
+def refuse_run_active(repo: Repo, session: str) -> None:
+    """Refuse with ``run_active`` while the session has an explicitly begun turn open."""
+    with repo.read() as v:
+        turn = v.open_turn(session)
+    if turn is not None:
+        _refuse_run(turn, True)
+
+
+def _close_open(
+    tx: Tx, repo: Repo, session: str, read: _OpenTurn, implicit_only: bool, check: bool
+) -> Turn | None:
+    """Close the session's open turn in this commit, recording what was read as the
+    ``after`` of each change awaiting one.
+
+    With ``check``, a commit whose reads moved (another turn open, another path
+    awaiting, a file written since it was read) raises :class:`_Moved`.
+    """
+    turn = tx.open_turn(session)
+    if turn is None:
+        return None
+    _refuse_run(turn, implicit_only)
+    awaiting = _awaiting(tx, turn)
+    if check and (
+        read.turn is None
+        or read.turn.id != turn.id
+        or any(c.path not in read.awaiting for c in awaiting)
+        or any(
+            not _still_there(repo, read.prepared[c.path])
+            for c in awaiting
+            if c.path in read.prepared
+        )
+    ):
+        raise _Moved
+    for change in awaiting:
+        if change.path in read.prepared:
+            turn = _record_after(tx, turn, change, read.prepared[change.path])
+    return close_turn(tx, turn)
+
+
+def _after_reading(
+    repo: Repo,
+    session: str,
+    implicit_only: bool,
+    commit: Callable[[Tx, _OpenTurn, bool], T],
+) -> T:
+    """Read the session's open turn outside the lock, then run ``commit`` in one commit;
+    read again when what was read moved meanwhile (the last attempt records what it read)."""
+    for attempt in range(_ATTEMPTS):
+        read = _read_open(repo, session, implicit_only)
+        check = attempt < _ATTEMPTS - 1
+
+        def run(tx: Tx, read: _OpenTurn = read, check: bool = check) -> T:
+            return commit(tx, read, check)
+
+        try:
+            return repo.write(run)
+        except _Moved:
+            continue
+    raise AssertionError("unreachable: the last attempt does not check")
+
+
+def begin_turn(
+    repo: Repo,
+    session: str,
+    prompt: str = "",
+    message_id: str | None = None,
+    close_open: bool = False,
+    base: "Base | None" = None,
+) -> Turn:
+    """Open a turn as a child of the head, in one commit that first closes the session's
+    open turn and, for a new session, stores ``base`` (snapstore.ops.session_base).
+
+    An implicit turn still open is closed. An explicitly begun one is refused
+    with :class:`RunActive`, unless ``close_open`` (an agent's new prompt: the
+    turn whose end never came is over).
+    """
+
+    def commit(tx: Tx, read: _OpenTurn, check: bool) -> Turn:
+        _close_open(tx, repo, session, read, not close_open, check)
+        return _start_with_base(
+            tx, session, base, prompt=prompt, message_id=message_id, implicit=False
+        )
+
+    return _after_reading(repo, session, not close_open, commit)
+
+
+def _start_with_base(
+    tx: Tx,
+    session: str,
+    base: "Base | None",
+    *,
+    prompt: str = "",
+    message_id: str | None = None,
+    implicit: bool,
+) -> Turn:
+    """Start a turn, and store ``base`` with it when this commit creates the session (a
+    base is what the tree was at the session's first capture: no later commit has it)."""
+    new = tx.session(session) is None
+    turn = _start_turn(tx, session, prompt=prompt, message_id=message_id, implicit=implicit)
+    faults.point("capture.turn_started")  # a crash here leaves nothing of this commit
+    if base is not None and new:
+        from .session_base import store_base  # git's module: only for a new session's base
+
+        store_base(tx, session, base)
+    return turn
+
+
+def finish_open_turn(w: Locked, session: str) -> Turn | None:
+    """Record the missing ``after`` of every change and close the open turn, under the
+    held lock (a rewind's, which needs its session's turn closed)."""
+    read = _read_open(w.repo, session, False)
+    return w.write(lambda tx: _close_open(tx, w.repo, session, read, False, False))
 
 
 def open_implicit_turn(repo: Repo, session: str) -> Turn:
@@ -192,13 +315,17 @@ def open_implicit_turn(repo: Repo, session: str) -> Turn:
         turn = v.open_turn(session)
     if turn is not None:
         return turn
-    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None, True))
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, implicit=True))
 
 
 def end_turn(repo: Repo, session: str) -> Turn:
-    """Close the session's open turn."""
-    with repo.write_lock():
-        turn = finish_open_turn(repo, session)
+    """Close the session's open turn, recording any ``after`` still missing."""
+    turn = _after_reading(
+        repo,
+        session,
+        False,
+        lambda tx, read, check: _close_open(tx, repo, session, read, False, check),
+    )
     if turn is None:
         raise NotFound(f"session {session!r} has no open turn", session=session)
     return turn
@@ -209,14 +336,16 @@ def pre_write(
     paths: Iterable[str | os.PathLike[str]],
     tool: str,
     session: str,
-    source: str = "hook",
+    source: Source = HOOK,
+    base: "Base | None" = None,
 ) -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
 
-    Opens an implicit turn when none is open. A path whose change is already
-    open has another tool call in flight on it: that change protects it, and
-    the call is counted, so the change stays open until every call on the path
-    has reported (see :func:`post_write`).
+    Opens an implicit turn when none is open, in the same commit, with
+    ``base`` for a new session (see :func:`begin_turn`). A path whose change
+    is already open has another tool call in flight on it: that change
+    protects it, and the call is counted, so the change stays open until every
+    call on the path has reported (see :func:`post_write`).
     """
     refused: dict[str, SnapstoreError] = {}
     rels = resolve_paths(repo, paths, refused)
@@ -226,9 +355,9 @@ def pre_write(
         raise next(iter(refused.values()))  # nothing to capture: the error is the answer
 
     def commit(tx: Tx) -> CaptureResult:
-        turn = tx.open_turn(session) or _start_turn(tx, session, "", None, True)
-        open_changes = dict(turn.open_changes or {})
-        calls = dict(turn.open_calls or {})
+        turn = tx.open_turn(session) or _start_with_base(tx, session, base, implicit=True)
+        open_changes = dict(turn.open_changes)
+        calls = dict(turn.open_calls)
         seq = turn.next_change
         now = tx.clock()
         for rel in rels:
@@ -239,11 +368,11 @@ def pre_write(
             if item.key is not None:
                 tx.put_blob(item.key, item.value, item.data)
             tx.put_change(
-                Change(
-                    turn.id,
-                    seq,
-                    rel,
-                    item.version,
+                Change.opened(
+                    turn=turn.id,
+                    seq=seq,
+                    path=rel,
+                    before=item.version,
                     tool=tool,
                     source=source,
                     time=now,
@@ -253,18 +382,12 @@ def pre_write(
             open_changes[rel] = seq
             seq += 1
             tx.set_path_digest(rel, item.version)
-        tx.put_turn(
-            turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls or None)
-        )
+        tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls))
         tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
         return _reporting(CaptureResult(session, turn.id, rels, []), refused)
 
     return repo.write(commit)
-
-
-#: A post-write whose reads went stale before its commit reads again, this many times at most.
-_POST_ATTEMPTS = 4
 
 
 def post_write(
@@ -282,7 +405,7 @@ def post_write(
     """
     refused: dict[str, SnapstoreError] = {}
     rels = resolve_paths(repo, paths, refused)
-    for attempt in range(_POST_ATTEMPTS):
+    for attempt in range(_ATTEMPTS):
         with repo.read() as v:
             turn = v.open_turn(session)
             awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
@@ -295,7 +418,7 @@ def post_write(
         )
         if not prepared and (refused or unread):
             raise next(iter({**refused, **unread}.values()))
-        check = attempt < _POST_ATTEMPTS - 1  # the last attempt records what it read
+        check = attempt < _ATTEMPTS - 1  # the last attempt records what it read
 
         def commit(
             tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check
@@ -326,14 +449,14 @@ def _commit_post(
     recorded, skipped = [], []
     for rel in rels:
         item = prepared[rel]
-        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        seq = turn.open_changes.get(rel) if turn is not None else None
         if turn is not None and seq is not None:
             if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
-                calls = dict(turn.open_calls or {})
+                calls = dict(turn.open_calls)
                 calls[rel] -= 1
                 if calls[rel] == 1:
                     del calls[rel]
-                turn = turn._replace(open_calls=calls or None)
+                turn = turn._replace(open_calls=calls)
             else:
                 turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
             recorded.append(rel)
@@ -351,12 +474,19 @@ def _commit_post(
         recorded.append(rel)
         if not differs(before, item.version):
             continue  # the store knows this version already
-        turn = turn or _start_turn(tx, session, "", None, True)
+        turn = turn or _start_turn(tx, session, implicit=True)
         if item.key is not None:
             tx.put_blob(item.key, item.value, item.data)
         tx.put_change(
-            Change(
-                turn.id, turn.next_change, rel, before, item.version, True, tool, "hook", tx.clock()
+            Change.recorded(
+                turn=turn.id,
+                seq=turn.next_change,
+                path=rel,
+                before=before,
+                after=item.version,
+                tool=tool,
+                source=HOOK,
+                time=tx.clock(),
             )
         )
         tx.set_path_digest(rel, item.version)
@@ -370,20 +500,27 @@ def _commit_post(
 
 def _in_flight(turn: Turn | None, rel: str) -> int:
     """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
-    if turn is None or rel not in (turn.open_changes or {}):
+    if turn is None or rel not in turn.open_changes:
         return 0
-    return (turn.open_calls or {}).get(rel, 1)
+    return turn.open_calls.get(rel, 1)
+
+
+def writing(v: View) -> dict[str, Turn]:
+    """The paths a hook is writing right now (captured, the write not recorded yet: an open
+    change), each with its session's open turn. A scan or another session's rewind leaves
+    them alone, so that the writing session's record stays true."""
+    found: dict[str, Turn] = {}
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.open_turn else None
+        if turn is not None:
+            found.update(dict.fromkeys(turn.open_changes or {}, turn))
+    return found
 
 
 def _still_there(repo: Repo, item: _Prepared) -> bool:
     """Whether the path still holds what was read for it (checked under the write lock)."""
-    try:
-        st = repo.ws.lstat(item.rel)
-    except SnapstoreError:
-        return False
-    if item.version is None or item.stat is None:
-        return st is None
-    return st is not None and fingerprint(st) == fingerprint(item.stat)
+    read = item.stat if item.version is not None else None
+    return repo.ws.holds(item.rel, None if read is None else fingerprint(read))
 
 
 def _latest_known(
@@ -403,7 +540,7 @@ def _latest_known(
 
 def _awaiting(v: View, turn: Turn) -> list[Change]:
     """The turn's changes still awaiting their ``after`` (``Turn.open_changes``)."""
-    return [v.change(turn.id, seq) for seq in (turn.open_changes or {}).values()]
+    return [v.change(turn.id, seq) for seq in turn.open_changes.values()]
 
 
 def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
@@ -445,16 +582,15 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
             kept = True
         else:
             tx.put_change(
-                Change(
-                    turn.id,
-                    turn.next_change,
-                    change.path,
-                    before,
-                    after,
-                    True,
-                    change.tool,
-                    change.source,
-                    change.time,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=turn.next_change,
+                    path=change.path,
+                    before=before,
+                    after=after,
+                    tool=change.tool,
+                    source=change.source,
+                    time=change.time,
                 )
             )
             turn = turn._replace(next_change=turn.next_change + 1)
@@ -462,11 +598,11 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
         tx.delete_change(change)  # the write changed nothing
     if settled:
         tx.set_path_digest(change.path, item.version)
-    open_changes = dict(turn.open_changes or {})
+    open_changes = dict(turn.open_changes)
     open_changes.pop(change.path, None)
-    calls = dict(turn.open_calls or {})
+    calls = dict(turn.open_calls)
     calls.pop(change.path, None)
-    return turn._replace(open_changes=open_changes, open_calls=calls or None)
+    return turn._replace(open_changes=open_changes, open_calls=calls)
 
 
 def _other_calls(v: View, session: str, change: Change) -> list[Change]:

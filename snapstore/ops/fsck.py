@@ -20,6 +20,7 @@ needed it, an orphan change, a dangling head or link (cleared).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.blobs import DIGEST_SIZE
 from ..core.errors import StoreCorrupt
@@ -78,11 +79,11 @@ def fsck(repo: Repo, repair: bool = False) -> FsckReport:
     if not repair:
         with repo.read() as v:
             return _check(v).report
-    with repo.write_lock():
+    with repo.lock() as w:
         with repo.read() as v:
             found = _check(v)
         if not found.report.ok:
-            repo.write(lambda tx: _repair(tx, found), locked=True)
+            w.write(lambda tx: _repair(tx, found))
     return found.report
 
 
@@ -201,7 +202,8 @@ def _repair(tx: Tx, found: _Findings) -> None:
                     f"session {record.name}: cleared its {name} "
                     f"{getattr(record, name)}, which is gone"
                 )
-                record = record._replace(**{name: None})
+                cleared: dict[str, Any] = {name: None}
+                record = record._replace(**cleared)
                 tx.put_session(record)
     dropped = tx.drop_unfinished(lambda op: op in turns)
     if dropped:

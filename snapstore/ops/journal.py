@@ -21,7 +21,6 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
-import stat
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -29,23 +28,31 @@ from dataclasses import dataclass, field
 from ..core import faults
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
+    APPLIED,
     CLOSED,
+    CODE,
+    FAILED,
+    FINISH,
     REVERT,
     REWIND,
     REWOUND,
+    SWITCH,
+    UNDO,
     Change,
     RewindOp,
     Turn,
+    TurnState,
     fingerprint,
     version_of,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
 from .plan import (
     CONFLICT,
     DELETE,
     KEEP,
     MERGE,
     RESTORE,
+    Action,
     PathPlan,
     RewindResult,
 )
@@ -72,30 +79,30 @@ class Operation:
         self.result.plans = self.plans
 
 
-def execute(repo: Repo, operation: Operation) -> RewindResult:
-    """Journal, apply and finish one planned operation. The caller holds the write lock."""
-    op_id = _journal(repo, operation)
+def execute(w: Locked, operation: Operation) -> RewindResult:
+    """Journal, apply and finish one planned operation, under the lock it was planned in."""
+    op_id = _journal(w, operation)
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
-    errors = _apply(repo, operation.plans)
+    errors = _apply(w.repo, operation.plans)
     failed = {e["path"] for e in errors}
     writes = [p for p in operation.plans if p.writes]
     folders: tuple[list[str], list[str]] = ([], [])
     if not writes or any(p.path not in failed for p in writes):  # else nothing will move
-        folders = _folders(repo, operation.make_folders, operation.remove_folders)
-    return _finish(repo, op_id, errors, folders)
+        folders = _folders(w.repo, operation.make_folders, operation.remove_folders)
+    return _finish(w, op_id, errors, folders)
 
 
 def _describe(op: RewindOp) -> str:
     """The operation record's prompt line."""
-    verb = {"undo": "undo", "switch": "switch to", "finish": "finish"}.get(op.action, "rewind to")
+    verb = {UNDO: "undo", SWITCH: "switch to", FINISH: "finish"}.get(op.action, "rewind to")
     return f"{verb} {op.target}"
 
 
-def _journal(repo: Repo, operation: Operation) -> str:
+def _journal(w: Locked, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
-    with repo.read() as v:
+    with w.repo.read() as v:
         for plan in writes:
             for entry in (plan.current_entry, plan.content):
                 if entry is not None:
@@ -122,23 +129,22 @@ def _journal(repo: Repo, operation: Operation) -> str:
             tx.put_blob(key, value)
         for seq, plan in enumerate(writes):
             tx.put_change(
-                Change(
-                    turn.id,
-                    seq,
-                    plan.path,
-                    plan.current,
-                    plan.result,
-                    True,
-                    "snapstore",
-                    "rewind",
-                    tx.clock(),
-                    plan.mkdirs,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=seq,
+                    path=plan.path,
+                    before=plan.current,
+                    after=plan.result,
+                    tool="snapstore",
+                    source=REWIND,
+                    time=tx.clock(),
+                    mkdirs=plan.mkdirs,
                 )
             )
         tx.put_turn(turn._replace(op=op, closed=turn.created, next_change=len(writes)))
         record = tx.require_session(op.session)
         tx.put_session(record._replace(last_rewind=turn.id))
-        tx.set_unfinished(turn.id, True)
+        tx.set_unfinished(turn.id, unfinished=True)
         tx.event(
             f"{op.action}_begin",
             session=op.session,
@@ -148,7 +154,7 @@ def _journal(repo: Repo, operation: Operation) -> str:
         )
         return turn.id
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
@@ -221,15 +227,15 @@ def _folders(repo: Repo, make: list[str], remove: list[str]) -> tuple[list[str],
     first; the ones made and removed. A folder that cannot be made or go is only named
     in neither: its files, if any, are what counts."""
     shallowest = sorted(set(make), key=lambda rel: (rel.count("/"), rel))
-    made = [rel for rel in shallowest if _quietly(lambda rel=rel: repo.ws.make_folder(rel))]
+    made = [rel for rel in shallowest if _quietly(repo.ws.make_folder, rel)]
     deepest = sorted(set(remove), key=lambda rel: (-rel.count("/"), rel))
-    removed = [rel for rel in deepest if _quietly(lambda rel=rel: repo.ws.remove_folder(rel))]
+    removed = [rel for rel in deepest if _quietly(repo.ws.remove_folder, rel)]
     return made, removed
 
 
-def _quietly(action: Callable[[], bool]) -> bool:
+def _quietly(action: Callable[[str], bool], rel: str) -> bool:
     try:
-        return action()
+        return action(rel)
     except (SnapstoreError, OSError):
         return False
 
@@ -249,20 +255,16 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     that moved is the file read and hashed again. A folder that stood at the
     path may still stand there, or be gone.
     """
-    now = repo.ws.lstat(plan.path)
-    if plan.folder:
-        return now is None or stat.S_ISDIR(now.st_mode)
+    if plan.folder or plan.current is None:
+        return repo.ws.holds(plan.path, None)
     then = plan.current_entry.stat if plan.current_entry is not None else None
-    if now is None or then is None:
-        if now is None and plan.current is None:
-            return True
-    elif fingerprint(now) == fingerprint(then):
+    if then is not None and repo.ws.holds(plan.path, fingerprint(then)):
         return True
     return version_of(repo.ws.read(plan.path)) == plan.current
 
 
 def _finish(
-    repo: Repo,
+    w: Locked,
     op_id: str,
     errors: list[dict[str, str]],
     folders: tuple[list[str], list[str]] = ([], []),
@@ -272,7 +274,7 @@ def _finish(
     def commit(tx: Tx) -> RewindResult:
         turn = tx.turn(op_id)
         op = turn.op
-        assert op is not None and op.result is not None
+        assert op is not None
         failed = {e["path"] for e in errors}
         summary = dict(op.result)
         summary.pop("rmdirs", None)
@@ -289,9 +291,13 @@ def _finish(
         for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
-        if op.mode != "code":
+        if op.mode != CODE:
             tx.set_head(op.session, op.new_head)
-            for turn_ids, state in ((op.reverted, REWOUND), (op.forward, CLOSED)):
+            moves: tuple[tuple[tuple[str, ...], TurnState], ...] = (
+                (op.reverted, REWOUND),
+                (op.forward, CLOSED),
+            )
+            for turn_ids, state in moves:
                 for turn_id in turn_ids:
                     moved = tx.find_turn(turn_id)  # gc may have dropped it since
                     if moved is not None and moved.state != state:
@@ -300,8 +306,8 @@ def _finish(
             undone = tx.turn(op.undoes)
             assert undone.op is not None
             tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
-        tx.put_turn(turn._replace(op=op._replace(status="applied", result=result.to_json())))
-        tx.set_unfinished(op_id, False)
+        tx.put_turn(turn._replace(op=op._replace(status=APPLIED, result=result.to_json())))
+        tx.set_unfinished(op_id, unfinished=False)
         tx.event(
             op.action,
             session=op.session,
@@ -313,7 +319,7 @@ def _finish(
         )
         return result
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
@@ -326,8 +332,8 @@ def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
     record = tx.require_session(op.session)
     if record.last_rewind == turn.id:
         tx.put_session(record._replace(last_rewind=op.prev_rewind))
-    tx.put_turn(turn._replace(op=op._replace(status="failed", result=result.to_json())))
-    tx.set_unfinished(turn.id, False)
+    tx.put_turn(turn._replace(op=op._replace(status=FAILED, result=result.to_json())))
+    tx.set_unfinished(turn.id, unfinished=False)
     tx.event(f"{op.action}_failed", session=op.session, turn=turn.id, errors=len(result.errors))
     return result
 
@@ -335,7 +341,7 @@ def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
 def resume(repo: Repo) -> list[RewindResult]:
     """Finish every interrupted operation, rolling each path forward to its plan."""
     results = []
-    with repo.write_lock():
+    with repo.lock() as w:
         for op_id in repo.unfinished():
             with repo.read() as v:
                 turn = v.turn(op_id)
@@ -343,17 +349,17 @@ def resume(repo: Repo) -> list[RewindResult]:
                     raise StoreCorrupt(
                         f"unfinished operation {op_id} has no record", operation=op_id
                     )
-                rmdirs = dict((turn.op.result or {}).get("rmdirs", {}))
+                rmdirs = dict(turn.op.result.get("rmdirs", {}))
                 plans = [
                     _resume_plan(repo, v, change, rmdirs.pop(change.path, 0))
                     for change in v.changes(op_id)
                 ]
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
-            folders = (turn.op.result or {}).get("folders", {})
+            folders = turn.op.result.get("folders", {})
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
             done = _folders(repo, folders.get("make", []), folders.get("remove", []))
-            results.append(_finish(repo, op_id, errors, done))
+            results.append(_finish(w, op_id, errors, done))
     return results
 
 
@@ -378,7 +384,7 @@ def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
         content = v.content(change.after)
     except SnapstoreError as exc:
         return PathPlan(change.path, CONFLICT, current, entry, reason=str(exc))
-    action = DELETE if change.after is None else RESTORE if change.before else MERGE
+    action: Action = DELETE if change.after is None else RESTORE if change.before else MERGE
     return PathPlan(
         change.path, action, current, entry, change.after, content, rmdirs=rmdirs, folder=folder
     )

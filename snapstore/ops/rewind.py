@@ -22,14 +22,37 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
-from ..core.records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
-from ..core.repo import Repo, View
-from .capture import finish_open_turn
-from .history import ancestors, branch, last_undoable, leftover, resolve_turn, undoable
-from .journal import Operation, execute
-from .plan import (
+from ..core.records import (
+    BOTH,
+    BRANCH_KINDS,
+    CODE,
+    CONVERSATION,
+    FINISH,
     MODES,
     POLICIES,
+    REWIND,
+    SKIP,
+    SWITCH,
+    UNDO,
+    Change,
+    Mode,
+    Policy,
+    RewindOp,
+    Turn,
+)
+from ..core.repo import Locked, Repo, View
+from .capture import finish_open_turn, writing
+from .history import (
+    ancestors,
+    branch,
+    last_undoable,
+    leftover,
+    refuse_unchanged,
+    resolve_turn,
+    undoable,
+)
+from .journal import Operation, execute
+from .plan import (
     PathPlan,
     RewindResult,
     Step,
@@ -40,6 +63,7 @@ from .plan import (
 
 
 def check_choices(mode: str, on_conflict: str) -> None:
+    """Refuse a mode or policy that is none of the known ones (a caller's typo)."""
     if mode not in MODES:
         raise BadInput(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if on_conflict not in POLICIES:
@@ -62,8 +86,8 @@ def rewind(
     target: str | int,
     session: str,
     *,
-    mode: str = "both",
-    on_conflict: str = "skip",
+    mode: Mode = BOTH,
+    on_conflict: Policy = SKIP,
     paths: Iterable[str] | None = None,
     dry_run: bool = False,
     force: bool = False,
@@ -72,15 +96,15 @@ def rewind(
     check_choices(mode, on_conflict)
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
-        mode = "code"  # taking back some files never moves the conversation
-    with repo.write_lock():
+        mode = CODE  # taking back some files never moves the conversation
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
-        _end_open_turn(repo, session, force, dry_run)
+        _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
             operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def switch(
@@ -88,14 +112,14 @@ def switch(
     target: str | int,
     session: str | None = None,
     *,
-    on_conflict: str = "skip",
+    on_conflict: Policy = SKIP,
     dry_run: bool = False,
     force: bool = False,
 ) -> RewindResult:
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
     an id of any turn of the session's DAG: then ``session`` may be None)."""
-    check_choices("both", on_conflict)
-    with repo.write_lock():
+    check_choices(BOTH, on_conflict)
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
@@ -105,10 +129,10 @@ def switch(
                 "conversation can be switched to",
                 turn=turn.id,
             )
-        _end_open_turn(repo, turn.session, force, dry_run)
+        _end_open_turn(w, turn.session, force, dry_run)
         with repo.read() as v:
             operation = _plan_switch(repo, v, turn, on_conflict)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def undo(
@@ -116,13 +140,13 @@ def undo(
     rewind_id: str | None,
     session: str | None = None,
     *,
-    on_conflict: str = "skip",
+    on_conflict: Policy = SKIP,
     dry_run: bool = False,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session."""
-    check_choices("both", on_conflict)
-    with repo.write_lock():
+    check_choices(BOTH, on_conflict)
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             record = _find_undoable(v, rewind_id, session)
@@ -134,23 +158,23 @@ def undo(
                     session=record.session,
                 )
             operation = _plan_undo(repo, v, record, on_conflict)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def finish(
-    repo: Repo, session: str, *, on_conflict: str = "skip", dry_run: bool = False
+    repo: Repo, session: str, *, on_conflict: Policy = SKIP, dry_run: bool = False
 ) -> RewindResult:
     """Retry what the session's last operation left (its conflicts and failed writes) with
     ``on_conflict``: the same steps, folded from what the paths hold now. The head stays;
     it is an operation of its own, which undo takes back, and which may leave paths too."""
-    check_choices("both", on_conflict)
-    with repo.write_lock():
+    check_choices(BOTH, on_conflict)
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             left = leftover(v, session)
             if left is None:
                 raise NotFound(f"session {session!r} has nothing left to finish", session=session)
-            assert left.op is not None and left.op.result is not None
+            assert left.op is not None
             paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
             root = left
             while root.op is not None and root.op.finishes is not None:
@@ -159,47 +183,47 @@ def finish(
             op = RewindOp(
                 session,
                 left.id,
-                "code",
-                action="finish",
+                CODE,
+                action=FINISH,
                 prev_head=head,
                 new_head=head,
-                paths=paths,
+                paths=tuple(paths),
                 prev_rewind=left.id,
                 finishes=left.id,
             )
             result = RewindResult(session, left.id, "", [], new_head=head)
             steps = {p: s for p, s in _op_steps(v, root).items() if p in paths}
             operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:
     """The steps of a rewind, switch or undo, each path's in fold order."""
     op = record.op
     assert op is not None
-    if op.action == "undo":
+    if op.action == UNDO:
         assert op.undoes is not None
         return steps_by_path(v.changes(op.undoes))
-    if op.action == "switch":
+    if op.action == SWITCH:
         back = [v.turn(t) for t in op.reverted]
         forward = [v.turn(t) for t in op.forward]
         return steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
-    turns = ancestors(v, op.prev_head)
-    ids = [t.id for t in turns]
+    turns = ancestors(v, op.prev_head)  # a rewind: its target is on this branch
+    ids: list[str | None] = [t.id for t in turns]
     reverted = turns[: ids.index(op.target) + 1]
     return steps_by_path(_changes(v, reversed(reverted), list(op.paths) or None))
 
 
-def _run(repo: Repo, operation: Operation, dry_run: bool) -> RewindResult:
+def _run(w: Locked, operation: Operation, dry_run: bool) -> RewindResult:
     if dry_run:
         operation.result.dry_run = True
         return operation.result
-    return execute(repo, operation)
+    return execute(w, operation)
 
 
-def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None:
+def _end_open_turn(w: Locked, session: str, force: bool, dry_run: bool) -> None:
     """Refuse while the session has an open turn, or with ``force``, end it first."""
-    with repo.read() as v:
+    with w.repo.read() as v:
         open_turn = v.open_turn(session)
     if open_turn is None:
         return
@@ -210,32 +234,25 @@ def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None
             session=session,
         )
     if not dry_run:
-        finish_open_turn(repo, session)
+        finish_open_turn(w, session)
 
 
 def _busy(v: View, session: str) -> dict[str, str]:
     """Paths other sessions are writing right now (captured, their write not recorded
     yet): an operation leaves them alone, so that the other session's record stays true."""
-    busy = {}
-    for record in v.sessions():
-        if record.name == session or record.open_turn is None:
-            continue
-        turn = v.find_turn(record.open_turn)
-        if turn is None or turn.state != OPEN:
-            continue
-        for path in turn.open_changes or {}:
-            busy[path] = (
-                f"session {record.name!r} is writing it right now (turn {turn.id}); "
-                "left alone, try again once its tool call ends"
-            )
-    return busy
+    return {
+        path: f"session {turn.session!r} is writing it right now (turn {turn.id}); "
+        "left alone, try again once its tool call ends"
+        for path, turn in writing(v).items()
+        if turn.session != session
+    }
 
 
 def _plans(
-    repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: str
+    repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: Policy
 ) -> list[PathPlan]:
     """Each path's plan; paths another session is writing right now are left alone."""
-    if op.mode == "conversation":
+    if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
     plans = [
@@ -256,8 +273,8 @@ def _plan_rewind(
     v: View,
     turn: Turn,
     session: str,
-    mode: str,
-    on_conflict: str,
+    mode: Mode,
+    on_conflict: Policy,
     rels: list[str] | None,
 ) -> Operation:
     on_branch = branch(v, session)
@@ -272,23 +289,18 @@ def _plan_rewind(
         )
     reverted = on_branch[: ids.index(turn.id) + 1]
     head = ids[0]
-    new_head = head if mode == "code" else turn.parent
+    new_head = head if mode == CODE else turn.parent
     if rels is not None:
-        untouched = sorted(set(rels) - {c.path for c in _changes(v, reverted)})
-        if untouched:
-            raise BadInput(
-                f"turn {turn.id} and the turns after it never changed {', '.join(untouched)}",
-                turn=turn.id,
-                path=untouched[0],
-            )
+        changed = {c.path for c in _changes(v, reverted)}
+        refuse_unchanged(turn, set(rels), changed, f"turn {turn.id} and the turns after it")
     op = RewindOp(
         session,
         turn.id,
         mode,
         prev_head=head,
         new_head=new_head,
-        reverted=[] if mode == "code" else [t.id for t in reverted],
-        paths=rels or [],
+        reverted=() if mode == CODE else tuple(t.id for t in reverted),
+        paths=tuple(rels or ()),
         prev_rewind=v.require_session(session).last_rewind,
     )
     result = RewindResult(
@@ -296,13 +308,13 @@ def _plan_rewind(
     )
     steps = steps_by_path(_changes(v, reversed(reverted), rels))
     operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
-    if rels is None and mode != "conversation":
+    if rels is None and mode != CONVERSATION:
         operation.remove_folders = _made(reverted)
         result.warnings += _uncaptured(reverted)
     return operation
 
 
-def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation:
+def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operation:
     session = turn.session
     here = branch(v, session)  # the head first
     there = ancestors(v, turn.id)  # the target first
@@ -313,15 +325,15 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation
     op = RewindOp(
         session,
         turn.id,
-        "both",
-        action="switch",
+        BOTH,
+        action=SWITCH,
         prev_head=here_ids[0] if here else None,
         new_head=turn.id,
-        reverted=[t.id for t in back],
-        forward=[t.id for t in forward],
+        reverted=tuple(t.id for t in back),
+        forward=tuple(t.id for t in forward),
         prev_rewind=v.require_session(session).last_rewind,
     )
-    result = RewindResult(session, turn.id, "", op.reverted, new_head=turn.id)
+    result = RewindResult(session, turn.id, "", list(op.reverted), new_head=turn.id)
     steps = steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
     operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
     operation.remove_folders, operation.make_folders = _made(back), _made(forward)
@@ -329,18 +341,18 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation
     return operation
 
 
+def _made(turns: Iterable[Turn]) -> list[str]:
+    """The folders that came during ``turns`` (scan mode)."""
+    return [folder for turn in turns for folder in turn.folders]
+
+
 def _uncaptured(turns: Iterable[Turn]) -> list[dict[str, str]]:
     """What ``turns`` changed that was never captured (scan mode): it stays as it is."""
     return [
         {"path": path, "reason": f"could not be restored: it was never captured ({reason})"}
         for turn in turns
-        for path, reason in turn.skipped or ()
+        for path, reason in turn.skipped
     ]
-
-
-def _made(turns: Iterable[Turn]) -> list[str]:
-    """The folders that came during ``turns`` (scan mode)."""
-    return [folder for turn in turns for folder in turn.folders or ()]
 
 
 def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
@@ -356,24 +368,24 @@ def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
         return turn
     if session is not None:
         v.require_session(session)
-    turn = last_undoable(v, session)
-    if turn is None:
+    last = last_undoable(v, session)
+    if last is None:
         where = f"session {session!r}" if session is not None else "the store"
         raise NotFound(f"{where} has no rewind or switch to undo", session=session)
-    return turn
+    return last
 
 
-def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation:
+def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: Policy) -> Operation:
     done = record.op
     assert done is not None
     session, head = record.session, v.head(record.session)
     prev_rewind = v.require_session(session).last_rewind
-    if done.mode == "code":  # the head never moved: only the files go back
+    if done.mode == CODE:  # the head never moved: only the files go back
         op = RewindOp(
             session,
             record.id,
-            "code",
-            action="undo",
+            CODE,
+            action=UNDO,
             prev_head=head,
             new_head=head,
             undoes=record.id,
@@ -384,7 +396,7 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
             session,
             record.id,
             done.mode,
-            action="undo",
+            action=UNDO,
             prev_head=head,
             new_head=done.prev_head,
             reverted=done.forward,
@@ -396,8 +408,8 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
         op = RewindOp(
             session,
             record.id,
-            "both",
-            action="undo",
+            BOTH,
+            action=UNDO,
             prev_head=head,
             new_head=None,
             undoes=record.id,
@@ -407,7 +419,7 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
     result = RewindResult(session, record.id, "", list(done.reverted), new_head=op.new_head)
     steps = steps_by_path(v.changes(record.id))
     operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
-    if op.mode != "conversation":  # the folders it removed come back, those it made go
-        operation.make_folders = list((done.result or {}).get("folders_removed", ()))
-        operation.remove_folders = list((done.result or {}).get("folders_created", ()))
+    if op.mode != CONVERSATION:  # the folders it removed come back, those it made go
+        operation.make_folders = list(done.result.get("folders_removed", ()))
+        operation.remove_folders = list(done.result.get("folders_created", ()))
     return operation

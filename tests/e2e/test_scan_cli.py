@@ -202,9 +202,7 @@ def test_a_folder_the_turn_made_goes_with_its_rewind_and_comes_back_with_undo(
     assert undone.json["folders_created"] == ["notes", "keep/inner", "notes/drafts"]
 
 
-def test_a_file_over_the_size_cap_the_shell_changed_is_reported_everywhere(
-    cli, root: Path
-) -> None:
+def test_a_file_over_the_size_cap_the_shell_changed_is_reported_everywhere(cli, root: Path) -> None:
     """A file the scan cannot capture: the hook says so (stderr, hook.log), show, log and
     status list it, and the rewind says it could not be restored, and why."""
     write(root, "big.bin", b"x" * 100)
@@ -214,6 +212,7 @@ def test_a_file_over_the_size_cap_the_shell_changed_is_reported_everywhere(
     config["capture"]["max_file_size"] = "50"
     with open(root / ".snapstore" / "config", "w") as handle:
         config.write(handle)
+    assert cli("config", "trust").code == 0  # edited by hand: trusted here first
     payload = {
         "session_id": "abc",
         "transcript_path": str(root / "t.jsonl"),

@@ -11,6 +11,7 @@ from snapstore import Store
 from snapstore.ops.watchlink import watcher_info
 
 from ..support import hermetic_env, read, snapstore_bin, wait_until, write
+from ..support.reaper import die_with_parent
 
 
 def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
@@ -23,6 +24,7 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=die_with_parent(),
     )
     try:
         with Store.open(root) as store:
