@@ -40,6 +40,7 @@ _HINTS: dict[type[BaseException], str] = {
     e.StoreLocked: "another snapstore process is writing; try again",
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",
+    e.UnknownOperation: "see `snapstore ops`",
     e.SchemaMismatch: "use the snapstore release that made this store",
     e.NotAFolder: "move it aside, then run `snapstore init`",
     e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",

@@ -538,7 +538,7 @@ class Options:
 
         When reading (``store`` given) and the store has no ``default`` session,
         the most recently active one is used instead (agents' hooks name their
-        sessions), and a note says so.
+        sessions), and a note says so when there were others to choose from.
         """
         if self.session:
             return self.session
@@ -547,12 +547,14 @@ class Options:
         latest = store.latest_session()
         if latest is None:
             return DEFAULT_SESSION
-        from .output.plain import printable  # said with --json too: stderr is for people
+        if store.session_count() > 1:
+            from .output.plain import printable  # said with --json too: stderr is for people
 
-        print(
-            f"snapstore: session {printable(latest)} (the most recent; choose one with --session)",
-            file=sys.stderr,
-        )
+            print(
+                f"snapstore: session {printable(latest)} (the most recent; "
+                "choose one with --session)",
+                file=sys.stderr,
+            )
         self.session = latest
         return latest
 

@@ -25,15 +25,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Mode, Policy, Turn
+from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Entry, Mode, Policy, Turn
 from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
     from .core.fsio import Workspace
     from .ops.capture import CaptureResult
+    from .ops.diffs import FileDiff, RangeDiff
     from .ops.fsck import FsckReport
     from .ops.gc import GcPolicy, GcResult
-    from .ops.history import FileStat, RewindPoint, StoreStatus, TurnDetail
+    from .ops.history import Operation, RewindPoint, SessionInfo, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
     from .ops.scan import ScanResult
     from .ops.session_base import Base
@@ -356,11 +357,63 @@ class Store:
 
     def diffs(
         self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
-    ) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+    ) -> tuple[Turn, list[FileDiff]]:
         """One turn, and each file it changed (or only ``paths``) with its diff lines."""
         from .ops.diffs import turn_diffs
 
         return turn_diffs(self.repo, ref, session, paths)
+
+    def range_diff(
+        self,
+        start: str | int,
+        end: str | int,
+        session: str = DEFAULT_SESSION,
+        paths: list[str] | None = None,
+    ) -> RangeDiff:
+        """The net change from the state right after ``start`` to the state right after
+        ``end`` (two turns, on one branch or two), file by file with diff lines (or only
+        ``paths``)."""
+        from .ops.diffs import range_diffs
+
+        return range_diffs(self.repo, start, end, session, paths)
+
+    def worktree_diff(
+        self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
+    ) -> tuple[Turn, list[FileDiff]]:
+        """From the state right after a turn to the files now, for the paths its session
+        ever recorded (or only ``paths``)."""
+        from .ops.diffs import worktree_diffs
+
+        return worktree_diffs(self.repo, ref, session, paths)
+
+    def cat(
+        self, ref: str | int, path: str, session: str = DEFAULT_SESSION, *, before: bool = False
+    ) -> Entry:
+        """A file as a turn left it (``before``: as it found it): its bytes (a symlink's
+        target), kind and mode, verified against the digest recorded."""
+        from .ops.diffs import cat
+
+        return cat(self.repo, ref, session, path, before)
+
+    def operations(self, session: str | None = None) -> list[Operation]:
+        """Every rewind, switch and undo (of ``session``, or of the store), newest first."""
+        from .ops.history import operations
+
+        return operations(self.repo, session)
+
+    def resolve_operation(self, ref: str) -> str:
+        """The id of a rewind, switch or undo from its id or a unique prefix."""
+        from .ops.history import resolve_operation
+
+        with self.repo.read() as v:
+            return resolve_operation(v, ref).id
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session with its agent, turns, head, open turn and whether it is running,
+        the most recently active first."""
+        from .ops.history import sessions
+
+        return sessions(self.repo)
 
     def changes(self, turn_id: str) -> list[Change]:
         """The changes one turn recorded, in order."""
@@ -378,6 +431,10 @@ class Store:
         from .ops.history import latest_session
 
         return latest_session(self.repo)
+
+    def session_count(self) -> int:
+        with self.repo.read() as v:
+            return v.session_count()
 
     def has_session(self, session: str) -> bool:
         with self.repo.read() as v:

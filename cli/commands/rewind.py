@@ -18,6 +18,7 @@ from snapstore.ops.plan import RewindResult
 
 from ..app import (
     common_options,
+    complete_operation,
     complete_turn,
     emit,
     is_new,
@@ -205,7 +206,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
 
 
 @click.command()
-@click.argument("rewind_id", required=False)
+@click.argument("rewind_id", required=False, shell_complete=complete_operation)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @common_options
@@ -214,10 +215,13 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
+    REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
     opts = options()
     with open_for_write() as store:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
+        if rewind_id is not None:
+            rewind_id = store.resolve_operation(rewind_id)
         result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)

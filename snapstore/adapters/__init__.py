@@ -55,6 +55,12 @@ AGENT_NAMES = (
 )
 
 
+def agent_of(session: str) -> str:
+    """The agent whose hooks recorded a session (they name it ``AGENT/ID``), else ''."""
+    agent, slash, _ = session.partition("/")
+    return agent if slash and agent in AGENT_NAMES else ""
+
+
 def module_of(agent: str) -> ModuleType:
     """An agent's adapter module (its payload table ``AGENT``, config locations and writer),
     loading that one only: a hook process pays for its own agent."""

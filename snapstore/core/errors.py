@@ -140,6 +140,12 @@ class UnknownSession(NotFound):
     session: str
 
 
+class UnknownOperation(NotFound):
+    """No rewind, switch or undo matches a reference (field: ``ref``)."""
+
+    ref: str
+
+
 class UnknownTurn(NotFound):
     """No turn matches a reference (fields: ``ref``, ``session``; ``count`` for a number
     beyond the session's rewind points)."""

@@ -42,6 +42,8 @@ def test_a_rewind_that_wrote_nothing_says_so_and_runs_again(
     assert "nothing was rewound: every write failed" in full.stdout
     assert "finish with" not in full.stdout and "undo it" not in full.stdout
     assert run("--json", "status").json["left"] is None
+    assert run("--json", "ops").json[0]["status"] == "failed"
+    assert "rewind (failed: nothing moved)" in run("ops").stdout
     os.unlink(ws / "filler")
     again = run("--json", "rewind", "1", "--yes")
     assert again.code == 0 and again.json["restored"] == ["big.bin"], again.stderr
