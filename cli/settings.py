@@ -388,6 +388,17 @@ def trust(store_dir: str, *names: str) -> None:
         ) from None
 
 
+def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each agent's home folder, where its transcripts and its registry of running sessions
+    are: what a conversation rewind reads (snapstore.conversation)."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    return {
+        "claude-code": env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
+        "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
+    }
+
+
 class Environment:
     """What the process environment says about the store and how to use it."""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -141,6 +141,7 @@ class Store:
         *,
         scan: bool = False,
         close_open: bool = False,
+        transcript: str | None = None,
     ) -> Turn:
         """Open a turn for one user message, as a child of the session's head.
 
@@ -151,7 +152,9 @@ class Store:
         what changed since the last scan, as the user's, and closes the
         session's shell windows still open. Scanning and reading (and a new
         session's base) happen before the lock is taken; one commit then closes
-        the open turn, begins the new one and stores the base.
+        the open turn, begins the new one and stores the base. ``transcript`` is
+        the agent's transcript file: the turn keeps it with its size now, which
+        maps the turn to the agent's message for a conversation rewind.
         """
         from .ops.capture import begin_turn, refuse_run_active
 
@@ -160,7 +163,9 @@ class Store:
                 refuse_run_active(self.repo, session)  # before the scan records anything
             self._edge_scan(session)
         base = self._base_of_new(session)
-        return begin_turn(self.repo, session, prompt, message_id, close_open, base)
+        return begin_turn(
+            self.repo, session, prompt, message_id, close_open, base, transcript=transcript
+        )
 
     def _base_of_new(self, session: str) -> Base | None:
         """A new session's base, read before its first capture (None: not asked, or not new)."""
@@ -457,8 +462,16 @@ class Store:
         paths: Iterable[str] | None = None,
         dry_run: bool = False,
         force: bool = False,
+        homes: Mapping[str, str] | None = None,
     ) -> RewindResult:
-        """Take back ``target`` and every later turn on the session's branch."""
+        """Take back ``target`` and every later turn on the session's branch.
+
+        Unless ``mode`` is ``code``, the agent's conversation goes back too where the
+        agent has a conversation module: ``homes`` maps each agent to its home folder
+        (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
+        registry of running sessions is. Without it, the chat stays in the agent
+        (``result.conversation["status"]`` is ``unsupported``).
+        """
         from .ops.rewind import rewind
 
         return rewind(
@@ -470,6 +483,7 @@ class Store:
             paths=paths,
             dry_run=dry_run,
             force=force,
+            homes=homes,
         )
 
     def finish(
@@ -505,12 +519,16 @@ class Store:
         *,
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
+        homes: Mapping[str, str] | None = None,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
-        the newest in the store. The result names the session it acted on."""
+        the newest in the store. The result names the session it acted on. A conversation
+        the rewind changed goes back too (``homes``: as for :meth:`rewind`)."""
         from .ops.rewind import undo
 
-        return undo(self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
+        return undo(
+            self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
+        )
 
     def unfinished_operations(self) -> list[str]:
         """Rewinds or undos that were interrupted before they finished."""

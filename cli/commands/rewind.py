@@ -29,13 +29,16 @@ from ..app import (
 )
 from ..output import results
 from ..output.plain import say
+from ..settings import agent_homes
 
 
 def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(result: RewindResult, verb: str, on_conflict: Policy = SKIP) -> None:
+def _report(
+    result: RewindResult, verb: str, on_conflict: Policy = SKIP, turn: str | None = None
+) -> None:
     """Print the result; exit 1 when it left (or, dry, would leave) anything undone."""
     data = result.to_json()
     finish = None
@@ -47,7 +50,7 @@ def _report(result: RewindResult, verb: str, on_conflict: Policy = SKIP) -> None
             for plan in result.plans:
                 if plan.writes:
                     results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb, finish=finish)
+        results.summary(result, verb, turn=turn, finish=finish)
 
     emit(data, human)
     if not result.ok:
@@ -128,6 +131,7 @@ def rewind(
         _report(result, "finished", on_conflict)
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    shown = turn  # the turn as the user knows it, for the conversation's lines
     with open_for_write() as store:
         session = opts.session_for(store)
         if turn is None and is_new(store, session):  # the list of rewind points is empty
@@ -146,6 +150,9 @@ def rewind(
                 return
             mode = choice
             yes = yes or _interactive()  # the picker has confirmed already
+            shown = next(
+                (str(p.n) for p in store.rewind_points(session) if p.turn.id == turn), turn
+            )
         if not (yes or dry_run) and _interactive():
             preview = store.rewind(
                 turn,
@@ -155,8 +162,9 @@ def rewind(
                 paths=wanted,
                 dry_run=True,
                 force=force,
+                homes=agent_homes(),
             )
-            results.summary(preview, "rewind")
+            results.summary(preview, "rewind", turn=shown)
             click.confirm("Rewind?", abort=True)
         result = store.rewind(
             turn,
@@ -166,8 +174,9 @@ def rewind(
             paths=wanted,
             dry_run=dry_run,
             force=force,
+            homes=agent_homes(),
         )
-    _report(result, "rewound", on_conflict)
+    _report(result, "rewound", on_conflict, shown)
 
 
 @click.command()
@@ -222,7 +231,13 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
         if rewind_id is not None:
             rewind_id = store.resolve_operation(rewind_id)
-        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+        result = store.undo(
+            rewind_id,
+            opts.session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=agent_homes(),
+        )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
     _report(result, "undone", on_conflict)

@@ -675,7 +675,9 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a schema-1 store to the current schema in one commit (docs/format.md)."""
+        """Bring a schema-1 or schema-2 store to the current schema in one commit
+        (docs/format.md, Versions): schema 3 only added optional fields, so a schema-2
+        store needs nothing but its version."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]

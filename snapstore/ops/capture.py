@@ -128,12 +128,20 @@ def prepare(
 
 
 def _start_turn(
-    tx: Tx, session: str, *, prompt: str = "", message_id: str | None = None, implicit: bool
+    tx: Tx,
+    session: str,
+    *,
+    prompt: str = "",
+    message_id: str | None = None,
+    implicit: bool,
+    transcript: tuple[str, int] | None = None,
 ) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
         session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
     )
+    if transcript is not None:
+        turn = turn._replace(transcript=transcript[0], transcript_size=transcript[1])
     tx.put_turn(turn)
     tx.put_session(record._replace(open_turn=turn.id, turns=record.turns + 1))
     tx.set_head(session, turn.id)
@@ -263,22 +271,39 @@ def begin_turn(
     message_id: str | None = None,
     close_open: bool = False,
     base: "Base | None" = None,
+    transcript: str | None = None,
 ) -> Turn:
     """Open a turn as a child of the head, in one commit that first closes the session's
     open turn and, for a new session, stores ``base`` (snapstore.ops.session_base).
 
     An implicit turn still open is closed. An explicitly begun one is refused
     with :class:`RunActive`, unless ``close_open`` (an agent's new prompt: the
-    turn whose end never came is over).
+    turn whose end never came is over). ``transcript`` (the agent's transcript
+    file) is kept with its size now: the turn's records come after that offset.
     """
+    marker = None if transcript is None else (transcript, _size(transcript))
 
     def commit(tx: Tx, read: _OpenTurn, check: bool) -> Turn:
         _close_open(tx, repo, session, read, not close_open, check)
         return _start_with_base(
-            tx, session, base, prompt=prompt, message_id=message_id, implicit=False
+            tx,
+            session,
+            base,
+            prompt=prompt,
+            message_id=message_id,
+            implicit=False,
+            transcript=marker,
         )
 
     return _after_reading(repo, session, not close_open, commit)
+
+
+def _size(path: str) -> int:
+    """A transcript's size (0 while the agent has not created it yet)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _start_with_base(
@@ -289,11 +314,19 @@ def _start_with_base(
     prompt: str = "",
     message_id: str | None = None,
     implicit: bool,
+    transcript: tuple[str, int] | None = None,
 ) -> Turn:
     """Start a turn, and store ``base`` with it when this commit creates the session (a
     base is what the tree was at the session's first capture: no later commit has it)."""
     new = tx.session(session) is None
-    turn = _start_turn(tx, session, prompt=prompt, message_id=message_id, implicit=implicit)
+    turn = _start_turn(
+        tx,
+        session,
+        prompt=prompt,
+        message_id=message_id,
+        implicit=implicit,
+        transcript=transcript,
+    )
     faults.point("capture.turn_started")  # a crash here leaves nothing of this commit
     if base is not None and new:
         from .session_base import store_base  # git's module: only for a new session's base

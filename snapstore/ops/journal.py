@@ -6,7 +6,8 @@ docs/format.md:
 1. **Journal.** One commit records an operation turn (kind ``rewind``) whose
    changes hold, per path, the bytes on disk now (``before``) and the planned
    result (``after``), and lists the operation under ``meta/unfinished``.
-2. **Apply.** Each path is written once, atomically; emptied folders go.
+2. **Apply.** The agent's transcript gets its one appended record (or loses it again, for
+   an undo), then each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
    the reverted turns and takes it off ``unfinished``. When it had files to
    write and every write failed (a full disk), nothing moves: the operation is
@@ -14,17 +15,20 @@ docs/format.md:
 
 A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
 finishes: a path still holding ``before`` gets ``after``, a path holding
-``after`` is done, anything else is left alone and reported. Because the
+``after`` is done, anything else is left alone and reported; a transcript still at its
+recorded size gets the record, one that already ends with it is done. Because the
 journal is written first, ``undo`` always has the bytes to go back to.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
+from .. import conversation
 from ..core import faults
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
@@ -84,13 +88,28 @@ def execute(w: Locked, operation: Operation) -> RewindResult:
     op_id = _journal(w, operation)
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
-    errors = _apply(w.repo, operation.plans)
+    errors = _converse(operation.op.conversation)
+    errors += _apply(w.repo, operation.plans)
     failed = {e["path"] for e in errors}
     writes = [p for p in operation.plans if p.writes]
     folders: tuple[list[str], list[str]] = ([], [])
     if not writes or any(p.path not in failed for p in writes):  # else nothing will move
         folders = _folders(w.repo, operation.make_folders, operation.remove_folders)
     return _finish(w, op_id, errors, folders)
+
+
+def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Make the operation's conversation edit, if it has one to make; its failure, if any."""
+    edit = conversation.from_record(record)
+    if edit is None or edit.status != "rewound":
+        return []
+    faults.point("journal.conversation")
+    try:
+        conversation.apply(edit)
+    except (SnapstoreError, OSError) as exc:
+        return [{"path": edit.transcript, "reason": str(exc)}]
+    faults.point("journal.conversed")
+    return []
 
 
 def _describe(op: RewindOp) -> str:
@@ -285,8 +304,11 @@ def _finish(
         for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
+        if result.conversation is not None and result.conversation["transcript"] in failed:
+            result.conversation = {**result.conversation, "status": "unchanged"}
         changes = tx.changes(op_id)
-        if changes and all(c.path in failed for c in changes):
+        conversed = result.conversation is not None and result.conversation["status"] == "rewound"
+        if changes and all(c.path in failed for c in changes) and not conversed:
             return _nothing_done(tx, turn, result)
         for change in changes:
             if change.path not in failed:
@@ -357,6 +379,7 @@ def resume(repo: Repo) -> list[RewindResult]:
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
             folders = turn.op.result.get("folders", {})
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
+            errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
             done = _folders(repo, folders.get("make", []), folders.get("remove", []))
             results.append(_finish(w, op_id, errors, done))

@@ -156,6 +156,7 @@ class RewindResult:
     new_head: str | None = None
     undo_id: str | None = None
     dry_run: bool = False
+    conversation: dict[str, Any] | None = None  # the agent's chat (snapstore.conversation)
     #: every write failed: nothing moved (head, turns), and the operation can be run again
     nothing_done: bool = False
     plans: list[PathPlan] = field(default_factory=list, repr=False)

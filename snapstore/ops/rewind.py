@@ -19,8 +19,9 @@ turn (docs/design.md, "The undo invariant"). Planning is the per-path fold of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from .. import conversation
 from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
 from ..core.records import (
     BOTH,
@@ -91,8 +92,14 @@ def rewind(
     paths: Iterable[str] | None = None,
     dry_run: bool = False,
     force: bool = False,
+    homes: Mapping[str, str] | None = None,
 ) -> RewindResult:
-    """Take back ``target`` and every later turn on the session's current branch."""
+    """Take back ``target`` and every later turn on the session's current branch.
+
+    Unless ``mode`` is ``code``, the agent's conversation goes back too, for the agents
+    with a conversation module (snapstore.conversation); ``homes`` names each agent's home
+    folder (its registry of running sessions). Every check comes before the first change.
+    """
     check_choices(mode, on_conflict)
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
@@ -104,7 +111,23 @@ def rewind(
         _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
             operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
+        if mode != CODE:
+            _plan_conversation(operation, turn, homes, target)
         return _run(w, operation, dry_run)
+
+
+def _plan_conversation(
+    operation: Operation, turn: Turn, homes: Mapping[str, str] | None, target: str | int
+) -> None:
+    """Add the conversation edit to a planned rewind (raises when it must be refused)."""
+    shown = f"{target}" if isinstance(target, int) else turn.id
+    edit = conversation.plan(
+        turn.session, turn.message_id, turn.transcript, homes, shown, turn.transcript_size
+    )
+    if edit is None:
+        return
+    operation.op = operation.op._replace(conversation=edit._asdict())
+    operation.result.conversation = edit.to_json()
 
 
 def switch(
@@ -142,9 +165,11 @@ def undo(
     *,
     on_conflict: Policy = SKIP,
     dry_run: bool = False,
+    homes: Mapping[str, str] | None = None,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
-    the newest in the store, whatever its session."""
+    the newest in the store, whatever its session. A conversation the rewind changed goes
+    back too (``homes``: as for :func:`rewind`)."""
     check_choices(BOTH, on_conflict)
     with repo.lock() as w:
         refuse_unfinished(repo)
@@ -158,6 +183,12 @@ def undo(
                     session=record.session,
                 )
             operation = _plan_undo(repo, v, record, on_conflict)
+        assert record.op is not None
+        edit = conversation.from_record(record.op.conversation)
+        if edit is not None and edit.status == "rewound":
+            back = conversation.plan_undo(edit, homes)
+            operation.op = operation.op._replace(conversation=back._asdict())
+            operation.result.conversation = back.to_json()
         return _run(w, operation, dry_run)
 
 

@@ -29,6 +29,7 @@ REWIND_KEYS = {
     "undo_id",
     "dry_run",
     "nothing_done",
+    "conversation",
 }
 
 
