@@ -99,4 +99,9 @@ def http_block(
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
 
-    return merge_hooks(path, settings_block(command, shell), AGENT.name)
+    return merge_hooks(
+        path,
+        settings_block(command, shell),
+        AGENT.name,
+        drop=("PostToolUseFailure", "PermissionDenied"),
+    )
