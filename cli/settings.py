@@ -130,6 +130,7 @@ class Config:
         "max_file_size",
         "refused",
         "remotes",
+        "serve_idle_minutes",
         "serve_port",
         "track_shell",
     )
@@ -146,10 +147,12 @@ class Config:
         remotes: dict[str, dict[str, str]] | None = None,
         auto_push: str | None = None,
         serve_port: int | None = None,
+        serve_idle_minutes: float = 30.0,
     ):
         self.remotes = remotes or {}  # name -> url, endpoint_url, conditional_writes
         self.auto_push = auto_push  # a remote's name: the hook pushes there at each turn end
         self.serve_port = serve_port  # where `snapstore serve` listens (HTTP hooks)
+        self.serve_idle_minutes = serve_idle_minutes  # the daemon exits idle this long; 0: never
         self.track_shell = track_shell  # scan mode: scan at each turn's edges
         self.max_file_size = max_file_size  # scans skip (and report) larger files
         self.gc_auto = gc_auto  # run gc after a command once the store passes gc_max_size
@@ -220,6 +223,7 @@ class Config:
             keep_days = number("gc", "keep_days", "a number of days")
             keep_turns = number("gc", "keep_turns", "a number of turns", whole=True)
             port = number("serve", "port", "a TCP port", whole=True)
+            idle = number("serve", "idle_minutes", "a number of minutes (0: never)")
             file_size = get("capture", "max_file_size")
             return cls(
                 track_shell=_boolean(get("capture", "track_shell")),
@@ -239,6 +243,7 @@ class Config:
                 },
                 auto_push=get("remote", "auto_push") or None,
                 serve_port=None if port is None else int(port),
+                serve_idle_minutes=cls().serve_idle_minutes if idle is None else idle,
             )
         except ValueError as exc:
             raise BadInput(f"{path}: {exc}") from None
