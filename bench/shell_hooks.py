@@ -141,7 +141,13 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
         "GIT_COMMITTER_EMAIL": "b@b",
     }
     env.pop("SNAPSTORE_DIR", None)
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "base"]):
+    for args in (
+        ["init", "-q"],
+        ["config", "gc.auto", "0"],  # no gc in the background, under the figures
+        ["config", "maintenance.auto", "false"],
+        ["add", "-A"],
+        ["commit", "-q", "-m", "base"],
+    ):
         subprocess.run(["git", *args], cwd=root, env=env, check=True, capture_output=True)
     Path(root, ".git", "info", "exclude").write_text(".snapstore/\n")
     started = time.perf_counter()
@@ -155,7 +161,7 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
     finally:
         subprocess.run([SNAPSTORE, "serve", "--stop"], cwd=root, env=env, capture_output=True)
         _wait_gone(pid)
-    shutil.rmtree(root)
+    shutil.rmtree(root, ignore_errors=True)
     median = statistics.median
     return {
         "files": files,
@@ -189,38 +195,50 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = parser.parse_args(argv)
     results = []
-    with tempfile.TemporaryDirectory(prefix="snapstore-shell-hooks-") as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix="snapstore-shell-hooks-", ignore_cleanup_errors=True
+    ) as tmp:
         for files in args.files:
             print(f"{files:,} files ...", file=sys.stderr, flush=True)
             results.append(one_size(files, args.rounds, Path(tmp)))
-    for r in results:
-        target = TARGETS.get(r["files"])
-        daemon = r["daemon_hooks_s"] / r["ignored_hooks_s"]
-        floor = r["daemon_hooks_s"] / r["noop_hooks_s"]
-        walk = r["no_daemon_hooks_s"] / r["git_status_s"]
-        print(
-            f"{r['files']:>7,} files: one shell call's two hooks with the daemon "
-            f"{r['daemon_hooks_s'] * 1000:.1f} ms vs snapstore's no-op hooks "
-            f"{r['ignored_hooks_s'] * 1000:.1f} ms = {daemon:.2f}x"
-            + (f" (target <= {target}x)" if target else "")
-            + f"; vs Python no-op hooks {r['noop_hooks_s'] * 1000:.1f} ms = {floor:.2f}x"
-        )
-        print(
-            f"{'':>14} without the daemon {r['no_daemon_hooks_s'] * 1000:.1f} ms vs `git status` "
-            f"{r['git_status_s'] * 1000:.1f} ms = {walk:.2f}x; baseline (init) "
-            f"{r['baseline_seconds']:.1f} s"
-        )
-        r["ratios"] = {
-            "daemon_vs_snapstore_noop": daemon,
-            "daemon_vs_python_noop": floor,
-            "no_daemon_vs_git_status": walk,
-        }
-        r["target_daemon_vs_noop"] = target
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "shell-hooks.json")
+            report(results[-1])
+            write(args.out, results)  # each size as it is done: a long run keeps what it has
+
+
+def report(r: dict[str, Any]) -> None:
+    """Print one tree size's figures and add their ratios."""
+    target = TARGETS.get(r["files"])
+    daemon = r["daemon_hooks_s"] / r["ignored_hooks_s"]
+    floor = r["daemon_hooks_s"] / r["noop_hooks_s"]
+    walk = r["no_daemon_hooks_s"] / r["git_status_s"]
+    print(
+        f"{r['files']:>7,} files: one shell call's two hooks with the daemon "
+        f"{r['daemon_hooks_s'] * 1000:.1f} ms vs snapstore's no-op hooks "
+        f"{r['ignored_hooks_s'] * 1000:.1f} ms = {daemon:.2f}x"
+        + (f" (target <= {target}x)" if target else "")
+        + f"; vs Python no-op hooks {r['noop_hooks_s'] * 1000:.1f} ms = {floor:.2f}x",
+        flush=True,
+    )
+    print(
+        f"{'':>14} without the daemon {r['no_daemon_hooks_s'] * 1000:.1f} ms vs `git status` "
+        f"{r['git_status_s'] * 1000:.1f} ms = {walk:.2f}x; baseline (init) "
+        f"{r['baseline_seconds']:.1f} s",
+        flush=True,
+    )
+    r["ratios"] = {
+        "daemon_vs_snapstore_noop": daemon,
+        "daemon_vs_python_noop": floor,
+        "no_daemon_vs_git_status": walk,
+    }
+    r["target_daemon_vs_snapstore_noop"] = target
+
+
+def write(out: str, results: list[dict[str, Any]]) -> None:
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, "shell-hooks.json")
     with open(path, "w", encoding="utf-8") as handle:
         json.dump({"machine": machine(), "results": results}, handle, indent=2)
-    print(f"wrote {path}")
+    print(f"wrote {path}", flush=True)
 
 
 if __name__ == "__main__":
