@@ -123,7 +123,7 @@ def record(store: Store, config: Config, action: HookAction) -> list[str]:
         from .lifecycle import session_started
 
         session_started(store.store_dir, action.session)
-    elif action.kind == END and action.event in ("SessionEnd", "sessionEnd"):
+    elif action.kind == END and action.event in ("SessionEnd", "sessionEnd"):  # not a turn end
         from .lifecycle import session_ended
 
         session_ended(store.store_dir, action.session)
