@@ -49,7 +49,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
         }
 
     tools = AGENT.matcher(shell, whole=True)
-    block = {
+    block: dict[str, list[dict[str, Any]]] = {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
         "BeforeTool": [{"matcher": tools, "hooks": [hook("pre-write")]}],
         "AfterTool": [{"matcher": tools, "hooks": [hook("post-write")]}],

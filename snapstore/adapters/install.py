@@ -295,7 +295,9 @@ def shell_hooked(path: str, agent: str) -> bool:
         return False
     if path.endswith(".js"):
         match = re.search(r"^const TOOLS = (\[.*\]);$", text, re.M)
-        return bool(match) and any(t in json.loads(match.group(1)) for t in spec.shell_tools)
+        if match is None:
+            return False
+        return any(t in json.loads(match.group(1)) for t in spec.shell_tools)
     try:
         settings = json.loads(jsonc.blank(text) if agent in COMMENTS else text)
     except ValueError:
