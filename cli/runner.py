@@ -118,13 +118,21 @@ def record(store: Store, config: Config, action: HookAction, strict: bool = Fals
 
     With ``strict``, a path that could not be captured fails the event (raised), once
     every other path of it is captured."""
-    from snapstore.adapters import END, apply  # loaded already: the event was parsed with it
+    from snapstore.adapters import BEGIN, END, apply  # loaded: the event was parsed with it
 
     resume(store)  # the agent's user did not ask for it: nothing to tell them
     outcome = apply(store, action, scan=config.track_shell)
     if strict and outcome.refused:
         raise outcome.refused[0]
     warnings = list(outcome.warnings)
+    if action.kind == BEGIN and config.track_shell:  # the daemon lives while sessions do
+        from .lifecycle import session_started
+
+        session_started(store.store_dir, action.session)
+    elif action.kind == END and action.event in ("SessionEnd", "sessionEnd"):  # not a turn end
+        from .lifecycle import session_ended
+
+        session_ended(store.store_dir, action.session)
     if action.kind == END and config.gc_auto:
         from . import autogc
 
