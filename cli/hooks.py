@@ -22,6 +22,7 @@ import time
 
 from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
+    BEGIN,
     IGNORE,
     MAX_PAYLOAD,
     SHELL_POST,
@@ -91,6 +92,21 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
+def _session_start(env: Environment, action: HookAction) -> None:
+    """A session starts: in a store in scan mode, mark it live and start the workspace's
+    daemon if none runs (detached: the hook does not wait for it). No store is made."""
+    from .lifecycle import session_started, start_daemon
+    from .settings import Config
+
+    root = action.cwd if env.store_dir else find_root(action.cwd)  # SNAPSTORE_DIR: the store
+    store_dir = env.store_dir_for(root)  # knows its workspace
+    if root is None or store_dir is None or not os.path.isdir(store_dir):
+        return
+    if Config.load(store_dir).track_shell:
+        session_started(store_dir, action.session)
+        start_daemon(store_dir, root)
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
@@ -111,6 +127,8 @@ def run_hook(agent: str, args: list[str]) -> int:
         ):
             copilot = _via_copilot(spec, action)
             action = parse(copilot, payload, event, os.getcwd()) if copilot else HookAction(IGNORE)
+        if action.kind == START:
+            _session_start(env, action)
         # a shell call matters only to a store in scan mode; --no-create: only to a store
         if action.kind in (IGNORE, START) or (
             (no_create or action.kind in (SHELL_PRE, SHELL_POST))
@@ -123,7 +141,11 @@ def run_hook(agent: str, args: list[str]) -> int:
         store, config = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
-            warnings += record(store, config, action)
+            warnings += record(store, config, action, strict)
+            if action.kind == BEGIN and config.track_shell:
+                from .lifecycle import start_daemon
+
+                start_daemon(store_dir, store.root)  # after the prompt's scan: never waited for
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)

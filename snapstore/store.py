@@ -257,9 +257,17 @@ class Store:
         self._window_scan(session, WindowAction(END, session))
 
     def _window_scan(self, session: str, action: WindowAction) -> None:
-        """Scan, then open or close windows; a failed scan still does the latter."""
+        """Scan, then open or close windows; a failed scan still does the latter. A file the
+        scan could not capture goes to ``warn``: no rewind can bring back what it holds."""
         try:
-            self.scan(session, window=[action])
+            result = self.scan(session, window=[action])
+            warn = self.warn
+            if warn is not None:
+                for item in result.uncaptured:
+                    warn(
+                        f"{item['path']} was not captured ({item['reason']}): "
+                        "no rewind can restore it"
+                    )
         except SnapstoreError as exc:
             from .ops.shell import act_alone
 
@@ -486,6 +494,15 @@ class Store:
             force=force,
             homes=homes,
         )
+
+    def finish(
+        self, session: str = DEFAULT_SESSION, *, on_conflict: Policy = SKIP, dry_run: bool = False
+    ) -> RewindResult:
+        """Retry the paths the session's last rewind, switch, undo or finish left in conflict
+        or failed to write, with ``on_conflict``; the head stays."""
+        from .ops.rewind import finish
+
+        return finish(self.repo, session, on_conflict=on_conflict, dry_run=dry_run)
 
     def switch(
         self,

@@ -416,6 +416,26 @@ class Workspace:
                 return
             _remove_empty_tree(fd, _leaf(rel))
 
+    def make_folder(self, rel: str) -> bool:
+        """Create the folder ``rel`` (and its parents), never through a symlink; whether it
+        was created (False: it was there)."""
+        rel = self._folder_rel(rel)
+        with self._parent(f"{rel}/-", create=True) as (_, created):
+            return created > 0
+
+    def remove_folder(self, rel: str) -> bool:
+        """Remove the folder ``rel`` if it is empty; whether it was removed."""
+        rel = self._folder_rel(rel)
+        return self.remove_empty_parents(f"{rel}/-", 1) == [rel]
+
+    def _folder_rel(self, rel: str) -> str:
+        """``rel`` as a folder snapstore may make or remove: inside the workspace, and
+        neither a store nor git's own (``.git``)."""
+        checked = self.relpath(rel)
+        if ".git" in checked.split("/"):
+            raise UnsafePath(f"{rel} is inside .git, which snapstore never writes")
+        return checked
+
     def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
         """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
         parts = rel.split("/")[:-1]

@@ -20,11 +20,15 @@ REWIND_KEYS = {
     "deleted",
     "merged",
     "conflicts",
+    "marked",
     "errors",
     "warnings",
+    "folders_removed",
+    "folders_created",
     "new_head",
     "undo_id",
     "dry_run",
+    "nothing_done",
     "conversation",
 }
 
@@ -54,7 +58,8 @@ def _one_error_line(result, code: int, *needles: str) -> None:
 def test_full_session_json_contract(cli, root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     init = cli("--json", "init")
-    assert init.code == 0 and set(init.json) == {"root", "store", "created", "not_used"}
+    assert init.code == 0
+    assert set(init.json) == {"root", "store", "created", "not_used", "scan", "track_shell"}
     assert init.json["created"] is True and init.json["root"] == str(root)
     assert cli("--json", "init").json["created"] is False
     assert "/.snapstore/" in (root / ".git" / "info" / "exclude").read_text()
@@ -63,7 +68,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
     begin = cli("--json", "begin", "--prompt", "make it better", "--message-id", "m-1")
     assert begin.code == 0 and set(begin.json) == {"session", "turn"}
     pre = cli("pre-write", "--json", "--tool", "Edit", "app.py", "docs/new.md")
-    assert set(pre.json) == {"session", "turn", "captured"}
+    assert set(pre.json) == {"session", "turn", "captured", "skipped"}
     assert pre.json["captured"] == ["app.py", "docs/new.md"]
     write(root, "app.py", "a\nB\nc\n")
     write(root, "docs/new.md", "# new\n")
@@ -85,6 +90,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
         "files",
         "added",
         "removed",
+        "skipped",
     }
     assert (point["n"], point["files"], point["added"], point["removed"]) == (1, 2, 2, 1)
     assert point["created"] == "2026-01-01T00:00:00+00:00"
