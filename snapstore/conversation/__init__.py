@@ -2,10 +2,10 @@
 
 A rewind to before turn N also takes the agent's memory back, so that the resumed session has
 forgotten turns N and later (docs/design.md, "Conversation"). Each supported agent has a module
-here (``claude_code``, ``codex``) with a model of how the agent loads its transcript: its live
-history, as a list of the agents' own turn keys. The edit is always the agent's own rewind
-record, appended in one write and flushed, so every old record stays in the file and undo is
-cutting the appended bytes off again.
+here (``claude_code``, ``codex``, ``gemini_cli``, ``qwen_code``) with a model of how the agent
+loads its transcript: its live history, as a list of the agents' own turn keys. The edit is
+always the agent's own rewind record, appended in one write and flushed, so every old record
+stays in the file and undo is cutting the appended bytes off again.
 
 Every check comes before any change: the agent must not be running the session (snapstore's
 own open turn is checked by the rewind; here, the agent's registry of live sessions), no

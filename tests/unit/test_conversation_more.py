@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,40 @@ def test_qwen_codes_registry_refuses_while_its_process_lives(
     entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and chat["status"] == "rewound"
+
+
+def test_a_gemini_process_in_the_sessions_project_refuses_while_it_lives(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    """Gemini CLI keeps no registry: a process running ``gemini`` whose working folder is the
+    project holding the session's chat refuses the rewind; once it exits, nothing does."""
+    chats = Path(homes["gemini-cli"]) / "tmp" / "ws" / "chats"
+    chats.mkdir(parents=True)
+    (chats.parent / ".project_root").write_text(store.root)
+    transcript = chats / "session-2026-12-01T10-00-sid.jsonl"
+    session = chat_session_of(store, "gemini-cli", transcript)
+    gemini = tmp_path / "bin" / "gemini"  # `sleep` under gemini's name, as argv[0]
+    gemini.parent.mkdir()
+    gemini.symlink_to("/bin/sleep")
+    running = subprocess.Popen([str(gemini), "60"], cwd=store.root)
+    _wait_exec(running.pid, gemini)
+    try:
+        with pytest.raises(AgentRunning, match=rf"pid {running.pid} in .*exit gemini first"):
+            store.rewind(2, session, homes=homes)
+    finally:
+        running.kill()
+        running.wait()
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "rewound"
+
+
+def _wait_exec(pid: int, exe: Path) -> None:
+    """Wait until the child's command line is the program's: Popen can return while the
+    kernel is still setting up the exec'd image."""
+    for _ in range(500):
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            if f.read().startswith(bytes(exe)):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{exe} never started")
