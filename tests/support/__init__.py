@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from pathlib import Path
 
 from snapstore import Store
 
+from .runner import run_snapstore, snapstore_bin
 from .trees import snapshot
 
 __all__ = [
@@ -30,6 +29,7 @@ __all__ = [
     "hermetic_env",
     "make_tree",
     "read",
+    "run_snapstore",
     "shell",
     "snapshot",
     "snapstore_bin",
@@ -137,11 +137,6 @@ class CliResult:
     @property
     def json(self):
         return json.loads(self.stdout)
-
-
-def snapstore_bin() -> list[str]:
-    exe = shutil.which("snapstore", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
 
 
 def hermetic_env(**extra: str) -> dict[str, str]:
