@@ -16,7 +16,7 @@ import pytest
 
 from snapstore import Store
 
-from .support import CliResult, Clock, hermetic_env, run_snapstore
+from .support import CliResult, Clock, hermetic_env, snapstore
 from .support.fuzz import COUNTS, Sentinel
 
 
@@ -60,17 +60,13 @@ def cli(root: Path, request: pytest.FixtureRequest):
     process = request.node.get_closest_marker("process") is not None
 
     def run(
-        *args: str,
+        *args: str | bytes,
         cwd: Path | None = None,
         input: str | None = None,
         env: dict[str, str] | None = None,
     ) -> CliResult:
-        done = run_snapstore(
-            list(args),
-            cwd=cwd or root,
-            env=hermetic_env(**(env or {})),
-            input=input,
-            process=process,
+        done = snapstore(
+            cwd or root, *args, env=hermetic_env(**(env or {})), input=input, process=process
         )
         return CliResult(done.returncode, done.stdout, done.stderr)
 

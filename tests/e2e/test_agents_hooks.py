@@ -22,7 +22,7 @@ import pytest
 
 from snapstore import Store
 
-from ..support import snapstore_bin
+from ..support import snapstore, snapstore_bin
 from ..support.agents.drivers import DRIVERS, Opencode, recorder_command
 from ..support.agents.egress import off_loopback
 from ..support.agents.events import Seen, describe
@@ -220,15 +220,8 @@ def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Pa
 
 
 def snap(s: Session, *args: str) -> subprocess.CompletedProcess:
-    """The real `snapstore` in the workspace, with the agent's own environment (its home)."""
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=s.workspace,
-        env=s.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """`snapstore` in the workspace, with the agent's own environment (its home)."""
+    return snapstore(s.workspace, *args, env=s.env())
 
 
 def install_snapstore(s: Session, *args: str) -> dict:

@@ -276,6 +276,7 @@ def test_stop_and_start_again(daemon: Daemon, root: Path, cli) -> None:
         again.stop()
 
 
+@pytest.mark.process  # were it not refused, the second daemon would serve on in the test itself
 def test_a_second_daemon_on_one_store_is_refused(daemon: Daemon, root: Path, cli) -> None:
     """One daemon per store: a second one in the foreground exits 3 and names the first."""
     second = cli("--json", "serve")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from snapstore import Store
 
-from .runner import run_snapstore, snapstore_bin
+from .runner import FIXED_NOW, hermetic_env, run_snapstore, snapstore, snapstore_bin
 from .trees import snapshot
 
 __all__ = [
@@ -32,12 +32,12 @@ __all__ = [
     "run_snapstore",
     "shell",
     "snapshot",
+    "snapstore",
     "snapstore_bin",
     "wait_until",
     "write",
 ]
 
-FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 #: Whether pytest runs with ``--slow`` (set by tests/conftest.py before any test module is
 #: imported, so that hypothesis settings can scale with it).
 SLOW = False
@@ -137,10 +137,3 @@ class CliResult:
     @property
     def json(self):
         return json.loads(self.stdout)
-
-
-def hermetic_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
-    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"})
-    env.update(extra)
-    return env

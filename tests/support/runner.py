@@ -11,6 +11,7 @@ between processes, daemons, ``os._exit``) runs as one: ``process=True``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import locale
 import os
@@ -19,10 +20,21 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
+
+
+def hermetic_env(**extra: str) -> dict[str, str]:
+    """This environment without snapstore's own settings, a fixed clock, no colour, 120
+    columns, a dumb terminal; then ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
+    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"})
+    env.update(extra)
+    return env
 
 
 def snapstore_bin() -> list[str]:
@@ -32,7 +44,7 @@ def snapstore_bin() -> list[str]:
 
 
 def run_snapstore(
-    args: list[str],
+    args: list[str | bytes],
     *,
     cwd: Path | str,
     env: Mapping[str, str],
@@ -54,12 +66,30 @@ def run_snapstore(
             timeout=timeout,
         )
     data = input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
-    with _environment(cwd, env), _streams(data or b"") as (out, err):
-        code = _dispatch(args)
-    stdout, stderr = out.getvalue(), err.getvalue()
+    argv = [os.fsdecode(arg) for arg in args]  # what Python makes of a process's argv
+    with _environment(cwd, env):
+        code, stdout, stderr = _captured(data or b"", lambda: _dispatch(argv))
     if text:
         return subprocess.CompletedProcess(args, code, _decode(stdout), _decode(stderr))
     return subprocess.CompletedProcess(args, code, stdout, stderr)
+
+
+def snapstore(
+    cwd: Path | str,
+    *args: str | bytes,
+    env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    process: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``snapstore ARGS`` in ``cwd``, its output as text; with :func:`hermetic_env` unless
+    ``env`` is given."""
+    return run_snapstore(
+        list(args),
+        cwd=cwd,
+        env=hermetic_env() if env is None else env,
+        input=input,
+        process=process,
+    )
 
 
 def _dispatch(args: list[str]) -> int:
@@ -106,53 +136,42 @@ def _environment(cwd: Path | str, env: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved_env)
 
 
-class _Captured:
-    """A temp file on one standard descriptor, read back once the command is done."""
-
-    def __init__(self, fd: int, data: bytes | None = None):
-        self.fd, self.file = fd, tempfile.TemporaryFile()
-        if data is not None:
-            self.file.write(data)
-            self.file.seek(0)
-        self.saved = os.dup(fd)
-        os.dup2(self.file.fileno(), fd)
-
-    def restore(self) -> None:
-        os.dup2(self.saved, self.fd)
-        os.close(self.saved)
-
-    def getvalue(self) -> bytes:
-        self.file.seek(0)
-        data = self.file.read()
-        self.file.close()
-        return data
-
-
 @contextmanager
-def _streams(data: bytes) -> Iterator[tuple[_Captured, _Captured]]:
-    """Descriptors 0, 1 and 2 on temp files (0 holding ``data``), and ``sys.stdin``,
-    ``sys.stdout`` and ``sys.stderr`` on them as a process would have them."""
+def _on_fd(fd: int, data: bytes = b"") -> Iterator[IO[bytes]]:
+    """Descriptor ``fd`` on a temp file (holding ``data``) until the end."""
+    with tempfile.TemporaryFile() as file:
+        file.write(data)
+        file.seek(0)
+        saved = os.dup(fd)
+        os.dup2(file.fileno(), fd)
+        try:
+            yield file
+        finally:
+            os.dup2(saved, fd)
+            os.close(saved)
+
+
+def _captured(data: bytes, run: Callable[[], int]) -> tuple[int, bytes, bytes]:
+    """``run()`` with descriptors 0, 1 and 2 on temp files (0 holding ``data``), and
+    ``sys.stdin``, ``sys.stdout`` and ``sys.stderr`` on them as a process would have them;
+    its result, and what it wrote to 1 and 2."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    captured = [_Captured(0, data), _Captured(1), _Captured(2)]
-    saved = sys.stdin, sys.stdout, sys.stderr
-    wrappers: list[IO[str]] = [
-        _wrap(0, "r", sys.__stdin__),
-        _wrap(1, "w", sys.__stdout__),
-        _wrap(2, "w", sys.__stderr__),
-    ]
-    sys.stdin, sys.stdout, sys.stderr = wrappers
-    try:
-        yield captured[1], captured[2]
-    finally:
-        for wrapper in wrappers[1:]:
-            try:
-                wrapper.flush()
-            except (OSError, ValueError):  # closed by the command
-                pass
-        sys.stdin, sys.stdout, sys.stderr = saved
-        for item in captured:
-            item.restore()
+    with _on_fd(0, data), _on_fd(1) as out, _on_fd(2) as err:
+        saved = sys.stdin, sys.stdout, sys.stderr
+        sys.stdin = _wrap(0, "r", sys.__stdin__)
+        sys.stdout = _wrap(1, "w", sys.__stdout__)
+        sys.stderr = _wrap(2, "w", sys.__stderr__)
+        try:
+            code = run()
+        finally:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):  # closed by the command
+                    stream.flush()
+            sys.stdin, sys.stdout, sys.stderr = saved
+        out.seek(0)
+        err.seek(0)
+        return code, out.read(), err.read()
 
 
 def _wrap(fd: int, mode: str, like: IO[str] | None) -> IO[str]:
