@@ -54,6 +54,14 @@ def store(root: Path, clock: Clock) -> Iterator[Store]:
 
 
 @pytest.fixture
+def scratch_store(root: Path, clock: Clock) -> Iterator[Store]:
+    """A store that syncs nothing (``durable=False``): for property tests that commit
+    thousands of times and whose meaning does not depend on durability."""
+    with Store.init(root, clock=clock, durable=False) as s:
+        yield s
+
+
+@pytest.fixture
 def cli(root: Path, request: pytest.FixtureRequest):
     """Run `snapstore` in the workspace, hermetically: in this process, or as a real process
     for a test marked ``process`` (tests/support/runner.py)."""
