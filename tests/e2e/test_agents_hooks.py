@@ -406,8 +406,8 @@ def test_copilot_running_claude_code_hooks_records_each_write_once(
 
 
 def test_a_snapstore_installed_in_a_folder_with_a_space_records(tmp_path: Path) -> None:
-    """Issue 13, point 15: the hook command names snapstore by a path with a space; unquoted,
-    every hook failed with exit 127 and the agent carried on. Quoted, it records."""
+    """The hook command names snapstore by a path with a space; unquoted, every hook failed
+    with exit 127 and the agent carried on. Quoted, it records."""
     installed("claude-code")
     folder = tmp_path / "my tools"
     folder.mkdir()

@@ -1,5 +1,5 @@
 """`snapstore doctor`, and the hooks line of `snapstore status`: hooks installed but nothing
-captured (issue 13, point 15). Each problem is one a user really meets: a command that cannot
+captured. Each problem is one a user really meets: a command that cannot
 start, a Codex hook never trusted, a Gemini CLI folder never trusted, hooks that fail."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`snapstore hook install AGENT`: each agent's own config format, in the right scope, keeping
 what is there, idempotent, and with a command that starts wherever snapstore is installed (a
-folder with a space in its name included: issue 13, point 15)."""
+folder with a space in its name included)."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_the_installed_command_starts_from_a_folder_with_a_space(
 
 
 def test_an_old_unquoted_install_is_replaced_not_repeated(root: Path, spaced: list[str]) -> None:
-    """Issue 13, point 15: older releases wrote the path unquoted. Installing again replaces
+    """Older releases wrote the path unquoted. Installing again replaces
     snapstore's own entries in place and keeps everyone else's."""
     settings = root / ".claude" / "settings.local.json"
     settings.parent.mkdir()
@@ -276,10 +276,10 @@ def fake_gemini(tmp_path: Path, version: str) -> str:
 def test_an_old_gemini_cli_gets_the_switch_it_needs_and_a_new_one_none(
     root: Path, tmp_path: Path, version: str, switched: dict
 ) -> None:
-    """Issue 13, point 16, measured with each release: 0.25 needs "hooks": {"enabled": true},
-    0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the latter only (they refuse
-    to start with the former); 0.26 to 0.61 print "Invalid configuration" at every start
-    when "hooks.enabled" is there."""
+    """Gemini CLI's switch for hooks, measured with each release: 0.25 needs
+    "hooks": {"enabled": true}, 0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the
+    latter only (they refuse to start with the former); 0.26 to 0.61 print "Invalid
+    configuration" at every start when "hooks.enabled" is there."""
     settings = root / WHERE["gemini-cli"]["project"]
     done = run(root, "--json", "hook", "install", "gemini-cli", PATH=fake_gemini(tmp_path, version))
     assert done.returncode == 0, done.stderr
