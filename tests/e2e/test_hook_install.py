@@ -14,7 +14,7 @@ import pytest
 
 from snapstore.adapters.install import hook_commands
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore, snapstore_bin
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 AGENTS = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -61,16 +61,15 @@ STYLE = {"copilot": "copilot", "cursor": "cursor", "windsurf": "windsurf"}
 def run(
     root: Path, *args: str, exe: list[str] | None = None, **env: str
 ) -> subprocess.CompletedProcess:
-    exe = exe or snapstore_bin()
+    """`snapstore ARGS` with a home of its own; as the process ``exe`` when given (a copy
+    of the console script elsewhere: the command that `hook install` writes names it)."""
+    environ = hermetic_env(HOME=str(root.parent / "home"), **env)
+    if exe is None:
+        return snapstore(root, *args, env=environ)
     if "PATH" in env and not os.path.isabs(exe[0]):
         exe = [shutil.which(exe[0]) or exe[0], *exe[1:]]
     return subprocess.run(
-        [*exe, *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(HOME=str(root.parent / "home"), **env),
-        timeout=60,
+        [*exe, *args], cwd=root, capture_output=True, text=True, env=environ, timeout=60
     )
 
 

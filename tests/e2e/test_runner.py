@@ -44,6 +44,8 @@ STEPS: list[tuple[list[str | bytes], bytes | None, str | None]] = [
     (["undo"], None, None),
     (["status"], None, None),
     (["fsck"], None, None),
+    (["--json", "hook", "install", "claude-code", "--scope", "local"], None, None),
+    (["--json", "hook", "install", "codex", "--scope", "user"], None, None),
 ]
 
 
@@ -57,7 +59,7 @@ def session(base: Path, process: bool) -> list[tuple[int, str, str]]:
         done: subprocess.CompletedProcess[bytes] = run_snapstore(
             argv,
             cwd=root,
-            env=hermetic_env(HOME=str(base / "home")),
+            env=hermetic_env(HOME=str(root.parent / "home")),
             input=stdin,
             text=False,
             process=process,
@@ -69,8 +71,8 @@ def session(base: Path, process: bool) -> list[tuple[int, str, str]]:
 
 
 def same(data: bytes, root: Path) -> str:
-    """The output with what differs between two runs named: the workspace, turn ids."""
-    text = data.decode("utf-8", "surrogateescape").replace(str(root), "ROOT")
+    """The output with what differs between two runs named: their folders, turn ids."""
+    text = data.decode("utf-8", "surrogateescape").replace(str(root.parent), "BASE")
     return re.sub(r"\b[0-9a-f]{12}\b", "TURN", re.sub(r"\b[0-9a-f]{8}\b", "TURN", text))
 
 
@@ -79,5 +81,5 @@ def test_in_process_answers_as_the_process_does(tmp_path: Path) -> None:
     for (argv, _, _), want, got in zip(STEPS, process, in_process, strict=True):
         assert got == want, argv
     codes = [code for code, _, _ in process]
-    assert codes == [0, 4, *[0] * 12, 4, 4, 2, 0, 0, 0, 0]  # the session did what it says
+    assert codes == [0, 4, *[0] * 12, 4, 4, 2, *[0] * 6]  # the session did what it says
     assert "Traceback" not in "".join(out + err for _, out, err in process)

@@ -67,7 +67,7 @@ def run_snapstore(
         )
     data = input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
     argv = [os.fsdecode(arg) for arg in args]  # what Python makes of a process's argv
-    with _environment(cwd, env):
+    with _environment(cwd, env, [snapstore_bin()[0], *argv]):
         code, stdout, stderr = _captured(data or b"", lambda: _dispatch(argv))
     if text:
         return subprocess.CompletedProcess(args, code, _decode(stdout), _decode(stderr))
@@ -122,16 +122,19 @@ def _decode(data: bytes) -> str:
 
 
 @contextmanager
-def _environment(cwd: Path | str, env: Mapping[str, str]) -> Iterator[None]:
-    """``os.environ`` is exactly ``env`` and the working folder ``cwd``, until the end."""
-    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+def _environment(cwd: Path | str, env: Mapping[str, str], argv: list[str]) -> Iterator[None]:
+    """``os.environ`` is exactly ``env``, the working folder ``cwd`` and ``sys.argv`` the
+    console script's (`hook install` names the executable it runs as), until the end."""
+    saved_env, saved_cwd, saved_argv = dict(os.environ), os.getcwd(), sys.argv
     os.environ.clear()
     os.environ.update(env)
+    sys.argv = argv
     try:
         os.chdir(cwd)
         yield
     finally:
         os.chdir(saved_cwd)
+        sys.argv = saved_argv
         os.environ.clear()
         os.environ.update(saved_env)
 
