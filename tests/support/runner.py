@@ -6,7 +6,8 @@ command runs in this process by default: the console script's dispatch, with the
 own environment, working folder and standard streams (file descriptors 0, 1 and 2, so that
 what the command or its children write at the descriptor level is caught too), and the exit
 code that the process would have had. What only a process shows (start-up, signals, locks
-between processes, daemons, ``os._exit``) runs as one: ``process=True``.
+between processes, daemons, ``os._exit``) runs as one: ``process=True``. So does a command
+run from a worker thread: the environment, folder and descriptors are the whole process's.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -65,6 +67,8 @@ def run_snapstore(
             text=text,
             timeout=timeout,
         )
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("run snapstore in-process from the main thread only (process=True)")
     data = input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
     argv = [os.fsdecode(arg) for arg in args]  # what Python makes of a process's argv
     with _environment(cwd, env, [snapstore_bin()[0], *argv]):
