@@ -1,9 +1,10 @@
-"""The Click application: global options, store discovery, errors and output.
+"""The Click application: global options, lazily loaded commands, usage errors and output.
 
 Conventions (docs/cli.md): ``--json`` prints exactly one JSON document on stdout;
 messages for people go to stderr; errors are one line, ``snapstore: <what
 went wrong>``, with the exit code the library error carries; tracebacks only
-with ``--debug``.
+with ``--debug``. Each command runs in ``runner``'s frame, as on the fast paths;
+what is left here is Click's own: its usage errors, ``--help`` and cancelled prompts.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ import click
 from snapstore import NotFound, SnapstoreError, Store, __version__
 from snapstore.adapters import AGENT_NAMES
 
-from . import failures
+from . import failures, runner
+from .params import Number
 from .settings import Options
 
 
-def open_resuming() -> Store:
+def open_for_write() -> Store:
     """Open the store for a command that writes, first finishing any rewind a crash cut short."""
-    return options().open_resuming()
+    return runner.open_for_write(options())
 
 
 #: How to start recording, for a store that has no turns yet.
@@ -65,7 +67,7 @@ def require_turns(store: Store, session: str, nothing: str) -> None:
 
 
 def options() -> Options:
-    return click.get_current_context().find_object(Options)
+    return click.get_current_context().ensure_object(Options)
 
 
 def _set(name: str) -> Callable[[click.Context, click.Parameter, Any], None]:
@@ -103,7 +105,8 @@ class Failure(click.ClickException):
 
     def __init__(self, message: str, exit_code: int, code: str = "error", as_json: bool = False):
         super().__init__(message)
-        self.exit_code = exit_code
+        # click declares exit_code a class variable, yet sets it per instance itself (Exit)
+        self.exit_code = exit_code  # type: ignore[misc]
         self.code = code
         self.as_json = as_json
 
@@ -136,11 +139,18 @@ COMMANDS = {
     "push": "commands.remote:push",
     "pull": "commands.remote:pull",
     "serve": "commands.serve:serve",
+    "config": "commands.config:config",
+    "ui": "commands.ui:ui",
 }
 
 
+#: What Click reports itself (usage errors, ``--help``, a cancelled prompt, Ctrl-C as a
+#: cancel), so the runner lets it through.
+CLICKS_OWN = (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt)
+
+
 class SnapstoreGroup(click.Group):
-    """Loads commands lazily; turns library errors into one-line messages and exit codes."""
+    """Loads commands lazily, and runs each in the runner's frame (errors, automatic gc)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
@@ -152,30 +162,13 @@ class SnapstoreGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
         return command
 
-    def invoke(self, ctx: click.Context) -> Any:
-        opts = ctx.ensure_object(Options)
-        try:
-            return super().invoke(ctx)
-        except SnapstoreError as exc:
-            if opts.debug:
-                raise
-            raise Failure(
-                failures.message(exc, ctx.invoked_subcommand),
-                failures.exit_code(exc),
-                exc.code,
-                opts.json,
-            ) from exc
-        except (click.ClickException, click.exceptions.Exit, click.Abort, KeyboardInterrupt):
-            raise
-        except Exception as exc:
-            if opts.debug:
-                raise
-            raise Failure(
-                f"internal error: {exc!r} (run with --debug for the traceback)",
-                1,
-                "internal",
-                opts.json,
-            ) from exc
+    def invoke(self, ctx: click.Context) -> int:
+        return runner.run(
+            ctx.ensure_object(Options),
+            lambda: super(SnapstoreGroup, self).invoke(ctx),
+            lambda: ctx.invoked_subcommand,
+            passthrough=CLICKS_OWN,
+        )
 
 
 def complete_turn(
@@ -221,7 +214,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 )
 @click.option(
     "--lock-timeout",
-    type=float,
+    type=Number("a number of seconds to wait for a busy store"),
     metavar="SECONDS",
     help="How long to wait for a busy store (default 10, or $SNAPSTORE_LOCK_TIMEOUT).",
 )
@@ -252,22 +245,6 @@ def cli(
         opts.env.lock_timeout = lock_timeout
 
 
-#: Commands after which the store may have grown past its quota.
-MUTATING = {"begin", "end", "pre-write", "post-write", "rewind", "undo", "switch", "scan"}
-
-
-@cli.result_callback()
-def auto_gc(*_: Any, **__: Any) -> None:
-    """After a command that adds to the store, run gc if the store passed its quota."""
-    if click.get_current_context().invoked_subcommand not in MUTATING:
-        return
-    from . import autogc
-
-    note = autogc.after_command(options())
-    if note is not None:
-        click.echo(f"snapstore: {note}", err=True)
-
-
 def _asks_for_json(args: list[str]) -> bool:
     """Whether the command line holds ``--json`` (before a ``--``), wherever it stands: a usage
     error can stop Click before it reads the option, and still owes one JSON document."""
@@ -290,6 +267,10 @@ def run(args: list[str]) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except SnapstoreError as exc:  # before any command: a SNAPSTORE_ variable it cannot use
+        text, code, kind = runner.failure(exc)
+        Failure(text, code, kind, _asks_for_json(args)).show()
+        sys.exit(code)
     except click.Abort:
         click.echo("snapstore: cancelled; nothing changed", err=True)
         sys.exit(1)

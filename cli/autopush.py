@@ -20,13 +20,15 @@ import subprocess
 import sys
 import time
 
+from snapstore.core.db import append_private
+
 LOG_FILE = "push.log"
 
 
 def start(store_dir: str, root: str, name: str) -> int:
     """Start the background push; returns its pid."""
     log = os.path.join(store_dir, LOG_FILE)
-    with open(log, "ab") as handle:
+    with append_private(log) as handle:
         handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} push {name}\n".encode())
         env = dict(os.environ)
         env.setdefault("SNAPSTORE_DIR", store_dir)

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from snapstore import BadInput, SnapstoreError, Store
+from snapstore import BadInput, Store
 from snapstore.adapters import (
     BEGIN,
     IGNORE,
@@ -55,14 +55,22 @@ from snapstore.adapters import (
     load_payload,
     parse,
 )
-from snapstore.core.db import holder_info
+from snapstore.core.db import FILE_MODE, holder_info
 from snapstore.core.errors import ServeRunning
 
-from . import failures
-from .hooks import agent_table, log_line, record
-from .settings import Config, Environment, set_serve_port, strict_hooks
+from .hooks import agent_table, log_line
+from .runner import failure, record
+from .settings import (
+    SECRET_FILE,
+    Config,
+    Environment,
+    set_serve_port,
+    strict_hooks,
+    trust,
+    trusted,
+)
 
-LOCK_FILE, SECRET_FILE = "serve.lock", "serve.secret"
+LOCK_FILE = "serve.lock"
 HEADER = "X-Snapstore-Secret"
 #: The environment variable that carries the secret into the agent's header.
 SECRET_VAR = "SNAPSTORE_HOOK_SECRET"
@@ -76,8 +84,15 @@ AGENTS = ("claude-code",)
 
 
 def secret(store_dir: str) -> str:
-    """The workspace's secret: made on first use (mode 0600, atomically), never printed."""
+    """The workspace's secret: made on first use (mode 0600, atomically), never printed.
+    One this user did not make here (it came with a clone: others know it) is refused."""
     path = os.path.join(store_dir, SECRET_FILE)
+    if os.path.exists(path) and not trusted(store_dir, SECRET_FILE):
+        raise BadInput(
+            f"{path} was not made by snapstore for you here (a clone or a copy: others may "
+            "know it): remove it, then run `snapstore hook install claude-code --http` "
+            "again (or run `snapstore config trust` if it is yours)"
+        )
     if not os.path.exists(path):
         tmp = f"{path}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -89,6 +104,7 @@ def secret(store_dir: str) -> str:
             pass
         finally:
             os.unlink(tmp)
+        trust(store_dir, SECRET_FILE)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, 0o600)
     with open(path, encoding="ascii") as handle:
@@ -184,10 +200,8 @@ class Daemon:
             if warnings:
                 return _message("; ".join(f"snapstore: {w}" for w in warnings))
             return spec.silent.encode()
-        except SnapstoreError as exc:
-            text = failures.message(exc)
         except Exception as exc:  # an event must never take the daemon down
-            text = f"internal error: {exc!r}"
+            text = failure(exc)[0]
         self._note(agent, text)
         if self.strict and action.kind in (BEGIN, PRE):
             return _block(action, f"snapstore: {text}")
@@ -238,6 +252,7 @@ class _Handler(BaseHTTPRequestHandler):
     """Refuses everything but an authenticated capture event from loopback."""
 
     server: _Server
+    _headers_buffer: list[bytes]  # http.server's, undeclared in its stubs: _send appends to it
     protocol_version = "HTTP/1.1"  # keep-alive: an agent may post many events on one
     timeout = TIMEOUT
     disable_nagle_algorithm = True  # a reply is one small write: send it now
@@ -245,11 +260,13 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
 
     def do_POST(self) -> None:
+        """Every method comes here: all but an authenticated POST get a JSON refusal."""
         refusal = self._refusal()
         if refusal is not None:
             status, why = refusal
             self.server.refused(f"{status} {why} ({self.client_address[0]} {self.path!r})")
-            self._send(status, json.dumps({"error": why}).encode(), close=status >= 411)
+            # closed: the body of a refused request is never read, so nothing else may follow
+            self._send(status, json.dumps({"error": why}).encode(), close=True)
             return
         length = int(self.headers["Content-Length"])
         body = self.rfile.read(length)
@@ -258,6 +275,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         agent = self.path.split("/")[3]
         self._send(200, self.server.daemon.handle(agent, body))
+
+    do_GET = do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_CONNECT = do_TRACE = do_POST
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's refusals (a malformed request, an unknown method, headers
+        too long) in JSON, as every other answer, not its HTML page."""
+        why = message or self.responses.get(code, ("error",))[0]
+        self._send(code, json.dumps({"error": why}).encode(), close=True)
 
     def _refusal(self) -> tuple[int, str] | None:
         """Why this request is refused, or None."""
@@ -269,6 +294,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = self.path.split("/")
         if len(parts) != 4 or parts[1:3] != ["snapstore", "hook"] or parts[3] not in AGENTS:
             return 404, "no such hook"
+        if self.command != "POST":
+            return 405, f"a hook event is a POST, not {self.command}"
         given = self.headers.get(HEADER)
         if not given:
             return 401, f"no {HEADER} header"
@@ -300,7 +327,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    allow_reuse_address = False
+    # SO_REUSEADDR: a restart binds at once, though the last daemon's connections linger in
+    # TIME_WAIT for a minute (HTTP hooks block the agent's writes until the daemon answers).
+    # Two daemons cannot share the port: Linux still refuses a second listener.
+    allow_reuse_address = True
 
     def __init__(self, port: int, daemon: Daemon, log: Callable[[str], None]):
         self.daemon = daemon
@@ -348,7 +378,7 @@ class Serving:
 
     def _lock(self) -> int:
         path = os.path.join(self.store_dir, LOCK_FILE)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -41,6 +41,7 @@ _HINTS: dict[type[BaseException], str] = {
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",
     e.SchemaMismatch: "use the snapstore release that made this store",
+    e.NotAFolder: "move it aside, then run `snapstore init`",
     e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",
     e.StoreReadOnly: "log, show, diff, status and fsck still read it; make it writable to "
     "record or rewind",
@@ -60,12 +61,11 @@ def exit_code(exc: BaseException) -> int:
 
 def hint(exc: BaseException, command: str | None = None) -> str | None:
     """What to do next, worded for the command that failed (None when nothing helps)."""
+    remote = sys.modules.get(REMOTE_ERRORS)
+    if remote is not None and isinstance(exc, remote.ClientMissing):
+        return "install it with `pip install 'snapstore[remote]'`"
     if isinstance(exc, e.UnknownTurn):
-        return (
-            "see `snapstore log`"
-            if getattr(exc, "count", None) is not None
-            else "see `snapstore log --all`"
-        )
+        return "see `snapstore log`" if exc.count is not None else "see `snapstore log --all`"
     if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
         if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"

@@ -10,9 +10,10 @@ One implementation serves both front ends. The console script
 ``--version``, ``--debug``, an unknown option, a usage error, a ``--prompt-file``
 that cannot be opened) goes to the Click application, whose commands
 (``commands.capture``) call the same functions below and print the same output. The
-contract is docs/cli.md's: options before or after the command, ``--json``,
-``--session``, one-line errors with their exit codes (``failures``), and gc
-after a command that added to the store.
+contract is docs/cli.md's: options before or after the command, ``--json`` and
+``--session``; the frame around a command (one-line errors with their exit codes,
+finishing an interrupted rewind, gc after a command that added to the store) is
+``runner``'s, as for every front end.
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from snapstore import SnapstoreError
 
-from . import failures
+from . import runner
 from .output.plain import printable, say
-from .settings import Options
+from .settings import Options, lock_timeout
 
 if TYPE_CHECKING:
     from snapstore.ops.scan import ScanResult
@@ -140,8 +141,8 @@ def parse(args: list[str]) -> Parsed | None:
     try:
         opts = Options(root=root, json=as_json, session=found.get("session"))
         if "lock_timeout" in found:
-            opts.env.lock_timeout = float(found["lock_timeout"])
-    except (SnapstoreError, ValueError):  # a bad SNAPSTORE_ variable or number: Click says
+            opts.env.lock_timeout = lock_timeout(found["lock_timeout"], "--lock-timeout")
+    except SnapstoreError:  # a bad SNAPSTORE_ variable or number: Click says
         return None
     return Parsed(command, opts, values, paths)
 
@@ -179,7 +180,7 @@ def prompt_text(prompt: str | None, prompt_file: BinaryIO | None) -> str:
 
 def begin(opts: Options, text: str, message_id: str | None) -> Output:
     session = opts.session_for()
-    with opts.open_resuming() as store:
+    with runner.open_for_write(opts) as store:
         turn = store.begin_turn(session, text, message_id)
     return (
         {"session": session, "turn": turn.id},
@@ -189,7 +190,7 @@ def begin(opts: Options, text: str, message_id: str | None) -> Output:
 
 def end(opts: Options) -> Output:
     session = opts.session_for()
-    with opts.open_resuming() as store:
+    with runner.open_for_write(opts) as store:
         turn = store.end_turn(session)
         changes = len(store.changes(turn.id))
     return (
@@ -199,7 +200,7 @@ def end(opts: Options) -> Output:
 
 
 def pre_write(opts: Options, tool: str, paths: list[str] | tuple[str, ...]) -> Output:
-    with opts.open_resuming() as store:
+    with runner.open_for_write(opts) as store:
         result = store.pre_write(_abs(paths), tool, opts.session_for())
     return (
         {"session": result.session, "turn": result.turn, "captured": result.paths},
@@ -208,7 +209,7 @@ def pre_write(opts: Options, tool: str, paths: list[str] | tuple[str, ...]) -> O
 
 
 def post_write(opts: Options, paths: list[str] | tuple[str, ...]) -> Output:
-    with opts.open_resuming() as store:
+    with runner.open_for_write(opts) as store:
         result = store.post_write(_abs(paths), opts.session_for())
     lines = [(f"recorded {len(result.paths)} path(s) in turn {result.turn}", "")]
     lines += [
@@ -235,9 +236,9 @@ def scan(
     """``snapstore scan``: record what changed in the workspace since the last scan."""
     from .settings import parse_size
 
-    with opts.open_resuming() as store:
+    with runner.open_for_write(opts) as store:
         if max_file_size:
-            store.max_file_size = parse_size(max_file_size)
+            store.max_file_size = parse_size(max_file_size, "--max-file-size")
         return store.scan(opts.session, progress=progress, use_watcher=not no_watcher)
 
 
@@ -305,27 +306,4 @@ def run(args: list[str]) -> int | None:
     if parsed.command == "scan" and not parsed.options.json and sys.stderr.isatty():
         return None  # a person may watch a long scan: Click's command draws its progress
     opts = parsed.options
-    try:
-        output = _run(parsed)
-    except SnapstoreError as exc:
-        code = failures.exit_code(exc)
-        failures.report(failures.message(exc, parsed.command), code, exc.code, opts.json)
-        return code
-    except KeyboardInterrupt:
-        say("snapstore: interrupted")
-        return 130
-    except Exception as exc:
-        failures.report(
-            f"internal error: {exc!r} (run with --debug for the traceback)",
-            1,
-            "internal",
-            opts.json,
-        )
-        return 1
-    show(output, opts.json)
-    from . import autogc  # after a command that added to the store (Click's result callback)
-
-    note = autogc.after_command(opts)
-    if note is not None:
-        say(f"snapstore: {note}")
-    return 0
+    return runner.run(opts, lambda: show(_run(parsed), opts.json), lambda: parsed.command)

@@ -22,7 +22,7 @@ import subprocess
 from collections.abc import Iterable
 from typing import Any
 
-from snapstore.adapters import AGENT_NAMES, module_of
+from snapstore.adapters import AGENT_NAMES, jsonc, module_of
 from snapstore.adapters.install import hook_commands
 
 #: What to do when an agent's hooks have never recorded a turn, per agent.
@@ -71,14 +71,15 @@ def hook_reports(store: Any | None, root: str) -> list[dict[str, Any]]:
     if store is not None:
         with store.repo.read() as v:
             sessions = [record.name for record in v.sessions()]
-    log = os.path.join(store.store_dir, "hook.log") if store is not None else None
-    return check(root, sessions, log, os.path.expanduser("~"), os.environ)
+    return check(
+        root, sessions, store.store_dir if store else None, os.path.expanduser("~"), os.environ
+    )
 
 
 def check(
     root: str,
     sessions: Iterable[str],
-    hook_log: str | None,
+    store_dir: str | None,
     home: str,
     environ: dict[str, str] | os._Environ[str],
 ) -> list[dict[str, Any]]:
@@ -87,6 +88,7 @@ def check(
     recording), unrecorded (no session and no failure: never ran, or never used) and
     advice."""
     names = list(sessions)
+    hook_log = os.path.join(store_dir, "hook.log") if store_dir is not None else None
     failures = _failures(hook_log)
     reports = []
     for agent in AGENT_NAMES:
@@ -98,6 +100,8 @@ def check(
             count = sum(name.startswith(f"{agent}/") for name in names)
             problems = [p for c in commands for p in _runnable(c)]
             problems += _loaded(agent, scope, path, root, home, environ)
+            if any(c.startswith(("http://", "https://")) for c in commands):
+                problems += _served(store_dir)
             logged = failures.get(agent, [])
             if logged:
                 problems.append(
@@ -129,6 +133,19 @@ def check(
                 }
             )
     return reports
+
+
+def _served(store_dir: str | None) -> list[str]:
+    """Why HTTP hooks get no answer: no ``snapstore serve`` runs for the store."""
+    if store_dir is not None:
+        from .daemon import info
+
+        if info(store_dir) is not None:
+            return []
+    return [
+        "snapstore serve is not running, so the agent blocks every prompt and write "
+        "(onFailure: block): start it with `snapstore serve --detach`"
+    ]
 
 
 def _failures(hook_log: str | None) -> dict[str, list[str]]:
@@ -225,8 +242,7 @@ def _loaded(
 def _disabled(path: str) -> list[str]:
     """Gemini CLI's switches: ``hooks.enabled`` (0.25 and older), ``hooksConfig.enabled``."""
     settings = _json(path)
-    hooks = settings.get("hooks") if isinstance(settings.get("hooks"), dict) else {}
-    config = settings.get("hooksConfig") if isinstance(settings.get("hooksConfig"), dict) else {}
+    hooks, config = _section(settings, "hooks"), _section(settings, "hooksConfig")
     if hooks.get("enabled") is False or config.get("enabled") is False:
         return [f"hooks are switched off in {path}"]
     if hooks.get("enabled") is True:
@@ -263,10 +279,18 @@ def _trusted(folders: dict[str, Any], root: str) -> bool:
         path = parent
 
 
+def _section(settings: dict[str, Any], key: str) -> dict[str, Any]:
+    """One object of a settings file; an empty one when it is missing or no object."""
+    value = settings.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 def _json(path: str) -> dict[str, Any]:
+    """Gemini CLI's or Qwen Code's settings or trusted folders, read as they read them: JSON
+    with comments."""
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            data = json.loads(jsonc.blank(handle.read()))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -1,9 +1,9 @@
-"""The ``snapstore`` console script, and its fast path for agents' hook events.
+"""The hook command: ``snapstore hook AGENT [EVENT] [--no-create]``, one agent event from stdin.
 
-Agents spawn ``snapstore hook AGENT [EVENT] [--no-create]`` on every tool
-call, so that path must not pay for Click or rich: it runs here, before either
-is imported, and imports only what capture needs. Every other command goes
-through the Click application in ``snapstore_cli.app``.
+Agents spawn it on every tool call, so it must not pay for Click or rich: the console
+script (``snapstore_cli.launch``) runs it before either is imported, and it imports only
+what capture needs. What the event does to the store (resume, apply, automatic gc and
+push) is ``runner.record``, which ``snapstore serve`` shares.
 
 A hook must never break the agent: snapstore's own failures print one line on
 stderr, go to ``<store>/hook.log``, and exit 0, unless ``SNAPSTORE_STRICT=1``,
@@ -20,10 +20,8 @@ import os
 import sys
 import time
 
-from snapstore import SnapstoreError, Store, find_root
+from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
-    AGENT_NAMES,
-    END,
     IGNORE,
     MAX_PAYLOAD,
     SHELL_POST,
@@ -31,31 +29,17 @@ from snapstore.adapters import (
     START,
     Agent,
     HookAction,
-    apply,
     load_payload,
     module_of,
     parse,
     reply,
 )
+from snapstore.core.db import append_private
 
-from .settings import Config, Environment, open_for_hook, strict_hooks
+from .runner import failure, record
+from .settings import Environment, open_for_hook, strict_hooks
 
 NO_CREATE = "--no-create"
-
-
-def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
-    # every agent's hook events (opencode's plugin's too) take the fast path
-    if (
-        len(args) >= 2
-        and args[0] == "hook"
-        and args[1] in AGENT_NAMES
-        and not any(a in ("--help", "-h") for a in args[2:])
-    ):
-        sys.exit(run_hook(args[1], args[2:]))
-    from .app import run
-
-    run(args)
 
 
 def agent_table(name: str) -> Agent:
@@ -70,8 +54,8 @@ def log_line(store_dir: str | None, agent: str, text: str) -> None:
         return
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
     try:
-        with open(os.path.join(store_dir, "hook.log"), "a", encoding="utf-8") as handle:
-            handle.write(f"{stamp} {agent}: {text}\n")
+        with append_private(os.path.join(store_dir, "hook.log")) as handle:
+            handle.write(f"{stamp} {agent}: {text}\n".encode())
     except OSError:
         pass
 
@@ -79,12 +63,12 @@ def log_line(store_dir: str | None, agent: str, text: str) -> None:
 def _store_here() -> str | None:
     """The store of the hook's working folder, for logging a failure that came before the
     store was opened (a bad payload): ``snapstore doctor`` reads the log."""
+    store_dir = os.environ.get("SNAPSTORE_DIR")  # only it: another variable may be the failure
     try:
-        env = Environment.read()
         root = find_root(os.getcwd())
     except (SnapstoreError, OSError):
         return None
-    return env.store_dir_for(root)
+    return Environment(os.path.abspath(store_dir) if store_dir else None).store_dir_for(root)
 
 
 def _hook_args(args: list[str]) -> tuple[str | None, bool]:
@@ -107,36 +91,14 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
-def record(store: Store, config: Config, action: HookAction) -> list[str]:
-    """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
-    rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
-    push the store's config asks for. Returns the warnings to show."""
-    if store.unfinished_operations():
-        store.resume()
-    warnings = list(apply(store, action, scan=config.track_shell).warnings)
-    if action.kind == END and config.gc_auto:
-        from . import autogc
-
-        note = autogc.run_if_due(store, config)
-        if note is not None:
-            warnings.append(note)
-    if action.kind == END and config.auto_push:
-        from . import autopush
-
-        try:
-            autopush.start(store.store_dir, store.root, config.auto_push)
-        except OSError as exc:
-            warnings.append(f"automatic push could not start: {exc}")
-    return warnings
-
-
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
     store_dir = None
-    strict = strict_hooks()
     event: str | None = None
+    strict = True  # until SNAPSTORE_STRICT is read: a value it does not take blocks, as it asks
     try:
+        strict = strict_hooks()
         event, no_create = _hook_args(args)
         env = Environment.read()
         payload = load_payload(sys.stdin.buffer.read(MAX_PAYLOAD + 1))
@@ -167,12 +129,8 @@ def run_hook(agent: str, args: list[str]) -> int:
             log_line(store_dir, agent, warning)
         sys.stdout.write(reply(spec, action.event))
         return 0
-    except SnapstoreError as exc:
-        from .failures import message  # only on the error path
-
-        text = message(exc)
     except Exception as exc:  # a hook must not break the agent
-        text = f"internal error: {exc!r}"
+        text = failure(exc)[0]
     print(f"snapstore: {text}", file=sys.stderr)
     log_line(store_dir or _store_here(), agent, text)
     if strict:
@@ -181,7 +139,3 @@ def run_hook(agent: str, args: list[str]) -> int:
         return 2
     sys.stdout.write(reply(spec, event or ""))
     return 0
-
-
-if __name__ == "__main__":
-    main()

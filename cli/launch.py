@@ -1,4 +1,5 @@
-"""The ``snapstore`` console script: start-up for processes that live a few tens of ms.
+"""The ``snapstore`` console script (and ``python -m snapstore_cli``): start-up for processes
+that live a few tens of ms, and which front end runs the command line.
 
 Agents and their wrappers start ``snapstore`` on every tool call, so the
 process itself is what they wait for, measured against the bare-import floor
@@ -8,8 +9,10 @@ process itself is what they wait for, measured against the bare-import floor
   the objects that imports make find nothing to free. A command that runs on
   (everything but the hooks and the capture commands) turns it back on, and
   freezes what was loaded so that later passes skip it;
-- the capture commands (``begin``, ``end``, ``pre-write``, ``post-write``) run
-  without Click (``fast``), and the hooks as before (``entry``);
+- an agent's hook event runs without Click (``hooks``), and so do the capture commands
+  (``begin``, ``end``, ``pre-write``, ``post-write``, ``scan``: ``fast``) when their
+  command line is one the fast path reads exactly as Click would; everything else goes to
+  the Click application (``app``). All of them run a command in ``runner``'s frame;
 - those two paths end with ``os._exit`` once their output is flushed: tearing
   down the interpreter (a last collection, every module's dict) is work for a
   process whose store is closed and whose files are written. Every other
@@ -27,14 +30,8 @@ import sys
 def main() -> None:
     gc.disable()
     args = sys.argv[1:]
-    if args[:1] == ["hook"]:  # the hook fast path, or a short hook command through Click
-        from .hooks import main as entry_main
-
-        try:
-            entry_main(args)
-        except SystemExit as exc:
-            _exit(exc.code)
-        _exit(0)
+    if args[:1] == ["hook"]:  # an agent's event, or a short hook command through Click
+        _exit(_hook(args))
     from .fast import run
 
     code = run(args)
@@ -42,9 +39,27 @@ def main() -> None:
         _exit(code)
     gc.freeze()
     gc.enable()
-    from .hooks import main as entry_main
+    from .app import run as run_click
 
-    entry_main(args)
+    run_click(args)
+
+
+def _hook(args: list[str]) -> object:
+    """Run ``snapstore hook ...``; its exit code. Every agent's events (opencode's plugin's
+    too) take the hook command's own path; ``install``, ``--help`` and the rest go to Click."""
+    from snapstore.adapters import AGENT_NAMES
+
+    if len(args) >= 2 and args[1] in AGENT_NAMES and not {"--help", "-h"} & set(args[2:]):
+        from .hooks import run_hook
+
+        return run_hook(args[1], args[2:])
+    from .app import run as run_click
+
+    try:
+        run_click(args)
+    except SystemExit as exc:
+        return exc.code
+    return 0
 
 
 def _exit(code: object) -> None:

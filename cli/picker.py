@@ -13,6 +13,7 @@ back changed no files. Without a terminal it prints the numbered list, so that
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -21,6 +22,7 @@ from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
 from snapstore import Store
+from snapstore.core.records import BOTH, CODE, CONVERSATION, SWITCH, Mode
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
 
@@ -28,10 +30,10 @@ from .app import emit
 from .commands.history import points_json
 from .output.rich import console, first_line, points_table, printable, relative_time
 
-MODE_CHOICES = [
-    ("both", "Rewind code and conversation"),
-    ("conversation", "Rewind conversation only"),
-    ("code", "Rewind code only"),
+MODE_CHOICES: list[tuple[Mode, str]] = [
+    (BOTH, "Rewind code and conversation"),
+    (CONVERSATION, "Rewind conversation only"),
+    (CODE, "Rewind code only"),
 ]
 PREVIEW_LINES = 6
 KEYS_HELP = "↑/↓ move · Enter choose · Esc cancel\n"
@@ -101,8 +103,8 @@ def menu(
     return app.run()
 
 
-#: The mode :func:`choose` returns when the choice is a turn to switch to, not a rewind.
-SWITCH = "switch"
+#: What :func:`choose` returns: a rewind's mode, or ``SWITCH`` for a turn to switch to.
+Choice = Mode | Literal["switch"]
 
 
 def _point_row(point: RewindPoint, now: float) -> str:
@@ -149,10 +151,10 @@ def _plan_lines(plan: RewindResult) -> list[str]:
 def choose(
     store: Store,
     session: str,
-    mode: str,
+    mode: Mode,
     interactive: bool,
     force: bool = False,
-) -> tuple[str | None, str]:
+) -> tuple[str | None, Choice]:
     """The turn and mode to rewind, or (None, mode) when nothing was chosen; the mode is
     :data:`SWITCH` for a turn off the branch, to switch to."""
     if not interactive:
@@ -179,8 +181,8 @@ def choose(
     prompt = printable(first_line(point.turn.prompt))
     console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
     changed_files = any(p.files for p in points[: index + 1])
-    plan = store.rewind(point.turn.id, session, mode="both", dry_run=True, force=force)
-    choices = [c for c in MODE_CHOICES if changed_files or c[0] == "conversation"]
+    plan = store.rewind(point.turn.id, session, mode=BOTH, dry_run=True, force=force)
+    choices = [c for c in MODE_CHOICES if changed_files or c[0] == CONVERSATION]
     title = (
         f"Rewind to before turn {point.n} ({prompt[:50]}), "
         f"taking back {len(plan.turns_reverted)} turn(s):\n"
@@ -194,7 +196,7 @@ def choose(
     return point.turn.id, choices[picked][0]
 
 
-def _confirm_switch(store: Store, point: RewindPoint, force: bool) -> tuple[str | None, str]:
+def _confirm_switch(store: Store, point: RewindPoint, force: bool) -> tuple[str | None, Choice]:
     """What switching to a turn taken back earlier would do, and whether to."""
     prompt = printable(first_line(point.turn.prompt))
     plan = store.switch(point.turn.id, dry_run=True, force=force)

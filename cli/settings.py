@@ -2,7 +2,7 @@
 
 The library never reads the environment or the store's settings file; this
 module does, once, for both front ends: the Click application and the fast
-path in ``entry`` (which must not import Click or rich). Everything a command
+path in ``hooks`` (which must not import Click or rich). Everything a command
 needs to open its store is here.
 
 Environment variables (docs/cli.md):
@@ -21,10 +21,24 @@ Unknown sections and keys are kept when the file is rewritten, so a newer
 snapstore's settings survive an older one. Hooks open the store on every tool
 call, so loading costs nothing when there is no file (no ``configparser``
 import).
+
+The config is obeyed only if this user wrote it on this machine: a repository can
+commit ``.snapstore/config`` (a remote and ``auto_push`` that would send the next
+``.env`` the agent edits to someone else's bucket), and a clone must not be able to
+make snapstore send data anywhere or run anything. So every time snapstore writes
+the config (or ``serve.secret``), it records the file's BLAKE3 digest in a trust
+record outside the workspace, in the user's state folder
+(``$XDG_STATE_HOME/snapstore/trusted/``, one file per store, named by the digest of
+the store's real path), where no clone can put one. A file whose digest is not
+recorded there (cloned, copied, edited by hand, or the store moved) is not used at
+all until the user reviews it and runs ``snapstore config trust``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import re
 import sys
@@ -33,6 +47,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, BadInput, SnapstoreError, Store, find_root
+from snapstore.core.blobs import digest_hex
 from snapstore.core.db import STORE_DIRNAME
 from snapstore.core.errors import NoStore
 from snapstore.core.fsio import DEFAULT_MAX_FILE_SIZE
@@ -41,7 +56,11 @@ if TYPE_CHECKING:
     import configparser
 
 DEFAULT_LOCK_TIMEOUT = 10.0
+_INF = float("inf")  # not math's: the hook path does not load math
 CONFIG_FILE = "config"
+SECRET_FILE = "serve.secret"  # the HTTP hooks' secret (snapstore_cli.daemon)
+#: The store's files that make snapstore send or run something: obeyed only when trusted.
+SETTINGS_FILES = (CONFIG_FILE, SECRET_FILE)
 #: ``[remote.NAME]`` sections hold one remote each (url, endpoint_url, conditional_writes).
 REMOTE_SECTION = "remote."
 _UNITS = {
@@ -59,12 +78,29 @@ _UNITS = {
 }
 
 
-def parse_size(text: str) -> int:
-    """'10MiB', '512k', '2G' or a plain number of bytes."""
+def parse_size(text: str, name: str = "a size") -> int:
+    """'10MiB', '512k', '2G' or a plain number of bytes; ``name`` is what the error names (the
+    option, the variable or the settings file's key)."""
     match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
     if not match or match.group(2).lower() not in _UNITS:
-        raise BadInput(f"not a size: {text!r} (use e.g. 500MiB or 2GiB)")
+        raise BadInput(f"{name} takes a size such as 500MiB, 2GiB or 4096 (bytes), not {text!r}")
     return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def parse_number(
+    text: str, name: str, takes: str, *, whole: bool = False, low: float = 0, high: float = _INF
+) -> float:
+    """A finite number from ``low`` to ``high`` (a whole one with ``whole``); else one line
+    naming ``name`` and saying what it ``takes`` ("a number of days"), never Python's words
+    about floats."""
+    try:
+        value = int(text) if whole else float(text)
+    except ValueError:
+        value = _INF  # refused below
+    if not low <= value <= high or value == _INF:  # a NaN fails the comparison
+        bound = f"{low:g} or more" if high == _INF else f"from {low:g} to {high:g}"
+        raise BadInput(f"{name} takes {takes}, {bound}, not {text!r}")
+    return value
 
 
 def format_size(n: int) -> str:
@@ -86,11 +122,13 @@ class Config:
 
     __slots__ = (
         "auto_push",
+        "found",
         "gc_auto",
         "gc_keep_days",
         "gc_keep_turns",
         "gc_max_size",
         "max_file_size",
+        "refused",
         "remotes",
         "serve_port",
         "track_shell",
@@ -118,24 +156,78 @@ class Config:
         self.gc_max_size = gc_max_size
         self.gc_keep_days = gc_keep_days
         self.gc_keep_turns = gc_keep_turns
+        #: Why the file's settings are not used (it was not written here), else None.
+        self.refused: str | None = None
+        #: What an unused file holds (to say so), else None.
+        self.found: Config | None = None
 
     @classmethod
     def load(cls, store_dir: str) -> Config:
-        if not os.path.exists(os.path.join(store_dir, CONFIG_FILE)):
+        """The settings of ``<store>/config``; the defaults, with :attr:`refused` saying
+        why, when this user did not write the file here (see :func:`trust`)."""
+        path = os.path.join(store_dir, CONFIG_FILE)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
             return cls()
-        parser = _read(store_dir)
+        except OSError as exc:
+            raise BadInput(f"cannot read {path}: {exc.strerror}") from None
+        if digest_hex(data) == _record(store_dir).get(CONFIG_FILE):
+            return cls._parse(path, data)
+        unused = cls()
+        unused.refused = (
+            f"{path} was not written by snapstore for you here (a clone, a copy or a hand "
+            "edit), so none of its settings are used: review it, then run "
+            "`snapstore config trust`"
+        )
+        with contextlib.suppress(BadInput):  # unused either way: no command fails on it
+            unused.found = cls._parse(path, data)
+        return unused
+
+    def require_trusted(self) -> None:
+        """Stop a command that would have used the settings of an unused file."""
+        if self.refused is not None:
+            raise BadInput(self.refused)
+
+    def describe(self) -> list[str]:
+        """What these settings make snapstore do beyond recording: send, run, delete."""
+        lines = [f"remote {name} ({s.get('url', '?')})" for name, s in self.remotes.items()]
+        if self.auto_push:
+            lines.append(f"auto_push = {self.auto_push} (a push at every turn's end)")
+        if self.serve_port:
+            lines.append(f"serve port {self.serve_port}")
+        if self.gc_auto:
+            lines.append("gc auto = true (automatic gc)")
+        if self.track_shell:
+            lines.append("track_shell = true (scan mode)")
+        return lines
+
+    @classmethod
+    def _parse(cls, path: str, data: bytes) -> Config:
+        parser = _parser(path, data)
+
+        def number(section: str, key: str, takes: str, whole: bool = False) -> float | None:
+            value = parser.get(section, key, fallback=None)
+            name = f"{path}: [{section}] {key}"
+            return None if value is None else parse_number(value, name, takes, whole=whole)
+
         try:
             max_size = parser.get("gc", "max_size", fallback=None)
-            keep_days = parser.get("gc", "keep_days", fallback=None)
-            keep_turns = parser.get("gc", "keep_turns", fallback=None)
+            keep_days = number("gc", "keep_days", "a number of days")
+            keep_turns = number("gc", "keep_turns", "a number of turns", whole=True)
+            port = number("serve", "port", "a TCP port", whole=True)
+            file_size = parser.get("capture", "max_file_size", fallback=None)
             return cls(
                 track_shell=parser.getboolean("capture", "track_shell", fallback=False),
-                max_file_size=parse_size(
-                    parser.get("capture", "max_file_size", fallback=str(DEFAULT_MAX_FILE_SIZE))
-                ),
+                max_file_size=DEFAULT_MAX_FILE_SIZE
+                if file_size is None
+                else parse_size(file_size, f"{path}: [capture] max_file_size"),
                 gc_auto=parser.getboolean("gc", "auto", fallback=False),
-                gc_max_size=None if max_size is None else parse_size(max_size),
-                gc_keep_days=cls().gc_keep_days if keep_days is None else float(keep_days),
+                gc_max_size=None
+                if max_size is None
+                else parse_size(max_size, f"{path}: [gc] max_size"),
+                gc_keep_days=cls().gc_keep_days if keep_days is None else keep_days,
                 gc_keep_turns=None if keep_turns is None else int(keep_turns),
                 remotes={
                     section[len(REMOTE_SECTION) :]: dict(parser[section])
@@ -143,10 +235,10 @@ class Config:
                     if section.startswith(REMOTE_SECTION)
                 },
                 auto_push=parser.get("remote", "auto_push", fallback=None) or None,
-                serve_port=parser.getint("serve", "port", fallback=None),
+                serve_port=None if port is None else int(port),
             )
         except ValueError as exc:
-            raise BadInput(f"{os.path.join(store_dir, CONFIG_FILE)}: {exc}") from None
+            raise BadInput(f"{path}: {exc}") from None
 
     def save(self, store_dir: str) -> None:
         parser = _read(store_dir)
@@ -160,8 +252,11 @@ class Config:
         _write(store_dir, parser)
 
 
-def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> None:
-    """Add (or with None, remove) the remote ``name`` in ``<store>/config``, keeping the rest."""
+def set_remote(
+    store_dir: str, name: str, settings: dict[str, str] | None, *, auto_push: bool = False
+) -> None:
+    """Add (or with None, remove) the remote ``name`` in ``<store>/config``, keeping the rest;
+    with ``auto_push``, hooks push there at each turn's end."""
     parser = _read(store_dir)
     section = REMOTE_SECTION + name
     parser.remove_section(section)
@@ -169,6 +264,10 @@ def set_remote(store_dir: str, name: str, settings: dict[str, str] | None) -> No
         parser.add_section(section)
         for key, value in settings.items():
             parser.set(section, key, value)
+        if auto_push:
+            if not parser.has_section("remote"):
+                parser.add_section("remote")
+            parser.set("remote", "auto_push", name)
     elif parser.get("remote", "auto_push", fallback=None) == name:
         parser.remove_option("remote", "auto_push")
     _write(store_dir, parser)
@@ -184,23 +283,109 @@ def set_serve_port(store_dir: str, port: int) -> None:
 
 
 def _write(store_dir: str, parser: configparser.ConfigParser) -> None:
+    """Replace the config (mode 0600) and record it as written here."""
+    text = io.StringIO()
+    parser.write(text)
     path = os.path.join(store_dir, CONFIG_FILE)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        parser.write(handle)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(text.getvalue().encode())
     os.replace(tmp, path)
+    trust(store_dir, CONFIG_FILE)
 
 
 def _read(store_dir: str) -> configparser.ConfigParser:
+    """The config, to change it: only one written here (a change must not adopt the rest)."""
+    Config.load(store_dir).require_trusted()
+    path = os.path.join(store_dir, CONFIG_FILE)
+    try:
+        with open(path, "rb") as handle:
+            return _parser(path, handle.read())
+    except FileNotFoundError:
+        return _parser(path, b"")
+
+
+def _parser(path: str, data: bytes) -> configparser.ConfigParser:
     import configparser
 
     parser = configparser.ConfigParser()
-    path = os.path.join(store_dir, CONFIG_FILE)
     try:
-        parser.read(path, encoding="utf-8")
-    except configparser.Error as exc:
+        parser.read_string(data.decode("utf-8"), source=path)
+    except (configparser.Error, UnicodeDecodeError) as exc:
         raise BadInput(f"{path} is not a valid settings file: {exc}") from None
     return parser
+
+
+# -- trust: which of the store's settings files this user wrote here -------------------
+
+
+def trust_dir() -> str:
+    """Where this user's trust records live: ``$XDG_STATE_HOME/snapstore/trusted``
+    (``~/.local/state/snapstore/trusted``), outside every workspace. A relative
+    ``XDG_STATE_HOME`` is refused (the XDG spec calls it invalid): it would put the records
+    in whatever folder the command runs in, a workspace included."""
+    state = os.environ.get("XDG_STATE_HOME")
+    if state and not os.path.isabs(state):
+        raise BadInput(f"XDG_STATE_HOME takes an absolute path, not {state!r}")
+    return os.path.join(
+        state or os.path.join(os.path.expanduser("~"), ".local", "state"), "snapstore", "trusted"
+    )
+
+
+def _record_path(store_dir: str) -> str:
+    return os.path.join(trust_dir(), digest_hex(os.path.realpath(store_dir).encode())[:32])
+
+
+def _record(store_dir: str) -> dict[str, str]:
+    """The store's trust record: each settings file's digest as snapstore last wrote it."""
+    try:
+        with open(_record_path(store_dir), "rb") as handle:
+            record = json.loads(handle.read())
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _file_digest(path: str) -> str | None:
+    """The digest of a file's bytes; None when there is no file."""
+    try:
+        with open(path, "rb") as handle:
+            return digest_hex(handle.read())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def trusted(store_dir: str, name: str) -> bool:
+    """Whether the store's file ``name`` is absent, or as snapstore wrote it for this user."""
+    digest = _file_digest(os.path.join(store_dir, name))
+    return digest is None or digest == _record(store_dir).get(name)
+
+
+def trust(store_dir: str, *names: str) -> None:
+    """Record the store's files ``names`` as they are now as written by this user here
+    (snapstore's own writes, and `snapstore config trust`)."""
+    record = _record(store_dir)
+    record["store"] = os.path.realpath(store_dir)
+    for name in names:
+        digest = _file_digest(os.path.join(store_dir, name))
+        if digest is None:
+            record.pop(name, None)
+        else:
+            record[name] = digest
+    path = _record_path(store_dir)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(record, handle, indent=1)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise BadInput(
+            f"cannot record the store's settings as yours in {trust_dir()}: {exc.strerror} "
+            "(set XDG_STATE_HOME to a folder you can write)"
+        ) from None
 
 
 class Environment:
@@ -222,18 +407,17 @@ class Environment:
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
+        """Every ``SNAPSTORE_`` variable, each checked here (BadInput naming it): an empty one
+        counts as unset."""
         env = os.environ if environ is None else environ
-        try:
-            timeout = float(env.get("SNAPSTORE_LOCK_TIMEOUT") or DEFAULT_LOCK_TIMEOUT)
-            now = float(env["SNAPSTORE_NOW"]) if env.get("SNAPSTORE_NOW") else None
-        except ValueError as exc:
-            raise BadInput(f"a SNAPSTORE_ environment variable is not a number: {exc}") from None
+        timeout, now = env.get("SNAPSTORE_LOCK_TIMEOUT"), env.get("SNAPSTORE_NOW")
+        strict_hooks(env)
         store_dir = env.get("SNAPSTORE_DIR")
         return cls(
             os.path.abspath(store_dir) if store_dir else None,
             env.get("SNAPSTORE_SESSION") or None,
-            timeout,
-            now,
+            lock_timeout(timeout, "SNAPSTORE_LOCK_TIMEOUT") if timeout else DEFAULT_LOCK_TIMEOUT,
+            parse_number(now, "SNAPSTORE_NOW", "a Unix time in seconds") if now else None,
         )
 
     def clock(self) -> Callable[[], float]:
@@ -267,7 +451,7 @@ class Environment:
         self, root: str | None, *, create: bool = False, warn: Callable[[str], None] | None = None
     ) -> tuple[Store, Config]:
         """The store and its settings. With ``warn``, a bad settings file is reported there
-        and the defaults are used, instead of failing."""
+        and the defaults are used, instead of failing, and so is one not written here."""
         store_dir = self.store_dir_for(root)
         config = Config()
         if store_dir is not None:
@@ -277,6 +461,8 @@ class Environment:
                 if warn is None:
                     raise
                 warn(str(exc))
+            if config.refused is not None and warn is not None:
+                warn(config.refused)
         store = Store(
             root,
             store_dir=store_dir,
@@ -290,9 +476,18 @@ class Environment:
         return store, config
 
 
+def lock_timeout(text: str, name: str) -> float:
+    """Seconds to wait for a busy store (``--lock-timeout``, ``SNAPSTORE_LOCK_TIMEOUT``)."""
+    return parse_number(text, name, "a number of seconds to wait for a busy store")
+
+
 def strict_hooks(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether hooks block the agent (exit 2) on snapstore's own failures."""
-    return (os.environ if environ is None else environ).get("SNAPSTORE_STRICT") == "1"
+    """Whether hooks block the agent (exit 2) on snapstore's own failures: ``SNAPSTORE_STRICT``
+    is 1, or 0 or unset; anything else is refused rather than guessed."""
+    value = (os.environ if environ is None else environ).get("SNAPSTORE_STRICT") or "0"
+    if value not in ("0", "1"):
+        raise BadInput(f"SNAPSTORE_STRICT takes 1 (hooks block on failure) or 0, not {value!r}")
+    return value == "1"
 
 
 def project_root(cwd: str) -> str:
@@ -373,21 +568,3 @@ class Options:
     def open_store(self, create: bool = False) -> Store:
         root = self.find_root() if not create else os.path.realpath(self.root or os.getcwd())
         return self.env.open(root, create=create)
-
-    def open_resuming(self) -> Store:
-        """Open the store for a command that writes, first finishing any rewind a crash cut
-        short (and saying so on stderr)."""
-        store = self.open_store()
-        try:
-            if store.unfinished_operations():
-                for result in store.resume():
-                    changed = len(result.restored) + len(result.merged) + len(result.deleted)
-                    print(
-                        f"snapstore: finished interrupted operation {result.undo_id} "
-                        f"({changed} file(s), {len(result.errors)} left alone)",
-                        file=sys.stderr,
-                    )
-        except BaseException:
-            store.close()
-            raise
-        return store

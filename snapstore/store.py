@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .core.records import DEFAULT_SESSION, Change, Turn
+from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Mode, Policy, Turn
 from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
@@ -400,8 +400,8 @@ class Store:
         target: str | int,
         session: str = DEFAULT_SESSION,
         *,
-        mode: str = "both",
-        on_conflict: str = "skip",
+        mode: Mode = BOTH,
+        on_conflict: Policy = SKIP,
         paths: Iterable[str] | None = None,
         dry_run: bool = False,
         force: bool = False,
@@ -425,7 +425,7 @@ class Store:
         target: str | int,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
         force: bool = False,
     ) -> RewindResult:
@@ -442,7 +442,7 @@ class Store:
         rewind_id: str | None = None,
         session: str | None = None,
         *,
-        on_conflict: str = "skip",
+        on_conflict: Policy = SKIP,
         dry_run: bool = False,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
@@ -481,8 +481,8 @@ class Store:
 
     def catalog(self, remote: ObjectStore) -> Catalog:
         """The remote read through its layout, with this store's cache of its indexes."""
+        from .core.blobs import digest_hex
         from .remote.format.catalog import Catalog
-        from .remote.format.verify import digest_hex
 
         return Catalog(
             remote,
@@ -508,21 +508,21 @@ class Store:
         return pull(self.repo, self.catalog(remote), sessions, progress)
 
     def remote_log(self, remote: ObjectStore) -> list[LogEntry]:
-        from .remote.sync.upkeep import log
+        from .remote.sync.upkeep import remote_log
 
-        return log(self.catalog(remote))
+        return remote_log(self.catalog(remote))
 
     def remote_fsck(self, remote: ObjectStore) -> RemoteFsck:
-        from .remote.sync.upkeep import fsck
+        from .remote.sync.upkeep import remote_fsck
 
-        return fsck(self.catalog(remote))
+        return remote_fsck(self.catalog(remote))
 
     def remote_gc(
         self, remote: ObjectStore, keep_days: float | None, grace: float | None = None
     ) -> RemoteGc:
-        from .remote.sync.upkeep import DEFAULT_GRACE, gc
+        from .remote.sync.upkeep import DEFAULT_GRACE, remote_gc
 
-        return gc(
+        return remote_gc(
             self.catalog(remote),
             keep_days,
             grace=DEFAULT_GRACE if grace is None else grace,

@@ -8,6 +8,7 @@ agent programs.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,6 +107,20 @@ def sentinel(tmp_path: Path, root: Path) -> Iterator[Sentinel]:
     yield guard
     guard.check()
     guard.watcher.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The user's state folder, where snapstore records the settings files it wrote (its
+    trust records): a temporary one for the run, so that no test writes into the home
+    folder, and every command the tests start (hermetic_env copies it) agrees."""
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("state"))
+    yield
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME")
+    else:
+        os.environ["XDG_STATE_HOME"] = before
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -8,7 +8,7 @@ errors, ``--debug``) with the same output.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import click
 
@@ -39,7 +39,8 @@ def init(track_shell: bool) -> None:
     created = not os.path.exists(data_file(store_dir))
     with opts.open_store(create=True) as store:
         excluded = store.exclude_from_git()
-        data = {"root": store.root, "store": store.store_dir, "created": created}
+        data: dict[str, Any] = {"root": store.root, "store": store.store_dir, "created": created}
+        data["not_used"] = unused = _not_used(store.store_dir)
         baseline = _track_shell(store) if track_shell else None
         if baseline is not None:
             data["scan"] = baseline.to_json()
@@ -51,6 +52,8 @@ def init(track_shell: bool) -> None:
         )
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
+        for line in unused:
+            out.print(printable(line, quote=False), markup=False, soft_wrap=True)
         if baseline is not None:
             from .scan import scan_summary
 
@@ -61,6 +64,27 @@ def init(track_shell: bool) -> None:
             )
 
     emit(data, human)
+
+
+def _not_used(store_dir: str) -> list[str]:
+    """What the store folder already holds that snapstore will not use (a clone brought it):
+    the settings files this user did not write here, one line each."""
+    from ..settings import SECRET_FILE, Config, trusted
+
+    lines = []
+    config = Config.load(store_dir)
+    if config.refused is not None:
+        lines.append(
+            f"Found {os.path.join(store_dir, 'config')}, not written by snapstore for you here: "
+            "not used until you review it and run `snapstore config trust`"
+        )
+        lines += [f"  not used: {what}" for what in (config.found or config).describe()]
+    if not trusted(store_dir, SECRET_FILE):
+        lines.append(
+            f"Found {os.path.join(store_dir, SECRET_FILE)}, not made by snapstore for you here: "
+            "not used (remove it: `snapstore serve` makes a new one)"
+        )
+    return lines
 
 
 def _track_shell(store: Store) -> ScanResult:

@@ -188,7 +188,8 @@ class Demo:
         from rich.rule import Rule
 
         self.out.print()
-        self.out.print(Rule("demo finished: exact restore, merge and undo all checked"))
+        rule = Rule("demo finished: exact restore, merge and undo all checked")
+        self.out.print(rule, width=None if self.out.is_terminal else 80)  # a rule has no end
 
 
 @click.command()

@@ -218,6 +218,7 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
         )
     with options().env.open(root, create=True) as store:  # the store holds port and secret
         store_dir = store.store_dir
+    key = serve.secret(store_dir)  # first: a secret that is not ours stops the install here
     url = f"http://127.0.0.1:{serve.port(store_dir)}/snapstore/hook/{agent}"
     start = shlex.join([*_snapstore_words(), "serve", "--detach"])
     block = module_of(agent).http_block(
@@ -228,8 +229,8 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
     env = settings.setdefault("env", {})  # settings' env, in this git-ignored file (0600)
     if not isinstance(env, dict):
         raise click.ClickException(f"'env' in {path} is not an object")
-    if env.get(serve.SECRET_VAR) != serve.secret(store_dir):
-        env[serve.SECRET_VAR] = serve.secret(store_dir)
+    if env.get(serve.SECRET_VAR) != key:
+        env[serve.SECRET_VAR] = key
         added.append("env")
     write_text(path, json.dumps(settings, indent=2) + "\n", mode=0o600)
     return added, url

@@ -12,45 +12,47 @@ from snapstore.ops.fsck import FsckReport
 from snapstore.ops.gc import GcPolicy, GcResult
 
 from .. import failures
-from ..app import Failure, common_options, emit, open_resuming, options
+from ..app import Failure, common_options, emit, open_for_write, options
 from ..output.rich import console, printable
-from ..settings import Config, format_size, parse_size
+from ..params import Number, Size
+from ..settings import Config, format_size
 
 
 @click.command()
 @click.option(
     "--keep-days",
-    type=click.FloatRange(min=0),
+    type=Number("a number of days"),
     metavar="N",
     help="Drop turns older than N days (default 30, or [gc] keep_days).",
 )
 @click.option(
     "--keep-turns",
-    type=click.IntRange(min=0),
+    type=Number("a number of turns", whole=True),
     metavar="N",
     help="Keep only the N newest turns of each session.",
 )
 @click.option(
     "--max-size",
+    type=Size(),
     metavar="SIZE",
     help="A quota, e.g. 2GiB: drop the oldest turns until the store fits.",
 )
 @click.option("--dry-run", is_flag=True, help="Say what would go; change nothing.")
 @common_options
 def gc(
-    keep_days: float | None, keep_turns: int | None, max_size: str | None, dry_run: bool
+    keep_days: float | None, keep_turns: int | None, max_size: int | None, dry_run: bool
 ) -> None:
     """Drop old turns, delete the blobs nothing needs, and shrink the store file.
 
     Never dropped: an open turn, an interrupted rewind, and what the last
     rewind of each session needs to be undone.
     """
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
         policy = GcPolicy(
             keep_days=config.gc_keep_days if keep_days is None else keep_days,
             keep_turns=config.gc_keep_turns if keep_turns is None else keep_turns,
-            max_size=config.gc_max_size if max_size is None else parse_size(max_size),
+            max_size=config.gc_max_size if max_size is None else max_size,
         )
         result = store.gc(policy, dry_run=dry_run)
     emit(result.to_json(), lambda: _gc_human(result))
@@ -92,7 +94,7 @@ def fsck(repair: bool) -> None:
 def _damaged(exc: StoreDamaged) -> NoReturn:
     """A data file LMDB must not map: the report names it (with --json), and the one line says
     what is wrong; nothing in the file is read."""
-    path = getattr(exc, "path", "")
+    path = exc.path
     report = FsckReport(corrupt=[{"kind": "data file", "key": path, "reason": str(exc)}])
     emit(report.to_json(), lambda: None)
     raise Failure(failures.message(exc, "fsck"), failures.exit_code(exc), exc.code)

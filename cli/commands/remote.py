@@ -18,8 +18,10 @@ from snapstore import BadInput, NotFound, Store
 from snapstore.remote import ObjectStore
 from snapstore.remote.sync.push import SyncResult
 
-from ..app import common_options, emit, open_resuming, options
+from ..app import common_options, emit, open_for_write, options
+from ..output.plain import printable
 from ..output.rich import console
+from ..params import Number
 from ..settings import Config, format_size, set_remote
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -53,7 +55,8 @@ def open_remote(config: Config, name: str, check_writes: bool = True) -> ObjectS
 
 
 def _choose(config: Config, name: str | None) -> str:
-    """NAME, or the only remote when there is one."""
+    """NAME, or the only remote when there is one (of a config written here)."""
+    config.require_trusted()
     if name is not None:
         return name
     if len(config.remotes) == 1:
@@ -73,8 +76,11 @@ def remote() -> None:
 @click.argument("url")
 @click.option("--endpoint-url", metavar="U", help="An S3-compatible server (MinIO, R2, ...).")
 @click.option("--no-check", is_flag=True, help="Do not contact the remote now.")
+@click.option(
+    "--auto-push", is_flag=True, help="Push there at every turn's end ([remote] auto_push)."
+)
 @common_options
-def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
+def add(name: str, url: str, endpoint_url: str | None, no_check: bool, auto_push: bool) -> None:
     """Register a remote: s3://BUCKET[/PREFIX] or file:///PATH."""
     from snapstore.remote import parse_url
 
@@ -93,7 +99,7 @@ def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
         with open_remote(probe, name) as store:
             capabilities = store.check()
         settings["conditional_writes"] = str(capabilities.conditional_writes).lower()
-    set_remote(store_dir, name, settings)
+    set_remote(store_dir, name, settings, auto_push=auto_push)
     note = (
         ""
         if settings["conditional_writes"] == "true"
@@ -104,8 +110,11 @@ def add(name: str, url: str, endpoint_url: str | None, no_check: bool) -> None:
             "name": name,
             "url": parsed,
             "conditional_writes": settings["conditional_writes"] == "true",
+            "auto_push": auto_push,
         },
-        lambda: console(stderr=True).print(f"remote {name} → {parsed}{note}"),
+        lambda: console(stderr=True).print(
+            f"remote {name} → {parsed}{note}{'; pushed to at every turn end' if auto_push else ''}"
+        ),
     )
 
 
@@ -115,6 +124,7 @@ def list_remotes() -> None:
     """The configured remotes."""
     store_dir = options().store_dir()
     config = Config.load(store_dir) if store_dir else Config()
+    config.require_trusted()
     rows = [
         {
             "name": n,
@@ -144,7 +154,9 @@ def remove(name: str) -> None:
     """Forget a remote (its data stays where it is)."""
     store_dir = options().store_dir()
     assert store_dir is not None
-    if name not in Config.load(store_dir).remotes:
+    config = Config.load(store_dir)
+    config.require_trusted()
+    if name not in config.remotes:
         raise NotFound(f"no remote named {name!r}", remote=name)
     set_remote(store_dir, name, None)
     emit({"name": name}, lambda: console(stderr=True).print(f"forgot remote {name}"))
@@ -163,9 +175,10 @@ def remote_log(name: str | None) -> None:
     def human() -> None:
         out = console()
         for e in entries:
-            prompt = (e.prompt.strip().splitlines() or [""])[0][:60]
+            prompt = printable((e.prompt.strip().splitlines() or [""])[0][:60], quote=False)
             out.print(
-                f"{e.turn}  {e.session}@{e.origin[:8]}  {e.files} file(s)  {e.state}  {prompt}",
+                f"{e.turn}  {printable(e.session)}@{e.origin[:8]}  {e.files} file(s)  "
+                f"{e.state}  {prompt}",
                 markup=False,
             )
         if not entries:
@@ -208,13 +221,13 @@ def remote_fsck(name: str | None) -> None:
 @click.argument("name", required=False)
 @click.option(
     "--keep-days",
-    type=click.FloatRange(min=0),
+    type=Number("a number of days"),
     metavar="N",
     help="Drop the remote's turns older than N days (default: keep every turn).",
 )
 @click.option(
     "--grace-hours",
-    type=click.FloatRange(min=0),
+    type=Number("a number of hours"),
     default=24.0,
     show_default=True,
     metavar="H",
@@ -261,7 +274,7 @@ def _sync_human(verb: str, result: SyncResult) -> None:
 @common_options
 def push(name: str | None, everything: bool) -> None:
     """Upload the session's turns (or every session's) and the blobs the remote lacks."""
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
         sessions = _sessions(store, everything)
         with open_remote(config, _choose(config, name)) as remote_store:
@@ -285,9 +298,10 @@ def pull(name: str | None, everything: bool) -> None:
     machine's session gets NAME@<origin>. The workspace is not touched: `switch`
     applies a pulled turn.
     """
-    with open_resuming() as store:
+    with open_for_write() as store:
         config = Config.load(store.store_dir)
-        sessions = None if everything or not options().session else [options().session]
+        session = options().session
+        sessions = None if everything or not session else [session]
         with open_remote(config, _choose(config, name)) as remote_store:
             result = store.pull(remote_store, sessions)
     emit(result.to_json(), lambda: _sync_human("pulled", result))

@@ -12,15 +12,16 @@ import sys
 import click
 
 from snapstore import DEFAULT_SESSION
+from snapstore.core.records import BOTH, MODES, POLICIES, SKIP, SWITCH, Mode, Policy
 from snapstore.ops.diffs import entry_diff
-from snapstore.ops.plan import MODES, POLICIES, RewindResult
+from snapstore.ops.plan import RewindResult
 
 from ..app import (
     common_options,
     complete_turn,
     emit,
     is_new,
-    open_resuming,
+    open_for_write,
     options,
     print_start,
     require_turns,
@@ -51,14 +52,14 @@ def _report(result: RewindResult, verb: str) -> None:
 @click.option(
     "--mode",
     type=click.Choice(MODES),
-    default="both",
+    default=BOTH,
     show_default=True,
     help="Take back files and conversation, only code, or only the conversation.",
 )
 @click.option(
     "--on-conflict",
     type=click.Choice(POLICIES),
-    default="skip",
+    default=SKIP,
     show_default=True,
     help="skip: leave the file alone; markers: write conflict markers; "
     "theirs: force the version from before the turn.",
@@ -77,8 +78,8 @@ def _report(result: RewindResult, verb: str) -> None:
 @common_options
 def rewind(
     turn: str | None,
-    mode: str,
-    on_conflict: str,
+    mode: Mode,
+    on_conflict: Policy,
     paths: tuple[str, ...],
     dry_run: bool,
     yes: bool,
@@ -94,31 +95,33 @@ def rewind(
     if resume:
         with opts.open_store() as store:
             done = store.resume()
-        emit(
-            [r.to_json() for r in done],
-            lambda: (
-                [results.summary(r, "resumed") for r in done]
-                or say("no interrupted rewind to resume")
-            ),
-        )
+
+        def human() -> None:
+            for r in done:
+                results.summary(r, "resumed")
+            if not done:
+                say("no interrupted rewind to resume")
+
+        emit([r.to_json() for r in done], human)
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
-    with open_resuming() as store:
+    with open_for_write() as store:
         session = opts.session_for(store)
         if turn is None and is_new(store, session):  # the list of rewind points is empty
             emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
             return
         require_turns(store, session, "nothing to rewind")
         if turn is None:
-            from ..picker import SWITCH, choose
+            from ..picker import choose
 
-            turn, mode = choose(store, session, mode, _interactive(), force)
+            turn, choice = choose(store, session, mode, _interactive(), force)
             if turn is None:
                 return
-            if mode == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
+            if choice == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
                 result = store.switch(turn, on_conflict=on_conflict, force=force)
                 _report(result, "switched")
                 return
+            mode = choice
             yes = yes or _interactive()  # the picker has confirmed already
         if not (yes or dry_run) and _interactive():
             preview = store.rewind(
@@ -149,7 +152,7 @@ def rewind(
 @click.option(
     "--on-conflict",
     type=click.Choice(POLICIES),
-    default="skip",
+    default=SKIP,
     show_default=True,
     help="skip: leave the file alone; markers: write conflict markers; "
     "theirs: force the turn's version.",
@@ -158,14 +161,14 @@ def rewind(
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
 @common_options
-def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -> None:
+def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool) -> None:
     """Make the workspace what it was right after TURN: back, forward, or on another branch.
 
     TURN is a number from `snapstore log` or the id of any turn, rewound ones included
     (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
     """
     opts = options()
-    with open_resuming() as store:
+    with open_for_write() as store:
         session = opts.session  # an id names its own session; a number needs one
         if session is None and turn.strip().isdigit():
             session = opts.session_for(store)
@@ -181,17 +184,17 @@ def switch(turn: str, on_conflict: str, dry_run: bool, yes: bool, force: bool) -
 
 @click.command()
 @click.argument("rewind_id", required=False)
-@click.option("--on-conflict", type=click.Choice(POLICIES), default="skip", show_default=True)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @common_options
-def undo(rewind_id: str | None, on_conflict: str, dry_run: bool) -> None:
+def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
     """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     """
     opts = options()
-    with open_resuming() as store:
+    with open_for_write() as store:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
         result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)

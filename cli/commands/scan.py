@@ -19,6 +19,7 @@ from .. import fast
 from ..app import common_options, emit, options
 from ..output.plain import printable, say
 from ..output.results import scan_summary
+from ..params import Number
 
 
 @contextmanager
@@ -94,7 +95,7 @@ def _stop_watcher(store_dir: str, pid: int, timeout: float) -> bool:
 @click.command()
 @click.option(
     "--debounce",
-    type=float,
+    type=Number("a number of seconds"),
     default=0.2,
     show_default=True,
     metavar="SECONDS",

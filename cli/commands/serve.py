@@ -11,9 +11,11 @@ import time
 import click
 
 from snapstore import NotFound
+from snapstore.core.db import append_private
 
 from ..app import common_options, emit, options
 from ..output.plain import say
+from ..params import Number
 
 LOG_FILE = "serve.log"
 
@@ -33,7 +35,7 @@ LOG_FILE = "serve.log"
 )
 @click.option(
     "--port",
-    type=click.IntRange(1, 65535),
+    type=Number("a TCP port", whole=True, low=1, high=65535),
     metavar="N",
     help="Listen on this port, and keep it in the store's config (default: the "
     "one there, else a free one, chosen now).",
@@ -69,6 +71,7 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
         )
         return
     chosen = daemon.port(store_dir)
+    daemon.secret(store_dir)  # one that is not ours is refused here, not in the background
     if detach:
         found = _detach(store_dir, root, opts.env.lock_timeout)
         emit(
@@ -103,7 +106,7 @@ def _detach(store_dir: str, root: str, timeout: float) -> dict:
     from .. import daemon
 
     log = os.path.join(store_dir, LOG_FILE)
-    with open(log, "ab") as handle:
+    with append_private(log) as handle:
         proc = subprocess.Popen(
             [sys.executable, "-m", "snapstore_cli", "--root", root, "serve"],
             cwd=root,

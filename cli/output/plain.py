@@ -3,7 +3,7 @@
 Text from the store or the disk (file names, prompts, session and tool names,
 reasons) passes through :func:`printable` before it reaches a terminal, so that a
 name cannot clear the screen, forge a line or reorder what follows it. JSON keeps
-the raw strings. ``render`` re-exports it for the rich side.
+the raw strings. ``rich`` re-exports it for the rich side.
 """
 
 from __future__ import annotations

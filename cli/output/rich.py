@@ -21,21 +21,34 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from snapstore.core.records import OPEN, REWOUND
+
+from .plain import paint as paint_segments
 from .plain import printable
 
 if TYPE_CHECKING:
     from snapstore.ops.history import FileStat, RewindPoint
 
 
+#: The width of a console that is not a terminal: wide enough that no line is ever wrapped.
+UNWRAPPED = 1 << 16
+
+
 def console(stderr: bool = False) -> Console:
-    """A console that prints text as it is: paths and prompts are never read as markup."""
-    return Console(
+    """A console that prints text as it is: paths and prompts are never read as markup. Off a
+    terminal (a pipe, a file, a CI log) nothing is wrapped, whatever ``COLUMNS`` says: a line
+    of output stays one line, for grep and for programs that read it."""
+    out = Console(
         stderr=stderr,
         highlight=False,
         markup=False,
         soft_wrap=False,
         no_color="NO_COLOR" in os.environ,
     )
+    if not out.is_terminal:
+        out.soft_wrap = True
+        out.width = UNWRAPPED
+    return out
 
 
 def relative_time(ts: float, now: float | None = None) -> str:
@@ -68,10 +81,6 @@ def stats_text(added: int, removed: int, files: int | None = None) -> Text:
     return text
 
 
-#: SGR codes for the few styles the rewind-point list uses.
-_SGR = {"bold": "1", "dim": "2", "green": "32", "red": "31", "yellow": "33", "cyan": "36"}
-
-
 def points_table(
     points: list[RewindPoint],
     now: float | None = None,
@@ -86,12 +95,12 @@ def points_table(
     """
 
     def paint(text: str, style: str) -> str:
-        return f"\x1b[{_SGR[style]}m{text}\x1b[0m" if colour and style else text
+        return paint_segments(((text, style),), colour)
 
     rows = []
     for point in points:
         turn = point.turn
-        files = len(point.files)
+        count = len(point.files)
         rows.append(
             (
                 str(point.n) if point.n is not None else "-",
@@ -99,7 +108,7 @@ def points_table(
                 relative_time(turn.created, now),
                 printable(first_line(turn.prompt)),
                 turn.state,
-                f"{files} file{'s' if files != 1 else ''}",
+                f"{count} file{'s' if count != 1 else ''}",
                 f"+{point.added}",
                 f"-{point.removed}",
             )
@@ -115,7 +124,7 @@ def points_table(
             "bold",
         )
     ]
-    colours = {"rewound": "yellow", "open": "cyan"}
+    colours = {REWOUND: "yellow", OPEN: "cyan"}
     for n, turn_id, when, prompt, state, files, added, removed in rows:
         if len(prompt) > widths[3]:
             prompt = prompt[: widths[3] - 1] + "…"

@@ -16,17 +16,30 @@ the agent.
 
 import json
 import os
+from collections.abc import Mapping
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from ..core.errors import BadInput
 
 if TYPE_CHECKING:
     from ..store import Store
 
-BEGIN, PRE, POST, END, START, IGNORE = "begin", "pre", "post", "end", "start", "ignore"
-#: Around the agent's shell tool (scan mode); DENIED: a tool call that will not run.
-SHELL_PRE, SHELL_POST, DENIED = "shell-pre", "shell-post", "denied"
+#: What a hook event is to snapstore: a prompt (begin), a file tool call about to run (pre)
+#: or done (post), the turn's end, the agent's start, or nothing (ignore); around the
+#: agent's shell tool (scan mode), shell-pre and shell-post; denied: a call that will not run.
+EventKind = Literal[
+    "begin", "pre", "post", "end", "start", "ignore", "shell-pre", "shell-post", "denied"
+]
+BEGIN: Final = "begin"
+PRE: Final = "pre"
+POST: Final = "post"
+END: Final = "end"
+START: Final = "start"
+IGNORE: Final = "ignore"
+SHELL_PRE: Final = "shell-pre"
+SHELL_POST: Final = "shell-post"
+DENIED: Final = "denied"
 #: Every agent with an adapter module here, by its command-line name.
 AGENT_NAMES = (
     "claude-code",
@@ -62,7 +75,7 @@ class Agent(NamedTuple):
     """
 
     name: str
-    events: dict[str, str]  # event name -> BEGIN, PRE, POST, DENIED, END or START
+    events: Mapping[str, EventKind]  # event name -> BEGIN, PRE, POST, DENIED, END or START
     file_tools: tuple[str, ...]  # the tools that write files
     path_keys: tuple[str, ...]  # where in the tool's arguments the path (or list of paths) is
     silent: str  # what a successful hook prints on stdout
@@ -77,16 +90,27 @@ class Agent(NamedTuple):
     prompt_keys: tuple[str, ...] = ("prompt",)  # a string, or a list of {type: text} parts
     patch_tools: tuple[str, ...] = ()  # tools whose argument is an apply_patch text
     patch_keys: tuple[str, ...] = ()  # where in their arguments the patch text is
-    event_tools: dict[str, str] | None = None  # events that stand for one tool (Windsurf)
-    replies: dict[str, str] | None = None  # what to print on success for these events
+    event_tools: Mapping[str, str] = {}  # events that stand for one tool (Windsurf)
+    replies: Mapping[str, str] = {}  # what to print on success for these events
     continuations: bool = False  # an empty prompt continues the turn (Qwen Code)
     deny: str = ""  # what blocks in strict mode, printed with {reason} (Cline); "": exit 2
+
+    def hooked_tools(self, shell: bool) -> tuple[str, ...]:
+        """The tools whose calls the hooks ask to see: the file tools, and in scan mode
+        (``shell``) the shell tool too."""
+        return self.file_tools + (self.shell_tools if shell else ())
+
+    def matcher(self, shell: bool, whole: bool = False) -> str:
+        """The hooked tools as the agent's tool matcher, a regular expression; ``whole``
+        anchors it, for agents that search the tool's name with it rather than match it."""
+        names = "|".join(self.hooked_tools(shell))
+        return f"^({names})$" if whole else names
 
 
 class HookAction(NamedTuple):
     """What one hook event asks snapstore to do."""
 
-    kind: str
+    kind: EventKind
     session: str = ""
     cwd: str = ""
     prompt: str = ""
@@ -184,9 +208,7 @@ def parse(
     if kind == BEGIN:
         return HookAction(kind, session, where, prompt, message_id, event=event)
     if kind in (PRE, POST, DENIED):
-        tool = (agent.event_tools or {}).get(event) or field_str(
-            payload, agent.tool_keys, "tool name"
-        )
+        tool = agent.event_tools.get(event) or field_str(payload, agent.tool_keys, "tool name")
         if tool in agent.shell_tools:
             call = dig(payload, agent.call_id_key) if agent.call_id_key else None
             return HookAction(
@@ -277,7 +299,7 @@ def patch_paths(text: str) -> list[str]:
 
 def reply(agent: Agent, event: str) -> str:
     """What a successful hook prints for ``event``."""
-    return (agent.replies or {}).get(event, agent.silent)
+    return agent.replies.get(event, agent.silent)
 
 
 def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome:
@@ -310,8 +332,8 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             [f"{path}: {reason}" for path, reason in result.skipped],
         )
     if action.kind == END:
-        turn = store.open_turn(action.session)
-        if turn is not None and not _later_turn(turn.message_id, action.message_id):
+        open_turn = store.open_turn(action.session)
+        if open_turn is not None and not _later_turn(open_turn.message_id, action.message_id):
             return HookOutcome(action, store.end_turn(action.session, scan=scan).id)
     return HookOutcome(action)
 

@@ -51,7 +51,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     def hook() -> list[dict[str, Any]]:
         return [{"type": "command", "command": command}]
 
-    tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
+    tools = AGENT.matcher(shell, whole=True)
     return {
         "PromptSubmit": [{"hooks": hook()}],
         "PreToolUse": [{"matcher": tools, "hooks": hook()}],

@@ -52,7 +52,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     """The hooks to merge into .claude/settings.json; ``shell``: scan mode's Bash hooks."""
     from .install import claude_shaped
 
-    tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
+    tools = AGENT.matcher(shell)
     block = claude_shaped(command, tools)
     if shell:
         block["PostToolUseFailure"] = claude_shaped(command, tools)["PostToolUse"]

@@ -46,7 +46,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     """The hooks to merge into .codex/hooks.json (timeouts in seconds)."""
     from .install import claude_shaped
 
-    return claude_shaped(command, "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())))
+    return claude_shaped(command, AGENT.matcher(shell))
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:

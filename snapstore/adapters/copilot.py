@@ -51,7 +51,7 @@ CONFIG = {
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks for a Copilot hooks file; each command names its event."""
-    tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
+    tools = AGENT.matcher(shell)
 
     def hook(event: str, matcher: bool = False) -> list[dict[str, Any]]:
         entry = {"type": "command", "bash": f"{command} {event}", "timeoutSec": 30}
@@ -59,8 +59,8 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
 
     return {
         "userPromptSubmitted": hook("userPromptSubmitted"),
-        "preToolUse": hook("preToolUse", True),
-        "postToolUse": hook("postToolUse", True),
+        "preToolUse": hook("preToolUse", matcher=True),
+        "postToolUse": hook("postToolUse", matcher=True),
         "agentStop": hook("agentStop"),
         "sessionEnd": hook("sessionEnd"),
     }

@@ -42,7 +42,7 @@ CONFIG = {"project": ".cursor/hooks.json", "user": "~/.cursor/hooks.json"}
 
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks for .cursor/hooks.json: flat entries (timeouts in seconds)."""
-    tools = "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ()))
+    tools = AGENT.matcher(shell)
 
     def hook(matcher: bool = False) -> list[dict[str, Any]]:
         entry: dict[str, Any] = {"command": command, "timeout": 30}
@@ -50,8 +50,8 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
 
     return {
         "beforeSubmitPrompt": hook(),
-        "preToolUse": hook(True),
-        "postToolUse": hook(True),
+        "preToolUse": hook(matcher=True),
+        "postToolUse": hook(matcher=True),
         "stop": hook(),
         "sessionEnd": hook(),
     }

@@ -48,7 +48,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
             "timeout": 30000,
         }
 
-    tools = "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
+    tools = AGENT.matcher(shell, whole=True)
     return {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
         "BeforeTool": [{"matcher": tools, "hooks": [hook("pre-write")]}],

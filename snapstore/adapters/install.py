@@ -18,7 +18,13 @@ import tempfile
 from typing import Any
 
 from ..core.errors import BadInput
+from . import jsonc
 
+#: The agents whose settings parser allows ``//`` and ``/* */`` comments: Gemini CLI and its fork
+#: Qwen Code read settings.json with ``JSON.parse(stripJsonComments(text))`` (strip-json-comments,
+#: without its trailingCommas option, so a trailing comma still fails there). Claude Code and
+#: the others parse strict JSON and reject a comment.
+COMMENTS = ("gemini-cli", "qwen-code")
 #: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
 COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Claude Code)
 
@@ -85,8 +91,9 @@ def merge_hooks(
     absent, by dotted key (``version``; an old Gemini CLI's ``tools.enableHooks``
     and ``hooks.enabled``). Other keys, hooks and their order are kept.
     """
-    settings = read_json(settings_path)
+    settings = read_json(settings_path, comments=agent in COMMENTS)
     before = json.dumps(settings)
+    old = json.loads(before)
     for key, value in (top or {}).items():
         *parents, leaf = key.split(".")
         holder = settings
@@ -118,19 +125,33 @@ def merge_hooks(
             current[ours[0] : ours[0]] = entries
             changed.append(event)
     if json.dumps(settings) != before:
-        write_text(settings_path, json.dumps(settings, indent=2) + "\n")
+        text = _read_text(settings_path) or ""
+        if agent in COMMENTS and jsonc.has_comments(text):
+            write_text(settings_path, jsonc.edit(text, old, settings, settings_path))
+        else:
+            write_text(settings_path, json.dumps(settings, indent=2) + "\n")
     return changed
 
 
-def read_json(path: str) -> dict[str, Any]:
-    """A JSON settings file as an object (empty when the file is absent or blank)."""
+def _read_text(path: str) -> str | None:
+    """A settings file's text; None when it is absent."""
     try:
         with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+            return handle.read()
     except FileNotFoundError:
-        return {}
+        return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"cannot read {path}: {exc}") from None
+
+
+def read_json(path: str, comments: bool = False) -> dict[str, Any]:
+    """A JSON settings file as an object (empty when the file is absent or blank); with
+    ``comments``, ``//`` and ``/* */`` comments are allowed, as the agent that reads it does."""
+    text = _read_text(path)
+    if text is None:
+        return {}
+    if comments:
+        text = jsonc.blank(text)
     try:
         settings = json.loads(text) if text.strip() else {}
     except ValueError as exc:
@@ -227,7 +248,7 @@ def hook_commands(path: str, agent: str) -> list[str]:
         command = shlex.join(json.loads(match.group(1)))
         return [command] if is_ours(command, agent) else []
     try:
-        settings = json.loads(text)
+        settings = json.loads(jsonc.blank(text) if agent in COMMENTS else text)
     except ValueError:
         return []
     hooks = settings.get("hooks") if isinstance(settings, dict) else None

@@ -96,7 +96,7 @@ def plugin(command: str, shell: bool = False) -> str:
     """The plugin's source: ``command`` is the shell-quoted snapstore hook command."""
     import shlex  # not on the hook's path
 
-    tools = AGENT.file_tools + (AGENT.shell_tools if shell else ())
+    tools = AGENT.hooked_tools(shell)
     return PLUGIN % {
         "mark": MARK,
         "command": json.dumps(shlex.split(command)),

@@ -39,9 +39,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     from .install import claude_shaped
 
     # anchored: Qwen Code tests an unanchored alternation as a regex (`edit` in `multi_edit`)
-    return claude_shaped(
-        command, "^(" + "|".join(AGENT.file_tools + (AGENT.shell_tools if shell else ())) + ")$"
-    )
+    return claude_shaped(command, AGENT.matcher(shell, whole=True))
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:

@@ -52,10 +52,21 @@ _HEAD = 1 + _SIZE.size
 
 
 def digest(data: bytes) -> bytes:
-    """The BLAKE3 digest that names these bytes."""
+    """The BLAKE3 digest that names these bytes: a blob's key, a remote object's name.
+
+    Every BLAKE3 in snapstore goes through here or :func:`digest_hex`. The module is
+    imported on first use, not at start-up: a hook that hashes nothing never loads it.
+    """
     from blake3 import blake3
 
     return blake3(data).digest()
+
+
+def digest_hex(data: bytes) -> str:
+    """:func:`digest` in hex: how a version, a turn id or a remote key spells it."""
+    from blake3 import blake3
+
+    return blake3(data).hexdigest()
 
 
 class BlobHeader(NamedTuple):

@@ -29,17 +29,19 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import struct
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any, TypeVar
+from contextlib import contextmanager, suppress
+from typing import Any, BinaryIO, TypeVar
 
 import lmdb
 
 from . import faults
 from .errors import (
     NoStore,
+    NotAFolder,
     SchemaMismatch,
     SnapstoreError,
     StoreCorrupt,
@@ -51,6 +53,10 @@ from .errors import (
 
 #: The store's folder in a workspace root.
 STORE_DIRNAME = ".snapstore"
+#: The store is private, whatever the umask: it holds the bytes of every file captured (a
+#: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
+#: bits away), and a store opened for writing has any wider mode taken back.
+DIR_MODE, FILE_MODE = 0o700, 0o600
 SCHEMA_VERSION = 2
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
 UPGRADABLE = (1,)
@@ -112,7 +118,7 @@ def _flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = 
         fd = (
             os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             if readonly
-            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         )
     except OSError as exc:
         reason = _denied(exc)
@@ -277,7 +283,7 @@ class Database:
                     lock_timeout,
                     "compaction lock",
                 )
-                self.env = self._open_env(fresh, map_size)
+                self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
                 if fresh:
                     raise
@@ -293,6 +299,8 @@ class Database:
             if create:
                 self._init_meta(meta or {})
             self._check_schema()
+            if self.read_only is None:
+                make_private(store_dir)
         except BaseException:
             self.close()
             raise
@@ -300,7 +308,7 @@ class Database:
     def _open_env(self, create: bool, map_size: int, readonly: bool = False) -> lmdb.Environment:
         path = os.path.join(self.store_dir, DB_DIR)
         if create:
-            os.makedirs(path, exist_ok=True)
+            os.makedirs(path, DIR_MODE, exist_ok=True)
         elif not os.path.isfile(data_file(self.store_dir)):
             raise StoreCorrupt(f"{self.store_dir} is not a snapstore store (no database)")
         else:
@@ -320,6 +328,7 @@ class Database:
                 lock=not readonly,
                 sync=self.durable,
                 metasync=self.durable,
+                mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
             )
         except lmdb.InvalidError:
             raise StoreCorrupt(
@@ -366,7 +375,7 @@ class Database:
                 "no write.lock to keep writers out while it is read",
                 reason=reason,
             )
-        self.env = self._open_env(False, map_size, readonly=True)
+        self.env = self._open_env(create=False, map_size=map_size, readonly=True)
 
     def _open_data_fd(self) -> None:
         if self._data_fd is None:
@@ -506,8 +515,8 @@ class Database:
     def _write_failed(self, exc: lmdb.Error) -> SnapstoreError:
         """What a failed commit means. LMDB reports a short write (a disk that filled up
         during the commit) as EIO, so EIO on a disk with little room left is a full disk."""
-        stat = os.statvfs(self.store_dir)
-        free = stat.f_bavail * stat.f_frsize
+        fs = os.statvfs(self.store_dir)
+        free = fs.f_bavail * fs.f_frsize
         eio = getattr(exc, "errno", None) == errno.EIO or "Input/output" in str(exc)
         if _is_enospc(exc) or (eio and free < LOW_SPACE):
             return StoreFull(f"the store's disk is full ({free // 1024} KiB free): {exc}")
@@ -550,8 +559,9 @@ class Database:
             db_dir = os.path.join(self.store_dir, DB_DIR)
             tmp = os.path.join(self.store_dir, COMPACT_DIR)
             shutil.rmtree(tmp, ignore_errors=True)
-            os.mkdir(tmp)
+            os.mkdir(tmp, DIR_MODE)
             self.env.copy(tmp, compact=True)
+            os.chmod(os.path.join(tmp, "data.mdb"), FILE_MODE)  # LMDB makes its copy 0666
             _fsync(os.path.join(tmp, "data.mdb"))
             faults.point("db.compact_copied")
             map_size = self.env.info()["map_size"]
@@ -561,7 +571,7 @@ class Database:
             _fsync(db_dir)
             faults.point("db.compact_swapped")
             shutil.rmtree(tmp, ignore_errors=True)
-            self.env = self._open_env(False, map_size)
+            self.env = self._open_env(create=False, map_size=map_size)
             self.dbs = self._open_existing()
         finally:
             fcntl.flock(self._open_fd, fcntl.LOCK_SH)
@@ -569,9 +579,10 @@ class Database:
 
     def close(self) -> None:
         env = getattr(self, "env", None)
-        if env is not None and os.getpid() == self._pid:
-            env.close()
-        self.env = None
+        if env is not None:
+            if os.getpid() == self._pid:
+                env.close()
+            del self.env  # closed: a later close finds none
         self._close_data_fd()
         for name in ("_guard_fd", "_open_fd"):
             fd = getattr(self, name, None)
@@ -580,8 +591,9 @@ class Database:
                 setattr(self, name, None)
 
     def _close_data_fd(self) -> None:
-        if getattr(self, "_data_fd", None) is not None:
-            os.close(self._data_fd)
+        fd = getattr(self, "_data_fd", None)
+        if fd is not None:
+            os.close(fd)
             self._data_fd = None
 
 
@@ -644,7 +656,8 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int, durable: boo
     _remove_stale_builds(parent, name)
     tmp = os.path.join(parent, f"{name}.new-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(os.path.join(tmp, DB_DIR))
+    os.mkdir(tmp, DIR_MODE)
+    os.mkdir(os.path.join(tmp, DB_DIR), DIR_MODE)
     env = lmdb.open(
         os.path.join(tmp, DB_DIR),
         subdir=True,
@@ -654,6 +667,7 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int, durable: boo
         meminit=False,
         sync=durable,
         metasync=durable,
+        mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
     )
     try:
         with env.begin(write=True) as txn:
@@ -697,15 +711,58 @@ def _alive(pid: int) -> bool:
 
 
 def _check_store_dir(store_dir: str, create: bool) -> None:
+    try:
+        mode = os.stat(store_dir).st_mode
+    except FileNotFoundError:
+        if not create:
+            raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir) from None
+        mode = None
+    if mode is not None and not stat.S_ISDIR(mode):
+        kind = "file" if stat.S_ISREG(mode) else "special file (not a folder)"
+        raise NotAFolder(
+            f"{store_dir} is a {kind}, not a snapstore store, which is a folder",
+            store_dir=store_dir,
+            kind=kind,
+        )
     if create:
-        if os.path.exists(store_dir) and not os.path.isdir(store_dir):
-            raise StoreCorrupt(f"{store_dir} exists and is not a snapstore store (not a folder)")
-        os.makedirs(store_dir, exist_ok=True)
+        os.makedirs(store_dir, DIR_MODE, exist_ok=True)
+
+
+def make_private(store_dir: str) -> None:
+    """Take back group and other access from a store made before stores were private (or
+    that came with a clone): its folder, then everything in it, once. A store that is
+    private already costs one ``stat``. Another user's store is left as it is."""
+    if not os.stat(store_dir).st_mode & 0o077:
         return
-    if not os.path.exists(store_dir):
-        raise NoStore(f"no snapstore store at {store_dir}", store_dir=store_dir)
-    if not os.path.isdir(store_dir):
-        raise StoreCorrupt(f"{store_dir} is not a snapstore store (not a folder)")
+    try:
+        os.chmod(store_dir, DIR_MODE)
+    except PermissionError:
+        return
+    for folder, dirs, files in os.walk(store_dir):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            try:
+                mode = os.lstat(path).st_mode
+                if (stat.S_ISDIR(mode) or stat.S_ISREG(mode)) and mode & 0o077:
+                    os.chmod(path, stat.S_IMODE(mode) & ~0o077)
+            except OSError:
+                continue  # gone meanwhile, or another user's file: the folder guards it
+
+
+def makedirs_private(path: str) -> None:
+    """A folder in the store and the folders above it, each made 0700 (``os.makedirs``
+    gives its mode to the last one only)."""
+    if os.path.isdir(path):
+        return
+    makedirs_private(os.path.dirname(path))
+    with suppress(FileExistsError):
+        os.mkdir(path, DIR_MODE)
+
+
+def append_private(path: str) -> BinaryIO:
+    """A log in the store, opened to append; created 0600."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+    return os.fdopen(fd, "ab")
 
 
 def holder_info(path: str) -> dict[str, Any] | None:

@@ -23,10 +23,15 @@ class SnapstoreError(Exception):
     """Base class: a failure the user can act on, with a one-line message.
 
     Keyword arguments become attributes (``turn``, ``session``, ``path``, ...)
-    so that callers can act on the facts rather than parse the message.
+    so that callers can act on the facts rather than parse the message. Each class
+    declares the facts it carries, so that a checker sees them; a fact that only some
+    raises give defaults to None.
     """
 
     code = "error"
+    message: str
+    fields: dict[str, Any]
+    path: str | None = None
 
     def __init__(self, message: str, **fields: Any):
         message = message.translate(_CONTROL)  # a hostile path must not break the one line
@@ -44,6 +49,9 @@ class BadInput(SnapstoreError):
     """A wrong path, malformed payload or invalid argument."""
 
     code = "bad_input"
+    turn: str | None = None
+    session: str | None = None
+    ref: str | None = None
 
 
 class UnsafePath(BadInput):
@@ -56,30 +64,45 @@ class NotOnBranch(BadInput):
     """A turn that is not on the session's current branch (fields: ``turn``, ``session``,
     ``state``)."""
 
+    turn: str
+    session: str
+    state: str
+
 
 class RunActive(SnapstoreError):
     """Refused because a turn of the session is still open (fields: ``turn``, ``session``)."""
 
     code = "run_active"
+    turn: str | None = None
+    session: str | None = None
 
 
 class Unfinished(RunActive):
     """Refused because a rewind or undo was interrupted and is not finished
     (field: ``operation``)."""
 
+    operation: str
+
 
 class StoreLocked(SnapstoreError):
     """Another process held a lock of the store past the timeout (fields: ``what``, ``timeout``)."""
 
     code = "locked"
+    what: str | None = None
+    timeout: float | None = None
 
 
 class WatcherRunning(StoreLocked):
     """A watcher already runs for this store (field: ``pid``)."""
 
+    pid: int | None
+
 
 class ServeRunning(StoreLocked):
     """``snapstore serve`` already runs for this store (fields: ``pid``, ``port``)."""
+
+    pid: int | None
+    port: int | None
 
 
 class StoreReadOnly(SnapstoreError):
@@ -87,6 +110,7 @@ class StoreReadOnly(SnapstoreError):
     (field: ``reason``). Reading it still works."""
 
     code = "read_only"
+    reason: str
 
 
 class StoreFull(SnapstoreError):
@@ -99,32 +123,56 @@ class NotFound(SnapstoreError):
     """An unknown session, turn or rewind, or nothing to act on."""
 
     code = "not_found"
+    session: str | None = None
+    remote: str | None = None
 
 
 class NoStore(NotFound):
     """No store where one was looked for (field: ``store_dir`` or ``start``)."""
 
+    store_dir: str | None = None
+    start: str | None = None
+
 
 class UnknownSession(NotFound):
     """No session of that name in the store (field: ``session``)."""
+
+    session: str
 
 
 class UnknownTurn(NotFound):
     """No turn matches a reference (fields: ``ref``, ``session``; ``count`` for a number
     beyond the session's rewind points)."""
 
+    ref: str
+    count: int | None = None
+
 
 class StoreCorrupt(SnapstoreError):
     """The store failed verification: bad digest, malformed record, not a store."""
 
     code = "corrupt"
+    turn: str | None = None
+    operation: str | None = None
+
+
+class NotAFolder(StoreCorrupt):
+    """Where the store should be, something else is: a file, a link, a device (fields:
+    ``store_dir``, ``kind``). Nothing is read from it, and nothing replaces it."""
 
 
 class StoreDamaged(StoreCorrupt):
     """The store's data file is damaged where LMDB would map it: cut short, or a meta page
     unreadable (fields: ``path``, ``size``, ``needed``). Nothing in it is read."""
 
+    path: str
+    size: int
+    needed: int
+
 
 class SchemaMismatch(StoreCorrupt):
     """The store was written by a schema this snapstore does not know
     (fields: ``found``, ``known``)."""
+
+    found: str | int  # the version the store names, or its text when that is no number
+    known: int

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from . import faults
 from .db import STORE_DIRNAME
 from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
-from .records import FILE, LINK, Entry
+from .records import FILE, LINK, Entry, fingerprint
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Up to this many paths, a flush syncs each file and folder; above, the whole file
@@ -179,6 +179,19 @@ class Workspace:
                 return os.stat(_leaf(rel), dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 return None
+
+    def holds(self, rel: str, seen: bytes | None) -> bool:
+        """Whether ``rel`` still holds what a read saw: ``seen`` is the stat fingerprint of
+        what was read (:func:`~snapstore.core.records.fingerprint`), or None for nothing (no
+        path, or a folder: folders are not versioned). Capture, scan and rewind ask this
+        under the write lock, so that what they commit is what the path holds."""
+        try:
+            now = self.lstat(rel)
+        except SnapstoreError:
+            return False
+        if seen is None:
+            return now is None or stat.S_ISDIR(now.st_mode)
+        return now is not None and fingerprint(now) == seen
 
     def read(self, rel: str) -> Entry | None:
         """The current content of ``rel``, or None when it does not exist."""
@@ -529,7 +542,7 @@ def _syncfs() -> Callable[[int], int] | None:
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.syncfs  # type: ignore[no-any-return]
+        return libc.syncfs
     except (OSError, AttributeError):
         return None
 

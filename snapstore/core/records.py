@@ -20,19 +20,74 @@ import json
 import os
 import stat
 import struct
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any, Final, Literal, NamedTuple, get_args
 
 from .blobs import digest
 from .errors import StoreCorrupt
 
 #: The session of a command that names none (the CLI: ``$SNAPSTORE_SESSION``, else this).
 DEFAULT_SESSION = "default"
-FILE, LINK = "file", "link"
-OPEN, CLOSED, REWOUND = "open", "closed", "rewound"
-AGENT, USER, REWIND, REVERT = "agent", "user", "rewind", "revert"
+
+# The words records are made of, each a ``Literal`` type with its values as constants, so
+# that a checker sees a misspelt one; ``Final`` keeps each constant's literal type.
+
+#: What a version or an entry is: file bytes, or a symlink's target.
+Kind = Literal["file", "link"]
+FILE: Final = "file"
+LINK: Final = "link"
+
+#: A turn's state: open (its changes go on), closed, or taken back by a rewind.
+TurnState = Literal["open", "closed", "rewound"]
+OPEN: Final = "open"
+CLOSED: Final = "closed"
+REWOUND: Final = "rewound"
+
+#: What a turn is: a user message's (agent), changes nobody's agent made (user), a
+#: rewind, switch or undo (rewind), or an undo that became a turn on the branch (revert).
+TurnKind = Literal["agent", "user", "rewind", "revert"]
+AGENT: Final = "agent"
+USER: Final = "user"
+REWIND: Final = "rewind"
+REVERT: Final = "revert"
 #: Turns that stand on a session's branches: a user message's turn, and an undo that
 #: could not move the head back and so became a turn of its own on top (as git revert).
-BRANCH_KINDS = (AGENT, REVERT)
+BRANCH_KINDS: tuple[TurnKind, ...] = (AGENT, REVERT)
+
+#: Who recorded a change: an agent's hook, a scan, the watcher, a rewind (``REWIND``), or
+#: a pull (the uncommitted changes a session started from).
+Source = Literal["hook", "scan", "watch", "rewind", "base"]
+HOOK: Final = "hook"
+SCAN: Final = "scan"
+WATCH: Final = "watch"
+BASE: Final = "base"
+
+#: What a rewind takes back: files and conversation, only the files, only the conversation.
+Mode = Literal["both", "code", "conversation"]
+BOTH: Final = "both"
+CODE: Final = "code"
+CONVERSATION: Final = "conversation"
+MODES: tuple[Mode, ...] = get_args(Mode)
+
+#: What a rewind does with a file it cannot merge: leave it, write conflict markers, or
+#: force the version it goes to.
+Policy = Literal["skip", "markers", "theirs"]
+SKIP: Final = "skip"
+MARKERS: Final = "markers"
+THEIRS: Final = "theirs"
+POLICIES: tuple[Policy, ...] = get_args(Policy)
+
+#: What an operation record is (a rewind is ``REWIND``), and how far it has got.
+Action = Literal["rewind", "switch", "undo"]
+SWITCH: Final = "switch"
+UNDO: Final = "undo"
+Status = Literal["planned", "applied"]
+PLANNED: Final = "planned"
+APPLIED: Final = "applied"
+
+#: The empty mapping a record's mapping fields default to; records are never changed in
+#: place (``_replace`` makes a new one), and the ``Mapping`` type keeps it so.
+_EMPTY: Mapping[str, Any] = {}
 
 
 class Version(NamedTuple):
@@ -40,7 +95,7 @@ class Version(NamedTuple):
 
     digest: str
     mode: int = 0o644
-    kind: str = FILE
+    kind: Kind = FILE
 
     @property
     def key(self) -> bytes:
@@ -54,7 +109,7 @@ class Version(NamedTuple):
 class Entry(NamedTuple):
     """What a path holds on disk: file bytes or a link target, with permission bits."""
 
-    kind: str
+    kind: Kind
     data: bytes
     mode: int = 0o644
     stat: os.stat_result | None = None
@@ -108,7 +163,7 @@ def differs(a: Version | None, b: Version | None) -> bool:
 
 
 class Change(NamedTuple):
-    """One recorded write to one path within a turn."""
+    """One recorded write to one path within a turn (made by ``opened`` or ``recorded``)."""
 
     turn: str
     seq: int
@@ -117,9 +172,42 @@ class Change(NamedTuple):
     after: Version | None = None
     done: bool = False  # whether ``after`` has been recorded
     tool: str = ""
-    source: str = "hook"
+    source: Source = HOOK
     time: float = 0.0
     mkdirs: int = 0  # parent folders that did not exist before this change
+
+    @classmethod
+    def opened(
+        cls,
+        *,
+        turn: str,
+        seq: int,
+        path: str,
+        before: Version | None,
+        tool: str,
+        source: Source,
+        time: float,
+        mkdirs: int = 0,
+    ) -> "Change":
+        """A write about to happen: what the path held is kept, its ``after`` awaited."""
+        return cls(turn, seq, path, before, None, False, tool, source, time, mkdirs)
+
+    @classmethod
+    def recorded(
+        cls,
+        *,
+        turn: str,
+        seq: int,
+        path: str,
+        before: Version | None,
+        after: Version | None,
+        tool: str,
+        source: Source,
+        time: float,
+        mkdirs: int = 0,
+    ) -> "Change":
+        """A write already done: both sides are known."""
+        return cls(turn, seq, path, before, after, True, tool, source, time, mkdirs)
 
 
 class RewindOp(NamedTuple):
@@ -128,18 +216,18 @@ class RewindOp(NamedTuple):
     session: str
     target: str | None  # rewind: the first turn taken back; switch: the turn switched
     # to; undo: the operation undone
-    mode: str
-    status: str = "planned"  # planned -> applied
+    mode: Mode
+    status: Status = PLANNED
     prev_head: str | None = None
     new_head: str | None = None
-    reverted: tuple[str, ...] | list[str] = ()  # turns it took back (marked rewound)
-    paths: tuple[str, ...] | list[str] = ()
+    reverted: tuple[str, ...] = ()  # turns it took back (marked rewound)
+    paths: tuple[str, ...] = ()
     undoes: str | None = None
     undone_by: str | None = None
     prev_rewind: str | None = None
-    result: dict[str, Any] | None = None
-    action: str = "rewind"  # rewind | switch | undo
-    forward: tuple[str, ...] | list[str] = ()  # turns it put back (closed again)
+    result: Mapping[str, Any] = _EMPTY  # what it reported (while planned: and ``rmdirs``)
+    action: Action = REWIND
+    forward: tuple[str, ...] = ()  # turns it put back (closed again)
     on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
 
 
@@ -149,19 +237,19 @@ class Turn(NamedTuple):
     id: str
     session: str
     seq: int
-    kind: str = AGENT
+    kind: TurnKind = AGENT
     parent: str | None = None
     prompt: str = ""
     message_id: str | None = None
     created: float = 0.0
     closed: float | None = None
-    state: str = OPEN
+    state: TurnState = OPEN
     implicit: bool = False
     next_change: int = 0  # the seq the next change of this turn gets
-    open_changes: dict[str, int] | None = None  # path -> seq of its change awaiting ``after``
+    open_changes: Mapping[str, int] = _EMPTY  # path -> seq of its change awaiting ``after``
     op: RewindOp | None = None
-    open_calls: dict[str, int] | None = None  # path -> tool calls in flight on it, when over 1
-    unattributed: list[str] | None = None  # a ``user`` turn seen in sessions' shared windows
+    open_calls: Mapping[str, int] = _EMPTY  # path -> tool calls in flight on it, when over 1
+    unattributed: tuple[str, ...] = ()  # a ``user`` turn seen in sessions' shared windows
 
 
 class Session(NamedTuple):
@@ -176,7 +264,14 @@ class Session(NamedTuple):
     origin: dict[str, str] | None = None  # pulled: {"store": its store id, "name": its name}
 
 
-def _version(value: Any) -> Version | None:
+def version_to_json(version: Version | None) -> list[Any] | None:
+    """A version as JSON stores it (records, session bases, remote turns): the triple
+    ``[digest, mode, kind]``, or null for no file."""
+    return None if version is None else [version.digest, version.mode, version.kind]
+
+
+def version_from_json(value: Any) -> Version | None:
+    """The version a JSON triple (or null) holds; ValueError or TypeError when it holds none."""
     if value is None:
         return None
     digest, mode, kind = value
@@ -184,9 +279,7 @@ def _version(value: Any) -> Version | None:
 
 
 def _plain(value: Any) -> Any:
-    if isinstance(value, Version):
-        return [value.digest, value.mode, value.kind]
-    return value
+    return version_to_json(value) if isinstance(value, Version) else value
 
 
 def dumps(record: Any) -> bytes:
@@ -197,20 +290,41 @@ def dumps(record: Any) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return _EMPTY if value is None else value  # null: written by an earlier release
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return () if value is None else tuple(value)  # null: written by an earlier release
+
+
+def _op(value: Any) -> RewindOp | None:
+    return None if value is None else _decode(RewindOp, value)
+
+
 _LOADERS = {
-    "before": _version,
-    "after": _version,
-    "op": lambda op: None if op is None else RewindOp(**op),
+    "before": version_from_json,
+    "after": version_from_json,
+    "op": _op,
+    "open_changes": _mapping,
+    "open_calls": _mapping,
+    "result": _mapping,
+    "unattributed": _strings,
+    "reverted": _strings,
+    "paths": _strings,
+    "forward": _strings,
 }
+
+
+def _decode(cls: Any, data: dict[str, Any]) -> Any:
+    return cls(
+        **{key: _LOADERS[key](value) if key in _LOADERS else value for key, value in data.items()}
+    )
 
 
 def loads(cls: type, raw: bytes) -> Any:
     """Decode a record of type ``cls``, refusing anything that is not one."""
     try:
-        data = json.loads(raw)
-        data = {
-            key: _LOADERS[key](value) if key in _LOADERS else value for key, value in data.items()
-        }
-        return cls(**data)
+        return _decode(cls, json.loads(raw))
     except (ValueError, TypeError, KeyError) as exc:
         raise StoreCorrupt(f"a {cls.__name__.lower()} record is malformed: {exc}") from None

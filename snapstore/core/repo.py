@@ -383,9 +383,7 @@ class Tx(View):
         store_id = self._get("meta", b"store_id") or b""
         salt = 0
         while True:
-            from blake3 import blake3  # here, not at the top: most commands make no turn
-
-            turn_id = blake3(b"%s:%d:%d" % (store_id, seq, salt)).hexdigest()[:12]
+            turn_id = blobs.digest_hex(b"%s:%d:%d" % (store_id, seq, salt))[:12]
             if self._get("turns", turn_id.encode()) is None and not turn_id.isdigit():
                 break
             salt += 1

@@ -16,7 +16,17 @@ from typing import NamedTuple
 
 from ..core import faults
 from ..core.errors import NotFound, RunActive, SnapstoreError
-from ..core.records import CLOSED, Change, Session, Turn, Version, differs, fingerprint
+from ..core.records import (
+    CLOSED,
+    HOOK,
+    Change,
+    Session,
+    Source,
+    Turn,
+    Version,
+    differs,
+    fingerprint,
+)
 from ..core.repo import Repo, Tx, View
 
 
@@ -75,7 +85,9 @@ def prepare(
     return prepared
 
 
-def _start_turn(tx: Tx, session: str, prompt: str, message_id: str | None, implicit: bool) -> Turn:
+def _start_turn(
+    tx: Tx, session: str, *, prompt: str = "", message_id: str | None = None, implicit: bool
+) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
         session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
@@ -114,7 +126,10 @@ def begin_turn(
     with repo.write_lock():
         finish_open_turn(repo, session, implicit_only=not close_open)
         return repo.write(
-            lambda tx: _start_turn(tx, session, prompt, message_id, False), locked=True
+            lambda tx: _start_turn(
+                tx, session, prompt=prompt, message_id=message_id, implicit=False
+            ),
+            locked=True,
         )
 
 
@@ -158,7 +173,7 @@ def open_implicit_turn(repo: Repo, session: str) -> Turn:
         turn = v.open_turn(session)
     if turn is not None:
         return turn
-    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, "", None, True))
+    return repo.write(lambda tx: tx.open_turn(session) or _start_turn(tx, session, implicit=True))
 
 
 def end_turn(repo: Repo, session: str) -> Turn:
@@ -175,7 +190,7 @@ def pre_write(
     paths: Iterable[str | os.PathLike[str]],
     tool: str,
     session: str,
-    source: str = "hook",
+    source: Source = HOOK,
 ) -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
 
@@ -188,9 +203,9 @@ def pre_write(
     prepared = prepare(repo, rels)
 
     def commit(tx: Tx) -> CaptureResult:
-        turn = tx.open_turn(session) or _start_turn(tx, session, "", None, True)
-        open_changes = dict(turn.open_changes or {})
-        calls = dict(turn.open_calls or {})
+        turn = tx.open_turn(session) or _start_turn(tx, session, implicit=True)
+        open_changes = dict(turn.open_changes)
+        calls = dict(turn.open_calls)
         seq = turn.next_change
         now = tx.clock()
         for rel in rels:
@@ -201,11 +216,11 @@ def pre_write(
             if item.key is not None:
                 tx.put_blob(item.key, item.value, item.data)
             tx.put_change(
-                Change(
-                    turn.id,
-                    seq,
-                    rel,
-                    item.version,
+                Change.opened(
+                    turn=turn.id,
+                    seq=seq,
+                    path=rel,
+                    before=item.version,
                     tool=tool,
                     source=source,
                     time=now,
@@ -215,9 +230,7 @@ def pre_write(
             open_changes[rel] = seq
             seq += 1
             tx.set_path_digest(rel, item.version)
-        tx.put_turn(
-            turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls or None)
-        )
+        tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls))
         tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
         return CaptureResult(session, turn.id, rels, [])
@@ -281,14 +294,14 @@ def _commit_post(
     recorded, skipped = [], []
     for rel in rels:
         item = prepared[rel]
-        seq = (turn.open_changes or {}).get(rel) if turn is not None else None
+        seq = turn.open_changes.get(rel) if turn is not None else None
         if turn is not None and seq is not None:
             if _in_flight(turn, rel) > 1:  # other calls on it still run: the change stays open
-                calls = dict(turn.open_calls or {})
+                calls = dict(turn.open_calls)
                 calls[rel] -= 1
                 if calls[rel] == 1:
                     del calls[rel]
-                turn = turn._replace(open_calls=calls or None)
+                turn = turn._replace(open_calls=calls)
             else:
                 turn = _record_after(tx, turn, tx.change(turn.id, seq), item)
             recorded.append(rel)
@@ -306,12 +319,19 @@ def _commit_post(
         recorded.append(rel)
         if not differs(before, item.version):
             continue  # the store knows this version already
-        turn = turn or _start_turn(tx, session, "", None, True)
+        turn = turn or _start_turn(tx, session, implicit=True)
         if item.key is not None:
             tx.put_blob(item.key, item.value, item.data)
         tx.put_change(
-            Change(
-                turn.id, turn.next_change, rel, before, item.version, True, tool, "hook", tx.clock()
+            Change.recorded(
+                turn=turn.id,
+                seq=turn.next_change,
+                path=rel,
+                before=before,
+                after=item.version,
+                tool=tool,
+                source=HOOK,
+                time=tx.clock(),
             )
         )
         tx.set_path_digest(rel, item.version)
@@ -325,20 +345,27 @@ def _commit_post(
 
 def _in_flight(turn: Turn | None, rel: str) -> int:
     """How many tool calls on ``rel`` have not reported yet (0: no open change)."""
-    if turn is None or rel not in (turn.open_changes or {}):
+    if turn is None or rel not in turn.open_changes:
         return 0
-    return (turn.open_calls or {}).get(rel, 1)
+    return turn.open_calls.get(rel, 1)
+
+
+def writing(v: View) -> dict[str, Turn]:
+    """The paths a hook is writing right now (captured, the write not recorded yet: an open
+    change), each with its session's open turn. A scan or another session's rewind leaves
+    them alone, so that the writing session's record stays true."""
+    found: dict[str, Turn] = {}
+    for record in v.sessions():
+        turn = v.open_turn(record.name) if record.open_turn else None
+        if turn is not None:
+            found.update(dict.fromkeys(turn.open_changes or {}, turn))
+    return found
 
 
 def _still_there(repo: Repo, item: _Prepared) -> bool:
     """Whether the path still holds what was read for it (checked under the write lock)."""
-    try:
-        st = repo.ws.lstat(item.rel)
-    except SnapstoreError:
-        return False
-    if item.version is None or item.stat is None:
-        return st is None
-    return st is not None and fingerprint(st) == fingerprint(item.stat)
+    read = item.stat if item.version is not None else None
+    return repo.ws.holds(item.rel, None if read is None else fingerprint(read))
 
 
 def _latest_known(
@@ -358,7 +385,7 @@ def _latest_known(
 
 def _awaiting(v: View, turn: Turn) -> list[Change]:
     """The turn's changes still awaiting their ``after`` (``Turn.open_changes``)."""
-    return [v.change(turn.id, seq) for seq in (turn.open_changes or {}).values()]
+    return [v.change(turn.id, seq) for seq in turn.open_changes.values()]
 
 
 def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
@@ -400,16 +427,15 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
             kept = True
         else:
             tx.put_change(
-                Change(
-                    turn.id,
-                    turn.next_change,
-                    change.path,
-                    before,
-                    after,
-                    True,
-                    change.tool,
-                    change.source,
-                    change.time,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=turn.next_change,
+                    path=change.path,
+                    before=before,
+                    after=after,
+                    tool=change.tool,
+                    source=change.source,
+                    time=change.time,
                 )
             )
             turn = turn._replace(next_change=turn.next_change + 1)
@@ -417,11 +443,11 @@ def _record_after(tx: Tx, turn: Turn, change: Change, item: _Prepared) -> Turn:
         tx.delete_change(change)  # the write changed nothing
     if settled:
         tx.set_path_digest(change.path, item.version)
-    open_changes = dict(turn.open_changes or {})
+    open_changes = dict(turn.open_changes)
     open_changes.pop(change.path, None)
-    calls = dict(turn.open_calls or {})
+    calls = dict(turn.open_calls)
     calls.pop(change.path, None)
-    return turn._replace(open_changes=open_changes, open_calls=calls or None)
+    return turn._replace(open_changes=open_changes, open_calls=calls)
 
 
 def _other_calls(v: View, session: str, change: Change) -> list[Change]:

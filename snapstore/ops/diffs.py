@@ -6,7 +6,14 @@ from ..core.records import LINK, Entry, Turn
 from ..core.repo import Repo
 from ..text.diff import is_binary
 from ..text.unified import unified_diff
-from .history import FileStat, LineCounter, file_stats, keep_counts, resolve_turn
+from .history import (
+    FileStat,
+    LineCounter,
+    file_stats,
+    keep_counts,
+    refuse_unchanged,
+    resolve_turn,
+)
 
 
 def _git_mode(entry: Entry) -> str:
@@ -44,7 +51,10 @@ def turn_diffs(
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
         count = LineCounter(v)
-        for stat in file_stats(v, v.changes(turn.id), count):
+        stats = file_stats(v, v.changes(turn.id), count)
+        if wanted is not None:
+            refuse_unchanged(turn, wanted, {stat.path for stat in stats}, f"turn {turn.id}")
+        for stat in stats:
             if wanted is None or stat.path in wanted:
                 files.append(
                     (stat, entry_diff(stat.path, v.content(stat.before), v.content(stat.after)))

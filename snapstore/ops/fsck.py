@@ -20,6 +20,7 @@ needed it, an orphan change, a dangling head or link (cleared).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.blobs import DIGEST_SIZE
 from ..core.errors import StoreCorrupt
@@ -201,7 +202,8 @@ def _repair(tx: Tx, found: _Findings) -> None:
                     f"session {record.name}: cleared its {name} "
                     f"{getattr(record, name)}, which is gone"
                 )
-                record = record._replace(**{name: None})
+                cleared: dict[str, Any] = {name: None}
+                record = record._replace(**cleared)
                 tx.put_session(record)
     dropped = tx.drop_unfinished(lambda op: op in turns)
     if dropped:

@@ -162,8 +162,8 @@ class _Graph:
         for change in v.all_changes():
             refs.setdefault(change.turn, set()).update(_digests(change))
         roots = {digest for _, digest in v.path_digests()}
-        for session in v.sessions():
-            roots.update(base_keys(session.base))
+        for record in v.sessions():
+            roots.update(base_keys(record.base))
         roots.update(
             value[FINGERPRINT.size :]
             for value in v.index_values()
@@ -189,7 +189,7 @@ class _Graph:
         for turn in self.turns.values():
             if turn.kind == AGENT:
                 by_session.setdefault(turn.session, []).append(turn)
-        drop = set()
+        drop: set[str] = set()
         cutoff: dict[str, float] = {}
         for session, turns in by_session.items():
             turns.sort(key=lambda t: t.seq, reverse=True)

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 from ..core.blobs import parse_header
 from ..core.errors import BadInput, SnapstoreError, UnknownTurn
-from ..core.records import AGENT, BRANCH_KINDS, FILE, LINK, OPEN, REWIND, Change, Turn, Version
+from ..core.records import (
+    AGENT,
+    APPLIED,
+    BRANCH_KINDS,
+    FILE,
+    LINK,
+    OPEN,
+    REWIND,
+    Change,
+    Source,
+    Turn,
+    Version,
+)
 from ..core.repo import Repo, Tx, View
 from ..text.diff import is_binary, line_stats, split_lines
 
@@ -20,16 +32,20 @@ from ..text.diff import is_binary, line_stats, split_lines
 MAX_NUMBER_DIGITS = 6
 
 
+#: How a turn changed a path: its content, only its mode, or a symlink.
+FileStatus = Literal["added", "modified", "deleted", "mode", "link"]
+
+
 @dataclass
 class FileStat:
     """One path changed by a turn: how, and by how many lines."""
 
     path: str
-    status: str  # added | modified | deleted | mode | link
+    status: FileStatus
     added: int
     removed: int
     tool: str
-    source: str
+    source: Source
     binary: bool = False
     before: Version | None = None
     after: Version | None = None
@@ -117,7 +133,7 @@ def undoable(turn: Turn) -> bool:
         and op is not None
         and op.undoes is None
         and op.undone_by is None
-        and op.status == "applied"
+        and op.status == APPLIED
     )
 
 
@@ -235,7 +251,9 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
         before, after = net.before, net.after
         if before is None and after is None:
             continue
-        status = "added" if before is None else "deleted" if after is None else "modified"
+        status: FileStatus = (
+            "added" if before is None else "deleted" if after is None else "modified"
+        )
         if before is not None and after is not None and before.digest == after.digest:
             if before.mode == after.mode and before.kind == after.kind:
                 continue
@@ -249,6 +267,14 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
             )
         )
     return stats
+
+
+def refuse_unchanged(turn: Turn, wanted: set[str], changed: set[str], which: str) -> None:
+    """A path named for a turn (``diff TURN PATH``, ``rewind --path``) that ``which`` turns
+    never changed is a mistake said, not an empty answer: BadInput naming them."""
+    missing = sorted(wanted - changed)
+    if missing:
+        raise BadInput(f"{which} never changed {', '.join(missing)}", turn=turn.id, path=missing[0])
 
 
 def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
@@ -318,9 +344,7 @@ def status(repo: Repo, session: str) -> StoreStatus:
             if turn.unattributed:
                 shared.append(turn)
         unattributed = [
-            Unattributed(
-                t.id, list(t.unattributed or ()), [c.path for c in v.changes(t.id)], t.created
-            )
+            Unattributed(t.id, list(t.unattributed), [c.path for c in v.changes(t.id)], t.created)
             for t in sorted(shared, key=lambda t: t.seq)
         ]
         record = v.session(session)

@@ -54,7 +54,11 @@ class Rules:
         if active and all(p.include for p in active):
             # No negation: "ignored" is "any pattern matches", one regex for all of them.
             self._any = re.compile(
-                "|".join("(?:" + _DIR_GROUP.sub("(?:", p.regex.pattern) + ")" for p in active)
+                "|".join(
+                    "(?:" + _DIR_GROUP.sub("(?:", p.regex.pattern) + ")"
+                    for p in active
+                    if p.regex is not None  # always so: a pattern that includes has one
+                )
             )
 
     def check(self, rel: str, is_dir: bool) -> bool | None:

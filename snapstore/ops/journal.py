@@ -19,19 +19,23 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
-import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from ..core import faults
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
+    APPLIED,
     CLOSED,
+    CODE,
     REVERT,
     REWIND,
     REWOUND,
+    SWITCH,
+    UNDO,
     Change,
     RewindOp,
+    TurnState,
     fingerprint,
     version_of,
 )
@@ -42,6 +46,7 @@ from .plan import (
     KEEP,
     MERGE,
     RESTORE,
+    Action,
     PathPlan,
     RewindResult,
 )
@@ -75,7 +80,7 @@ def execute(repo: Repo, operation: Operation) -> RewindResult:
 
 def _describe(op: RewindOp) -> str:
     """The operation record's prompt line."""
-    verb = {"undo": "undo", "switch": "switch to"}.get(op.action, "rewind to")
+    verb = {UNDO: "undo", SWITCH: "switch to"}.get(op.action, "rewind to")
     return f"{verb} {op.target}"
 
 
@@ -108,23 +113,22 @@ def _journal(repo: Repo, operation: Operation) -> str:
             tx.put_blob(key, value)
         for seq, plan in enumerate(writes):
             tx.put_change(
-                Change(
-                    turn.id,
-                    seq,
-                    plan.path,
-                    plan.current,
-                    plan.result,
-                    True,
-                    "snapstore",
-                    "rewind",
-                    tx.clock(),
-                    plan.mkdirs,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=seq,
+                    path=plan.path,
+                    before=plan.current,
+                    after=plan.result,
+                    tool="snapstore",
+                    source=REWIND,
+                    time=tx.clock(),
+                    mkdirs=plan.mkdirs,
                 )
             )
         tx.put_turn(turn._replace(op=op, closed=turn.created, next_change=len(writes)))
         record = tx.require_session(op.session)
         tx.put_session(record._replace(last_rewind=turn.id))
-        tx.set_unfinished(turn.id, True)
+        tx.set_unfinished(turn.id, unfinished=True)
         tx.event(
             f"{op.action}_begin",
             session=op.session,
@@ -217,14 +221,10 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     that moved is the file read and hashed again. A folder that stood at the
     path may still stand there, or be gone.
     """
-    now = repo.ws.lstat(plan.path)
-    if plan.folder:
-        return now is None or stat.S_ISDIR(now.st_mode)
+    if plan.folder or plan.current is None:
+        return repo.ws.holds(plan.path, None)
     then = plan.current_entry.stat if plan.current_entry is not None else None
-    if now is None or then is None:
-        if now is None and plan.current is None:
-            return True
-    elif fingerprint(now) == fingerprint(then):
+    if then is not None and repo.ws.holds(plan.path, fingerprint(then)):
         return True
     return version_of(repo.ws.read(plan.path)) == plan.current
 
@@ -235,7 +235,7 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
     def commit(tx: Tx) -> RewindResult:
         turn = tx.turn(op_id)
         op = turn.op
-        assert op is not None and op.result is not None
+        assert op is not None
         failed = {e["path"] for e in errors}
         summary = dict(op.result)
         summary.pop("rmdirs", None)
@@ -247,9 +247,13 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         for change in tx.changes(op_id):
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
-        if op.mode != "code":
+        if op.mode != CODE:
             tx.set_head(op.session, op.new_head)
-            for turn_ids, state in ((op.reverted, REWOUND), (op.forward, CLOSED)):
+            moves: tuple[tuple[tuple[str, ...], TurnState], ...] = (
+                (op.reverted, REWOUND),
+                (op.forward, CLOSED),
+            )
+            for turn_ids, state in moves:
                 for turn_id in turn_ids:
                     moved = tx.find_turn(turn_id)  # gc may have dropped it since
                     if moved is not None and moved.state != state:
@@ -258,8 +262,8 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
             undone = tx.turn(op.undoes)
             assert undone.op is not None
             tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
-        tx.put_turn(turn._replace(op=op._replace(status="applied", result=result.to_json())))
-        tx.set_unfinished(op_id, False)
+        tx.put_turn(turn._replace(op=op._replace(status=APPLIED, result=result.to_json())))
+        tx.set_unfinished(op_id, unfinished=False)
         tx.event(
             op.action,
             session=op.session,
@@ -285,7 +289,7 @@ def resume(repo: Repo) -> list[RewindResult]:
                     raise StoreCorrupt(
                         f"unfinished operation {op_id} has no record", operation=op_id
                     )
-                rmdirs = dict((turn.op.result or {}).get("rmdirs", {}))
+                rmdirs = dict(turn.op.result.get("rmdirs", {}))
                 plans = [
                     _resume_plan(repo, v, change, rmdirs.pop(change.path, 0))
                     for change in v.changes(op_id)
@@ -318,7 +322,7 @@ def _resume_plan(repo: Repo, v: View, change: Change, rmdirs: int) -> PathPlan:
         content = v.content(change.after)
     except SnapstoreError as exc:
         return PathPlan(change.path, CONFLICT, current, entry, reason=str(exc))
-    action = DELETE if change.after is None else RESTORE if change.before else MERGE
+    action: Action = DELETE if change.after is None else RESTORE if change.before else MERGE
     return PathPlan(
         change.path, action, current, entry, change.after, content, rmdirs=rmdirs, folder=folder
     )

@@ -26,25 +26,35 @@ import itertools
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, fields
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from ..core.errors import SnapstoreError
 from ..core.fsio import Workspace
-from ..core.records import FILE, LINK, Change, Entry, Version, differs, same, version_of
+from ..core.records import (
+    FILE,
+    LINK,
+    MARKERS,
+    THEIRS,
+    Change,
+    Entry,
+    Policy,
+    Version,
+    differs,
+    same,
+    version_of,
+)
 from ..core.repo import View
 from ..text.diff import is_binary
 from ..text.merge import merge3
 
-MODES = ("both", "code", "conversation")
-POLICIES = ("skip", "markers", "theirs")
-RESTORE, DELETE, MERGE, CONFLICT, ERROR, KEEP = (
-    "restore",
-    "delete",
-    "merge",
-    "conflict",
-    "error",
-    "keep",
-)
+#: What an operation does to one path.
+Action = Literal["restore", "delete", "merge", "conflict", "error", "keep"]
+RESTORE: Final = "restore"
+DELETE: Final = "delete"
+MERGE: Final = "merge"
+CONFLICT: Final = "conflict"
+ERROR: Final = "error"
+KEEP: Final = "keep"
 
 
 class Step(NamedTuple):
@@ -67,9 +77,9 @@ def steps_by_path(back: Iterable[Change], forward: Iterable[Change] = ()) -> dic
     then ``forward`` (oldest first) redone in order."""
     grouped: dict[str, list[Step]] = {}
     for change in reversed(coalesce(back)):
-        grouped.setdefault(change.path, []).append(Step(change, False))
+        grouped.setdefault(change.path, []).append(Step(change, forward=False))
     for change in coalesce(forward):
-        grouped.setdefault(change.path, []).append(Step(change, True))
+        grouped.setdefault(change.path, []).append(Step(change, forward=True))
     return dict(sorted(grouped.items()))
 
 
@@ -107,7 +117,7 @@ class PathPlan:
     """What an operation will do to one path."""
 
     path: str
-    action: str
+    action: Action
     current: Version | None = None
     current_entry: Entry | None = None
     result: Version | None = None
@@ -236,7 +246,12 @@ class _Conflict(Exception):
 
 
 def plan_path(
-    ws: Workspace, v: View, path: str, steps: list[Step], on_conflict: str, busy: str | None = None
+    ws: Workspace,
+    v: View,
+    path: str,
+    steps: list[Step],
+    on_conflict: Policy,
+    busy: str | None = None,
 ) -> PathPlan:
     """Fold ``steps`` from what the path holds now. ``busy`` says who else is writing the
     path right now: then it is left alone, whatever the policy."""
@@ -271,7 +286,7 @@ class _Fold:
         path: str,
         start: Version | None,
         entry: Entry | None,
-        on_conflict: str,
+        on_conflict: Policy,
     ):
         self.ws, self.v, self.path = ws, v, path
         self.start, self.start_entry = start, entry
@@ -307,7 +322,7 @@ class _Fold:
         base = None if src is None else src.mode
         if theirs is None or ours is None or base is None or ours == base:
             return theirs
-        if theirs == base or ours == theirs or self.on_conflict != "theirs":
+        if theirs == base or ours == theirs or self.on_conflict != THEIRS:
             return ours  # the user changed the mode: it stays
         return theirs
 
@@ -360,11 +375,11 @@ class _Fold:
 
     def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
         """Stop the fold with a conflict, unless the policy forces the step's ``dst``."""
-        if self.on_conflict == "theirs":
+        if self.on_conflict == THEIRS:
             self._become(step.dst, step, mode=None if step.dst is None else step.dst.mode)
             return
         plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
-        if self.on_conflict == "markers" and markers is not None:
+        if self.on_conflict == MARKERS and markers is not None:
             assert self.entry is not None
             plan.content = Entry(FILE, markers, self.entry.mode)
             plan.result = version_of(plan.content)

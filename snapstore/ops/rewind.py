@@ -20,14 +20,28 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
-from ..core.records import BRANCH_KINDS, OPEN, REWIND, Change, RewindOp, Turn
-from ..core.repo import Repo, View
-from .capture import finish_open_turn
-from .history import ancestors, branch, last_undoable, resolve_turn, undoable
-from .journal import Operation, execute
-from .plan import (
+from ..core.records import (
+    BOTH,
+    BRANCH_KINDS,
+    CODE,
+    CONVERSATION,
     MODES,
     POLICIES,
+    REWIND,
+    SKIP,
+    SWITCH,
+    UNDO,
+    Change,
+    Mode,
+    Policy,
+    RewindOp,
+    Turn,
+)
+from ..core.repo import Repo, View
+from .capture import finish_open_turn, writing
+from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
+from .journal import Operation, execute
+from .plan import (
     PathPlan,
     RewindResult,
     Step,
@@ -38,6 +52,7 @@ from .plan import (
 
 
 def check_choices(mode: str, on_conflict: str) -> None:
+    """Refuse a mode or policy that is none of the known ones (a caller's typo)."""
     if mode not in MODES:
         raise BadInput(f"unknown mode {mode!r} (choose from {', '.join(MODES)})")
     if on_conflict not in POLICIES:
@@ -60,8 +75,8 @@ def rewind(
     target: str | int,
     session: str,
     *,
-    mode: str = "both",
-    on_conflict: str = "skip",
+    mode: Mode = BOTH,
+    on_conflict: Policy = SKIP,
     paths: Iterable[str] | None = None,
     dry_run: bool = False,
     force: bool = False,
@@ -70,7 +85,7 @@ def rewind(
     check_choices(mode, on_conflict)
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
-        mode = "code"  # taking back some files never moves the conversation
+        mode = CODE  # taking back some files never moves the conversation
     with repo.write_lock():
         refuse_unfinished(repo)
         with repo.read() as v:
@@ -86,13 +101,13 @@ def switch(
     target: str | int,
     session: str | None = None,
     *,
-    on_conflict: str = "skip",
+    on_conflict: Policy = SKIP,
     dry_run: bool = False,
     force: bool = False,
 ) -> RewindResult:
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
     an id of any turn of the session's DAG: then ``session`` may be None)."""
-    check_choices("both", on_conflict)
+    check_choices(BOTH, on_conflict)
     with repo.write_lock():
         refuse_unfinished(repo)
         with repo.read() as v:
@@ -114,12 +129,12 @@ def undo(
     rewind_id: str | None,
     session: str | None = None,
     *,
-    on_conflict: str = "skip",
+    on_conflict: Policy = SKIP,
     dry_run: bool = False,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session."""
-    check_choices("both", on_conflict)
+    check_choices(BOTH, on_conflict)
     with repo.write_lock():
         refuse_unfinished(repo)
         with repo.read() as v:
@@ -161,26 +176,19 @@ def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None
 def _busy(v: View, session: str) -> dict[str, str]:
     """Paths other sessions are writing right now (captured, their write not recorded
     yet): an operation leaves them alone, so that the other session's record stays true."""
-    busy = {}
-    for record in v.sessions():
-        if record.name == session or record.open_turn is None:
-            continue
-        turn = v.find_turn(record.open_turn)
-        if turn is None or turn.state != OPEN:
-            continue
-        for path in turn.open_changes or {}:
-            busy[path] = (
-                f"session {record.name!r} is writing it right now (turn {turn.id}); "
-                "left alone, try again once its tool call ends"
-            )
-    return busy
+    return {
+        path: f"session {turn.session!r} is writing it right now (turn {turn.id}); "
+        "left alone, try again once its tool call ends"
+        for path, turn in writing(v).items()
+        if turn.session != session
+    }
 
 
 def _plans(
-    repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: str
+    repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: Policy
 ) -> list[PathPlan]:
     """Each path's plan; paths another session is writing right now are left alone."""
-    if op.mode == "conversation":
+    if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
     plans = [
@@ -201,8 +209,8 @@ def _plan_rewind(
     v: View,
     turn: Turn,
     session: str,
-    mode: str,
-    on_conflict: str,
+    mode: Mode,
+    on_conflict: Policy,
     rels: list[str] | None,
 ) -> Operation:
     on_branch = branch(v, session)
@@ -217,23 +225,18 @@ def _plan_rewind(
         )
     reverted = on_branch[: ids.index(turn.id) + 1]
     head = ids[0]
-    new_head = head if mode == "code" else turn.parent
+    new_head = head if mode == CODE else turn.parent
     if rels is not None:
-        untouched = sorted(set(rels) - {c.path for c in _changes(v, reverted)})
-        if untouched:
-            raise BadInput(
-                f"turn {turn.id} and the turns after it never changed {', '.join(untouched)}",
-                turn=turn.id,
-                path=untouched[0],
-            )
+        changed = {c.path for c in _changes(v, reverted)}
+        refuse_unchanged(turn, set(rels), changed, f"turn {turn.id} and the turns after it")
     op = RewindOp(
         session,
         turn.id,
         mode,
         prev_head=head,
         new_head=new_head,
-        reverted=[] if mode == "code" else [t.id for t in reverted],
-        paths=rels or [],
+        reverted=() if mode == CODE else tuple(t.id for t in reverted),
+        paths=tuple(rels or ()),
         prev_rewind=v.require_session(session).last_rewind,
     )
     result = RewindResult(
@@ -243,7 +246,7 @@ def _plan_rewind(
     return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
 
 
-def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation:
+def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operation:
     session = turn.session
     here = branch(v, session)  # the head first
     there = ancestors(v, turn.id)  # the target first
@@ -254,15 +257,15 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: str) -> Operation
     op = RewindOp(
         session,
         turn.id,
-        "both",
-        action="switch",
+        BOTH,
+        action=SWITCH,
         prev_head=here_ids[0] if here else None,
         new_head=turn.id,
-        reverted=[t.id for t in back],
-        forward=[t.id for t in forward],
+        reverted=tuple(t.id for t in back),
+        forward=tuple(t.id for t in forward),
         prev_rewind=v.require_session(session).last_rewind,
     )
-    result = RewindResult(session, turn.id, "", op.reverted, new_head=turn.id)
+    result = RewindResult(session, turn.id, "", list(op.reverted), new_head=turn.id)
     steps = steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
     return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
 
@@ -280,24 +283,24 @@ def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
         return turn
     if session is not None:
         v.require_session(session)
-    turn = last_undoable(v, session)
-    if turn is None:
+    last = last_undoable(v, session)
+    if last is None:
         where = f"session {session!r}" if session is not None else "the store"
         raise NotFound(f"{where} has no rewind or switch to undo", session=session)
-    return turn
+    return last
 
 
-def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation:
+def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: Policy) -> Operation:
     done = record.op
     assert done is not None
     session, head = record.session, v.head(record.session)
     prev_rewind = v.require_session(session).last_rewind
-    if done.mode == "code":  # the head never moved: only the files go back
+    if done.mode == CODE:  # the head never moved: only the files go back
         op = RewindOp(
             session,
             record.id,
-            "code",
-            action="undo",
+            CODE,
+            action=UNDO,
             prev_head=head,
             new_head=head,
             undoes=record.id,
@@ -308,7 +311,7 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
             session,
             record.id,
             done.mode,
-            action="undo",
+            action=UNDO,
             prev_head=head,
             new_head=done.prev_head,
             reverted=done.forward,
@@ -320,8 +323,8 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: str) -> Operation
         op = RewindOp(
             session,
             record.id,
-            "both",
-            action="undo",
+            BOTH,
+            action=UNDO,
             prev_head=head,
             new_head=None,
             undoes=record.id,

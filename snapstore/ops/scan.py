@@ -41,9 +41,11 @@ from ..core.records import (
     FILE,
     FINGERPRINT,
     LINK,
+    SCAN,
     USER,
     Change,
     Entry,
+    Source,
     Turn,
     Version,
     differs,
@@ -51,10 +53,10 @@ from ..core.records import (
     index_version,
 )
 from ..core.repo import Repo, Tx, View
+from .capture import writing
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
 
-SCAN, WATCH = "scan", "watch"
 FP_SIZE = FINGERPRINT.size
 #: A file touched this recently may change again within the same timestamp tick
 #: ("racily clean" in git): its entry is stored so that the next scan re-reads it.
@@ -93,28 +95,28 @@ class ScanResult:
 
     def __init__(
         self,
-        changed: list[str] | None = None,
-        added: list[str] | None = None,
-        deleted: list[str] | None = None,
-        skipped: list[dict[str, str]] | None = None,
+        changed: Iterable[str] = (),
+        added: Iterable[str] = (),
+        deleted: Iterable[str] = (),
+        skipped: Iterable[dict[str, str]] = (),
         seconds: float = 0.0,
         turn: str | None = None,
         user: bool = False,
-        unattributed: list[str] | None = None,
+        unattributed: Iterable[str] = (),
         baseline: bool = False,
         files: int = 0,
         read: int = 0,
-        source: str = SCAN,
+        source: Source = SCAN,
         full: bool = True,
     ):
-        self.changed = changed or []
-        self.added = added or []
-        self.deleted = deleted or []
-        self.skipped = skipped or []  # path, reason
+        self.changed = list(changed)
+        self.added = list(added)
+        self.deleted = list(deleted)
+        self.skipped = list(skipped)  # path, reason
         self.seconds = seconds
         self.turn = turn  # the turn the changes went to
         self.user = user  # whether that turn is a ``user`` turn (changes seen between turns)
-        self.unattributed = unattributed or []  # sessions whose shell calls overlapped
+        self.unattributed = list(unattributed)  # sessions whose shell calls overlapped
         self.baseline = baseline  # the first scan: the baseline was recorded, no changes
         self.files = files  # files looked at
         self.read = read  # files read and hashed because their fingerprint moved
@@ -277,14 +279,18 @@ class _Walker:
                 continue
             rel = prefix + name.encode("utf-8", "surrogateescape")
             if entry.is_dir(follow_symlinks=False):
-                if rel == store_rel or (stack and ignored(_decode(rel), True, stack)):
+                if rel == store_rel or (stack and ignored(_decode(rel), is_dir=True, stack=stack)):
                     continue
                 if dirs is not None:
                     dirs[_decode(rel)] = entry.inode()
                 pending.append((rel, stack, clean))
                 continue
             old = pop(rel, None)
-            if (old is None or not clean) and stack and ignored(_decode(rel), False, stack):
+            if (
+                (old is None or not clean)
+                and stack
+                and ignored(_decode(rel), is_dir=False, stack=stack)
+            ):
                 if old is not None:
                     forget.append(_decode(rel))
                 continue
@@ -339,7 +345,7 @@ class _Walker:
         if is_dir:
             if self.dirs is not None:
                 self.dirs[rel] = st.st_ino
-            self.walk(os.fsencode(rel), self.rules.stack(rel), False)
+            self.walk(os.fsencode(rel), self.rules.stack(rel), clean=False)
             return
         old = self.index.pop(os.fsencode(rel), None)
         self.result.files += 1
@@ -403,7 +409,7 @@ def scan(
     *,
     progress: Progress | None = None,
     max_file_size: int = DEFAULT_MAX_FILE_SIZE,
-    source: str = SCAN,
+    source: Source = SCAN,
     dirs: dict[str, int] | None = None,
     rules: IgnoreRules | None = None,
     window: Iterable[WindowAction] = (),
@@ -579,9 +585,9 @@ class _Committer:
             getattr(self.result, kind).append(rel)
         if turn is not None:
             self.result.turn, self.result.user = turn.id, turn.kind == USER
-            self.result.unattributed = list(turn.unattributed or [])
+            self.result.unattributed = list(turn.unattributed)
             if turn.kind == USER:
-                self.user_turns[tuple(turn.unattributed or ())] = turn.id
+                self.user_turns[turn.unattributed] = turn.id
 
     def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
         """The open agent turn the changes go to, or the sessions a user turn names."""
@@ -607,7 +613,7 @@ class _Committer:
             kind=USER,
             state=CLOSED,
             prompt=prompt,
-            unattributed=list(shared) or None,
+            unattributed=shared,
         )
 
     def _commit(
@@ -625,7 +631,7 @@ class _Committer:
         if turn is not None:
             for change in tx.changes(turn.id):
                 latest[change.path] = change.after if change.done else change.before
-        held = _held(tx)  # a hook's write in progress owns its path
+        held = writing(tx)  # a hook's write in progress owns its path
         for item in [*items, *gone]:
             if item.rel in held or not _still(self.repo, item):
                 continue
@@ -641,17 +647,16 @@ class _Committer:
             if turn is None:
                 turn = self._user_turn(tx, shared)
             tx.put_change(
-                Change(
-                    turn.id,
-                    turn.next_change,
-                    item.rel,
-                    before,
-                    item.version,
-                    True,
-                    "",
-                    self.result.source,
-                    tx.clock(),
-                    item.mkdirs,
+                Change.recorded(
+                    turn=turn.id,
+                    seq=turn.next_change,
+                    path=item.rel,
+                    before=before,
+                    after=item.version,
+                    tool="",
+                    source=self.result.source,
+                    time=tx.clock(),
+                    mkdirs=item.mkdirs,
                 )
             )
             turn = turn._replace(next_change=turn.next_change + 1)
@@ -697,25 +702,11 @@ def _index(tx: Tx, item: _Item) -> None:
         tx.put_index(item.rel, item.fingerprint + (item.key or b""))
 
 
-def _held(v: View) -> set[str]:
-    """Paths whose hook write is in progress (an open change) in any session's open turn."""
-    held: set[str] = set()
-    for record in v.sessions():
-        turn = v.open_turn(record.name) if record.open_turn else None
-        if turn is not None and turn.open_changes:
-            held.update(turn.open_changes)
-    return held
-
-
 def _still(repo: Repo, item: _Item) -> bool:
     """Whether the path still holds what was read (checked under the write lock)."""
-    try:
-        st = os.lstat(repo.ws.abspath(item.rel))
-    except OSError:
-        return item.version is None
     if item.version is None:
-        return stat.S_ISDIR(st.st_mode)
-    return item.check is None or fingerprint(st) == item.check
+        return repo.ws.holds(item.rel, None)
+    return item.check is None or repo.ws.holds(item.rel, item.check)  # None: a link, as read
 
 
 def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:

@@ -25,12 +25,16 @@ from typing import Any
 
 from ..core import blobs
 from ..core.errors import SnapstoreError
-from ..core.records import FILE, LINK, Version
+from ..core.records import FILE, LINK, Kind, Version, version_from_json, version_to_json
 from ..core.repo import Repo, Tx
 
 #: Seconds git may take before the base is given up (recorded as unknown, never blocking).
 GIT_TIMEOUT = 30.0
-_MODES = {"100644": (0o644, FILE), "100755": (0o755, FILE), "120000": (0o777, LINK)}
+_MODES: dict[str, tuple[int, Kind]] = {
+    "100644": (0o644, FILE),
+    "100755": (0o755, FILE),
+    "120000": (0o777, LINK),
+}
 
 
 def _git(root: str, *args: str, data: bytes | None = None) -> bytes | None:
@@ -158,12 +162,8 @@ def capture_base(repo: Repo, max_file_size: int) -> tuple[dict[str, Any], dict[b
             key = blobs.digest(entry.data)
             contents[key] = entry.data
             after = Version(key.hex(), entry.mode, entry.kind)
-        changes.append([rel, _plain(before), _plain(after)])
+        changes.append([rel, version_to_json(before), version_to_json(after)])
     return {"commit": commit, "changes": sorted(changes), "skipped": sorted(skipped)}, contents
-
-
-def _plain(version: Version | None) -> list[Any] | None:
-    return None if version is None else [version.digest, version.mode, version.kind]
 
 
 def base_changes(base: dict[str, Any] | None) -> list[tuple[str, Version | None, Version | None]]:
@@ -171,8 +171,7 @@ def base_changes(base: dict[str, Any] | None) -> list[tuple[str, Version | None,
     if not base:
         return []
     return [
-        (path, None if b is None else Version(*b), None if a is None else Version(*a))
-        for path, b, a in base.get("changes", [])
+        (path, version_from_json(b), version_from_json(a)) for path, b, a in base.get("changes", [])
     ]
 
 

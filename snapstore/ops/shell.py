@@ -27,11 +27,15 @@ so every process agrees on them.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import NamedTuple
+from typing import Final, Literal, NamedTuple
 
 from ..core.repo import Repo, Tx
 
-OPEN, CLOSE, END = "open", "close", "end"
+#: What a scan does to a session's windows (see ``WindowAction``).
+WindowKind = Literal["open", "close", "end"]
+OPEN: Final = "open"
+CLOSE: Final = "close"
+END: Final = "end"
 #: Seconds after which an open window is taken for a call whose end never came. Claude
 #: Code stops a Bash call after 10 minutes at most; a longer job runs in the background,
 #: and its call has returned.
@@ -49,7 +53,7 @@ class WindowAction(NamedTuple):
     ("" when it has none: calls are then matched by order).
     """
 
-    kind: str
+    kind: WindowKind
     session: str
     call: str = ""
 

@@ -27,14 +27,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
+from ..core.db import DIR_MODE, FILE_MODE
 from ..core.errors import SnapstoreError, WatcherRunning
+from ..core.records import WATCH
 from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules
-from .scan import DEFAULT_MAX_FILE_SIZE, WATCH, Progress, ScanResult, normalize_scopes, scan
+from .scan import DEFAULT_MAX_FILE_SIZE, Progress, ScanResult, normalize_scopes, scan
 from .shell import WindowAction, open_windows
 from .watchlink import LOCK_NAME, REQUEST_DIR, watcher_info, write_json
 
@@ -48,7 +50,7 @@ _IDLE_WAIT = 0.2
 class WatchReport:
     """Something the watcher did or noticed, for the caller to show."""
 
-    kind: str  # started | recorded | fallback | coverage | answered | error | stopped
+    kind: Literal["started", "recorded", "fallback", "coverage", "answered", "error", "stopped"]
     message: str
     result: ScanResult | None = None
 
@@ -144,7 +146,7 @@ class Watcher:
         """Lock, start watching, then scan the whole workspace once (the baseline if new)."""
         self._lock()
         try:
-            os.makedirs(self.requests_dir, exist_ok=True)
+            os.makedirs(self.requests_dir, DIR_MODE, exist_ok=True)
             for name in os.listdir(self.requests_dir):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(self.requests_dir, name))  # left by a crash
@@ -166,7 +168,7 @@ class Watcher:
 
     def _lock(self) -> None:
         path = os.path.join(self.repo.store_dir, LOCK_NAME)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -302,7 +304,7 @@ class Watcher:
         return session, actions
 
     def _flush(
-        self, paths: list[str], session: str | None, actions: list[WindowAction] | None = None
+        self, paths: list[str], session: str | None, actions: Sequence[WindowAction] = ()
     ) -> ScanResult:
         self._polled = time.monotonic() if self.unwatched else self._polled
         rels = [r for r in (self._rel(p) for p in paths) if r]
@@ -318,7 +320,7 @@ class Watcher:
             source=WATCH,
             dirs=dirs,
             rules=self._rules,
-            window=actions or (),
+            window=actions,
         )
         if dirs:
             self._dirs.update(dirs)
@@ -329,7 +331,7 @@ class Watcher:
         self,
         progress: Progress | None = None,
         session: str | None = None,
-        actions: list[WindowAction] | None = None,
+        actions: Sequence[WindowAction] = (),
     ) -> ScanResult:
         dirs: dict[str, int] = {}
         result = scan(
@@ -340,7 +342,7 @@ class Watcher:
             source=WATCH,
             dirs=dirs,
             progress=progress,
-            window=actions or (),
+            window=actions,
         )
         self._dirs = dirs
         self.unwatched.clear()
@@ -440,7 +442,7 @@ def _watch(observer: Any, watcher: Watcher) -> None:
         ev.FileClosedEvent,
     ]
 
-    class Handler(ev.FileSystemEventHandler):  # type: ignore[misc]
+    class Handler(ev.FileSystemEventHandler):
         """Turns watchdog events into dirty paths; never touches the store."""
 
         def __init__(self, watcher: Watcher):

@@ -114,7 +114,7 @@ def _conflict(
 ) -> list[bytes]:
     """Lay out one conflict region, ending every section's last line before a marker."""
     out: list[bytes] = []
-    sections = (
+    sections: tuple[tuple[bytes, str, list[bytes]], ...] = (
         (b"<<<<<<<", labels[0], ours),
         (b"|||||||", labels[1], base),
         (b"=======", "", theirs),
@@ -207,16 +207,16 @@ def merge3(
     if is_binary(base) or is_binary(ours) or is_binary(theirs):
         return MergeResult(ours, 1)
     texts = (base, ours, theirs)
-    out, conflicts = _merge_lines(*map(split_lines, texts), labels)
+    out, conflicts = _merge_lines(split_lines(base), split_lines(ours), split_lines(theirs), labels)
     if conflicts and any(text and not text.endswith(b"\n") for text in texts):
         final = _final_newline(*texts)
         if final is not None:
             eol = _line_ending(*texts)
-            lines = [
+            b, o, t = (
                 split_lines(text if not text or text.endswith(b"\n") else text + eol)
                 for text in texts
-            ]
-            apart, still = _merge_lines(*lines, labels)
+            )
+            apart, still = _merge_lines(b, o, t, labels)
             if not still:
                 if apart and not final:
                     apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import subprocess
 from pathlib import Path
 
@@ -52,7 +53,7 @@ def _one_error_line(result, code: int, *needles: str) -> None:
 def test_full_session_json_contract(cli, root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     init = cli("--json", "init")
-    assert init.code == 0 and set(init.json) == {"root", "store", "created"}
+    assert init.code == 0 and set(init.json) == {"root", "store", "created", "not_used"}
     assert init.json["created"] is True and init.json["root"] == str(root)
     assert cli("--json", "init").json["created"] is False
     assert "/.snapstore/" in (root / ".git" / "info" / "exclude").read_text()
@@ -187,8 +188,17 @@ def test_no_store_exits_4(cli, root: Path) -> None:
 
 
 def test_a_file_named_snapstore_is_not_a_store(cli, root: Path) -> None:
+    """Said as what it is, with what to do; init, a hook and SNAPSTORE_DIR alike."""
     (root / ".snapstore").write_text("not a store")
-    _one_error_line(cli("log"), 5, "not a snapstore store")
+    fix = "is a file, not a snapstore store, which is a folder (move it aside, then run "
+    for args in (["log"], ["init"], ["pre-write", "a.txt"]):
+        _one_error_line(cli(*args), 5, f"{root / '.snapstore'} {fix}")
+    event = {"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(root)}
+    hook = cli("hook", "claude-code", input=json.dumps(event) + "\n")
+    assert hook.code == 0 and fix in hook.stderr  # a hook never breaks the agent
+    elsewhere = root / "store-file"
+    elsewhere.write_text("")
+    _one_error_line(cli("status", env={"SNAPSTORE_DIR": str(elsewhere)}), 5, f"{elsewhere} {fix}")
     assert (root / ".snapstore").read_text() == "not a store"
 
 
@@ -234,6 +244,26 @@ def test_usage_errors_exit_2_with_one_line(cli, root: Path) -> None:
     _one_error_line(cli("no-such-command"), 2, "No such command")
     result = cli("--json", "no-such-command")
     assert result.code == 2 and result.json["error"]["code"] == "usage"
+
+
+def test_an_unknown_turn_points_at_the_log_that_lists_it(cli, root: Path) -> None:
+    """A number beyond the rewind points: `log` lists them; an unknown id: `log --all`."""
+    cli("init")
+    _turn(cli, "first", {"f.txt": "one\n"}, root)
+    _one_error_line(cli("rewind", "7"), 4, "no rewind point 7", "(see `snapstore log`)")
+    _one_error_line(cli("rewind", "abcdefabcdef"), 4, "unknown turn", "(see `snapstore log --all`)")
+
+
+def test_resume_with_nothing_interrupted_says_so(cli, root: Path) -> None:
+    cli("init")
+    _turn(cli, "first", {"f.txt": "one\n"}, root)
+    result = cli("rewind", "--resume")
+    assert (result.code, result.stdout, result.stderr) == (
+        0,
+        "",
+        "no interrupted rewind to resume\n",
+    )
+    assert cli("--json", "rewind", "--resume").json == []
 
 
 def test_json_errors_are_one_document(cli, root: Path) -> None:

@@ -127,13 +127,14 @@ def test_a_gemini_cli_folder_not_trusted_is_reported(root: Path) -> None:
     assert any("not trusted" in p for p in hook["problems"])
     trusted = root.parent / "home" / ".gemini" / "trustedFolders.json"
     trusted.parent.mkdir(parents=True)
-    trusted.write_text(json.dumps({str(root.parent): "TRUST_FOLDER"}))  # a folder above
+    # a folder above; with a comment, as Gemini CLI allows in its JSON files
+    trusted.write_text(f"// mine\n{json.dumps({str(root.parent): 'TRUST_FOLDER'})}")
     [hook] = doctor(root)[1]["hooks"]
     assert not any("trusted" in p for p in hook["problems"])
     settings = root / ".gemini" / "settings.json"
     off = json.loads(settings.read_text())
     off["hooksConfig"] = {"enabled": False}
-    settings.write_text(json.dumps(off))
+    settings.write_text("/* switched off for now */\n" + json.dumps(off))
     [hook] = doctor(root)[1]["hooks"]
     assert any("switched off" in p for p in hook["problems"])
 
@@ -203,3 +204,22 @@ def test_user_wide_hooks_are_found_too(root: Path) -> None:
     feed(root, "cursor", 4)
     [hook] = doctor(root)[1]["hooks"]
     assert hook["sessions"] == 1 and hook["problems"] == []
+
+
+def test_http_hooks_with_no_daemon_are_a_problem_with_the_fix(root: Path) -> None:
+    """HTTP hooks block every write while `snapstore serve` is down: doctor says so, and
+    says it no more once the daemon runs."""
+    assert run(root, "init").returncode == 0
+    assert run(root, "hook", "install", "claude-code", "--http").returncode == 0
+    [hook] = doctor(root)[1]["hooks"]
+    down = [p for p in hook["problems"] if "snapstore serve is not running" in p]
+    assert len(down) == 1 and "`snapstore serve --detach`" in down[0]
+    text = run(root, "doctor")
+    assert text.returncode == 1 and "snapstore serve is not running" in text.stdout
+    started = run(root, "--json", "serve", "--detach")
+    assert started.returncode == 0, started.stderr
+    try:
+        [hook] = doctor(root)[1]["hooks"]
+        assert not any("snapstore serve" in p for p in hook["problems"])
+    finally:
+        assert run(root, "serve", "--stop").returncode == 0

@@ -29,6 +29,7 @@ def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
     assert cli("gc", "--max-size", "lots").code == 2
 
     (root / ".snapstore" / "config").write_text("[gc]\nauto = true\nmax_size = 100KiB\n")
+    assert cli("config", "trust").code == 0  # edited by hand: used once the user says so
     data_file = root / ".snapstore" / "db" / "data.mdb"
     noted = 0
     for n in range(5):
@@ -54,6 +55,7 @@ def test_cli_gc_contract_and_auto_gc(cli, root: Path) -> None:
 def test_the_hook_runs_auto_gc_when_a_turn_ends_and_says_so(cli, root: Path) -> None:
     cli("init")
     (root / ".snapstore" / "config").write_text("[gc]\nauto = true\nmax_size = 16KiB\n")
+    assert cli("config", "trust").code == 0
 
     def hook(event: str, **extra: object) -> str:
         payload = {"session_id": "s", "cwd": str(root), "hook_event_name": event, **extra}

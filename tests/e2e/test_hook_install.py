@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from snapstore.adapters import jsonc
 from snapstore.adapters.install import hook_commands
 
 from ..support import hermetic_env, snapstore, snapstore_bin
@@ -364,3 +365,69 @@ def test_cline_will_not_overwrite_a_hook_of_the_users(root: Path) -> None:
     result = run(root, "hook", "install", "cline")
     assert result.returncode == 2 and "PreToolUse" in result.stderr
     assert sorted(p.name for p in hooks.iterdir()) == ["PreToolUse"]  # nothing half-written
+
+
+#: Settings with each kind of comment Gemini CLI and Qwen Code allow, and a `//` in a string.
+COMMENTED = """{
+  // the theme I like
+  "ui": {"theme": "GitHub", "link": "https://example.com//x"}, /* block */
+  "tools": {
+    "sandbox": true // on for now
+  } // end of tools
+}
+"""
+#: The comments that must survive an install, word for word.
+COMMENTS = ["// the theme I like", "/* block */", "// on for now", "// end of tools"]
+
+
+@pytest.mark.parametrize("agent", ["gemini-cli", "qwen-code"])
+def test_settings_with_comments_are_read_and_keep_their_comments(
+    root: Path, tmp_path: Path, agent: str
+) -> None:
+    """These agents read settings.json as JSON with comments: the install reads it, adds its
+    hooks, and every comment stays; the same settings without comments get the same hooks."""
+    settings = where(root, agent, "project")
+    settings.parent.mkdir(parents=True)
+    settings.write_text(COMMENTED)
+    path = fake_gemini(tmp_path, "0.24.5")  # an old release: tools.enableHooks is added too
+    done = run(root, "--json", "hook", "install", agent, PATH=path)
+    assert done.returncode == 0, done.stderr
+    text = settings.read_text()
+    assert all(comment in text for comment in COMMENTS), text
+    plain = root.parent / "plain"
+    (plain / settings.relative_to(root)).parent.mkdir(parents=True)
+    (plain / settings.relative_to(root)).write_text(jsonc.blank(COMMENTED))
+    assert run(plain, "hook", "install", agent, PATH=path).returncode == 0
+    expected = json.loads((plain / settings.relative_to(root)).read_text())
+    assert json.loads(jsonc.blank(text)) == expected
+    assert hook_commands(str(settings), agent)  # doctor reads them too
+    again = run(root, "--json", "hook", "install", agent, PATH=path)
+    assert again.returncode == 0 and json.loads(again.stdout)["added"] == []
+    assert settings.read_text() == text
+
+
+def test_a_comment_in_a_value_the_install_rewrites_is_refused(root: Path) -> None:
+    """Never dropped silently: one line saying what to do, and the file as it was."""
+    settings = where(root, "gemini-cli", "project")
+    settings.parent.mkdir(parents=True)
+    before = '{"hooks": {"BeforeTool": [\n  // mine\n  {"hooks": []}\n]}}\n'
+    settings.write_text(before)
+    done = run(root, "hook", "install", "gemini-cli")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f'snapstore: {settings}: the comments inside "BeforeTool" would be lost when snapstore '
+        "rewrites it; nothing changed: move them out of it and run this again\n"
+    )
+    assert settings.read_text() == before
+
+
+def test_claude_code_settings_with_comments_are_refused_as_claude_code_does(root: Path) -> None:
+    """Claude Code rejects a settings.json with comments ("Invalid or malformed JSON"): so
+    does the install, rather than write hooks that agent would never read."""
+    settings = where(root, "claude-code", "local")
+    settings.parent.mkdir(parents=True)
+    settings.write_text(COMMENTED)
+    done = run(root, "hook", "install", "claude-code")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"snapstore: {settings} is not valid JSON")
+    assert settings.read_text() == COMMENTED

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+
+import pytest
 
 from snapstore.adapters import AGENT_NAMES
 
@@ -82,3 +85,147 @@ def test_the_demo_says_what_its_screen_shows(cli, root: Path, tmp_path: Path) ->
     assert f"written by the older turn {next(n for n, p in rows.items() if 'settings' in p)}" in out
     back = re.search(r"The undo put turns ([\d, and]+) back", " ".join(out.split()))
     assert back and {int(n) for n in re.findall(r"\d+", back.group(1))} == taken
+
+
+SECONDS = "takes a number of seconds to wait for a busy store, 0 or more"
+#: A value each SNAPSTORE_ variable does not take, and the line that must say so.
+BAD_VARIABLES = [
+    ("SNAPSTORE_LOCK_TIMEOUT", "abc", f"SNAPSTORE_LOCK_TIMEOUT {SECONDS}, not 'abc'"),
+    ("SNAPSTORE_LOCK_TIMEOUT", "-1", f"SNAPSTORE_LOCK_TIMEOUT {SECONDS}, not '-1'"),
+    ("SNAPSTORE_LOCK_TIMEOUT", "nan", f"SNAPSTORE_LOCK_TIMEOUT {SECONDS}, not 'nan'"),
+    ("SNAPSTORE_NOW", "xyz", "SNAPSTORE_NOW takes a Unix time in seconds, 0 or more, not 'xyz'"),
+    (
+        "SNAPSTORE_STRICT",
+        "yes",
+        "SNAPSTORE_STRICT takes 1 (hooks block on failure) or 0, not 'yes'",
+    ),
+]
+
+
+#: Read with a store's settings file (where its trust record lives): a hook warns, goes on.
+BAD_STATE_HOME = ("XDG_STATE_HOME", "rel", "XDG_STATE_HOME takes an absolute path, not 'rel'")
+
+
+@pytest.mark.parametrize(("name", "value", "line"), [*BAD_VARIABLES, BAD_STATE_HOME])
+@pytest.mark.parametrize(
+    "args", [["status"], ["pre-write", "a.txt"], ["serve", "--stop"], ["--json", "log"]]
+)
+def test_a_bad_variable_is_one_line_naming_it(
+    cli, root: Path, name: str, value: str, line: str, args: list[str]
+) -> None:
+    """Click commands, the capture fast path and serve alike: exit 2 and one line naming the
+    variable, what it takes and the value given; never a traceback."""
+    assert cli("init", "--track-shell").code == 0  # a settings file: its trust record is read
+    result = cli(*args, env={name: value})
+    assert (result.code, result.stderr) == (2, f"snapstore: {line}\n")
+    if "--json" in args:
+        assert json.loads(result.stdout)["error"] == {
+            "code": "bad_input",
+            "message": line,
+            "exit_code": 2,
+        }
+    else:
+        assert result.stdout == ""
+    assert cli("--json", "log", "--all").json == []  # nothing was recorded
+
+
+@pytest.mark.parametrize(("name", "value", "line"), BAD_VARIABLES)
+def test_a_bad_variable_in_a_hook_is_said_and_blocks_when_strict(
+    cli, root: Path, name: str, value: str, line: str
+) -> None:
+    """The hook's contract holds: exit 0 with the line, 2 in strict mode; a strict setting it
+    cannot read blocks too (the user asked for something)."""
+    assert cli("init").code == 0
+    event = json.dumps({"hook_event_name": "UserPromptSubmit", "session_id": "s", "cwd": str(root)})
+    runs = [({name: value}, 2 if name == "SNAPSTORE_STRICT" else 0)]
+    if name != "SNAPSTORE_STRICT":
+        runs.append(({name: value, "SNAPSTORE_STRICT": "1"}, 2))
+    for env, code in runs:
+        result = cli("hook", "claude-code", input=event + "\n", env=env)
+        assert (result.code, result.stderr) == (code, f"snapstore: {line}\n")
+    assert line in (root / ".snapstore" / "hook.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["gc", "--keep-days", "-1"], "--keep-days takes a number of days, 0 or more, not '-1'"),
+        (["gc", "--keep-days", "nan"], "--keep-days takes a number of days, 0 or more, not 'nan'"),
+        (
+            ["gc", "--keep-turns", "1.5"],
+            "--keep-turns takes a number of turns, 0 or more, not '1.5'",
+        ),
+        (
+            ["gc", "--max-size", "-5"],
+            "--max-size takes a size such as 500MiB, 2GiB or 4096 (bytes), not '-5'",
+        ),
+        (
+            ["remote", "gc", "--grace-hours", "-2"],
+            "--grace-hours takes a number of hours, 0 or more, not '-2'",
+        ),
+        (
+            ["watch", "--debounce", "-1"],
+            "--debounce takes a number of seconds, 0 or more, not '-1'",
+        ),
+        (["serve", "--port", "0"], "--port takes a TCP port, from 1 to 65535, not '0'"),
+        (
+            ["--lock-timeout", "-1", "pre-write", "a.txt"],
+            f"--lock-timeout {SECONDS}, not '-1'",
+        ),
+        (
+            ["scan", "--max-file-size", "-1"],
+            "--max-file-size takes a size such as 500MiB, 2GiB or 4096 (bytes), not '-1'",
+        ),
+    ],
+)
+def test_a_bad_number_names_the_option_and_what_it_takes(
+    cli, root: Path, args: list[str], line: str
+) -> None:
+    """The value as typed (not '-1.0'), the option, and what it counts; exit 2 (usage)."""
+    assert cli("init", "--track-shell").code == 0
+    result = cli(*args)
+    assert result.code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"snapstore: {line}") and result.stderr.count("\n") == 1
+
+
+def test_a_bad_number_in_the_settings_file_names_the_key(cli, root: Path) -> None:
+    assert cli("init").code == 0
+    config = root / ".snapstore" / "config"
+    config.write_text("[gc]\nkeep_days = -3\n")
+    assert cli("config", "trust").code == 0  # a hand edit is used once the user says so
+    result = cli("gc")
+    assert (result.code, result.stderr) == (
+        2,
+        f"snapstore: {config}: [gc] keep_days takes a number of days, 0 or more, not '-3'\n",
+    )
+
+
+def test_remote_add_without_the_s3_client_says_how_to_install_it(
+    cli, root: Path, tmp_path: Path
+) -> None:
+    """An install without the `remote` extra: no obstore to import (hidden here by a
+    sitecustomize that refuses the import, as a missing package does)."""
+    shim = tmp_path / "no-obstore"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Missing:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'obstore':\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _Missing())\n"
+    )
+    assert cli("init").code == 0
+    hidden = {"PYTHONPATH": str(shim)}
+    line = (
+        "s3:// remotes need the S3 client (obstore), which is not installed "
+        "(install it with `pip install 'snapstore[remote]'`)"
+    )
+    result = cli("remote", "add", "origin", "s3://bucket/prefix", env=hidden)
+    assert (result.code, result.stdout, result.stderr) == (2, "", f"snapstore: {line}\n")
+    as_json = cli("--json", "remote", "add", "origin", "s3://bucket", env=hidden)
+    assert as_json.json["error"] == {"code": "client_missing", "message": line, "exit_code": 2}
+    assert cli("remote", "list").stdout == ""  # nothing was added
+    folder = tmp_path / "remote"  # a folder remote needs no client
+    folder.mkdir()
+    assert cli("remote", "add", "here", f"file://{folder}", env=hidden).code == 0

@@ -122,6 +122,28 @@ def test_diff_json_gives_each_file_with_its_unified_diff(cli, root: Path) -> Non
     assert [f["path"] for f in only["files"]] == ["a.txt"]
 
 
+def test_diff_of_a_path_the_turn_did_not_change_exits_2_as_rewind_does(cli, root: Path) -> None:
+    """`diff TURN PATH` and `rewind TURN --path PATH` say a path the turn never changed the
+    same way: exit 2, one line naming it; not an empty diff and exit 0."""
+    cli("init")
+    write(root, "b.txt", "untouched\n")
+    _turn(cli, root, "first", "a.txt", "a\n", "A\n")
+    _turn(cli, root, "second", "c.txt", "c\n", "C\n")
+    turn = cli("--json", "show", "1").json["turn"]
+    for path in ("nosuch.py", "b.txt", "a.txt"):  # a.txt: turn 2 changed it, not turn 1
+        result = cli("diff", "1", path)
+        assert (result.code, result.stdout) == (2, ""), result.stderr
+        assert result.stderr == f"snapstore: turn {turn} never changed {path}\n"
+        rewind = cli("rewind", "1", "--path", path, "--yes")
+        assert rewind.stderr == (
+            f"snapstore: turn {turn} and the turns after it never changed {path}\n"
+        )
+        assert rewind.code == result.code
+    both = cli("--json", "diff", "1", "c.txt", "nosuch.py")
+    assert both.code == 2 and both.json["error"]["message"].endswith("never changed nosuch.py")
+    assert cli("diff", "1", "c.txt").stdout.startswith("diff --git a/c.txt b/c.txt\n")
+
+
 def test_rewind_path_that_no_turn_touched_exits_2_and_names_it(cli, root: Path) -> None:
     cli("init")
     write(root, "b.txt", "untouched\n")
@@ -265,3 +287,51 @@ def test_a_rewind_that_splits_a_hard_link_says_so_on_the_terminal(cli, root: Pat
     assert result.code == 0, result.stderr
     assert read(root, "a.txt") == b"one\n" and read(root, "b.txt") == b"two\n"
     assert re.search(r"^  warning\s+a\.txt: .*2 hard links", result.stdout, re.M), result.stdout
+
+
+def test_output_that_is_not_a_terminal_is_never_wrapped(cli, tmp_path: Path) -> None:
+    """Piped (as here), with an 80-column COLUMNS: a long path, session, prompt or remote URL
+    stays on its line in status, show, doctor, hook install, remote add/list/log and gc, so
+    that grep finds it."""
+    long = tmp_path.joinpath(*["a-folder-with-a-rather-long-name-for-the-test"] * 3, "ws")
+    long.mkdir(parents=True)
+    remote = tmp_path / ("a-remote-folder-whose-name-goes-on-and-on-" * 3)
+    remote.mkdir()
+    session = "claude-code/0f9e8d7c-6b5a-4321-9fed-cba987654321-and-a-long-tail"
+    prompt = "rename every helper in the utilities module and update their callers"
+    deep = "src/" + "/".join(["nested-package-with-a-long-name"] * 3) + "/module.py"
+    env = {"COLUMNS": "80", "SNAPSTORE_SESSION": session}
+
+    def run(*args: str) -> str:
+        result = cli(*args, cwd=long, env=env)
+        assert result.code in (0, 1), (args, result.stderr)
+        return result.stdout + result.stderr
+
+    run("init")
+    write(long, deep, "old\n")
+    run("begin", "--prompt", prompt)
+    run("pre-write", deep)
+    write(long, deep, "new\n")
+    run("post-write", deep)
+    run("end")
+    seen = {
+        "status": run("status"),
+        "show": run("show", "1"),
+        "hook install": run("hook", "install", "claude-code"),
+        "doctor": run("doctor"),
+        "remote add": run("remote", "add", "far", f"file://{remote}"),
+        "remote list": run("remote", "list"),
+        "push": run("push"),
+        "remote log": run("remote", "log"),
+    }
+    lines = {name: text.splitlines() for name, text in seen.items()}
+    assert any(str(long) in line for line in lines["status"]), seen["status"]
+    assert any(deep in line and "+1 -1" in line for line in lines["show"]), seen["show"]
+    settings = str(long / ".claude" / "settings.local.json")
+    for name in ("hook install", "doctor"):
+        assert any(settings in line for line in lines[name]), seen[name]
+    for name in ("remote add", "remote list"):
+        assert any(f"file://{remote}" in line for line in lines[name]), seen[name]
+    assert any(session in line and prompt[:60] in line for line in lines["remote log"])
+    widest = max(len(line) for text in lines.values() for line in text)
+    assert widest > 80, widest  # the long values are there, on lines longer than COLUMNS

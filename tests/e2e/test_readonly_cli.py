@@ -2,9 +2,10 @@
 one line and exit 3, and nothing is written.
 
 Root ignores file modes, so the store is made read-only two ways that hold for root too: a
-user without rights (the command runs as ``nobody`` through ``setpriv``; as anyone else, the
-modes alone do it) and a read-only bind mount, made in a private mount namespace
-(``unshare -m``) that disappears with the command.
+user without rights (the command runs as ``nobody`` through ``setpriv``, from a copy it can
+read wherever the clone lives, ``support.readable``; as anyone else, the modes alone do it) and
+a read-only bind mount, made in a private mount namespace (``unshare -m``) that disappears with
+the command.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from ..support import CliResult, hermetic_env, read, snapshot, write
+from ..support import CliResult, hermetic_env, read, readable, snapshot, write
 
 READS = [
     ["log"],
@@ -45,17 +47,43 @@ WRITES = [
     ["fsck", "--repair"],
 ]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-COMMAND = [sys.executable, "-m", "snapstore_cli"]
 Runner = Callable[..., CliResult]
 
 
-def _run(prefix: list[str], root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
+class As(NamedTuple):
+    """Who runs the command: the interpreter, behind what runs it as that user, and the
+    environment it needs."""
+
+    python: list[str]
+    env: dict[str, str]
+
+
+OWNER = As([sys.executable], {})
+
+
+@pytest.fixture(scope="module")
+def nobody() -> Iterator[As]:
+    """As root: ``nobody``, from a copy of the package it can read wherever the clone lives.
+    As anyone else the store's modes alone refuse: that user, with the test's interpreter."""
+    if os.geteuid() != 0:
+        yield OWNER
+        return
+    base = Path(tempfile.mkdtemp(prefix="snapstore-nobody-"))
+    base.chmod(0o755)
+    try:
+        command, env = readable.make(base / "lib")
+        yield As([*NOBODY, command[0]], env)
+    finally:
+        shutil.rmtree(base)
+
+
+def _run(who: As, root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
     proc = subprocess.run(
-        [*prefix, *COMMAND, *args],
+        [*who.python, "-m", "snapstore_cli", *args],
         cwd=root,
         capture_output=True,
         text=True,
-        env=hermetic_env(**(env or {})),
+        env=hermetic_env(**who.env, **(env or {})),
         timeout=120,
     )
     return CliResult(proc.returncode, proc.stdout, proc.stderr)
@@ -79,11 +107,11 @@ def shared_root() -> Iterator[Path]:
 def _history(root: Path) -> None:
     """Two agent turns and a rewind, through the real command, as the store's owner."""
     for prompt, data in (("first", "one\n"), ("second", "two\n")):
-        assert _run([], root, "begin", "--prompt", prompt).code == 0
-        assert _run([], root, "pre-write", "a.txt").code == 0
+        assert _run(OWNER, root, "begin", "--prompt", prompt).code == 0
+        assert _run(OWNER, root, "pre-write", "a.txt").code == 0
         write(root, "a.txt", data)
-        assert _run([], root, "post-write", "a.txt").code == 0
-        assert _run([], root, "end").code == 0
+        assert _run(OWNER, root, "post-write", "a.txt").code == 0
+        assert _run(OWNER, root, "end").code == 0
 
 
 def _store_state(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -104,7 +132,7 @@ def _freeze(root: Path) -> None:
 
 def _check(root: Path, run: Runner, reason: str) -> None:
     """Read commands give what they give on a writable store; writes refuse, writing nothing."""
-    expected = {tuple(args): _run([], root, *args) for args in READS}
+    expected = {tuple(args): _run(OWNER, root, *args) for args in READS}
     _freeze(root)
     store, workspace = _store_state(root), snapshot(root)
     for args in READS:
@@ -127,26 +155,26 @@ def _check(root: Path, run: Runner, reason: str) -> None:
     assert "read-only: " + reason in " ".join(run("status").stdout.split())
 
 
-def test_a_store_without_write_permission(shared_root: Path) -> None:
+def test_a_store_without_write_permission(shared_root: Path, nobody: As) -> None:
     root = shared_root
-    assert _run([], root, "init").code == 0
+    assert _run(OWNER, root, "init").code == 0
     write(root, "a.txt", "zero\n")
     _history(root)
-    prefix = NOBODY if os.geteuid() == 0 else []
-    _check(root, lambda *args: _run(prefix, root, *args), "permission denied")
+    _check(root, lambda *args: _run(nobody, root, *args), "permission denied")
 
 
 def test_a_read_only_mount(root: Path) -> None:
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("a read-only bind mount needs root and unshare(1)")
-    assert _run([], root, "init").code == 0
+    assert _run(OWNER, root, "init").code == 0
     write(root, "a.txt", "zero\n")
     _history(root)
     script = 'mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" && exec "$@"'
     mount = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, str(root)]
-    probe = _run(mount, root, "--version")
+    mounted = As([*mount, sys.executable], {})
+    probe = _run(mounted, root, "--version")
     assert probe.code == 0, probe.stderr
-    _check(root, lambda *args: _run(mount, root, *args), "read-only file system")
+    _check(root, lambda *args: _run(mounted, root, *args), "read-only file system")
     assert read(root, "a.txt") == b"two\n"
 
 
@@ -160,43 +188,43 @@ store.close()
 """
 
 
-def test_a_read_only_reader_keeps_writers_out_while_it_reads(shared_root: Path) -> None:
+def test_a_read_only_reader_keeps_writers_out_while_it_reads(shared_root: Path, nobody: As) -> None:
     """Opened without LMDB's lock file, a reader is safe only because no writer commits while
     it has the store open: a writer (here root, whom modes do not stop) waits for it."""
     if os.geteuid() != 0:
         pytest.skip("needs a writer with more rights than the reader: run as root")
     root = shared_root
-    assert _run([], root, "init").code == 0
+    assert _run(OWNER, root, "init").code == 0
     write(root, "a.txt", "zero\n")
     _history(root)
-    for path in (root / ".snapstore").rglob("*"):
+    store = root / ".snapstore"  # private (0700) as made: opened up for the reader
+    for path in (store, *store.rglob("*")):
         os.chmod(path, 0o555 if path.is_dir() else 0o444)
     reader = subprocess.Popen(
-        [*NOBODY, sys.executable, "-c", HOLD, str(root)],
+        [*nobody.python, "-c", HOLD, str(root)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        env=hermetic_env(),
+        env=hermetic_env(**nobody.env),
     )
     assert reader.stdout is not None
     try:
         assert reader.stdout.readline().split() == ["permission", "denied", "2"]
-        blocked = _run([], root, "--lock-timeout", "0.3", "begin", "--prompt", "third")
+        blocked = _run(OWNER, root, "--lock-timeout", "0.3", "begin", "--prompt", "third")
         assert blocked.code == 3 and "busy" in blocked.stderr, blocked.stderr
     finally:
         reader.communicate("done\n", timeout=60)
     assert reader.returncode == 0
-    assert _run([], root, "begin", "--prompt", "third").code == 0
+    assert _run(OWNER, root, "begin", "--prompt", "third").code == 0
 
 
-def test_creating_a_store_where_one_cannot_be_written(shared_root: Path) -> None:
+def test_creating_a_store_where_one_cannot_be_written(shared_root: Path, nobody: As) -> None:
     """init, and an agent's hook that would create the store, in a folder the user cannot
     write: one line; init exits 3, the hook lets the agent go on."""
     root = shared_root
     write(root, "a.txt", "zero\n")
     os.chmod(root, 0o555)
-    prefix = NOBODY if os.geteuid() == 0 else []
-    result = _run(prefix, root, "init")
+    result = _run(nobody, root, "init")
     assert result.code == 3, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "cannot create the store" in lines[0], lines
@@ -211,12 +239,12 @@ def test_creating_a_store_where_one_cannot_be_written(shared_root: Path) -> None
         }
     )
     proc = subprocess.run(
-        [*prefix, *COMMAND, "hook", "claude-code"],
+        [*nobody.python, "-m", "snapstore_cli", "hook", "claude-code"],
         cwd=root,
         input=event,
         capture_output=True,
         text=True,
-        env=hermetic_env(),
+        env=hermetic_env(**nobody.env),
         timeout=120,
     )
     assert proc.returncode == 0 and proc.stderr.count("\n") == 1, proc.stderr

@@ -74,7 +74,7 @@ def prefix_url() -> str:
 def add_remote(root: Path, url: str, endpoint: str, name: str = "origin") -> None:
     done = run(root, "--json", "remote", "add", name, url, "--endpoint-url", endpoint)
     assert done.code == 0, done.stderr
-    assert done.json == {"name": name, "url": url, "conditional_writes": True}
+    assert done.json == {"name": name, "url": url, "conditional_writes": True, "auto_push": False}
 
 
 def one_line(result: CliResult, code: int) -> str:
@@ -366,15 +366,16 @@ def test_automatic_push_at_turn_end_and_retry_after_a_failure(tmp_path: Path, se
             "--endpoint-url",
             f"http://127.0.0.1:{port}",
             "--no-check",
+            "--auto-push",
         ).code
         == 0
     )
     config = root / ".snapstore" / "config"
-    config.write_text(config.read_text() + "\n[remote]\nauto_push = origin\n")
     _agent_turn_by_hooks(root, "first\n")  # its push fails: nobody listens there
     log = root / ".snapstore" / "push.log"
     wait_until(lambda: log.exists() and "snapstore:" in log.read_text(), timeout=60)
     config.write_text(config.read_text().replace(f"http://127.0.0.1:{port}", seaweed.endpoint))
+    assert run(root, "config", "trust").code == 0  # edited by hand: used once the user says so
     _agent_turn_by_hooks(root, "second\n")
 
     def pushed() -> int:

@@ -24,20 +24,10 @@ import pytest
 
 from snapstore.adapters import MAX_PAYLOAD
 
-from ..support import hermetic_env, read, snapstore_bin, wait_until, write
+from ..support import claude_event, hermetic_env, read, reaper, snapstore_bin, wait_until, write
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude-code"
 HOOK = "/snapstore/hook/claude-code"
 SESSION = "claude-code/3f2b9c1e-7a4d-4e8b-9c2f-1d5e6a7b8c90"
-
-
-def event(root: Path, name: str, rel: str = "src/app.py", **fields: object) -> bytes:
-    raw = (FIXTURES / f"{name}.json").read_text().replace("__CWD__/src/app.py", f"__CWD__/{rel}")
-    data = json.loads(
-        raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
-    )
-    data.update(fields)
-    return json.dumps(data).encode()
 
 
 class Daemon:
@@ -45,6 +35,7 @@ class Daemon:
 
     def __init__(self, root: Path):
         self.root = root
+        reaper.watch_folder(root)  # detached: if the run is killed, the reaper stops it
         done = subprocess.run(
             [*snapstore_bin(), "--json", "serve", "--detach"],
             cwd=root,
@@ -111,13 +102,14 @@ def turns(cli) -> int:
 def turn_through(d: Daemon, root: Path, rel: str, content: str) -> None:
     """One agent turn posted to the daemon: prompt, a Write's pre and post, stop."""
     for body in (
-        event(root, "user-prompt-submit"),
-        event(root, "pre-tool-use-write", rel, tool_use_id=f"toolu_{rel}"),
+        claude_event(root, "user-prompt-submit"),
+        claude_event(root, "pre-tool-use-write", rel, tool_use_id=f"toolu_{rel}"),
     ):
         assert d.post(body) == (200, b"")
     write(root, rel, content)
-    assert d.post(event(root, "post-tool-use-write", rel, tool_use_id=f"toolu_{rel}")) == (200, b"")
-    assert d.post(event(root, "stop")) == (200, b"")
+    post = claude_event(root, "post-tool-use-write", rel, tool_use_id=f"toolu_{rel}")
+    assert d.post(post) == (200, b"")
+    assert d.post(claude_event(root, "stop")) == (200, b"")
 
 
 def test_a_turn_posted_to_the_daemon_is_recorded_and_rewinds(
@@ -159,26 +151,26 @@ def test_the_secret_is_private_and_never_printed(daemon: Daemon, root: Path, cli
 def test_a_missing_or_wrong_secret_is_refused(
     daemon: Daemon, root: Path, cli, headers: dict[str, str], status: int
 ) -> None:
-    assert daemon.post(event(root, "user-prompt-submit"), headers)[0] == status
+    assert daemon.post(claude_event(root, "user-prompt-submit"), headers)[0] == status
     assert turns(cli) == 0
 
 
 def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Path, cli) -> None:
-    body = event(root, "user-prompt-submit")
+    body = claude_event(root, "user-prompt-submit")
     assert daemon.post(body, path="/snapstore/hook/gemini-cli")[0] == 404
     assert daemon.post(body, path="/rewind")[0] == 404
     assert daemon.post(body, path="/hook/claude-code")[0] == 404
     assert daemon.post(body, path="/snapstore/hook/claude-code/../rewind")[0] == 404
-    assert daemon.post(b"", method="GET")[0] == 501
-    assert daemon.post(b"", method="DELETE")[0] == 501
     # events that change nothing are answered and ignored: a session's start, a read
-    assert daemon.post(event(root, "session-start")) == (200, b"")
+    assert daemon.post(claude_event(root, "session-start")) == (200, b"")
     assert daemon.post(
-        json.dumps({**json.loads(event(root, "pre-tool-use-write")), "tool_name": "Read"}).encode()
+        json.dumps(
+            {**json.loads(claude_event(root, "pre-tool-use-write")), "tool_name": "Read"}
+        ).encode()
     ) == (200, b"")
     assert turns(cli) == 0
     # an event that names another workspace is refused, and says so
-    other = json.loads(event(root, "user-prompt-submit"))
+    other = json.loads(claude_event(root, "user-prompt-submit"))
     other["cwd"] = str(root.parent)
     status, reply = daemon.post(json.dumps(other).encode())
     assert status == 200 and "outside this daemon's workspace" in json.loads(reply)["systemMessage"]
@@ -186,9 +178,37 @@ def test_only_capture_events_on_the_hook_path_are_taken(daemon: Daemon, root: Pa
     assert "outside this daemon's workspace" in (root / ".snapstore" / "hook.log").read_text()
 
 
+def test_every_other_request_gets_a_json_error(daemon: Daemon, root: Path, cli) -> None:
+    """Another method, an unknown one, an unknown path, headers too long: each refusal is
+    JSON with its status (never the standard library's HTML page), and the daemon goes on."""
+    for method, path, status in (
+        ("GET", HOOK, 405),
+        ("DELETE", HOOK, 405),
+        ("PUT", HOOK, 405),
+        ("GET", "/", 404),
+        ("BREW", HOOK, 501),
+    ):
+        got, body = daemon.post(b"", method=method, path=path)
+        assert got == status, (method, path)
+        assert isinstance(json.loads(body)["error"], str), body
+    with socket.create_connection(("127.0.0.1", daemon.port), timeout=10) as sock:
+        sock.sendall(
+            f"POST {HOOK} HTTP/1.1\r\nHost: 127.0.0.1:{daemon.port}\r\n"
+            f"X-Long: {'a' * 70000}\r\n\r\n".encode()
+        )
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431") and b"Content-Type: application/json" in head
+    assert json.loads(body) == {"error": "Line too long"}
+    assert daemon.post(claude_event(root, "session-start")) == (200, b"")
+    assert turns(cli) == 0
+
+
 def test_another_host_name_is_refused(daemon: Daemon, root: Path) -> None:
     """A web page whose name resolves to 127.0.0.1 (DNS rebinding) sends its own Host."""
-    body = event(root, "user-prompt-submit")
+    body = claude_event(root, "user-prompt-submit")
     assert daemon.post(body, {"Host": f"evil.example:{daemon.port}"})[0] == 403
     assert daemon.post(body, {"Host": "127.0.0.1:1"})[0] == 403
     assert daemon.post(body, {"Host": f"localhost:{daemon.port}"})[0] == 200
@@ -213,7 +233,7 @@ def test_the_body_is_capped_and_needs_a_length(daemon: Daemon, root: Path) -> No
     # a bad body is a failure of the event, not of the daemon: it answers the next one
     status, reply = daemon.post(b"not json")
     assert status == 200 and "not JSON" in json.loads(reply)["systemMessage"]
-    assert daemon.post(event(root, "user-prompt-submit")) == (200, b"")
+    assert daemon.post(claude_event(root, "user-prompt-submit")) == (200, b"")
 
 
 def _other_address() -> str:
@@ -276,6 +296,30 @@ def test_stop_and_start_again(daemon: Daemon, root: Path, cli) -> None:
         again.stop()
 
 
+def test_a_killed_daemon_starts_again_at_once_with_the_agents_connection_open(
+    daemon: Daemon, root: Path, cli
+) -> None:
+    """The agent keeps its connection open; the daemon is killed (SIGKILL: nothing closed
+    cleanly, the port's connections linger for a minute); a new one listens on the same
+    port at once and records the next turn."""
+    agent = http.client.HTTPConnection("127.0.0.1", daemon.port, timeout=10)
+    headers = {"X-Snapstore-Secret": daemon.secret, "Content-Type": "application/json"}
+    agent.request("POST", HOOK, body=claude_event(root, "session-start"), headers=headers)
+    assert agent.getresponse().read() == b""  # kept alive: the agent's connection stays open
+    try:
+        os.kill(daemon.pid, signal.SIGKILL)
+        wait_until(lambda: not _alive(daemon.pid))
+        again = Daemon(root)
+        try:
+            assert again.port == daemon.port and again.pid != daemon.pid
+            turn_through(again, root, "src/app.py", "after the restart\n")
+            assert turns(cli) == 1
+        finally:
+            again.stop()
+    finally:
+        agent.close()
+
+
 @pytest.mark.process  # were it not refused, the second daemon would serve on in the test itself
 def test_a_second_daemon_on_one_store_is_refused(daemon: Daemon, root: Path, cli) -> None:
     """One daemon per store: a second one in the foreground exits 3 and names the first."""
@@ -284,4 +328,4 @@ def test_a_second_daemon_on_one_store_is_refused(daemon: Daemon, root: Path, cli
     error = second.json["error"]
     assert error["code"] == "locked" and f"pid {daemon.pid}" in error["message"]
     assert "snapstore serve --stop" in second.stderr
-    assert daemon.post(event(root, "stop")) == (200, b"")  # the first still answers
+    assert daemon.post(claude_event(root, "stop")) == (200, b"")  # the first still answers

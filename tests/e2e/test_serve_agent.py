@@ -38,10 +38,13 @@ SCRIPT = [
 ]
 
 
-def snap(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`snapstore ARGS` on the real clock: the daemon's idle timer and the agent's run it."""
+def snap(s: Session, *args: str) -> subprocess.CompletedProcess[str]:
+    """`snapstore ARGS` in the session's workspace, as its user (one state folder, where trust
+    is recorded, so the agent's hooks see the store's settings files as written by the same
+    user), on the real clock: the daemon's idle timer and the agent's run it."""
     env = {k: v for k, v in hermetic_env().items() if k != "SNAPSTORE_NOW"}
-    return snapstore(ws, *args, env=env)
+    env["XDG_STATE_HOME"] = s.env()["XDG_STATE_HOME"]
+    return snapstore(s.workspace, *args, env=env)
 
 
 def daemon_pid(ws: Path) -> int | None:
@@ -66,7 +69,7 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
 ) -> None:
     s, ws = session, session.workspace
     (ws / "notes0.txt").write_text("the user's notes\n")
-    done = snap(ws, "--json", "hook", "install", "claude-code", "--http")
+    done = snap(s, "--json", "hook", "install", "claude-code", "--http")
     assert done.returncode == 0, done.stderr
     config = json.loads((ws / ".claude" / "settings.local.json").read_text())
     assert {
@@ -75,11 +78,11 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
 
     run = s.run(SCRIPT[0].prompt)  # the session's start starts the daemon
     assert run.code == 0 and not run.timed_out, run.brief()
-    logged = json.loads(snap(ws, "log", "--json", "--all").stdout)
+    logged = json.loads(snap(s, "log", "--json", "--all").stdout)
     assert [(p["prompt"], p["files"], p["state"]) for p in logged] == [
         (SCRIPT[0].prompt, WRITES, "closed")
     ]
-    assert snap(ws, "rewind", "1", "--yes").returncode == 0
+    assert snap(s, "rewind", "1", "--yes").returncode == 0
     assert (ws / "notes0.txt").read_text() == "the user's notes\n"  # captured, and restored
     assert not (ws / "notes1.txt").exists()
 
@@ -109,10 +112,10 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
     ), "the model is told why the write was blocked"
     # the first write was captured before the daemon died: once its turn is ended (as the
     # next prompt would), it is in the turn, and a rewind takes it back
-    logged = json.loads(snap(ws, "log", "--json", "--all").stdout)
+    logged = json.loads(snap(s, "log", "--json", "--all").stdout)
     assert logged[0]["prompt"] == SCRIPT[1].prompt and logged[0]["state"] == "open"
-    assert snap(ws, "--session", logged[0]["session"], "end").returncode == 0
-    turn = json.loads(snap(ws, "show", logged[0]["turn"], "--json").stdout)
+    assert snap(s, "--session", logged[0]["session"], "end").returncode == 0
+    turn = json.loads(snap(s, "show", logged[0]["turn"], "--json").stdout)
     assert [c["path"] for c in turn["changes"]] == ["draft0.txt"]
-    assert snap(ws, "--session", logged[0]["session"], "rewind", "1", "--yes").returncode == 0
+    assert snap(s, "--session", logged[0]["session"], "rewind", "1", "--yes").returncode == 0
     assert not (ws / "draft0.txt").exists()

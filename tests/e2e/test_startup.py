@@ -37,29 +37,38 @@ HOOK_MODULES = {
     "snapstore.store",
     "snapstore_cli",
     "snapstore_cli.hooks",
+    "snapstore_cli.launch",
+    "snapstore_cli.runner",
     "snapstore_cli.settings",
 }
-#: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...).
-ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid"}
+#: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
+#: the console script turns the collector off, and ``gc`` is built into the interpreter.
+ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid", "gc"}
 
-_RUN = """
-import io, json, sys
+
+_LAUNCH = """
+import io, json, os, sys
 out = sys.argv[1]
 sys.argv = ["snapstore", *sys.argv[2:]]
 sys.stdin = io.TextIOWrapper(io.BytesIO(sys.stdin.buffer.read()))
-from snapstore_cli.hooks import main
+def leave(code):
+    sys.stdout.flush()
+    with open(out, "w") as handle:
+        json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
+    real_exit(0)
+real_exit, os._exit = os._exit, leave  # the fast paths end with os._exit: see what they loaded
+from snapstore_cli.launch import main
 try:
     main()
-except SystemExit:
-    pass
-with open(out, "w") as handle:
-    json.dump(sorted(sys.modules), handle)
+except SystemExit as exc:
+    leave(exc.code)
+leave(None)
 """
 
 
-def _loaded(args: list[str], stdin: bytes, cwd: Path, out: Path) -> set[str]:
+def _launched(args: list[str], cwd: Path, out: Path, stdin: bytes = b"") -> tuple[int, set[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", _RUN, str(out), *args],
+        [sys.executable, "-c", _LAUNCH, str(out), *args],
         input=stdin,
         cwd=cwd,
         env=hermetic_env(),
@@ -67,7 +76,14 @@ def _loaded(args: list[str], stdin: bytes, cwd: Path, out: Path) -> set[str]:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(out.read_text()))
+    result = json.loads(out.read_text())
+    return result["code"], set(result["modules"])
+
+
+def _loaded(args: list[str], stdin: bytes, cwd: Path, out: Path) -> set[str]:
+    code, loaded = _launched(args, cwd, out, stdin)
+    assert code == 0, args
+    return loaded
 
 
 @pytest.fixture(scope="module")
@@ -152,6 +168,7 @@ def test_a_hook_loads_only_the_capture_path(
         "difflib",
         "shutil",
         "concurrent.futures",
+        "websockets",
     ):
         assert heavy not in loaded, heavy
 
@@ -193,24 +210,6 @@ def test_in_scan_mode_a_file_tool_hook_loads_no_more(
 
 # -- the console script (snapstore_cli.launch): capture commands, hooks, reads, rewinds ------
 
-_LAUNCH = """
-import io, json, os, sys
-out = sys.argv[1]
-sys.argv = ["snapstore", *sys.argv[2:]]
-sys.stdin = io.TextIOWrapper(io.BytesIO(sys.stdin.buffer.read()))
-def leave(code):
-    sys.stdout.flush()
-    with open(out, "w") as handle:
-        json.dump({"code": code, "modules": sorted(sys.modules)}, handle)
-    real_exit(0)
-real_exit, os._exit = os._exit, leave  # the fast paths end with os._exit: see what they loaded
-from snapstore_cli.launch import main
-try:
-    main()
-except SystemExit as exc:
-    leave(exc.code)
-leave(None)
-"""
 
 #: snapstore's own modules behind the capture commands: the hook path's, without the adapters.
 CAPTURE_MODULES = {
@@ -229,14 +228,12 @@ CAPTURE_MODULES = {
     "snapstore_cli",
     "snapstore_cli.autogc",
     "snapstore_cli.fast",
-    "snapstore_cli.failures",
     "snapstore_cli.launch",
+    "snapstore_cli.runner",
     "snapstore_cli.settings",
     "snapstore_cli.output",
     "snapstore_cli.output.plain",
 }
-#: The console script turns the collector off: ``gc`` is built into the interpreter.
-LAUNCH_ALLOWED = ALLOWED_BEYOND_FLOOR | {"gc"}
 #: Never loaded by a command an agent or its wrapper starts for each event.
 HEAVY = (
     "click",
@@ -251,21 +248,8 @@ HEAVY = (
     "shutil",
     "concurrent.futures",
     "threading",
+    "websockets",  # the timeline page's server (the ui extra): only `snapstore ui` loads it
 )
-
-
-def _launched(args: list[str], cwd: Path, out: Path, stdin: bytes = b"") -> tuple[int, set[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", _LAUNCH, str(out), *args],
-        input=stdin,
-        cwd=cwd,
-        env=hermetic_env(),
-        capture_output=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(out.read_text())
-    return result["code"], set(result["modules"])
 
 
 def _ours(loaded: set[str]) -> set[str]:
@@ -295,7 +279,7 @@ def test_the_capture_commands_load_only_the_capture_path(
         code, loaded = _launched(args, root, tmp_path / f"{i}.json")
         assert code == 0, args
         assert _ours(loaded) == CAPTURE_MODULES, args
-        assert loaded - floor - _ours(loaded) <= LAUNCH_ALLOWED, args
+        assert loaded - floor - _ours(loaded) <= ALLOWED_BEYOND_FLOOR, args
         for heavy in HEAVY:
             assert heavy not in loaded, (args, heavy)
         if args[0] in ("begin", "end"):  # nothing to hash or compress
@@ -331,11 +315,8 @@ def test_a_hook_through_the_console_script_loads_only_the_capture_path(
             ["hook", "claude-code"], root, tmp_path / f"{name}.json", raw.encode()
         )
         assert code == 0
-    assert _ours(loaded) == HOOK_MODULES | {
-        "snapstore.adapters.claude_code",
-        "snapstore_cli.launch",
-    }
-    assert loaded - floor - _ours(loaded) <= LAUNCH_ALLOWED
+    assert _ours(loaded) == HOOK_MODULES | {"snapstore.adapters.claude_code"}
+    assert loaded - floor - _ours(loaded) <= ALLOWED_BEYOND_FLOOR
     for heavy in HEAVY:
         assert heavy not in loaded, heavy
 
@@ -387,8 +368,40 @@ def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path:
         code, loaded = _launched(args, root, tmp_path / f"{i}.json")
         assert code == 0, args
         assert not any(m == "rich" or m.startswith("rich.") for m in loaded), args
+        assert not any(m.split(".")[0] in ("websockets", "asyncio") for m in loaded), args
+        assert "snapstore_cli.ui" not in loaded, args
         if args[0] in ("log", "status", "scan"):
             assert "zstandard" not in loaded, args
         if args[0] == "scan":
             assert "click" not in loaded and "dataclasses" not in loaded
     assert (root / "a.txt").read_text() == "two\n"  # rewound, undone, switched back: all ran
+
+
+def _imported(stderr: str) -> set[str]:
+    """The modules a ``python -X importtime`` run imported, from its report on stderr."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+def test_python_dash_m_takes_the_console_scripts_fast_paths(root: Path) -> None:
+    """``python -m snapstore_cli`` is the console script: a capture command runs without Click."""
+    env = hermetic_env()
+    (root / "app.py").write_text("print('hello')\n")
+    for args in (["init"], ["begin", "--prompt", "a turn"], ["pre-write", "app.py"]):
+        done = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "snapstore_cli", *args],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        imported = _imported(done.stderr)
+        assert "snapstore_cli.launch" in imported, args
+        if args[0] != "init":  # init is not a capture command: Click runs it
+            assert "snapstore_cli.fast" in imported and "click" not in imported, args
+    assert "captured 1 path(s) in turn" in done.stderr

@@ -13,6 +13,7 @@ from snapstore import Store
 from snapstore.ops.watchlink import watcher_info
 
 from ..support import hermetic_env, read, snapstore_bin, wait_until, write
+from ..support.reaper import die_with_parent
 
 
 # The watcher writes its lock before it watches: a scan asked at once goes unanswered for the
@@ -28,6 +29,7 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=die_with_parent(),
     )
     try:
         with Store.open(root) as store:

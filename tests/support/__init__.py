@@ -26,6 +26,7 @@ __all__ = [
     "agent_turn",
     "agent_write",
     "changes_of",
+    "claude_event",
     "hermetic_env",
     "make_tree",
     "read",
@@ -38,6 +39,7 @@ __all__ = [
     "write",
 ]
 
+CLAUDE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude-code"
 #: Whether pytest runs with ``--slow`` (set by tests/conftest.py before any test module is
 #: imported, so that hypothesis settings can scale with it).
 SLOW = False
@@ -119,6 +121,18 @@ def agent_turn(
 def changes_of(store: Store, turn: str) -> dict[str, str]:
     """Each path a turn changed, with the source that recorded it (hook, scan, watch)."""
     return {c.path: c.source for c in store.changes(turn)}
+
+
+def claude_event(root: Path, name: str, rel: str = "src/app.py", **fields: object) -> bytes:
+    """A recorded Claude Code hook payload (tests/fixtures/claude-code/NAME.json) for a
+    workspace at ``root``, its file ``rel``, with ``fields`` changed."""
+    raw = (CLAUDE_FIXTURES / f"{name}.json").read_text()
+    raw = raw.replace("__CWD__/src/app.py", f"__CWD__/{rel}")
+    data = json.loads(
+        raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
+    )
+    data.update(fields)
+    return json.dumps(data).encode()
 
 
 def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:

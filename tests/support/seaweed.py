@@ -4,7 +4,8 @@
 identities file (so wrong credentials are refused), buckets that are never
 created on the fly (so a missing bucket is an error, as on AWS), and no
 telemetry. It returns once the server has really stored and returned an object,
-and stops the process group it started, by its pid.
+and stops the process group it started, by its pid; a test run that is killed takes
+the server along (``reaper.die_with_parent``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from snapstore.remote import RetryPolicy, S3Credentials, open_object_store
+
+from .reaper import die_with_parent
 
 ACCESS_KEY = "snapstore-test-access"
 SECRET_KEY = "snapstore-test-secret-0123456789"
@@ -206,6 +209,7 @@ def start_seaweed(folder: Path, attempts: int = 3) -> Iterator[Seaweed]:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),  # a killed test run takes it along
             )
             server = Seaweed(f"http://127.0.0.1:{ports[6]}", ports[6], proc.pid, folder, 0.0)
             try:

@@ -9,6 +9,7 @@ import pytest
 
 from snapstore import BadInput, UnsafePath
 from snapstore.core.fsio import Entry, Workspace
+from snapstore.core.records import fingerprint
 
 
 @pytest.fixture
@@ -122,3 +123,27 @@ def test_missing_parents_counts_new_folders(ws: Workspace, root: Path) -> None:
     assert ws.missing_parents("a/b/c/f.txt") == 2
     assert ws.missing_parents("a/f.txt") == 0
     assert ws.missing_parents("f.txt") == 0
+
+
+def test_holds_says_whether_a_path_still_holds_what_was_read(ws: Workspace, root: Path) -> None:
+    """Capture, scan and rewind commit only what the path still holds: a rewrite, a removal
+    or a file where nothing was all show; a folder counts as nothing, as when it was read."""
+    (root / "a.txt").write_text("one\n")
+    read = ws.read("a.txt")
+    assert read is not None and read.stat is not None
+    seen = fingerprint(read.stat)
+    assert ws.holds("a.txt", seen)
+    (root / "a.txt").write_text("two, longer\n")
+    assert not ws.holds("a.txt", seen)
+    os.unlink(root / "a.txt")
+    assert not ws.holds("a.txt", seen)
+    assert ws.holds("a.txt", None)
+    (root / "a.txt").mkdir()
+    assert ws.holds("a.txt", None)
+    assert not ws.holds("b.txt", seen) and ws.holds("b.txt", None)
+    (root / "b.txt").write_text("new\n")
+    assert not ws.holds("b.txt", None)
+    (root / "real").mkdir()
+    (root / "real" / "c.txt").write_text("c\n")
+    (root / "link").symlink_to(root / "real")
+    assert not ws.holds("link/c.txt", None)  # never read through a symlinked folder

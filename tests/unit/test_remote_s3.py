@@ -174,6 +174,17 @@ def test_a_server_ignoring_conditional_writes_is_detected(seaweed: Seaweed, prox
     assert fallback.get("config") == b"v1"
 
 
+def test_static_keys_and_their_session_token_reach_the_s3_client() -> None:
+    store = open_object_store(
+        "s3://some-bucket",
+        endpoint_url="http://127.0.0.1:9",
+        credentials=S3Credentials("AKEY", "secret", "a-token"),
+    )
+    config = store._store.config  # what the obstore client was configured with
+    assert (config["access_key_id"], config["session_token"]) == ("AKEY", "a-token")
+    store.close()
+
+
 def test_credentials_from_the_environment(seaweed: Seaweed):
     env = {
         "AWS_ACCESS_KEY_ID": ACCESS_KEY,

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from snapstore_cli.failures import exit_code
 
+from snapstore.core.blobs import digest_hex
 from snapstore.remote import (
     CorruptObject,
     MissingBucket,
@@ -25,7 +26,7 @@ from snapstore.remote import (
     RemoteError,
     open_object_store,
 )
-from snapstore.remote.format.verify import digest_hex, get_verified
+from snapstore.remote.format.verify import get_verified
 
 from ..support.seaweed import BUCKET, FAST_RETRY
 

@@ -62,3 +62,29 @@ def test_a_newer_schema_is_refused_and_left_as_it_is(root: Path) -> None:
     assert failure.value.found == SCHEMA_VERSION + 1 and failure.value.known == SCHEMA_VERSION
     assert f"schema version {SCHEMA_VERSION + 1}" in str(failure.value)
     assert data.read_bytes() == before
+
+
+def test_a_store_whose_turns_hold_an_earlier_releases_nulls_works_on(
+    root: Path, clock: Clock
+) -> None:
+    """Earlier releases wrote null for a turn's empty collections; the schema is the same."""
+    write(root, "f.txt", "one\n")
+    with Store.init(root, clock=clock) as store:
+        agent_turn(store, "first", {"f.txt": "two\n"})
+        store.pre_write(["g.txt"])  # an implicit turn with a change awaiting its after
+        for key, raw in raw_values(store, "turns").items():
+            data = json.loads(raw)
+            for name in ("open_changes", "open_calls", "unattributed"):
+                if not data[name]:
+                    data[name] = None
+            raw_put(store, key, json.dumps(data).encode(), "turns")
+        nulls = [json.loads(raw)["open_calls"] for raw in raw_values(store, "turns").values()]
+        assert nulls == [None, None]
+    with Store.open(root, clock=clock) as store:
+        write(root, "g.txt", "new\n")
+        store.post_write(["g.txt"])
+        store.end_turn()
+        assert [p.added for p in store.rewind_points()] == [1, 1]
+        store.rewind(2)
+        assert read(root, "f.txt") == b"one\n" and read(root, "g.txt") is None
+        assert store.fsck().ok

@@ -57,7 +57,7 @@ def test_only_what_changed_inside_the_sessions_own_shell_call_is_its(
     with scanned.repo.read() as v:
         users = [t for t in v.turns() if t.kind == USER]
     assert [changes_of(scanned, t.id) for t in users] == [{"b.txt": "scan"}]
-    assert users[0].unattributed is None
+    assert users[0].unattributed == ()
     assert scanned.rewind(1, "A").ok
     assert (read(root, "a.txt"), read(root, "b.txt"), read(root, "c.txt")) == (
         b"a\n",

@@ -26,8 +26,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import blake3
-
+from ...core.blobs import digest_hex
+from ...core.db import FILE_MODE, makedirs_private
+from ...core.records import TurnState
 from ..transport.backend import ObjectInfo, ObjectStore
 from ..transport.errors import CorruptObject, ObjectMissing, RemoteError
 from . import layout
@@ -46,7 +47,7 @@ class RemoteSession:
     created: float
     base: dict[str, Any] | None
     head: str | None
-    turns: dict[str, str] = field(default_factory=dict)  # turn id -> state
+    turns: dict[str, TurnState] = field(default_factory=dict)  # turn id -> state
     time: float = 0.0  # of the state that gave head and base
     writers: set[str] = field(default_factory=set)
 
@@ -93,7 +94,8 @@ class Catalog:
         self.requests["delete"] += 1
         self.store.delete(key)
 
-    def list(self, folder: str, fresh: bool = False) -> list[ObjectInfo]:
+    def listing(self, folder: str, fresh: bool = False) -> list[ObjectInfo]:
+        """The objects under ``folder``: listed once, and again when ``fresh``."""
         if fresh or folder not in self._listings:
             found = list(self.store.list(folder))
             self.requests["list"] += 1 + len(found) // 1000
@@ -152,9 +154,10 @@ class Catalog:
         raw = self.get(key)
         value = check(raw)
         if path is not None:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
+            makedirs_private(os.path.dirname(path))
             tmp = f"{path}.{os.getpid()}.tmp"
-            with open(tmp, "wb") as handle:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+            with os.fdopen(fd, "wb") as handle:
                 handle.write(raw)
             os.replace(tmp, path)
         return value
@@ -165,7 +168,7 @@ class Catalog:
         """Each writer's newest state: writer -> (seq, key)."""
         folder = layout.STATES if writer is None else f"{layout.STATES}/{writer}"
         newest: dict[str, tuple[int, str]] = {}
-        for info in self.list(folder, fresh=True):
+        for info in self.listing(folder, fresh=True):
             parsed = layout.parse_state_key(info.key)
             if parsed is not None and parsed[1] > newest.get(parsed[0], (-1, ""))[0]:
                 newest[parsed[0]] = (parsed[1], info.key)
@@ -210,7 +213,7 @@ class Catalog:
     # -- turns ---------------------------------------------------------------------------
 
     def turn_ids(self) -> set[str]:
-        return {layout.leaf(info.key) for info in self.list(layout.TURNS, fresh=True)}
+        return {layout.leaf(info.key) for info in self.listing(layout.TURNS, fresh=True)}
 
     def turn(self, turn_id: str) -> dict[str, Any]:
         key = layout.turn_key(turn_id)
@@ -235,7 +238,7 @@ class Catalog:
         return self._fetch("indexes", key, check)
 
     def index_keys(self) -> list[str]:
-        return sorted(info.key for info in self.list(layout.INDEXES, fresh=True))
+        return sorted(info.key for info in self.listing(layout.INDEXES, fresh=True))
 
     def blob_index(self, condemned: dict[str, float] | None = None) -> dict[str, layout.BlobRef]:
         """Which pack holds each blob, over every index; blobs only in condemned packs are
@@ -253,7 +256,7 @@ class Catalog:
         return verified(self.store, key, self.get(key), digest)
 
     def new_pack(self, data: bytes) -> str:
-        digest = blake3.blake3(data).hexdigest()
+        digest = digest_hex(data)
         self.create(layout.pack_key(digest), data)
         return digest
 
@@ -261,7 +264,7 @@ class Catalog:
 
     def tombstones(self) -> Tombstones:
         found = Tombstones()
-        keys = sorted(info.key for info in self.list(layout.GC, fresh=True))
+        keys = sorted(info.key for info in self.listing(layout.GC, fresh=True))
 
         def read(key: str) -> dict[str, Any]:
             return self._fetch("gc", key, lambda raw: layout.unseal(raw, self.url, key, self.name))

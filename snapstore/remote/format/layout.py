@@ -21,9 +21,9 @@ import re
 import struct
 from typing import Any, NamedTuple
 
-import blake3
 import zstandard
 
+from ...core.blobs import digest
 from ..transport.errors import CorruptObject, RemoteError
 
 FORMAT = "snapstore-remote"
@@ -83,10 +83,6 @@ def check_config(raw: bytes, remote: str, name: str | None) -> dict[str, Any]:
 # -- sealed records ------------------------------------------------------------------
 
 
-def blake3_hex(data: bytes) -> str:
-    return blake3.blake3(data).hexdigest()
-
-
 def canonical(data: Any) -> bytes:
     """The one JSON encoding of ``data``: sorted keys, compact separators."""
     return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
@@ -94,13 +90,13 @@ def canonical(data: Any) -> bytes:
 
 def seal(data: Any) -> bytes:
     payload = zstandard.ZstdCompressor(level=_LEVEL).compress(canonical(data))
-    return blake3.blake3(payload).digest() + payload
+    return digest(payload) + payload
 
 
 def unseal(raw: bytes, remote: str, key: str, name: str | None = None) -> Any:
     """The record in a sealed object, after checking its digest."""
     payload = raw[_SEAL:]
-    actual = blake3.blake3(payload).digest()
+    actual = digest(payload)
     if len(raw) < _SEAL or actual != raw[:_SEAL]:
         raise CorruptObject(
             remote=remote, key=key, expected=raw[:_SEAL].hex(), actual=actual.hex(), name=name

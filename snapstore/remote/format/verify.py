@@ -8,15 +8,9 @@ and never reaches the local store or a workspace.
 
 from __future__ import annotations
 
-import blake3
-
+from ...core.blobs import digest_hex
 from ..transport.backend import ObjectStore
 from ..transport.errors import CorruptObject
-
-
-def digest_hex(data: bytes) -> str:
-    """The BLAKE3 digest that names ``data`` on a remote, in hex."""
-    return blake3.blake3(data).hexdigest()
 
 
 def verified(store: ObjectStore, key: str, data: bytes, expected: str) -> bytes:

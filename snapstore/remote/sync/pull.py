@@ -21,7 +21,7 @@ from typing import Any
 
 from ...core import blobs, faults
 from ...core.errors import StoreCorrupt
-from ...core.records import AGENT, CLOSED, Change, Session, Turn, Version
+from ...core.records import AGENT, BASE, CLOSED, Change, Session, Turn, version_from_json
 from ...core.repo import Repo, Tx, View
 from ...ops.session_base import base_changes, git_commit
 from ..format import layout
@@ -33,10 +33,6 @@ from .push import SyncResult, base_turn_id, identity
 WHOLE_PACK = 0.5
 #: Ranges closer than this are read as one request.
 RANGE_GAP = 256 * 1024
-
-
-def _version(value: Any) -> Version | None:
-    return None if value is None else Version(value[0], value[1], value[2])
 
 
 def local_name_for(
@@ -83,15 +79,15 @@ def pull(
     ids = [t for _, _, _, wanted in plans for t in wanted]
     if progress:
         progress(f"fetching {len(ids)} turn(s)")
-    for record in catalog.map(_fetch_turn(catalog), ids):
-        if record is not None:
-            records[record["id"]] = record
+    for fetched in catalog.map(_fetch_turn(catalog), ids):
+        if fetched is not None:
+            records[fetched["id"]] = fetched
     needed: set[str] = set()
     for session, _, _, _ in plans:
         for _, before, after in base_changes(session.base):
             needed.update(x.digest for x in (before, after) if x is not None)
-    for record in records.values():
-        for change in record["changes"]:
+    for turn_record in records.values():
+        for change in turn_record["changes"]:
             needed.update(x[0] for x in (change["before"], change["after"]) if x is not None)
     with repo.read() as v:
         needed = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
@@ -292,7 +288,16 @@ def _import(
         )
         for n, (path, before, after) in enumerate(base_changes(session.base)):
             tx.put_change(
-                Change(synthetic, n, path, before, after, True, "", "base", session.created)
+                Change.recorded(
+                    turn=synthetic,
+                    seq=n,
+                    path=path,
+                    before=before,
+                    after=after,
+                    tool="",
+                    source=BASE,
+                    time=session.created,
+                )
             )
         record = record._replace(turns=record.turns + 1)
     has_base_turn = origin is not None and tx.find_turn(synthetic) is not None
@@ -305,16 +310,16 @@ def _import(
             parent = synthetic
         changes = [
             Change(
-                data["id"],
-                c["seq"],
-                c["path"],
-                _version(c["before"]),
-                _version(c["after"]),
-                c["done"],
-                c["tool"],
-                c["source"],
-                c["time"],
-                c["mkdirs"],
+                turn=data["id"],
+                seq=c["seq"],
+                path=c["path"],
+                before=version_from_json(c["before"]),
+                after=version_from_json(c["after"]),
+                done=c["done"],
+                tool=c["tool"],
+                source=c["source"],
+                time=c["time"],
+                mkdirs=c["mkdirs"],
             )
             for c in data["changes"]
         ]
@@ -331,7 +336,6 @@ def _import(
             session.turns.get(data["id"], CLOSED),
             data["implicit"],
             max((c.seq for c in changes), default=-1) + 1,
-            None,
         )
         tx.put_turn(turn)
         for change in changes:

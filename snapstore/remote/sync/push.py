@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import blobs, faults
+from ...core.db import FILE_MODE
 from ...core.errors import StoreLocked
-from ...core.records import AGENT, OPEN, Change, Session, Turn, Version
+from ...core.records import AGENT, OPEN, Change, Session, Turn, version_to_json
 from ...core.repo import Repo, View
 from ...ops.session_base import base_keys
 from ..format import layout
@@ -73,9 +74,7 @@ def identity(store_id: str, session: Session) -> tuple[str, str]:
 
 def base_turn_id(origin: str, name: str) -> str:
     """The id of the turn a pull makes for a session's uncommitted base (the same everywhere)."""
-    from blake3 import blake3
-
-    digest = blake3(f"base:{origin}:{name}".encode()).hexdigest()
+    digest = blobs.digest_hex(f"base:{origin}:{name}".encode())
     return digest[:11] + "b" if digest[:12].isdigit() else digest[:12]
 
 
@@ -96,8 +95,8 @@ def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> di
             {
                 "seq": c.seq,
                 "path": c.path,
-                "before": _plain(c.before),
-                "after": _plain(c.after),
+                "before": version_to_json(c.before),
+                "after": version_to_json(c.after),
                 "done": c.done,
                 "tool": c.tool,
                 "source": c.source,
@@ -107,10 +106,6 @@ def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> di
             for c in changes
         ],
     }
-
-
-def _plain(version: Version | None) -> list[Any] | None:
-    return None if version is None else [version.digest, version.mode, version.kind]
 
 
 class _Local:
@@ -161,7 +156,7 @@ class _PushLock:
         self.fd = -1
 
     def __enter__(self) -> _PushLock:
-        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -301,7 +296,7 @@ def _upload_blobs(
     if batch:
         flush()
     data = layout.build_index(refs)
-    digest = layout.blake3_hex(data)
+    digest = blobs.digest_hex(data)
     catalog.create(layout.index_key(digest), data)
     sent += len(data)
     faults.point("push.index")

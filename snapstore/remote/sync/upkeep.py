@@ -1,4 +1,5 @@
-"""Looking after a remote: its log, its verification (fsck) and its retention (gc).
+"""Looking after a remote: its log, its verification and its retention (`remote_log`,
+`remote_fsck`, `remote_gc`: the local store's own are `snapstore.ops.fsck` and `ops.gc`).
 
 gc takes no lock, so it works in two phases a grace period apart (restic's
 prune needs an exclusive lock; this does not):
@@ -64,7 +65,7 @@ class LogEntry:
         }
 
 
-def log(catalog: Catalog) -> list[LogEntry]:
+def remote_log(catalog: Catalog) -> list[LogEntry]:
     """The remote's sessions and turns, newest first."""
     if not catalog.open(create=False):
         return []
@@ -127,13 +128,13 @@ def _try(report: RemoteFsck, key: str, fn: Any) -> Any:
         return None
 
 
-def fsck(catalog: Catalog) -> RemoteFsck:
+def remote_fsck(catalog: Catalog) -> RemoteFsck:
     """Verify every object of the remote and every reference between them."""
     report = RemoteFsck()
     if not catalog.open(create=False):
         return report
     states = []
-    for info in catalog.list(layout.STATES, fresh=True):
+    for info in catalog.listing(layout.STATES, fresh=True):
         state = _try(report, info.key, lambda key=info.key: catalog.state(key))
         report.states += 1
         if state is not None and layout.parse_state_key(info.key) is not None:
@@ -161,7 +162,7 @@ def fsck(catalog: Catalog) -> RemoteFsck:
         for blob_id, ref in (part or {}).items():
             index.setdefault(blob_id, ref)
             indexed_packs.add(ref.pack)
-    packs = {layout.leaf(info.key) for info in catalog.list(layout.PACKS, fresh=True)}
+    packs = {layout.leaf(info.key) for info in catalog.listing(layout.PACKS, fresh=True)}
     contents: dict[str, bytes] = {}
     values: dict[str, bytes] = {}
     for pack in sorted(packs):
@@ -226,7 +227,7 @@ def _verify_blob(
     report: RemoteFsck, blob_id: str, values: dict[str, bytes], contents: dict[str, bytes]
 ) -> bytes | None:
     """Decode one blob of a pack, its bases first, and check it against its id."""
-    chain = []
+    chain: list[str] = []
     current: str | None = blob_id
     while current is not None and current not in contents:
         if current not in values:
@@ -278,7 +279,7 @@ class RemoteGc:
         }
 
 
-def gc(
+def remote_gc(
     catalog: Catalog,
     keep_days: float | None,
     *,
@@ -305,7 +306,7 @@ def gc(
         for blob_id, ref in catalog.index(key).items():
             index.setdefault(blob_id, ref)
     reachable = _reachable(kept.values(), sessions.values(), index)
-    pack_info = {layout.leaf(i.key): i for i in catalog.list(layout.PACKS, fresh=True)}
+    pack_info = {layout.leaf(i.key): i for i in catalog.listing(layout.PACKS, fresh=True)}
     live_packs = {index[b].pack for b in reachable if b in index}
     dead = [p for p in pack_info if p not in live_packs]
     deletable = [p for p in dead if p in tombstones.packs and tombstones.packs[p] <= now - grace]
@@ -317,7 +318,7 @@ def gc(
         record = layout.seal(
             {"version": layout.VERSION, "time": now, "turns": dropped, "packs": sorted(condemn)}
         )
-        catalog.create(layout.gc_key(layout.blake3_hex(record)), record)
+        catalog.create(layout.gc_key(blobs.digest_hex(record)), record)
     for turn_id in dropped:
         catalog.delete(layout.turn_key(turn_id))
         result.removed_objects += 1
@@ -327,13 +328,13 @@ def gc(
     if deletable:
         gone = set(deletable)
         old_indexes = [
-            i for i in catalog.list(layout.INDEXES, fresh=True) if i.modified <= now - grace
+            i for i in catalog.listing(layout.INDEXES, fresh=True) if i.modified <= now - grace
         ]
         keep = {b: r for b, r in index.items() if r.pack not in gone}
         if keep:
             data = layout.build_index(keep)
-            catalog.create(layout.index_key(layout.blake3_hex(data)), data)
-        new_key = layout.index_key(layout.blake3_hex(layout.build_index(keep))) if keep else ""
+            catalog.create(layout.index_key(blobs.digest_hex(data)), data)
+        new_key = layout.index_key(blobs.digest_hex(layout.build_index(keep))) if keep else ""
         for info in old_indexes:
             if info.key != new_key:
                 catalog.delete(info.key)
@@ -345,7 +346,7 @@ def gc(
             result.removed_packs += 1
             result.removed_objects += 1
     for writer, (seq, _) in newest.items():
-        for info in catalog.list(f"{layout.STATES}/{writer}", fresh=True):
+        for info in catalog.listing(f"{layout.STATES}/{writer}", fresh=True):
             parsed = layout.parse_state_key(info.key)
             if parsed is not None and parsed[1] < seq and info.modified <= now - grace:
                 catalog.delete(info.key)

@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import RemoteDenied
+from .errors import RemoteDenied, client_missing
+
+if TYPE_CHECKING:
+    from obstore.store import S3Credential
 
 _REFRESH = timedelta(minutes=5)  # how long a temporary credential is reused before asking again
 
@@ -52,8 +55,11 @@ class AwsChain:
 
     def resolve(self, remote: str) -> None:
         """Find credentials now, so a missing one is reported before any request."""
-        import botocore.exceptions
-        import botocore.session
+        try:
+            import botocore.exceptions
+            import botocore.session
+        except ModuleNotFoundError as exc:
+            raise client_missing(exc, ("botocore",)) from None
 
         try:
             session = botocore.session.Session(profile=self.profile)
@@ -67,7 +73,7 @@ class AwsChain:
             )
         self._credentials = credentials
 
-    def __call__(self) -> dict[str, Any]:
+    def __call__(self) -> S3Credential:
         """The obstore credential-provider callback; botocore refreshes expiring ones."""
         frozen = self._credentials.get_frozen_credentials()
         refreshable = hasattr(self._credentials, "refresh_needed")

@@ -7,13 +7,18 @@ one-line message for a person. No message ever holds a credential.
 
 from __future__ import annotations
 
-from ...core.errors import SnapstoreError
+from ...core.errors import BadInput, SnapstoreError
 
 
 class RemoteError(SnapstoreError):
     """A remote could not be used. ``remote`` is its URL, ``name`` its local name if known."""
 
     code = "remote"
+    what: str
+    remote: str
+    key: str | None
+    name: str | None
+    detail: str | None
 
     def __init__(
         self,
@@ -71,6 +76,9 @@ class CorruptObject(RemoteError):
     """An object's bytes do not match the digest it is stored under."""
 
     code = "remote_corrupt"
+    key: str
+    expected: str
+    actual: str
 
     def __init__(
         self, *, remote: str, key: str, expected: str, actual: str, name: str | None = None
@@ -84,3 +92,19 @@ class CorruptObject(RemoteError):
         )
         self.expected = expected
         self.actual = actual
+
+
+class ClientMissing(BadInput):
+    """An S3 remote on an install without its client (the ``remote`` extra): nothing is wrong
+    with the remote, so this is not a RemoteError. ``module`` is the one that is missing."""
+
+    code = "client_missing"
+
+
+def client_missing(exc: ModuleNotFoundError, modules: tuple[str, ...]) -> ClientMissing:
+    """The error for an import of one of ``modules`` that failed; re-raises any other."""
+    if (exc.name or "").split(".")[0] not in modules:
+        raise exc
+    return ClientMissing(
+        f"s3:// remotes need the S3 client ({exc.name}), which is not installed", module=exc.name
+    )

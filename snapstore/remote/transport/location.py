@@ -13,6 +13,7 @@ from urllib.parse import unquote, urlsplit
 from ...core.errors import BadInput
 from .backend import ObjectStore, RetryPolicy, check_folder
 from .credentials import AwsChain, S3Credentials
+from .errors import client_missing
 
 _BUCKET = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 
@@ -79,7 +80,10 @@ def open_object_store(
         return FolderObjectStore(where.path, name=name)
     if endpoint_url and urlsplit(endpoint_url).scheme not in ("http", "https"):
         raise BadInput(f"an endpoint URL starts with http:// or https://: {endpoint_url}")
-    from .s3 import S3ObjectStore
+    try:
+        from .s3 import S3ObjectStore
+    except ModuleNotFoundError as exc:
+        raise client_missing(exc, ("obstore",)) from None
 
     return S3ObjectStore(
         where.bucket,

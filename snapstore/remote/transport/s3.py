@@ -18,7 +18,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 import obstore
 from obstore.exceptions import (
@@ -49,6 +49,9 @@ from .errors import (
     RemoteUnavailable,
     RemoteUnreachable,
 )
+
+if TYPE_CHECKING:  # obstore declares its option types only in its stubs
+    from obstore.store import ClientConfig, RetryConfig, S3Config
 
 _STATUS = re.compile(r"status code: (\d{3})")
 _S3_CODE = re.compile(r"<Code>([A-Za-z0-9.]+)</Code>")
@@ -113,21 +116,19 @@ class S3ObjectStore(ObjectStore):
         self.retry = retry or RetryPolicy()
         if credentials is None:
             credentials = AwsChain()
-        config: dict[str, Any] = {}
+        config: S3Config = {}
         provider = None
         if isinstance(credentials, AwsChain):
             credentials.resolve(self.url)
             provider = credentials
             region = region or credentials.region
         else:
-            config.update(
-                access_key_id=credentials.access_key_id,
-                secret_access_key=credentials.secret_access_key,
-            )
+            config["access_key_id"] = credentials.access_key_id
+            config["secret_access_key"] = credentials.secret_access_key
             if credentials.session_token:
-                config["token"] = credentials.session_token
+                config["session_token"] = credentials.session_token
         config["region"] = region or "us-east-1"
-        options: dict[str, Any] = {
+        options: ClientConfig = {
             "connect_timeout": _seconds(self.retry.connect_timeout),
             "timeout": _seconds(self.retry.request_timeout),
         }
@@ -135,7 +136,7 @@ class S3ObjectStore(ObjectStore):
             config["endpoint"] = endpoint_url
             config["virtual_hosted_style_request"] = False  # path style: MinIO, SeaweedFS, Ceph
             options["allow_http"] = endpoint_url.startswith("http://")
-        retry_config = {
+        retry_config: RetryConfig = {
             "max_retries": self.retry.max_retries,
             "retry_timeout": timedelta(seconds=self.retry.total_timeout),
             "backoff": {
@@ -268,25 +269,25 @@ class S3ObjectStore(ObjectStore):
         status = int(status_match.group(1)) if status_match else None
         code = code_match.group(1) if code_match else None
         detail = code or (f"HTTP {status}" if status else None)
-        where = {"remote": self.url, "key": key, "name": self.name}
+
+        def error(kind: type[RemoteError], what: str, detail: str | None = detail) -> RemoteError:
+            return kind(what, remote=self.url, key=key, name=self.name, detail=detail)
+
         if code == "NoSuchBucket":
-            return MissingBucket(f"bucket {self.bucket} does not exist", **where)
+            return error(MissingBucket, f"bucket {self.bucket} does not exist", None)
         if isinstance(exc, (FileNotFoundError, NotFoundError)) or status == 404:
-            return ObjectMissing("no such object", **where, detail=detail)
+            return error(ObjectMissing, "no such object")
         if isinstance(exc, (PermissionDeniedError, UnauthenticatedError)) or status in (401, 403):
             what = "credentials refused" if code in _BAD_CREDENTIALS else "access denied"
-            return RemoteDenied(what, **where, detail=detail)
+            return error(RemoteDenied, what)
         if status is not None and (status >= 500 or status == 429):
-            return RemoteUnavailable(
+            return error(
+                RemoteUnavailable,
                 f"the server kept failing after {self.retry.max_retries} retries",
-                **where,
-                detail=detail,
             )
         if status is None and any(s in text.lower() for s in _NO_CONNECTION):
-            return RemoteUnreachable(
-                "cannot connect", **where, detail=self.endpoint_url or "AWS S3"
-            )
-        return RemoteError("request failed", **where, detail=detail or type(exc).__name__)
+            return error(RemoteUnreachable, "cannot connect", self.endpoint_url or "AWS S3")
+        return error(RemoteError, "request failed", detail or type(exc).__name__)
 
     def close(self) -> None:
         self._store = None  # type: ignore[assignment]

@@ -21,6 +21,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..reaper import die_with_parent
+
 CACHE_ENV = "SNAPSTORE_TEST_AGENTS_CACHE"
 INSTALL_TIMEOUT = 600.0  # seconds for one `npm install`; a cold Copilot or opencode is ~100 MB
 
@@ -129,6 +131,7 @@ def _npm_install(pin: Pin, prefix: Path, timeout: float) -> None:
         text=True,
         env=env,
         start_new_session=True,
+        preexec_fn=die_with_parent(),
     )
     try:
         out, _ = proc.communicate(timeout=timeout)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import reaper
 from .drivers import DRIVERS, Driver
 from .egress import Blackhole, strace_connects
 from .fake_model import FakeModel, Turn
@@ -71,6 +72,7 @@ class Session:
         self.proxy = Blackhole()
 
     def __enter__(self) -> Session:
+        reaper.watch_folder(self.base)  # a killed run leaves none of its daemons
         self.model.start()
         self.proxy.start()
         try:
@@ -81,7 +83,7 @@ class Session:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _kill_strays(self.base)
+        reaper.kill_in(self.base)
         self.model.stop()
         self.proxy.stop()
 
@@ -145,12 +147,13 @@ class Session:
                 stdout=out,
                 stderr=err,
                 start_new_session=True,
+                preexec_fn=reaper.die_with_parent(),
             )
             timed_out = not _wait_for_cli(proc, timeout, code_path if self.strace else None)
         if not timed_out:
             _let_hooks_finish(proc.pid, self.base, self.driver.daemons)
         _kill_group(proc.pid)  # whatever the CLI left running in its group
-        _kill_strays(self.base)  # and daemons that left it (Cline's hub)
+        reaper.kill_in(self.base)  # and daemons that left it (Cline's hub)
         proc.wait()
         code = proc.returncode
         if self.strace:
@@ -191,7 +194,7 @@ def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...], grace: fl
     while time.monotonic() < deadline:
         hooks = [
             pid
-            for pid, cmdline in _strays(base)
+            for pid, cmdline in reaper.processes_in(base)
             if pid != pgid and not any(d in cmdline for d in daemons)
         ]
         if not hooks and not _group_members(pgid) - {pgid}:
@@ -214,30 +217,6 @@ def _group_members(pgid: int) -> set[int]:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-def _strays(base: Path) -> list[tuple[int, str]]:
-    """(pid, command line) of every process whose command line or working folder lies in this
-    session's unique temporary folder: only ours."""
-    mark, found = str(base), []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == os.getpid():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(proc / "cwd")
-        except OSError:
-            continue
-        if mark in cmdline or cwd == mark or cwd.startswith(mark + os.sep):
-            found.append((int(proc.name), cmdline))
-    return found
-
-
-def _kill_strays(base: Path) -> None:
-    """Kill what a CLI left behind outside its process group (Cline's hub daemon)."""
-    for pid, _ in _strays(base):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
 
 
 def read_log(path: Path) -> list[dict[str, Any]]:

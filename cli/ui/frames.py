@@ -1,0 +1,350 @@
+"""The timeline page's WebSocket API: one request frame in, one reply frame out (docs/api.md).
+
+A request is a JSON object ``{"action": A, "session_id": S, ...}``; its reply is
+``{"type": T, "data": {"session_id": S, ...}}``. Every reply carries the session it is
+about, errors included, so that a client with several sessions in flight matches
+replies on it; a ``request_id`` the client sent comes back in ``data`` as well. This
+module only turns frames into calls on the :class:`~snapstore.Store` and results into
+JSON: the server (``snapstore_cli.ui.server``) owns the sockets, and the library checks
+every path, as it does for the command line. Nothing a frame says names a file: turns,
+sessions and operations are named, and the library decides which files they touched.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from snapstore import SnapstoreError, Store
+from snapstore.adapters import AGENT_NAMES
+from snapstore.core.errors import UnknownTurn
+from snapstore.core.records import MODES, POLICIES
+from snapstore.ops.history import RewindPoint
+from snapstore.ops.plan import RewindResult
+
+from ..output.plain import iso
+
+#: Lines of one file's diff sent to the page; a longer diff is cut and says so.
+MAX_DIFF_LINES = 2000
+#: The operations of the store's audit log that the operation log lists.
+OPERATIONS = ("rewind", "switch", "undo")
+
+
+C = TypeVar("C", bound=str)
+
+
+class FrameError(Exception):
+    """A request refused before it reached the store: a stable ``code``, one line, and the
+    request as far as it could be read (its session and request id go back in the reply)."""
+
+    def __init__(self, code: str, message: str, request: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request = request or {}
+
+
+def reply(kind: str, session: str | None, data: dict[str, Any], request: dict[str, Any]) -> str:
+    """A reply frame, as text: ``data`` with the session and the client's request id."""
+    body = {"session_id": session, **data}
+    if "request_id" in request:
+        body["request_id"] = request["request_id"]
+    return json.dumps({"type": kind, "data": body})
+
+
+def error(code: str, message: str, request: dict[str, Any]) -> str:
+    """An error frame for ``request`` (whatever could be read of it)."""
+    session = request.get("session_id")
+    action = request.get("action")
+    return reply(
+        "error",
+        session if isinstance(session, str) else None,
+        {"action": action if isinstance(action, str) else None, "code": code, "message": message},
+        request,
+    )
+
+
+def parse(text: str | bytes) -> dict[str, Any]:
+    """A request frame's JSON object; anything else is a ``bad_json`` or ``bad_frame``."""
+    try:
+        frame = json.loads(text)
+    except (ValueError, UnicodeDecodeError):
+        raise FrameError("bad_json", "the frame is not JSON") from None
+    if not isinstance(frame, dict):
+        raise FrameError("bad_frame", "a frame is a JSON object")
+    if not isinstance(frame.get("action"), str):
+        raise FrameError("bad_frame", "the frame has no action", frame)
+    return frame
+
+
+def answer(store: Store, frame: dict[str, Any]) -> str:
+    """The reply to one parsed request frame: its result, or an error frame."""
+    action = frame["action"]
+    handler = ACTIONS.get(action)
+    try:
+        if handler is None:
+            raise FrameError("unknown_action", f"unknown action {action!r}")
+        session = _session(store, frame, required=action not in ("sessions", "ops"))
+        kind, data = handler(store, session, frame)
+    except FrameError as exc:
+        return error(exc.code, exc.message, frame)
+    except UnknownTurn as exc:
+        return error("unknown_turn", exc.message, frame)
+    except SnapstoreError as exc:
+        return error(exc.code, exc.message, frame)
+    return reply(kind, session, data, frame)
+
+
+def _session(store: Store, frame: dict[str, Any], required: bool) -> str | None:
+    session = frame.get("session_id")
+    if session is None and not required:
+        return None
+    if not isinstance(session, str) or not session:
+        raise FrameError("bad_frame", "session_id must be a session's name")
+    if not store.has_session(session):
+        raise FrameError("unknown_session", f"no session {session!r} in this store")
+    return session
+
+
+def _choice(frame: dict[str, Any], key: str, choices: tuple[C, ...], default: C) -> C:
+    value = frame.get(key, default)
+    for choice in choices:
+        if value == choice:
+            return choice
+    raise FrameError("bad_frame", f"{key} must be one of {', '.join(choices)}")
+
+
+def _turn_ref(frame: dict[str, Any]) -> str:
+    """The ``turn`` a frame names: a number from the head (1 is the newest) or an id."""
+    turn = frame.get("turn")
+    if isinstance(turn, bool) or not isinstance(turn, (int, str)) or str(turn).strip() == "":
+        raise FrameError("bad_frame", "turn must be a number or a turn id")
+    return str(turn)
+
+
+def _own_turn(store: Store, frame: dict[str, Any], session: str) -> str:
+    """The id of the turn a frame names, refused unless it is ``session``'s."""
+    turn = store.resolve_turn(_turn_ref(frame), session)
+    if turn.session != session:
+        raise FrameError("unknown_turn", f"turn {turn.id} is not of session {session!r}")
+    return turn.id
+
+
+def agent_of(session: str) -> str:
+    """The agent a hook-recorded session came from (its name's prefix), else ''."""
+    agent = session.split("/", 1)[0]
+    return agent if agent in AGENT_NAMES and "/" in session else ""
+
+
+def point_json(point: RewindPoint, branches: int = 0) -> dict[str, Any]:
+    turn = point.turn
+    return {
+        "n": point.n,
+        "id": turn.id,
+        "message_id": turn.message_id,
+        "prompt": turn.prompt,
+        "created": iso(turn.created),
+        "time": turn.created,
+        "state": turn.state,
+        "parent": turn.parent,
+        "files": [
+            {"path": f.path, "status": f.status, "added": f.added, "removed": f.removed}
+            for f in point.files
+        ],
+        "added": point.added,
+        "removed": point.removed,
+        "branches": branches,
+    }
+
+
+def sessions(store: Store, _session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
+    """Every session: its agent, turns, last activity, head and open turn."""
+    with store.repo.read() as v:
+        records = sorted(v.sessions(), key=lambda s: s.name)  # ties: by name
+        last: dict[str, float] = {}
+        for turn in v.turns():
+            last[turn.session] = max(last.get(turn.session, 0.0), turn.created)
+        heads = {s.name: v.head(s.name) for s in records}
+    records.sort(key=lambda s: -last.get(s.name, s.created))  # the most recently active first
+    listed = [
+        {
+            "session_id": s.name,
+            "agent": agent_of(s.name),
+            "turns": s.turns,
+            "created": iso(s.created),
+            "last_activity": iso(last.get(s.name, s.created)),
+            "time": last.get(s.name, s.created),
+            "head": heads[s.name],
+            "open_turn": s.open_turn,
+        }
+        for s in records
+    ]
+    return "sessions", {"sessions": listed}
+
+
+def rewind_list(store: Store, session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
+    """The session's rewind points on its current branch, newest first."""
+    assert session is not None
+    return "rewind_points", {
+        "points": [point_json(p) for p in store.rewind_points(session)],
+    }
+
+
+def load_session(store: Store, session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
+    """The session's turns on its current branch (newest first), and those rewound."""
+    assert session is not None
+    points = store.rewind_points(session, all_branches=True)
+    rewound = [p for p in points if p.n is None]
+    forks: dict[str | None, int] = {}
+    for p in rewound:
+        forks[p.turn.parent] = forks.get(p.turn.parent, 0) + 1
+    with store.repo.read() as v:
+        head = v.head(session)
+        open_turn = v.open_turn(session)
+    return "session", {
+        "agent": agent_of(session),
+        "head": head,
+        "open_turn": None if open_turn is None else open_turn.id,
+        "turns": [point_json(p, forks.get(p.turn.id, 0)) for p in points if p.n is not None],
+        "rewound": [point_json(p, forks.get(p.turn.id, 0)) for p in rewound],
+    }
+
+
+def diff(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str, dict]:
+    """One turn's diff, file by file (each cut at :data:`MAX_DIFF_LINES`)."""
+    assert session is not None
+    turn, files = store.diffs(_own_turn(store, frame, session), session)
+    return "diff", {
+        "turn": turn.id,
+        "prompt": turn.prompt,
+        "files": [
+            {
+                "path": stat.path,
+                "status": stat.status,
+                "added": stat.added,
+                "removed": stat.removed,
+                "binary": stat.binary,
+                "lines": lines[:MAX_DIFF_LINES],
+                "truncated": len(lines) > MAX_DIFF_LINES,
+            }
+            for stat, lines in files
+        ],
+    }
+
+
+def ops(store: Store, session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
+    """The rewinds, switches and undos the store's audit log records, newest first (of
+    ``session``, or of every session)."""
+    events = [
+        e
+        for e in store.events()
+        if e.get("type") in OPERATIONS and session in (None, e.get("session"))
+    ]
+    listed = []
+    with store.repo.read() as v:
+        for event in reversed(events):
+            record = v.find_turn(event.get("turn") or "")
+            op = None if record is None else record.op
+            listed.append(
+                {
+                    "id": event.get("turn"),
+                    "action": event["type"],
+                    "session_id": event.get("session"),
+                    "target": event.get("target"),
+                    "new_head": event.get("new_head"),
+                    "errors": event.get("errors", 0),
+                    "conflicts": event.get("conflicts", 0),
+                    "time": iso(event.get("time")),
+                    "undone_by": None if op is None else op.undone_by,
+                }
+            )
+    return "ops", {"ops": listed}
+
+
+def result_json(result: RewindResult) -> dict[str, Any]:
+    """A rewind, switch or undo's result frame data (docs/api.md, ``rewind_result``)."""
+    return {
+        "operation_id": result.undo_id,
+        "target": result.target,
+        "user_text": result.user_text,
+        "turns_reverted": result.turns_reverted,
+        "restored_paths": sorted(result.restored + result.merged + result.deleted),
+        "restored": result.restored,
+        "merged": result.merged,
+        "deleted": result.deleted,
+        "conflicts": result.conflicts,
+        "errors": result.errors,
+        "warnings": result.warnings,
+        "new_head_id": result.new_head,
+    }
+
+
+def rewind(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str, dict]:
+    """Take back a turn (by the agent's message id, or a number or id) and what followed."""
+    assert session is not None
+    message = frame.get("target_msg_id")
+    if message is not None:
+        if not isinstance(message, str):
+            raise FrameError("bad_frame", "target_msg_id must be a string")
+        found = [p.turn.id for p in store.rewind_points(session) if p.turn.message_id == message]
+        if not found:
+            raise FrameError(
+                "unknown_turn", f"no turn of message {message!r} on the current branch"
+            )
+        target = found[0]
+    else:
+        target = _turn_ref(frame)
+    result = store.rewind(
+        target,
+        session,
+        mode=_choice(frame, "mode", MODES, "both"),
+        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+    )
+    return "rewind_result", result_json(result)
+
+
+def switch(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str, dict]:
+    """Make the workspace what it was right after a turn of the session (any branch)."""
+    assert session is not None
+    turn = _own_turn(store, frame, session)
+    result = store.switch(
+        turn, session, on_conflict=_choice(frame, "on_conflict", POLICIES, "skip")
+    )
+    return "switch_result", result_json(result)
+
+
+def undo(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str, dict]:
+    """Take back the session's newest rewind or switch, or the operation named."""
+    assert session is not None
+    operation = frame.get("operation_id")
+    if operation is not None:
+        if not isinstance(operation, str) or not operation:
+            raise FrameError("bad_frame", "operation_id must be an operation's id")
+        with store.repo.read() as v:
+            record = v.find_turn(operation)
+        if record is None or record.op is None or record.session != session:
+            raise FrameError(
+                "unknown_operation", f"no operation {operation!r} of session {session!r}"
+            )
+    result = store.undo(
+        operation, session, on_conflict=_choice(frame, "on_conflict", POLICIES, "skip")
+    )
+    return "undo_result", result_json(result)
+
+
+Handler = Callable[[Store, "str | None", dict[str, Any]], "tuple[str, dict]"]
+
+#: Each action and its handler; the read-only ones may be subscribed to (``LIVE``).
+ACTIONS: dict[str, Handler] = {
+    "sessions": sessions,
+    "load_session": load_session,
+    "rewind_list": rewind_list,
+    "ops": ops,
+    "diff": diff,
+    "rewind": rewind,
+    "switch": switch,
+    "undo": undo,
+}
+#: Requests the server answers again, and pushes when the answer changes.
+LIVE = ("sessions", "load_session", "rewind_list", "ops")

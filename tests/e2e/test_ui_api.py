@@ -1,0 +1,287 @@
+"""The timeline page's WebSocket API (docs/api.md), driven by a Python client over a real
+``snapstore ui``: every frame, the refusals, and what the server lets through."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+
+from snapstore import Store
+
+from ..support import hermetic_env, read, write
+from ..support.ui import (
+    FAREWELL,
+    GREET,
+    SHOUT,
+    WAIT,
+    Ui,
+    agent_turns,
+    ask,
+    open_socket,
+    running_ui,
+)
+
+
+@pytest.fixture
+def ui(store: Store, root: Path) -> Iterator[Ui]:
+    with running_ui(root) as server:
+        yield server
+
+
+def test_the_read_frames_answer_with_their_session(store: Store, root: Path) -> None:
+    turns = agent_turns(store)
+    with running_ui(root) as ui, open_socket(ui) as ws:
+        listed = ask(ws, {"action": "sessions"})
+        assert listed["type"] == "sessions"
+        assert listed["data"]["session_id"] is None
+        assert [(s["session_id"], s["turns"]) for s in listed["data"]["sessions"]] == [
+            ("default", 3)
+        ]
+        points = ask(ws, {"action": "rewind_list", "session_id": "default"})
+        assert points["type"] == "rewind_points"
+        assert points["data"]["session_id"] == "default"
+        assert [(p["n"], p["id"], p["message_id"]) for p in points["data"]["points"]] == [
+            (1, turns[2], "m3"),
+            (2, turns[1], "m2"),
+            (3, turns[0], "m1"),
+        ]
+        loaded = ask(ws, {"action": "load_session", "session_id": "default"})
+        assert loaded["type"] == "session"
+        assert loaded["data"]["head"] == turns[2]
+        assert [t["prompt"] for t in loaded["data"]["turns"]] == [
+            "shout the greeting",
+            "add a farewell",
+            "create the greeting",
+        ]
+        second = loaded["data"]["turns"][1]
+        assert [(f["path"], f["added"], f["removed"]) for f in second["files"]] == [
+            ("app.py", 4, 0),
+            ("notes.txt", 1, 0),
+        ]
+        diff = ask(ws, {"action": "diff", "session_id": "default", "turn": 1})
+        assert diff["type"] == "diff"
+        assert diff["data"]["turn"] == turns[2]
+        assert "+    return 'HI'" in diff["data"]["files"][0]["lines"]
+        ops = ask(ws, {"action": "ops"})
+        assert ops["type"] == "ops" and ops["data"]["ops"] == []
+
+
+@pytest.mark.parametrize(
+    ("frame", "code"),
+    [
+        ("not json", "bad_json"),
+        ("[1, 2]", "bad_frame"),
+        ('{"session_id": "default"}', "bad_frame"),
+        ('{"action": "explode", "session_id": "default"}', "unknown_action"),
+        ('{"action": "load_session", "session_id": "nobody"}', "unknown_session"),
+        ('{"action": "load_session"}', "bad_frame"),
+        ('{"action": "rewind", "session_id": "default", "turn": 9}', "unknown_turn"),
+        ('{"action": "rewind", "session_id": "default", "turn": "ffffffff"}', "unknown_turn"),
+        ('{"action": "rewind", "session_id": "default", "target_msg_id": "m9"}', "unknown_turn"),
+        ('{"action": "rewind", "session_id": "default", "turn": [1]}', "bad_frame"),
+        ('{"action": "rewind", "session_id": "default", "turn": 1, "mode": "all"}', "bad_frame"),
+        ('{"action": "diff", "session_id": "default", "turn": "../../etc/passwd"}', "unknown_turn"),
+        ('{"action": "undo", "session_id": "default"}', "not_found"),
+        ('{"action": "undo", "session_id": "default", "operation_id": "abc"}', "unknown_operation"),
+    ],
+)
+def test_bad_input_gets_an_error_frame_and_the_socket_stays(
+    store: Store, root: Path, ui: Ui, frame: str, code: str
+) -> None:
+    agent_turns(store)
+    before = (read(root, "app.py"), store.rewind_points())
+    with open_socket(ui) as ws:
+        ws.send(frame)
+        answer = json.loads(ws.recv(timeout=WAIT))
+        assert answer["type"] == "error"
+        assert answer["data"]["code"] == code
+        message = answer["data"]["message"]
+        assert "\n" not in message and "Traceback" not in message
+        sent = json.loads(frame) if code != "bad_json" else None
+        expected = sent.get("session_id") if isinstance(sent, dict) else None
+        assert answer["data"]["session_id"] == expected
+        assert ask(ws, {"action": "sessions"})["type"] == "sessions"  # still answering
+    assert (read(root, "app.py"), store.rewind_points()) == before
+
+
+def test_rewind_by_message_id_then_undo_then_switch(store: Store, root: Path, ui: Ui) -> None:
+    turns = agent_turns(store)
+    with open_socket(ui) as ws:
+        done = ask(ws, {"action": "rewind", "session_id": "default", "target_msg_id": "m2"})
+        assert done["type"] == "rewind_result"
+        data = done["data"]
+        assert data["session_id"] == "default"
+        assert data["user_text"] == "add a farewell"
+        assert data["turns_reverted"] == [turns[2], turns[1]]
+        assert data["restored_paths"] == ["app.py", "notes.txt"]
+        assert data["new_head_id"] == turns[0]
+        assert data["errors"] == [] and data["conflicts"] == []
+        assert read(root, "app.py") == GREET.encode() and read(root, "notes.txt") is None
+        ops = ask(ws, {"action": "ops", "session_id": "default"})["data"]["ops"]
+        assert [(o["action"], o["id"], o["target"]) for o in ops] == [
+            ("rewind", data["operation_id"], turns[1])
+        ]
+
+        undone = ask(ws, {"action": "undo", "session_id": "default"})
+        assert undone["type"] == "undo_result"
+        assert undone["data"]["new_head_id"] == turns[2]
+        assert read(root, "app.py") == SHOUT.encode()
+        assert read(root, "notes.txt") == b"bye\n"
+
+        ask(ws, {"action": "rewind", "session_id": "default", "turn": 2})
+        switched = ask(ws, {"action": "switch", "session_id": "default", "turn": turns[2]})
+        assert switched["type"] == "switch_result"
+        assert switched["data"]["new_head_id"] == turns[2]
+        assert read(root, "app.py") == SHOUT.encode()
+        ops = ask(ws, {"action": "ops"})["data"]["ops"]
+        assert [o["action"] for o in ops] == ["switch", "rewind", "undo", "rewind"]
+        assert ops[3]["undone_by"] == undone["data"]["operation_id"]
+
+
+def test_a_running_turn_refuses_a_rewind_and_nothing_changes(
+    store: Store, root: Path, ui: Ui
+) -> None:
+    agent_turns(store)
+    running = store.begin_turn("default", "still thinking", "m4")
+    before = (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points())
+    with open_socket(ui) as ws:
+        for frame in (
+            {"action": "rewind", "session_id": "default", "turn": 2},
+            {"action": "rewind", "session_id": "default", "target_msg_id": "m1"},
+        ):
+            refused = ask(ws, frame)
+            assert refused["type"] == "error"
+            assert refused["data"]["code"] == "run_active"
+            assert refused["data"]["session_id"] == "default"
+            assert running.id in refused["data"]["message"]
+        assert ask(ws, {"action": "ops"})["data"]["ops"] == []
+    assert (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points()) == before
+    assert store.open_turn("default") == running
+
+
+def test_new_head_id_comes_back_after_a_partial_failure(store: Store, root: Path, ui: Ui) -> None:
+    """The user changed the agent's line since: the file stays in conflict, but the head has
+    moved, and the reply says where to, so that a client mirroring the head can follow it."""
+    turns = agent_turns(store)
+    write(root, "app.py", SHOUT.replace("'HI'", "'Hey'"))
+    with open_socket(ui) as ws:
+        data = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})["data"]
+    assert [c["path"] for c in data["conflicts"]] == ["app.py"]
+    assert data["new_head_id"] == turns[1]
+    assert store.rewind_points()[0].turn.id == turns[1]  # the store's head is the one said
+    assert read(root, "app.py") == SHOUT.replace("'HI'", "'Hey'").encode()  # the user's kept
+
+
+def test_two_sessions_rewinding_at_once_each_get_their_own_result(
+    store: Store, root: Path, ui: Ui
+) -> None:
+    a = agent_turns(store, "agent-a")
+    b_turn = store.begin_turn("agent-b", "write the readme", "b1").id
+    store.pre_write(["README.md"], "Write", "agent-b")
+    write(root, "README.md", "# readme\n")
+    store.post_write(["README.md"], "agent-b")
+    store.end_turn("agent-b")
+    with open_socket(ui) as first, open_socket(ui) as second:
+        first.send(json.dumps({"action": "rewind", "session_id": "agent-a", "turn": 2}))
+        second.send(json.dumps({"action": "rewind", "session_id": "agent-b", "turn": 1}))
+        answers = [json.loads(first.recv(timeout=WAIT)), json.loads(second.recv(timeout=WAIT))]
+    assert [(f["type"], f["data"]["session_id"]) for f in answers] == [
+        ("rewind_result", "agent-a"),
+        ("rewind_result", "agent-b"),
+    ]
+    assert answers[0]["data"]["turns_reverted"] == [a[2], a[1]]
+    assert answers[1]["data"]["turns_reverted"] == [b_turn]
+    assert read(root, "README.md") is None and read(root, "app.py") == GREET.encode()
+
+
+def test_new_turns_are_pushed_to_a_loaded_session(store: Store, root: Path, ui: Ui) -> None:
+    agent_turns(store)
+    with open_socket(ui) as ws:
+        first = ask(ws, {"action": "load_session", "session_id": "default"})
+        turn = store.begin_turn("default", "a fourth prompt", "m4")
+        store.end_turn("default")
+        pushed = json.loads(ws.recv(timeout=WAIT))
+    assert pushed["type"] == "session"
+    assert pushed["data"]["session_id"] == "default"
+    assert pushed["data"]["request_id"] == first["data"]["request_id"]
+    assert [t["id"] for t in pushed["data"]["turns"]][:1] == [turn.id]
+    assert len(pushed["data"]["turns"]) == 4
+
+
+def _get(ui: Ui, path: str, host: str | None = None) -> http.client.HTTPResponse:
+    conn = http.client.HTTPConnection("127.0.0.1", ui.port, timeout=WAIT)
+    conn.request("GET", path, headers={"Host": host} if host else {})
+    return conn.getresponse()
+
+
+def test_the_page_needs_the_token_and_its_own_host(store: Store, ui: Ui) -> None:
+    page = _get(ui, f"/?token={ui.token}")
+    assert page.status == 200
+    policy = page.getheader("Content-Security-Policy") or ""
+    assert "default-src 'none'" in policy and "script-src 'self'" in policy
+    assert "unsafe-inline" not in policy
+    body = page.read().decode()
+    assert "<script src=" in body and "<script>" not in body  # no inline script
+    for path in ("/", "/app.js", "/app.css", "/?token=wrong", f"/?token={ui.token[:-1]}"):
+        assert _get(ui, path).status == 401, path
+    assert _get(ui, f"/app.js?token={ui.token}").status == 200
+    assert _get(ui, f"/nothing?token={ui.token}").status == 404
+    for host in ("evil.example:80", f"evil.example:{ui.port}", "127.0.0.1"):
+        assert _get(ui, f"/?token={ui.token}", host=host).status == 403, host
+    assert _get(ui, f"/?token={ui.token}", host=f"localhost:{ui.port}").status == 200
+
+
+def test_the_socket_needs_the_token_and_the_pages_origin(store: Store, ui: Ui) -> None:
+    for url, options, status in (
+        (ui.socket_url(token=""), {}, 401),
+        (ui.socket_url(token="x" * 43), {}, 401),
+        (ui.socket_url(), {"origin": "http://evil.example"}, 403),
+        (ui.socket_url(), {"origin": f"http://127.0.0.1:{ui.port + 1}"}, 403),
+    ):
+        with pytest.raises(InvalidStatus) as refused, connect(url, open_timeout=WAIT, **options):
+            pass
+        assert refused.value.response.status_code == status, (url, options)
+    with open_socket(ui, origin=f"http://localhost:{ui.port}") as ws:
+        assert ask(ws, {"action": "sessions"})["type"] == "sessions"
+
+
+def test_without_the_ui_extra_one_line_says_how_to_install_it(store: Store, root: Path) -> None:
+    blocked = (
+        "import sys; sys.modules['websockets'] = None; sys.argv = ['snapstore', 'ui', '--no-open']"
+        "\nfrom snapstore_cli.launch import main; main()"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", blocked],
+        cwd=root,
+        env=hermetic_env(),
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        "snapstore: the timeline page needs the ui extra: pip install 'snapstore[ui]'\n"
+    )
+
+
+def test_a_busy_store_answers_locked_and_the_socket_stays(store: Store, root: Path) -> None:
+    """Another writer holds the store past the lock timeout: the rewind is refused, nothing
+    changes, and the next request is answered once the store is free."""
+    agent_turns(store)
+    with running_ui(root, "--json", SNAPSTORE_LOCK_TIMEOUT="0.2") as ui, open_socket(ui) as ws:
+        with store.repo.write_lock():
+            busy = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
+        assert busy["type"] == "error"
+        assert (busy["data"]["code"], busy["data"]["session_id"]) == ("locked", "default")
+        assert read(root, "app.py") == SHOUT.encode()
+        done = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
+        assert done["type"] == "rewind_result"
+    assert read(root, "app.py") == FAREWELL.encode()

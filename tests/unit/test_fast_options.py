@@ -1,0 +1,68 @@
+"""The capture fast path reads the same command lines as the Click commands it stands for.
+
+``snapstore_cli.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``
+without Click, from its own tables. These tests hold the tables to the Click declarations: an
+option added to a Click command (or to the global options) and forgotten in the tables fails
+here, as does a table entry whose value lands under another name than Click gives it.
+"""
+
+from __future__ import annotations
+
+import click
+import pytest
+from snapstore_cli import fast
+from snapstore_cli.app import cli
+
+#: Global flags the fast path leaves to Click (it hands over any command line holding one).
+CLICK_ONLY_FLAGS = {"--debug", "--version"}
+#: The options every command takes, after its name as well as before it.
+COMMON_VALUES = {"--session", "-s"}
+
+
+def _options(command: click.Command) -> tuple[dict[str, str], dict[str, str]]:
+    """A command's options as {option string: the name Click stores its value under}: those
+    taking a value, and the flags (``--help`` aside: the fast path hands it to Click)."""
+    values: dict[str, str] = {}
+    flags: dict[str, str] = {}
+    ctx = click.Context(command, **command.context_settings)
+    helps = command.get_help_option(ctx)
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option) and param is not helps:
+            names = [*param.opts, *param.secondary_opts]
+            (flags if param.is_flag else values).update(dict.fromkeys(names, param.name or ""))
+    return values, flags
+
+
+def _fast_name(option: str) -> str:
+    """The name the fast path stores an option's value under (``fast.parse``)."""
+    return option.lstrip("-").replace("-", "_")
+
+
+def test_the_global_options_match() -> None:
+    values, flags = _options(cli)
+    assert values == fast.GLOBAL_VALUES  # every option taking a value, under Click's name
+    assert set(flags) == CLICK_ONLY_FLAGS | {"--json"}
+
+
+@pytest.mark.parametrize("name", sorted(fast.COMMAND_VALUES))
+def test_each_commands_options_match(name: str) -> None:
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    values, flags = _options(command)
+    own = {option: dest for option, dest in values.items() if option not in COMMON_VALUES}
+    assert set(values) - set(own) == COMMON_VALUES  # --session and -s go with every command
+    assert {option: _fast_name(option) for option in fast.COMMAND_VALUES[name]} == own
+    assert flags.pop("--json") == "json_"  # with every command, as before it
+    assert {option: _fast_name(option) for option in fast.COMMAND_FLAGS.get(name, ())} == flags
+    arguments = [p for p in command.params if isinstance(p, click.Argument)]
+    if name in fast.WITH_PATHS:
+        assert [(a.name, a.nargs, a.required) for a in arguments] == [("paths", -1, True)]
+    else:
+        assert arguments == []
+
+
+def test_the_fast_path_covers_the_capture_commands() -> None:
+    """Every command the fast path takes exists in Click, and every capture command is one."""
+    assert set(fast.COMMAND_VALUES) == {"begin", "end", "pre-write", "post-write", "scan"}
+    assert set(fast.WITH_PATHS) <= set(fast.COMMAND_VALUES)
+    assert set(fast.COMMAND_FLAGS) <= set(fast.COMMAND_VALUES)
