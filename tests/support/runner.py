@@ -98,13 +98,14 @@ def snapstore(
 
 def _dispatch(args: list[str]) -> int:
     """What ``snapstore_cli.launch.main`` does with ``args``, without its process-wide
-    start-up tweaks (the collector off, ``os._exit``), ending in the exit code."""
-    from snapstore_cli import fast, hooks
+    start-up tweaks (the collector off, ``os._exit``), ending in the exit code. Its hook
+    branch is launch's own; tests/e2e/test_runner.py compares the rest with a process."""
+    from snapstore_cli import app, fast, launch
 
     try:
-        code = None if args[:1] == ["hook"] else fast.run(args)
+        code = launch._hook(args) if args[:1] == ["hook"] else fast.run(args)
         if code is None:
-            hooks.main(args)
+            app.run(args)
             code = 0
     except SystemExit as exc:
         code = exc.code
