@@ -96,6 +96,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         expose_value=False,
         callback=_set("session"),
         is_eager=True,
+        shell_complete=complete_session,
         help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
     )(fn)
 
@@ -124,6 +125,9 @@ COMMANDS = {
     "log": "commands.history:log",
     "show": "commands.history:show",
     "diff": "commands.history:diff",
+    "cat": "commands.history:cat",
+    "sessions": "commands.sessions:sessions",
+    "ops": "commands.sessions:ops",
     "rewind": "commands.rewind:rewind",
     "undo": "commands.rewind:undo",
     "switch": "commands.rewind:switch",
@@ -193,6 +197,44 @@ def complete_turn(
     return items
 
 
+def complete_session(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for --session: the store's sessions, the most recently active first."""
+    from click.shell_completion import CompletionItem
+
+    opts = ctx.find_object(Options) or Options()
+    try:
+        with opts.open_store() as store:
+            listed = store.sessions()
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    return [
+        CompletionItem(s.name, help=f"{s.turns} turn(s)")
+        for s in listed
+        if s.name.startswith(incomplete)
+    ]
+
+
+def complete_operation(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for an operation id: the rewinds and switches not undone yet."""
+    from click.shell_completion import CompletionItem
+
+    opts = ctx.find_object(Options) or Options()
+    try:
+        with opts.open_store() as store:
+            listed = store.operations(opts.session)
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    return [
+        CompletionItem(op.id, help=f"{op.action} of {op.target or '-'} in {op.session}")
+        for op in listed
+        if op.undoes is None and op.undone_by is None and op.id.startswith(incomplete)
+    ]
+
+
 def emit(data: Any, human: Callable[[], None]) -> None:
     """Print ``data`` as JSON with ``--json``, else call ``human`` to render it."""
     if options().json:
@@ -210,7 +252,11 @@ def emit(data: Any, human: Callable[[], None]) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option(
-    "--session", "-s", metavar="S", help="Agent session (default: $SNAPSTORE_SESSION or 'default')."
+    "--session",
+    "-s",
+    metavar="S",
+    shell_complete=complete_session,
+    help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
 )
 @click.option(
     "--lock-timeout",

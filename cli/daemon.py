@@ -55,8 +55,9 @@ from snapstore.adapters import (
     load_payload,
     parse,
 )
-from snapstore.core.db import FILE_MODE, holder_info
+from snapstore.core.db import FILE_MODE
 from snapstore.core.errors import ServeRunning
+from snapstore.core.locks import holder_info
 
 from .hooks import agent_table, log_line
 from .runner import failure, record

@@ -25,6 +25,7 @@ REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.transport.errors", 6
 EXIT_CODES: dict[type[BaseException], int] = {
     e.BadInput: 2,
     e.RunActive: 3,
+    e.ConversationRefused: 3,
     e.StoreLocked: 3,
     e.StoreReadOnly: 3,
     e.StoreFull: 3,
@@ -35,11 +36,13 @@ EXIT_CODES: dict[type[BaseException], int] = {
 #: Hints per class; ``{command}`` is the command that failed.
 _HINTS: dict[type[BaseException], str] = {
     e.Unfinished: "run `snapstore rewind --resume`",
+    e.ConversationRefused: "use --mode code to rewind the files only",
     e.WatcherRunning: "stop it with `snapstore watch --stop`",
     e.ServeRunning: "stop it with `snapstore serve --stop`",
     e.StoreLocked: "another snapstore process is writing; try again",
     e.NoStore: "run `snapstore init`",
     e.NotOnBranch: "see `snapstore log`",
+    e.UnknownOperation: "see `snapstore ops`",
     e.SchemaMismatch: "use the snapstore release that made this store",
     e.NotAFolder: "move it aside, then run `snapstore init`",
     e.StoreDamaged: "keep it aside and start a new one: docs/reliability.md, 'A damaged store'",
@@ -66,7 +69,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
         return "install it with `pip install 'snapstore[remote]'`"
     if isinstance(exc, e.UnknownTurn):
         return "see `snapstore log`" if exc.count is not None else "see `snapstore log --all`"
-    if isinstance(exc, e.RunActive) and not isinstance(exc, e.Unfinished):
+    if isinstance(exc, e.RunActive) and not isinstance(exc, (e.Unfinished, e.AgentRunning)):
         if command in ("rewind", "switch"):
             return "end it with `snapstore end`, or pass --force"
         return (
@@ -74,6 +77,8 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
             if command == "undo"
             else "end it with `snapstore end`"
         )
+    if isinstance(exc, e.ConversationRefused) and command != "rewind":
+        return None  # an undo cannot leave the conversation out
     for cls in type(exc).__mro__:
         if cls in _HINTS:
             return _HINTS[cls]

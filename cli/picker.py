@@ -5,15 +5,16 @@ On a terminal this is an interactive picker built on prompt_toolkit: arrow keys
 show below the list. The branch's rewind points come first, numbered; the
 turns taken back earlier follow, marked, and choosing one switches to it (a
 redo). A second menu then shows what the rewind or switch would do (from a dry
-run) and offers the modes; the code choices are hidden when the turns taken
-back changed no files. Without a terminal it prints the numbered list, so that
-`snapstore rewind N` matches what is on screen.
+run) and offers the modes, each saying what it does to this session's agent's
+chat (only the code one while the agent runs the session); the code choices are
+hidden when the turns taken back changed no files. Without a terminal it prints
+the numbered list, so that `snapstore rewind N` matches what is on screen.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.formatted_text import StyleAndTextTuples
@@ -22,6 +23,7 @@ from prompt_toolkit.layout import Layout, Window
 from prompt_toolkit.layout.controls import FormattedTextControl
 
 from snapstore import Store
+from snapstore.core.errors import AgentRunning, ConversationRefused
 from snapstore.core.records import BOTH, CODE, CONVERSATION, SWITCH, Mode
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
@@ -29,6 +31,7 @@ from snapstore.ops.plan import RewindResult
 from .app import emit
 from .commands.history import points_json
 from .output.rich import console, first_line, points_table, printable, relative_time
+from .settings import agent_homes
 
 MODE_CHOICES: list[tuple[Mode, str]] = [
     (BOTH, "Rewind code and conversation"),
@@ -36,6 +39,32 @@ MODE_CHOICES: list[tuple[Mode, str]] = [
     (CODE, "Rewind code only"),
 ]
 PREVIEW_LINES = 6
+
+
+def mode_choices(
+    chat: dict[str, Any] | None, refused: str, n: int | None
+) -> list[tuple[Mode, str]]:
+    """The second menu's outcomes, each saying what it does to this session's agent's chat:
+    ``chat`` is the dry run's ``conversation``, ``refused`` why it cannot move."""
+    if refused:
+        return [(CODE, f"Rewind code only (the chat cannot go back: {refused})")]
+    if chat is None:
+        return MODE_CHOICES
+    if chat["status"] != "rewound":
+        note = chat["note"]
+        return [
+            (BOTH, f"Rewind code; {note}"),
+            (CONVERSATION, f"Rewind snapstore's history only; {note}"),
+            (CODE, "Rewind code only"),
+        ]
+    resume = f"then `{chat['resume_command']}`"
+    return [
+        (BOTH, f"Rewind code and conversation (the agent forgets turn {n} on; {resume})"),
+        (CONVERSATION, f"Rewind conversation only (the files stay; {resume})"),
+        (CODE, f"Rewind code only (the agent still remembers turn {n} on)"),
+    ]
+
+
 KEYS_HELP = "↑/↓ move · Enter choose · Esc cancel\n"
 
 
@@ -181,8 +210,19 @@ def choose(
     prompt = printable(first_line(point.turn.prompt))
     console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
     changed_files = any(p.files for p in points[: index + 1])
-    plan = store.rewind(point.turn.id, session, mode=BOTH, dry_run=True, force=force)
-    choices = [c for c in MODE_CHOICES if changed_files or c[0] == CONVERSATION]
+    refused = ""
+    try:
+        plan = store.rewind(
+            point.turn.id, session, mode=BOTH, dry_run=True, force=force, homes=agent_homes()
+        )
+    except (AgentRunning, ConversationRefused) as exc:  # the files can still go back
+        plan = store.rewind(point.turn.id, session, mode=CODE, dry_run=True, force=force)
+        refused = str(exc)
+    choices = [
+        c
+        for c in mode_choices(plan.conversation, refused, point.n)
+        if changed_files or c[0] == CONVERSATION
+    ]
     title = (
         f"Rewind to before turn {point.n} ({prompt[:50]}), "
         f"taking back {len(plan.turns_reverted)} turn(s):\n"

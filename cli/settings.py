@@ -388,6 +388,17 @@ def trust(store_dir: str, *names: str) -> None:
         ) from None
 
 
+def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Each agent's home folder, where its transcripts and its registry of running sessions
+    are: what a conversation rewind reads (snapstore.conversation)."""
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or os.path.expanduser("~")
+    return {
+        "claude-code": env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
+        "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
+    }
+
+
 class Environment:
     """What the process environment says about the store and how to use it."""
 
@@ -538,7 +549,7 @@ class Options:
 
         When reading (``store`` given) and the store has no ``default`` session,
         the most recently active one is used instead (agents' hooks name their
-        sessions), and a note says so.
+        sessions), and a note says so when there were others to choose from.
         """
         if self.session:
             return self.session
@@ -547,12 +558,14 @@ class Options:
         latest = store.latest_session()
         if latest is None:
             return DEFAULT_SESSION
-        from .output.plain import printable  # said with --json too: stderr is for people
+        if store.session_count() > 1:
+            from .output.plain import printable  # said with --json too: stderr is for people
 
-        print(
-            f"snapstore: session {printable(latest)} (the most recent; choose one with --session)",
-            file=sys.stderr,
-        )
+            print(
+                f"snapstore: session {printable(latest)} (the most recent; "
+                "choose one with --session)",
+                file=sys.stderr,
+            )
         self.session = latest
         return latest
 

@@ -18,24 +18,26 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
-from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Mode, Policy, Turn
+from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Entry, Mode, Policy, Turn
 from .core.repo import Repo, find_root
 
 if TYPE_CHECKING:
     from .core.fsio import Workspace
     from .ops.capture import CaptureResult
+    from .ops.diffs import FileDiff, RangeDiff
     from .ops.fsck import FsckReport
     from .ops.gc import GcPolicy, GcResult
-    from .ops.history import FileStat, RewindPoint, StoreStatus, TurnDetail
+    from .ops.history import Operation, RewindPoint, SessionInfo, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
     from .ops.scan import ScanResult
+    from .ops.session_base import Base
     from .ops.shell import WindowAction
     from .ops.watch import Report, Watcher
     from .remote.format.catalog import Catalog
@@ -144,40 +146,39 @@ class Store:
         *,
         scan: bool = False,
         close_open: bool = False,
+        transcript: str | None = None,
     ) -> Turn:
         """Open a turn for one user message, as a child of the session's head.
 
         An open turn of the session is refused (``RunActive``), unless it was
         opened implicitly by a capture, or ``close_open`` is set (an agent's
         next prompt: the turn whose end never came is over); either is closed
-        first. ``scan`` then records what changed since the last scan, as the
-        user's, and closes the session's shell windows still open, before the
-        turn begins.
+        first, in the commit that begins the new turn. ``scan`` first records
+        what changed since the last scan, as the user's, and closes the
+        session's shell windows still open. Scanning and reading (and a new
+        session's base) happen before the lock is taken; one commit then closes
+        the open turn, begins the new one and stores the base. ``transcript`` is
+        the agent's transcript file: the turn keeps it with its size now, which
+        maps the turn to the agent's message for a conversation rewind.
         """
-        from .ops.capture import begin_turn, finish_open_turn
+        from .ops.capture import begin_turn, refuse_run_active
 
         if scan:
-            with self.repo.write_lock():
-                finish_open_turn(self.repo, session, implicit_only=not close_open)
+            if not close_open:
+                refuse_run_active(self.repo, session)  # before the scan records anything
             self._edge_scan(session)
         base = self._base_of_new(session)
-        turn = begin_turn(self.repo, session, prompt, message_id, close_open)
-        self._keep_base(session, base)
-        return turn
+        return begin_turn(
+            self.repo, session, prompt, message_id, close_open, base, transcript=transcript
+        )
 
-    def _base_of_new(self, session: str) -> Any:
+    def _base_of_new(self, session: str) -> Base | None:
         """A new session's base, read before its first capture (None: not asked, or not new)."""
         if not self.record_base or self.has_session(session):
             return None
         from .ops.session_base import capture_base
 
         return capture_base(self.repo, self.max_file_size)
-
-    def _keep_base(self, session: str, base: Any) -> None:
-        if base is not None:
-            from .ops.session_base import record_base
-
-            record_base(self.repo, session, *base)
 
     def shell_begin(self, session: str = DEFAULT_SESSION, call: str = "") -> None:
         """Scan mode: the agent's shell tool is about to run (its call id, if it has one).
@@ -213,10 +214,7 @@ class Store:
         """Capture the current bytes of ``paths`` before the agent writes them."""
         from .ops.capture import pre_write
 
-        base = self._base_of_new(session)
-        result = pre_write(self.repo, paths, tool, session)
-        self._keep_base(session, base)
-        return result
+        return pre_write(self.repo, paths, tool, session, base=self._base_of_new(session))
 
     def post_write(
         self,
@@ -361,11 +359,63 @@ class Store:
 
     def diffs(
         self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
-    ) -> tuple[Turn, list[tuple[FileStat, list[str]]]]:
+    ) -> tuple[Turn, list[FileDiff]]:
         """One turn, and each file it changed (or only ``paths``) with its diff lines."""
         from .ops.diffs import turn_diffs
 
         return turn_diffs(self.repo, ref, session, paths)
+
+    def range_diff(
+        self,
+        start: str | int,
+        end: str | int,
+        session: str = DEFAULT_SESSION,
+        paths: list[str] | None = None,
+    ) -> RangeDiff:
+        """The net change from the state right after ``start`` to the state right after
+        ``end`` (two turns, on one branch or two), file by file with diff lines (or only
+        ``paths``)."""
+        from .ops.diffs import range_diffs
+
+        return range_diffs(self.repo, start, end, session, paths)
+
+    def worktree_diff(
+        self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
+    ) -> tuple[Turn, list[FileDiff]]:
+        """From the state right after a turn to the files now, for the paths its session
+        ever recorded (or only ``paths``)."""
+        from .ops.diffs import worktree_diffs
+
+        return worktree_diffs(self.repo, ref, session, paths)
+
+    def cat(
+        self, ref: str | int, path: str, session: str = DEFAULT_SESSION, *, before: bool = False
+    ) -> Entry:
+        """A file as a turn left it (``before``: as it found it): its bytes (a symlink's
+        target), kind and mode, verified against the digest recorded."""
+        from .ops.diffs import cat
+
+        return cat(self.repo, ref, session, path, before)
+
+    def operations(self, session: str | None = None) -> list[Operation]:
+        """Every rewind, switch and undo (of ``session``, or of the store), newest first."""
+        from .ops.history import operations
+
+        return operations(self.repo, session)
+
+    def resolve_operation(self, ref: str) -> str:
+        """The id of a rewind, switch or undo from its id or a unique prefix."""
+        from .ops.history import resolve_operation
+
+        with self.repo.read() as v:
+            return resolve_operation(v, ref).id
+
+    def sessions(self) -> list[SessionInfo]:
+        """Every session with its agent, turns, head, open turn and whether it is running,
+        the most recently active first."""
+        from .ops.history import sessions
+
+        return sessions(self.repo)
 
     def changes(self, turn_id: str) -> list[Change]:
         """The changes one turn recorded, in order."""
@@ -383,6 +433,10 @@ class Store:
         from .ops.history import latest_session
 
         return latest_session(self.repo)
+
+    def session_count(self) -> int:
+        with self.repo.read() as v:
+            return v.session_count()
 
     def has_session(self, session: str) -> bool:
         with self.repo.read() as v:
@@ -405,8 +459,16 @@ class Store:
         paths: Iterable[str] | None = None,
         dry_run: bool = False,
         force: bool = False,
+        homes: Mapping[str, str] | None = None,
     ) -> RewindResult:
-        """Take back ``target`` and every later turn on the session's branch."""
+        """Take back ``target`` and every later turn on the session's branch.
+
+        Unless ``mode`` is ``code``, the agent's conversation goes back too where the
+        agent has a conversation module: ``homes`` maps each agent to its home folder
+        (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
+        registry of running sessions is. Without it, the chat stays in the agent
+        (``result.conversation["status"]`` is ``unsupported``).
+        """
         from .ops.rewind import rewind
 
         return rewind(
@@ -418,6 +480,7 @@ class Store:
             paths=paths,
             dry_run=dry_run,
             force=force,
+            homes=homes,
         )
 
     def switch(
@@ -444,12 +507,16 @@ class Store:
         *,
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
+        homes: Mapping[str, str] | None = None,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
-        the newest in the store. The result names the session it acted on."""
+        the newest in the store. The result names the session it acted on. A conversation
+        the rewind changed goes back too (``homes``: as for :meth:`rewind`)."""
         from .ops.rewind import undo
 
-        return undo(self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run)
+        return undo(
+            self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
+        )
 
     def unfinished_operations(self) -> list[str]:
         """Rewinds or undos that were interrupted before they finished."""

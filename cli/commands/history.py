@@ -1,4 +1,4 @@
-"""Commands that read history: log, show, diff.
+"""Commands that read history: log, show, diff, cat.
 
 rich draws the tables of ``log`` and ``show`` for people, so it loads only there:
 ``--json`` and ``diff`` print without it.
@@ -6,10 +6,14 @@ rich draws the tables of ``log`` and ``show`` for people, so it loads only there
 
 from __future__ import annotations
 
+import base64
 import os
+import sys
 
 import click
 
+from snapstore import BadInput
+from snapstore.ops.diffs import FileDiff
 from snapstore.ops.history import FileStat, RewindPoint
 
 from ..app import common_options, complete_turn, emit, is_new, options, print_start, require_turns
@@ -88,6 +92,7 @@ def show(turn: str) -> None:
     t = detail.turn
     data = {
         "turn": t.id,
+        "n": detail.n,
         "session": t.session,
         "prompt": t.prompt,
         "created": iso(t.created),
@@ -101,8 +106,9 @@ def show(turn: str) -> None:
         from ..output.rich import console, file_table, first_line, stats_text
 
         out = console()
+        number = f"{detail.n} " if detail.n is not None else ""
         out.print(
-            f"turn {t.id}  [{t.state}]  {iso(t.created)}  session {printable(t.session)}",
+            f"turn {number}{t.id}  [{t.state}]  {iso(t.created)}  session {printable(t.session)}",
             style="bold",
         )
         out.print(printable(first_line(t.prompt)))
@@ -115,33 +121,101 @@ def show(turn: str) -> None:
     emit(data, human)
 
 
+def _files_json(files: list[FileDiff]) -> list[dict[str, object]]:
+    return [
+        {
+            **_change_json(stat),
+            "binary": stat.binary,
+            "diff": "".join(line + "\n" for line in lines),
+        }
+        for stat, lines in files
+    ]
+
+
 @click.command()
-@click.argument("turn", shell_complete=complete_turn)
+@click.argument("turn", metavar="TURN|A..B", shell_complete=complete_turn)
 @click.argument("paths", nargs=-1)
+@click.option("--worktree", is_flag=True, help="From the state right after TURN to the files now.")
 @common_options
-def diff(turn: str, paths: tuple[str, ...]) -> None:
-    """Show a turn's changes as a unified diff (optionally only PATHS)."""
+def diff(turn: str, paths: tuple[str, ...], worktree: bool) -> None:
+    """Show a turn's changes as a unified diff (optionally only PATHS).
+
+    A..B: the net change from the state right after turn A to the state right after
+    turn B, on one branch or two. --worktree: from the state right after TURN to the
+    files now, whoever edited them, for every file its session recorded (or PATHS).
+    """
     opts = options()
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    start, dots, end = turn.partition("..")
+    if dots and not (start.strip() and end.strip()):
+        raise BadInput(f"a range is two turns, A..B, not {turn!r}")
+    if dots and worktree:
+        raise BadInput("--worktree takes one turn, not a range")
     with opts.open_store() as store:
         session = opts.session_for(store)
         require_turns(store, session, f"no turn {turn} to diff")
-        t, files = store.diffs(turn, session, wanted)
-    data = {
-        "turn": t.id,
-        "session": t.session,
-        "files": [
-            {
-                **_change_json(stat),
-                "binary": stat.binary,
-                "diff": "".join(line + "\n" for line in lines),
+        if dots:
+            found = store.range_diff(start, end, session, wanted)
+            files = found.files
+            data: dict[str, object] = {
+                "from": found.start.id,
+                "to": found.end.id,
+                "session": session,
+                "turns": [t.id for t in found.turns],
+                "files": _files_json(files),
             }
-            for stat, lines in files
-        ],
-    }
+        else:
+            if worktree:
+                t, files = store.worktree_diff(turn, session, wanted)
+            else:
+                t, files = store.diffs(turn, session, wanted)
+            data = {"turn": t.id, "session": t.session, "files": _files_json(files)}
+            if worktree:
+                data["worktree"] = True
 
     def human() -> None:
         for stat, lines in files:
             results.diff(stat.path, lines)
 
     emit(data, human)
+
+
+@click.command()
+@click.argument("turn", shell_complete=complete_turn)
+@click.argument("path")
+@click.option("--before", is_flag=True, help="The file as TURN found it, before its writes.")
+@common_options
+def cat(turn: str, path: str, before: bool) -> None:
+    """Print a file as TURN left it (--before: as TURN found it), its exact bytes.
+
+    A file TURN did not change is printed as the latest turn before it on its branch
+    left it; a symlink prints its target.
+    """
+    opts = options()
+    with opts.open_store() as store:
+        session = opts.session_for(store)
+        require_turns(store, session, f"no turn {turn} to read")
+        turn_id = store.resolve_turn(turn, session).id
+        rel = store.ws.relpath(os.path.join(os.getcwd(), path))
+        entry = store.cat(turn_id, rel, session, before=before)
+    if opts.json:
+        try:
+            text: str | None = entry.data.decode()
+        except UnicodeDecodeError:
+            text = None
+        emit(
+            {
+                "turn": turn_id,
+                "path": rel,
+                "before": before,
+                "kind": entry.kind,
+                "mode": entry.mode,
+                "size": len(entry.data),
+                "text": text,
+                "base64": base64.b64encode(entry.data).decode(),
+            },
+            lambda: None,
+        )
+        return
+    sys.stdout.buffer.write(entry.data)
+    sys.stdout.flush()

@@ -18,6 +18,7 @@ from snapstore.ops.plan import RewindResult
 
 from ..app import (
     common_options,
+    complete_operation,
     complete_turn,
     emit,
     is_new,
@@ -28,19 +29,20 @@ from ..app import (
 )
 from ..output import results
 from ..output.plain import say
+from ..settings import agent_homes
 
 
 def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(result: RewindResult, verb: str) -> None:
+def _report(result: RewindResult, verb: str, turn: str | None = None) -> None:
     def human() -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
                     results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb)
+        results.summary(result, verb, turn=turn)
 
     emit(result.to_json(), human)
     if not result.ok:
@@ -105,6 +107,7 @@ def rewind(
         emit([r.to_json() for r in done], human)
         return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
+    shown = turn  # the turn as the user knows it, for the conversation's lines
     with open_for_write() as store:
         session = opts.session_for(store)
         if turn is None and is_new(store, session):  # the list of rewind points is empty
@@ -123,6 +126,9 @@ def rewind(
                 return
             mode = choice
             yes = yes or _interactive()  # the picker has confirmed already
+            shown = next(
+                (str(p.n) for p in store.rewind_points(session) if p.turn.id == turn), turn
+            )
         if not (yes or dry_run) and _interactive():
             preview = store.rewind(
                 turn,
@@ -132,8 +138,9 @@ def rewind(
                 paths=wanted,
                 dry_run=True,
                 force=force,
+                homes=agent_homes(),
             )
-            results.summary(preview, "rewind")
+            results.summary(preview, "rewind", turn=shown)
             click.confirm("Rewind?", abort=True)
         result = store.rewind(
             turn,
@@ -143,8 +150,9 @@ def rewind(
             paths=wanted,
             dry_run=dry_run,
             force=force,
+            homes=agent_homes(),
         )
-    _report(result, "rewound")
+    _report(result, "rewound", shown)
 
 
 @click.command()
@@ -183,7 +191,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
 
 
 @click.command()
-@click.argument("rewind_id", required=False)
+@click.argument("rewind_id", required=False, shell_complete=complete_operation)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @common_options
@@ -192,11 +200,20 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
+    REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
     opts = options()
     with open_for_write() as store:
         require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
-        result = store.undo(rewind_id, opts.session, on_conflict=on_conflict, dry_run=dry_run)
+        if rewind_id is not None:
+            rewind_id = store.resolve_operation(rewind_id)
+        result = store.undo(
+            rewind_id,
+            opts.session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=agent_homes(),
+        )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
     _report(result, "undone")

@@ -12,6 +12,7 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import TextIO
 
 #: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
@@ -99,3 +100,21 @@ def iso(ts: float | None) -> str | None:
     import datetime as dt  # not at start-up: only the commands that print times need it
 
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """Rows as left-aligned columns under ``header``, two spaces apart, one line each (never
+    wrapped: a line stays one line for grep)."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    return "".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        + "\n"
+        for row in [header, *rows]
+    )
+
+
+def short(turn_id: str | None, n: int | None = None) -> str:
+    """A turn as people see it: its number on the branch, if it has one, and its short id."""
+    if turn_id is None:
+        return "-"
+    return f"{n} {turn_id[:8]}" if n is not None else turn_id[:8]

@@ -46,9 +46,12 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
-def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> None:
+def summary(
+    result: RewindResult, verb: str, stream: TextIO | None = None, turn: str | None = None
+) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
-    what it warns of (a hard link it split), and where the head is."""
+    what it warns of (a hard link it split), and where the head is; then what it did to the
+    agent's conversation (``turn``: the turn as the user named it)."""
     out = stream or sys.stdout
     styled = colour(out)
     prefix = "would be " if result.dry_run else ""
@@ -82,8 +85,34 @@ def summary(result: RewindResult, verb: str, stream: TextIO | None = None) -> No
         lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
         if result.undo_id and verb == "rewound":
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
+    lines += _conversation(result, verb, turn or result.target or "")
     for segments in lines:
         out.write(paint(segments, styled) + "\n")
+
+
+def _conversation(result: RewindResult, verb: str, turn: str) -> list[list[Segment]]:
+    """The conversation's lines: what happened to the chat, the rewound prompt to edit and
+    send again, and the command that resumes the session."""
+    chat = result.conversation
+    if chat is None:
+        return []
+    if chat["status"] != "rewound":
+        state = "unchanged" if chat["status"] == "unchanged" else "not rewound"
+        return [[(f"conversation {state}: ", "bold"), (printable(chat["note"], quote=False), "")]]
+    if verb == "undone":
+        said = "would be put back" if result.dry_run else "put back as it was before the rewind"
+        lines = [[("conversation: ", "bold"), (said, "")]]
+    else:
+        said = "would be rewound" if result.dry_run else "rewound"
+        lines = [[("conversation: ", "bold"), (f"{said} to before turn {turn}", "")]]
+        if result.user_text:
+            lines.append([(f"your prompt from turn {turn}, to edit and send again:", "bold")])
+            lines += [
+                [(f"  > {printable(line, quote=False)}", "")]
+                for line in result.user_text.splitlines()
+            ]
+    lines.append([("resume it with: ", ""), (chat["resume_command"], "bold")])
+    return lines
 
 
 def scan_summary(result: ScanResult) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from snapstore import SnapstoreError, Store
-from snapstore.adapters import AGENT_NAMES
-from snapstore.core.errors import UnknownTurn
+from snapstore.adapters import agent_of
+from snapstore.core.errors import UnknownOperation, UnknownTurn
 from snapstore.core.records import MODES, POLICIES
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
@@ -27,8 +27,6 @@ from ..output.plain import iso
 
 #: Lines of one file's diff sent to the page; a longer diff is cut and says so.
 MAX_DIFF_LINES = 2000
-#: The operations of the store's audit log that the operation log lists.
-OPERATIONS = ("rewind", "switch", "undo")
 
 
 C = TypeVar("C", bound=str)
@@ -131,12 +129,6 @@ def _own_turn(store: Store, frame: dict[str, Any], session: str) -> str:
     return turn.id
 
 
-def agent_of(session: str) -> str:
-    """The agent a hook-recorded session came from (its name's prefix), else ''."""
-    agent = session.split("/", 1)[0]
-    return agent if agent in AGENT_NAMES and "/" in session else ""
-
-
 def point_json(point: RewindPoint, branches: int = 0) -> dict[str, Any]:
     turn = point.turn
     return {
@@ -160,25 +152,20 @@ def point_json(point: RewindPoint, branches: int = 0) -> dict[str, Any]:
 
 def sessions(store: Store, _session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
     """Every session: its agent, turns, last activity, head and open turn."""
-    with store.repo.read() as v:
-        records = sorted(v.sessions(), key=lambda s: s.name)  # ties: by name
-        last: dict[str, float] = {}
-        for turn in v.turns():
-            last[turn.session] = max(last.get(turn.session, 0.0), turn.created)
-        heads = {s.name: v.head(s.name) for s in records}
-    records.sort(key=lambda s: -last.get(s.name, s.created))  # the most recently active first
     listed = [
         {
             "session_id": s.name,
             "agent": agent_of(s.name),
-            "turns": s.turns,
+            "turns": s.all_turns,
+            "branch_turns": s.turns,
             "created": iso(s.created),
-            "last_activity": iso(last.get(s.name, s.created)),
-            "time": last.get(s.name, s.created),
-            "head": heads[s.name],
+            "last_activity": iso(s.last_activity),
+            "time": s.last_activity,
+            "head": s.head,
             "open_turn": s.open_turn,
+            "running": s.running,
         }
-        for s in records
+        for s in store.sessions()
     ]
     return "sessions", {"sessions": listed}
 
@@ -234,31 +221,24 @@ def diff(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str,
 
 
 def ops(store: Store, session: str | None, _frame: dict[str, Any]) -> tuple[str, dict]:
-    """The rewinds, switches and undos the store's audit log records, newest first (of
-    ``session``, or of every session)."""
-    events = [
-        e
-        for e in store.events()
-        if e.get("type") in OPERATIONS and session in (None, e.get("session"))
+    """The rewinds, switches and undos, newest first (of ``session``, or of every session)."""
+    listed = [
+        {
+            "id": op.id,
+            "action": op.action,
+            "session_id": op.session,
+            "target": op.target,
+            "target_n": op.target_n,
+            "new_head": op.new_head,
+            "files": op.files,
+            "errors": len(op.errors),
+            "conflicts": len(op.conflicts),
+            "time": iso(op.time),
+            "status": op.status,
+            "undone_by": op.undone_by,
+        }
+        for op in store.operations(session)
     ]
-    listed = []
-    with store.repo.read() as v:
-        for event in reversed(events):
-            record = v.find_turn(event.get("turn") or "")
-            op = None if record is None else record.op
-            listed.append(
-                {
-                    "id": event.get("turn"),
-                    "action": event["type"],
-                    "session_id": event.get("session"),
-                    "target": event.get("target"),
-                    "new_head": event.get("new_head"),
-                    "errors": event.get("errors", 0),
-                    "conflicts": event.get("conflicts", 0),
-                    "time": iso(event.get("time")),
-                    "undone_by": None if op is None else op.undone_by,
-                }
-            )
     return "ops", {"ops": listed}
 
 
@@ -319,13 +299,16 @@ def undo(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str,
     assert session is not None
     operation = frame.get("operation_id")
     if operation is not None:
-        if not isinstance(operation, str) or not operation:
+        if not isinstance(operation, str) or not operation.strip():
             raise FrameError("bad_frame", "operation_id must be an operation's id")
-        with store.repo.read() as v:
-            record = v.find_turn(operation)
-        if record is None or record.op is None or record.session != session:
+        try:
+            operation = store.resolve_operation(operation)  # an id, or a unique prefix
+        except UnknownOperation:
+            operation = None
+        if operation is None or not any(op.id == operation for op in store.operations(session)):
             raise FrameError(
-                "unknown_operation", f"no operation {operation!r} of session {session!r}"
+                "unknown_operation",
+                f"no operation {frame['operation_id']!r} of session {session!r}",
             )
     result = store.undo(
         operation, session, on_conflict=_choice(frame, "on_conflict", POLICIES, "skip")

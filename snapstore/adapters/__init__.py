@@ -55,6 +55,12 @@ AGENT_NAMES = (
 )
 
 
+def agent_of(session: str) -> str:
+    """The agent whose hooks recorded a session (they name it ``AGENT/ID``), else ''."""
+    agent, slash, _ = session.partition("/")
+    return agent if slash and agent in AGENT_NAMES else ""
+
+
 def module_of(agent: str) -> ModuleType:
     """An agent's adapter module (its payload table ``AGENT``, config locations and writer),
     loading that one only: a hook process pays for its own agent."""
@@ -94,6 +100,7 @@ class Agent(NamedTuple):
     replies: Mapping[str, str] = {}  # what to print on success for these events
     continuations: bool = False  # an empty prompt continues the turn (Qwen Code)
     deny: str = ""  # what blocks in strict mode, printed with {reason} (Cline); "": exit 2
+    transcript_keys: tuple[str, ...] = ("transcript_path",)  # the agent's transcript file
 
     def hooked_tools(self, shell: bool) -> tuple[str, ...]:
         """The tools whose calls the hooks ask to see: the file tools, and in scan mode
@@ -119,6 +126,7 @@ class HookAction(NamedTuple):
     paths: tuple[str, ...] = ()
     event: str = ""
     call: str = ""  # the agent's id for the tool call, when it gives one
+    transcript: str = ""  # the agent's transcript file, as the begin event names it
 
 
 class HookOutcome(NamedTuple):
@@ -206,7 +214,12 @@ def parse(
     if not isinstance(message_id, str) or not message_id:
         message_id = None
     if kind == BEGIN:
-        return HookAction(kind, session, where, prompt, message_id, event=event)
+        transcript = first(payload, agent.transcript_keys)
+        if not isinstance(transcript, str) or not os.path.isabs(transcript) or "\0" in transcript:
+            transcript = ""
+        return HookAction(
+            kind, session, where, prompt, message_id, event=event, transcript=transcript
+        )
     if kind in (PRE, POST, DENIED):
         tool = agent.event_tools.get(event) or field_str(payload, agent.tool_keys, "tool name")
         if tool in agent.shell_tools:
@@ -317,7 +330,12 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
         return HookOutcome(action)
     if action.kind == BEGIN:
         turn = store.begin_turn(
-            action.session, action.prompt, action.message_id, scan=scan, close_open=True
+            action.session,
+            action.prompt,
+            action.message_id,
+            scan=scan,
+            close_open=True,
+            transcript=action.transcript or None,
         )
         return HookOutcome(action, turn.id)
     if action.kind in (PRE, POST):

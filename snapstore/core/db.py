@@ -2,10 +2,12 @@
 
 LMDB gives us crash-safe transactions and readers that never block. What it
 does not give us is a writer lock with a timeout, so writers first take an
-``flock`` on ``write.lock`` (waiting up to ``lock_timeout``) and only then
-begin the LMDB write transaction. Every opener also holds a shared ``flock`` on
-``open.lock``; compaction takes it exclusively, because it replaces the data
-file and nobody may have the old one mapped.
+``flock`` on ``write.lock`` (waiting up to ``lock_timeout``; snapstore.core.locks)
+and only then begin the LMDB write transaction. The held lock is a value, a
+:class:`Writer`, and the only way to commit: a commit cannot happen unlocked.
+Every opener also holds a shared ``flock`` on ``open.lock``; compaction takes it
+exclusively, because it replaces the data file and nobody may have the old one
+mapped.
 
 When a write finds the map full it doubles the map and retries the whole
 transaction. Another process that later sees ``MapResizedError`` adopts the new
@@ -27,11 +29,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import stat
 import struct
-import time
+from _thread import get_ident  # threading.get_ident, without loading threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any, BinaryIO, TypeVar
@@ -47,9 +48,9 @@ from .errors import (
     StoreCorrupt,
     StoreDamaged,
     StoreFull,
-    StoreLocked,
     StoreReadOnly,
 )
+from .locks import DENIED, OPEN_LOCK, WRITE_LOCK, flock, flock_existing, upgrade
 
 #: The store's folder in a workspace root.
 STORE_DIRNAME = ".snapstore"
@@ -57,9 +58,9 @@ STORE_DIRNAME = ".snapstore"
 #: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
 #: bits away), and a store opened for writing has any wider mode taken back.
 DIR_MODE, FILE_MODE = 0o700, 0o600
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
-UPGRADABLE = (1,)
+UPGRADABLE = (1, 2)
 DATABASES = (
     "meta",
     "blobs",
@@ -89,60 +90,17 @@ _P_META, _MAGIC, _DATA_VERSION = 0x08, 0xBEEFC0DE, 1
 #: Where the magic sits; a file too short to show it cannot be told from a foreign one.
 _MAGIC_END = 20
 T = TypeVar("T")
-#: What an open or a write that the file system refused says about why.
-_DENIED = {
-    errno.EACCES: "permission denied",
-    errno.EPERM: "permission denied",
-    errno.EROFS: "read-only file system",
-}
 
 
 def _denied(exc: BaseException) -> str | None:
     """Why the store cannot be written, when ``exc`` is the file system refusing a write."""
     if isinstance(exc, OSError):
-        return _DENIED.get(exc.errno or 0)
+        return DENIED.get(exc.errno or 0)
     if isinstance(exc, lmdb.ReadonlyError):  # LMDB's name for EACCES
-        return _DENIED[errno.EACCES]
+        return DENIED[errno.EACCES]
     if isinstance(exc, lmdb.Error) and os.strerror(errno.EROFS) in str(exc):
-        return _DENIED[errno.EROFS]
+        return DENIED[errno.EROFS]
     return None
-
-
-def _flock(path: str, mode: int, timeout: float, what: str, *, readonly: bool = False) -> int:
-    """Open ``path`` and take an flock on it, polling until ``timeout`` seconds pass.
-
-    ``readonly`` opens an existing file without write access (flock needs none);
-    otherwise a refused open is :class:`StoreReadOnly`.
-    """
-    try:
-        fd = (
-            os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            if readonly
-            else os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
-        )
-    except OSError as exc:
-        reason = _denied(exc)
-        if reason is None or readonly:
-            raise
-        raise StoreReadOnly(
-            f"the store at {os.path.dirname(path)} is read-only ({reason})", reason=reason
-        ) from None
-    deadline = time.monotonic() + timeout
-    delay = 0.001
-    while True:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                raise StoreLocked(
-                    f"the store is busy: {what} still held after {timeout:g}s",
-                    what=what,
-                    timeout=timeout,
-                ) from None
-            time.sleep(delay)
-            delay = min(delay * 2, 0.05)
 
 
 def data_file(store_dir: str) -> str:
@@ -238,6 +196,38 @@ def _is_enospc(exc: BaseException) -> bool:
     return "No space left" in str(exc) or getattr(exc, "errno", None) == errno.ENOSPC
 
 
+class Writer:
+    """The write lock of one :class:`Database`, held: what :meth:`Database.write_lock`
+    yields, and the only way to commit.
+
+    While it is held no other snapstore writer commits, so the commits made
+    through it may rest on what was read between them (a rewind's journal and
+    finish, gc's prune and sweep). It stops working when the block that took
+    the lock ends.
+    """
+
+    __slots__ = ("_db", "_held")
+
+    def __init__(self, db: Database):
+        self._db, self._held = db, True
+
+    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run ``fn`` in one durable write transaction, growing the map if it fills.
+
+        ``fn`` may run more than once, so it must only touch the transaction.
+        """
+        return self._live()._commit(fn)
+
+    def compact(self, timeout: float) -> bool:
+        """Rewrite the data file without its free pages (:meth:`Database._compact`)."""
+        return self._live()._compact(timeout)
+
+    def _live(self) -> Database:
+        if not self._held:
+            raise RuntimeError("the store's write lock was released; take it again to write")
+        return self._db
+
+
 class Database:
     """One LMDB environment with snapstore's named databases."""
 
@@ -258,6 +248,7 @@ class Database:
         #: Why the store cannot be written (None: it can); see :meth:`_open_read_only`.
         self.read_only: str | None = None
         self._pid = os.getpid()
+        self._writers: set[int] = set()  # the threads holding the write lock: one, or none
         self._open_fd: int | None = None
         self._guard_fd: int | None = None
         self._data_fd: int | None = None
@@ -277,11 +268,12 @@ class Database:
         fresh = create and not os.path.exists(data_file(store_dir))
         try:
             try:
-                self._open_fd = _flock(
-                    os.path.join(store_dir, "open.lock"),
+                self._open_fd = flock(
+                    os.path.join(store_dir, OPEN_LOCK),
                     fcntl.LOCK_SH,
                     lock_timeout,
                     "compaction lock",
+                    create=FILE_MODE,
                 )
                 self.env = self._open_env(create=fresh, map_size=map_size)
             except StoreReadOnly as exc:
@@ -360,14 +352,14 @@ class Database:
         self.read_only = reason
         lock_dir = self.store_dir
         if self._open_fd is None:
-            self._open_fd = _flock_existing(
-                os.path.join(lock_dir, "open.lock"),
+            self._open_fd = flock_existing(
+                os.path.join(lock_dir, OPEN_LOCK),
                 fcntl.LOCK_SH,
                 self.lock_timeout,
                 "compaction lock",
             )
-        self._guard_fd = _flock_existing(
-            os.path.join(lock_dir, "write.lock"), fcntl.LOCK_SH, self.lock_timeout, "the write lock"
+        self._guard_fd = flock_existing(
+            os.path.join(lock_dir, WRITE_LOCK), fcntl.LOCK_SH, self.lock_timeout, "the write lock"
         )
         if self._guard_fd is None and not _read_only_fs(lock_dir):
             raise StoreReadOnly(
@@ -469,35 +461,51 @@ class Database:
             txn.abort()
 
     @contextmanager
-    def write_lock(self, timeout: float | None = None) -> Iterator[None]:
-        """Hold the writer lock (for operations that span several transactions), waiting up
-        to ``timeout`` (default: the store's lock timeout)."""
-        self._refuse_writes()
-        fd = _flock(
-            os.path.join(self.store_dir, "write.lock"),
-            fcntl.LOCK_EX,
-            self.lock_timeout if timeout is None else timeout,
-            "the write lock",
-        )
-        try:
-            yield
-        finally:
-            os.close(fd)
+    def write_lock(self, timeout: float | None = None) -> Iterator[Writer]:
+        """Take the write lock, waiting up to ``timeout`` (default: the store's lock
+        timeout), and hold it for the block, whose commits go through the :class:`Writer`
+        it yields.
 
-    def write(self, fn: Callable[[lmdb.Transaction], T], *, locked: bool = False) -> T:
-        """Run ``fn`` in one durable write transaction, growing the map if it fills.
-
-        ``fn`` may run more than once, so it must only touch the transaction.
-        Pass ``locked=True`` when the caller already holds :meth:`write_lock`.
+        A thread that holds the lock already must commit through its Writer: taking the
+        lock again would only wait for itself, so it is refused at once.
         """
         self._check_fork()
         self._refuse_writes()
-        if not locked:
-            with self.write_lock():
-                return self._write(fn)
-        return self._write(fn)
+        thread = get_ident()
+        if thread in self._writers:
+            raise RuntimeError(
+                "this thread holds the store's write lock already; commit through its handle"
+            )
+        fd = flock(
+            os.path.join(self.store_dir, WRITE_LOCK),
+            fcntl.LOCK_EX,
+            self.lock_timeout if timeout is None else timeout,
+            "the write lock",
+            create=FILE_MODE,
+        )
+        writer = Writer(self)
+        self._writers.add(thread)
+        try:
+            yield writer
+        finally:
+            writer._held = False
+            self._writers.discard(thread)
+            os.close(fd)
 
-    def _write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+    def holds_lock(self) -> bool:
+        """Whether this thread holds the write lock (in a :meth:`write_lock` block)."""
+        return get_ident() in self._writers
+
+    def write(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """Run ``fn`` in one durable write transaction under the write lock, taken for it
+        (see :meth:`Writer.write`)."""
+        with self.write_lock() as writer:
+            return writer.write(fn)
+
+    def _commit(self, fn: Callable[[lmdb.Transaction], T]) -> T:
+        """One write transaction, retried when the map grows; only a :class:`Writer` calls
+        this, so the write lock is held."""
+        self._check_fork()
         while True:
             self._check_data()
             try:
@@ -541,19 +549,19 @@ class Database:
         pages = 2 + sum(s["branch_pages"] + s["leaf_pages"] + s["overflow_pages"] for s in stats)
         return pages * stats[-1]["psize"]
 
-    def compact(self, timeout: float) -> bool:
+    def _compact(self, timeout: float) -> bool:
         """Rewrite the data file without its free pages (``env.copy(compact=True)``).
 
         The copy replaces ``data.mdb`` by an atomic rename, which is safe only
         while no other process has the environment mapped: this takes
         ``open.lock`` exclusively, waiting up to ``timeout``, and returns False,
-        changing nothing, if another opener stays. The caller holds the write
-        lock, so no other compaction can run meanwhile.
+        changing nothing, if another opener stays. Only a :class:`Writer` calls
+        this, so no other compaction can run meanwhile.
         """
         import shutil  # not at the top: the hook path never needs it (nor bz2, lzma)
 
         assert self._open_fd is not None
-        if not _upgrade(self._open_fd, timeout):
+        if not upgrade(self._open_fd, timeout):
             return False
         try:
             db_dir = os.path.join(self.store_dir, DB_DIR)
@@ -595,32 +603,6 @@ class Database:
         if fd is not None:
             os.close(fd)
             self._data_fd = None
-
-
-def _upgrade(fd: int, timeout: float) -> bool:
-    """Turn a shared flock into an exclusive one within ``timeout`` seconds.
-
-    On Linux a failed conversion drops the shared lock; the caller takes it
-    again in any case.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                fcntl.flock(fd, fcntl.LOCK_SH)
-                return False
-            time.sleep(0.01)
-
-
-def _flock_existing(path: str, mode: int, timeout: float, what: str) -> int | None:
-    """An flock on an existing lock file opened without write access (None: there is none)."""
-    try:
-        return _flock(path, mode, timeout, what, readonly=True)
-    except FileNotFoundError:
-        return None
 
 
 def _read_only_fs(path: str) -> bool:
@@ -763,24 +745,3 @@ def append_private(path: str) -> BinaryIO:
     """A log in the store, opened to append; created 0600."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
     return os.fdopen(fd, "ab")
-
-
-def holder_info(path: str) -> dict[str, Any] | None:
-    """What the process holding the lock file ``path`` wrote into it (a daemon's pid and
-    port), or None when no process holds it; {} when what it wrote cannot be read."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            try:
-                info = json.loads(os.pread(fd, 65536, 0) or b"{}")
-            except ValueError:
-                info = {}
-            return info if isinstance(info, dict) else {}
-        return None  # the lock was free: no process holds it
-    finally:
-        os.close(fd)

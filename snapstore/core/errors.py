@@ -77,6 +77,21 @@ class RunActive(SnapstoreError):
     session: str | None = None
 
 
+class AgentRunning(RunActive):
+    """Refused because the agent is running the session whose conversation would change
+    (fields: ``session``, ``agent``): it would undo an outside edit at its next write."""
+
+    agent: str | None = None
+
+
+class ConversationRefused(SnapstoreError):
+    """A conversation edit that cannot be made safely (a compaction since the turn, a
+    transcript the agent changed since a rewind); nothing was changed."""
+
+    code = "conversation_refused"
+    path: str | None = None
+
+
 class Unfinished(RunActive):
     """Refused because a rewind or undo was interrupted and is not finished
     (field: ``operation``)."""
@@ -138,6 +153,12 @@ class UnknownSession(NotFound):
     """No session of that name in the store (field: ``session``)."""
 
     session: str
+
+
+class UnknownOperation(NotFound):
+    """No rewind, switch or undo matches a reference (field: ``ref``)."""
+
+    ref: str
 
 
 class UnknownTurn(NotFound):

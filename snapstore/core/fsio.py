@@ -13,6 +13,11 @@ parent between the check and the use (TOCTOU) therefore makes the operation
 fail instead of escaping the root. Writes are atomic: a temp file in the same
 folder, fsync, rename over the destination (which replaces a symlink rather than
 following it), then fsync of the folder.
+
+Whatever a caller passes, the descriptor walk refuses a path with an empty, ``.``
+or ``..`` component, and a written file gets only the permission bits (0o777) of
+its recorded mode: a second line behind the checks where paths and modes come in
+(:func:`check_relpath` for a remote's).
 """
 
 from __future__ import annotations
@@ -43,6 +48,33 @@ DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
 MAX_PATH_BYTES = 511
 #: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
 TEMP_NAME = re.compile(r"\.snapstore-[0-9a-f]{12}\.tmp")
+#: Folders a path from elsewhere (a remote) never names: a store's, and git's own.
+FOREIGN_FOLDERS = (STORE_DIRNAME, ".git")
+
+
+def check_relpath(rel: object) -> str:
+    """``rel`` if it is already a canonical workspace path, else :class:`UnsafePath`.
+
+    For paths that come from outside this machine (a remote's records): they are
+    never normalised, only accepted or refused, so what is checked is exactly what
+    is written. Refused: a non-string, empty, absolute, a NUL byte, an empty, ``.``
+    or ``..`` component, anything in a store or in ``.git``, over the length the
+    store can key. :meth:`Workspace.relpath` makes local paths canonical first.
+    """
+    if not isinstance(rel, str):
+        raise UnsafePath(f"path {rel!r} is not a string")
+    if "\0" in rel:
+        raise UnsafePath(f"path {rel!r} contains a NUL byte")
+    if not rel or rel.startswith("/"):
+        raise UnsafePath(f"path {rel!r} is not relative to the workspace")
+    parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise UnsafePath(f"path {rel!r} has an empty, '.' or '..' component")
+    if any(p in FOREIGN_FOLDERS or p.startswith(STORE_DIRNAME + ".new-") for p in parts):
+        raise UnsafePath(f"path {rel!r} lies in a store or in .git, which are never written")
+    if len(os.fsencode(rel)) > MAX_PATH_BYTES:
+        raise UnsafePath(f"path {rel[:60]!r}... is longer than {MAX_PATH_BYTES} bytes")
+    return rel
 
 
 class Workspace:
@@ -128,7 +160,10 @@ class Workspace:
         folders made. A symlink in place of a folder is refused (UnsafePath),
         unless ``links_absent``: then there is nothing below it either.
         """
-        parts = rel.split("/")[:-1]
+        parts = rel.split("/")
+        if any(part in ("", ".", "..") for part in parts):  # the second line: never trusted
+            raise UnsafePath(f"{rel}: a path with an empty, '.' or '..' component is never used")
+        parts = parts[:-1]
         fd = os.open(self.root, _DIR_FLAGS)
         created = 0
         try:
@@ -514,7 +549,7 @@ def _write_file(dir_fd: int, name: str, data: bytes, mode: int, durable: bool) -
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
-        os.fchmod(fd, mode)
+        os.fchmod(fd, mode & 0o777)  # never setuid, setgid or sticky
         if durable:
             os.fsync(fd)
     finally:

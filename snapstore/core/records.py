@@ -229,6 +229,8 @@ class RewindOp(NamedTuple):
     action: Action = REWIND
     forward: tuple[str, ...] = ()  # turns it put back (closed again)
     on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
+    # the agent's transcript edit, recorded before it is made (snapstore.conversation.Edit)
+    conversation: Mapping[str, Any] = _EMPTY
 
 
 class Turn(NamedTuple):
@@ -250,6 +252,8 @@ class Turn(NamedTuple):
     op: RewindOp | None = None
     open_calls: Mapping[str, int] = _EMPTY  # path -> tool calls in flight on it, when over 1
     unattributed: tuple[str, ...] = ()  # a ``user`` turn seen in sessions' shared windows
+    transcript: str | None = None  # the agent's transcript at the begin hook (absolute path)
+    transcript_size: int = 0  # its size then: the turn's records lie after this offset
 
 
 class Session(NamedTuple):
@@ -309,6 +313,7 @@ _LOADERS = {
     "open_changes": _mapping,
     "open_calls": _mapping,
     "result": _mapping,
+    "conversation": _mapping,
     "unattributed": _strings,
     "reverted": _strings,
     "paths": _strings,

@@ -10,9 +10,17 @@ writes take the transaction as their receiver::
     repo.write(lambda tx: tx.put_change(change))
 
 A :class:`View` reads one consistent snapshot; a :class:`Tx` is a view that
-also writes, inside one durable commit. ``Repo.write`` may run its function
-more than once (when the map grows), so the function must only touch the
-transaction. The keys and encodings are specified in docs/format.md.
+also writes, inside one durable commit. ``Repo.write`` takes the store's write
+lock for its one commit. An operation whose commits must not interleave with
+another writer's holds the lock as a value, and passes it to what needs it::
+
+    with repo.lock() as w:
+        plan = ...  # read, knowing no other writer commits meanwhile
+        w.write(lambda tx: tx.put_turn(turn))
+
+A commit's function may run more than once (when the map grows), so it must
+only touch the transaction. The keys and encodings are specified in
+docs/format.md.
 
 This module imports only what lies below it: the database, blobs, records and
 the workspace's safe file I/O.
@@ -29,7 +37,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import blobs
-from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database
+from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database, Writer
 from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
 from .fsio import Workspace
 from .records import (
@@ -519,6 +527,34 @@ class Tx(View):
             self._delete("meta", b"shell")
 
 
+class Locked:
+    """The store's write lock, held: what :meth:`Repo.lock` yields.
+
+    A function whose commits must not interleave with another writer's (a
+    rewind from its plan to its finish, gc, a repair) takes one as a parameter,
+    so that holding the lock is its precondition, and the type says so. It
+    stops working when the ``with`` block that took the lock ends.
+    """
+
+    __slots__ = ("_writer", "repo")
+
+    def __init__(self, repo: Repo, writer: Writer):
+        self.repo, self._writer = repo, writer
+
+    def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one durable commit under the held lock.
+
+        ``fn`` may run more than once (when the map grows), so it must only
+        touch the transaction.
+        """
+        return self._writer.write(lambda txn: fn(self.repo._tx(txn)))
+
+    def compact(self, timeout: float) -> bool:
+        """Rewrite the data file without its free pages, if no one else has it open within
+        ``timeout`` seconds (whether it did)."""
+        return self._writer.compact(timeout)
+
+
 class Repo:
     """A store's database and the workspace it protects.
 
@@ -588,27 +624,36 @@ class Repo:
         with self._db.read() as txn:
             yield View(txn, self._db.dbs, self.clock)
 
-    def write(self, fn: Callable[[Tx], T], *, locked: bool = False) -> T:
-        """Run ``fn`` in one durable commit, taking the write lock unless ``locked``.
+    @contextmanager
+    def lock(self, timeout: float | None = None) -> Iterator[Locked]:
+        """Take the write lock, waiting up to ``timeout`` (default: the store's lock
+        timeout; then :class:`~snapstore.core.errors.StoreLocked`), and hold it for the
+        block. What needs it across several commits takes the :class:`Locked` handle."""
+        with self._db.write_lock(timeout) as writer:
+            yield Locked(self, writer)
+
+    def write(self, fn: Callable[[Tx], T]) -> T:
+        """Run ``fn`` in one durable commit under the write lock, taken for it alone.
 
         ``fn`` may run more than once (when the map grows), so it must only
         touch the transaction.
         """
-        dbs, clock = self._db.dbs, self.clock
-        return self._db.write(lambda txn: fn(Tx(txn, dbs, clock)), locked=locked)
+        with self.lock() as w:
+            return w.write(fn)
 
     def write_if_free(self, fn: Callable[[Tx], T]) -> T | None:
         """Like :meth:`write`, but only if the write lock is free now (None otherwise):
         for what a reader keeps in passing, which is never worth a wait."""
+        if self._db.holds_lock():
+            return None
         try:
-            with self._db.write_lock(timeout=0):
-                return self.write(fn, locked=True)
+            with self.lock(timeout=0) as w:
+                return w.write(fn)
         except StoreLocked:
             return None
 
-    def write_lock(self) -> Any:
-        """Hold the writer lock across several commits (a rewind, a gc)."""
-        return self._db.write_lock()
+    def _tx(self, txn: Any) -> Tx:
+        return Tx(txn, self._db.dbs, self.clock)
 
     def unfinished(self) -> list[str]:
         """Rewinds or undos that were interrupted before they finished."""
@@ -628,15 +673,13 @@ class Repo:
     def page_size(self) -> int:
         return int(self._db.env.stat()["psize"])
 
-    def compact(self, timeout: float) -> bool:
-        """Rewrite the data file without its free pages, if no one else has it open."""
-        return self._db.compact(timeout)
-
     def close(self) -> None:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a schema-1 store to the current schema in one commit (docs/format.md)."""
+        """Bring a schema-1 or schema-2 store to the current schema in one commit
+        (docs/format.md, Versions): schema 3 only added optional fields, so a schema-2
+        store needs nothing but its version."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]

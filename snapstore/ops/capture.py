@@ -3,7 +3,8 @@
 Work that touches the disk or compresses (reading the files, hashing, encoding
 blobs) happens before the write transaction, so parallel tool calls from
 several processes hold the store's writer lock only for the commit. Each call
-is one durable LMDB commit.
+is one durable LMDB commit: a new prompt's too, which closes the session's
+stale turn, begins the next and stores a new session's base together.
 """
 
 # No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
@@ -11,8 +12,8 @@ is one durable LMDB commit.
 # AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import os
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
 from ..core.errors import NotFound, RunActive, SnapstoreError
@@ -27,7 +28,14 @@ from ..core.records import (
     differs,
     fingerprint,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
+
+if TYPE_CHECKING:
+    from .session_base import Base
+
+T = TypeVar("T")
+#: A commit whose reads went stale before it reads again, this many times at most.
+_ATTEMPTS = 4
 
 
 class CaptureResult(NamedTuple):
@@ -86,12 +94,20 @@ def prepare(
 
 
 def _start_turn(
-    tx: Tx, session: str, *, prompt: str = "", message_id: str | None = None, implicit: bool
+    tx: Tx,
+    session: str,
+    *,
+    prompt: str = "",
+    message_id: str | None = None,
+    implicit: bool,
+    transcript: tuple[str, int] | None = None,
 ) -> Turn:
     record = tx.session(session) or Session(session, tx.clock())
     turn = tx.new_turn(
         session, parent=tx.head(session), prompt=prompt, message_id=message_id, implicit=implicit
     )
+    if transcript is not None:
+        turn = turn._replace(transcript=transcript[0], transcript_size=transcript[1])
     tx.put_turn(turn)
     tx.put_session(record._replace(open_turn=turn.id, turns=record.turns + 1))
     tx.set_head(session, turn.id)
@@ -110,45 +126,30 @@ def close_turn(tx: Tx, turn: Turn) -> Turn:
     return turn
 
 
-def begin_turn(
-    repo: Repo,
-    session: str,
-    prompt: str = "",
-    message_id: str | None = None,
-    close_open: bool = False,
-) -> Turn:
-    """Open a turn as a child of the head.
-
-    An implicit turn still open is closed first. An explicitly begun one is
-    refused with :class:`RunActive`, unless ``close_open`` (an agent's new
-    prompt: the turn whose end never came is over).
-    """
-    with repo.write_lock():
-        finish_open_turn(repo, session, implicit_only=not close_open)
-        return repo.write(
-            lambda tx: _start_turn(
-                tx, session, prompt=prompt, message_id=message_id, implicit=False
-            ),
-            locked=True,
-        )
+class _Moved(Exception):
+    """What a commit was prepared from moved before the lock was taken: the commit is
+    aborted, and the caller reads again."""
 
 
-def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> Turn | None:
-    """Record the missing ``after`` of every change and close the open turn.
+class _OpenTurn(NamedTuple):
+    """A session's open turn as read before the commit that closes it: the paths whose
+    ``after`` it awaited, and what each of them held (read outside the lock)."""
+
+    turn: Turn | None
+    awaiting: frozenset[str]
+    prepared: dict[str, _Prepared]
+
+
+def _read_open(repo: Repo, session: str, implicit_only: bool) -> _OpenTurn:
+    """Read the session's open turn and what its awaiting paths hold now.
 
     With ``implicit_only``, an explicitly begun turn is refused with ``run_active``.
-    The caller holds the write lock.
     """
     with repo.read() as v:
         turn = v.open_turn(session)
         if turn is None:
-            return None
-        if implicit_only and not turn.implicit:
-            raise RunActive(
-                f"turn {turn.id} of session {session!r} is still open",
-                turn=turn.id,
-                session=session,
-            )
+            return _OpenTurn(None, frozenset(), {})
+        _refuse_run(turn, implicit_only)
         awaiting = _awaiting(v, turn)
     prepared: dict[str, _Prepared] = {}
     for change in awaiting:
@@ -156,15 +157,155 @@ def finish_open_turn(repo: Repo, session: str, implicit_only: bool = False) -> T
             prepared.update(prepare(repo, [change.path], {change.path: _key(change.before)}))
         except SnapstoreError:
             continue  # the path became unreadable; the change keeps an unknown ``after``
+    return _OpenTurn(turn, frozenset(c.path for c in awaiting), prepared)
 
-    def commit(tx: Tx) -> Turn:
-        current = tx.turn(turn.id)
-        for change in _awaiting(tx, current):
-            if change.path in prepared:
-                current = _record_after(tx, current, change, prepared[change.path])
-        return close_turn(tx, current)
 
-    return repo.write(commit, locked=True)
+def _refuse_run(turn: Turn, implicit_only: bool) -> None:
+    if implicit_only and not turn.implicit:
+        raise RunActive(
+            f"turn {turn.id} of session {turn.session!r} is still open",
+            turn=turn.id,
+            session=turn.session,
+        )
+
+
+def refuse_run_active(repo: Repo, session: str) -> None:
+    """Refuse with ``run_active`` while the session has an explicitly begun turn open."""
+    with repo.read() as v:
+        turn = v.open_turn(session)
+    if turn is not None:
+        _refuse_run(turn, True)
+
+
+def _close_open(
+    tx: Tx, repo: Repo, session: str, read: _OpenTurn, implicit_only: bool, check: bool
+) -> Turn | None:
+    """Close the session's open turn in this commit, recording what was read as the
+    ``after`` of each change awaiting one.
+
+    With ``check``, a commit whose reads moved (another turn open, another path
+    awaiting, a file written since it was read) raises :class:`_Moved`.
+    """
+    turn = tx.open_turn(session)
+    if turn is None:
+        return None
+    _refuse_run(turn, implicit_only)
+    awaiting = _awaiting(tx, turn)
+    if check and (
+        read.turn is None
+        or read.turn.id != turn.id
+        or any(c.path not in read.awaiting for c in awaiting)
+        or any(
+            not _still_there(repo, read.prepared[c.path])
+            for c in awaiting
+            if c.path in read.prepared
+        )
+    ):
+        raise _Moved
+    for change in awaiting:
+        if change.path in read.prepared:
+            turn = _record_after(tx, turn, change, read.prepared[change.path])
+    return close_turn(tx, turn)
+
+
+def _after_reading(
+    repo: Repo,
+    session: str,
+    implicit_only: bool,
+    commit: Callable[[Tx, _OpenTurn, bool], T],
+) -> T:
+    """Read the session's open turn outside the lock, then run ``commit`` in one commit;
+    read again when what was read moved meanwhile (the last attempt records what it read)."""
+    for attempt in range(_ATTEMPTS):
+        read = _read_open(repo, session, implicit_only)
+        check = attempt < _ATTEMPTS - 1
+
+        def run(tx: Tx, read: _OpenTurn = read, check: bool = check) -> T:
+            return commit(tx, read, check)
+
+        try:
+            return repo.write(run)
+        except _Moved:
+            continue
+    raise AssertionError("unreachable: the last attempt does not check")
+
+
+def begin_turn(
+    repo: Repo,
+    session: str,
+    prompt: str = "",
+    message_id: str | None = None,
+    close_open: bool = False,
+    base: "Base | None" = None,
+    transcript: str | None = None,
+) -> Turn:
+    """Open a turn as a child of the head, in one commit that first closes the session's
+    open turn and, for a new session, stores ``base`` (snapstore.ops.session_base).
+
+    An implicit turn still open is closed. An explicitly begun one is refused
+    with :class:`RunActive`, unless ``close_open`` (an agent's new prompt: the
+    turn whose end never came is over). ``transcript`` (the agent's transcript
+    file) is kept with its size now: the turn's records come after that offset.
+    """
+    marker = None if transcript is None else (transcript, _size(transcript))
+
+    def commit(tx: Tx, read: _OpenTurn, check: bool) -> Turn:
+        _close_open(tx, repo, session, read, not close_open, check)
+        return _start_with_base(
+            tx,
+            session,
+            base,
+            prompt=prompt,
+            message_id=message_id,
+            implicit=False,
+            transcript=marker,
+        )
+
+    return _after_reading(repo, session, not close_open, commit)
+
+
+def _size(path: str) -> int:
+    """A transcript's size (0 while the agent has not created it yet)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _start_with_base(
+    tx: Tx,
+    session: str,
+    base: "Base | None",
+    *,
+    prompt: str = "",
+    message_id: str | None = None,
+    implicit: bool,
+    transcript: tuple[str, int] | None = None,
+) -> Turn:
+    """Start a turn, and store ``base`` with it when this commit creates the session (a
+    base is what the tree was at the session's first capture: no later commit has it)."""
+    new = tx.session(session) is None
+    turn = _start_turn(
+        tx,
+        session,
+        prompt=prompt,
+        message_id=message_id,
+        implicit=implicit,
+        transcript=transcript,
+    )
+    faults.point("capture.turn_started")  # a crash here leaves nothing of this commit
+    if base is not None and new:
+        from .session_base import store_base  # git's module: only for a new session's base
+
+        store_base(tx, session, base)
+    return turn
+
+
+def finish_open_turn(w: Locked, session: str) -> Turn | None:
+    """Record the missing ``after`` of every change and close the open turn, under the
+    held lock (a rewind's, which needs its session's turn closed)."""
+    read = _read_open(w.repo, session, False)
+    return w.write(lambda tx: _close_open(tx, w.repo, session, read, False, False))
 
 
 def open_implicit_turn(repo: Repo, session: str) -> Turn:
@@ -177,9 +318,13 @@ def open_implicit_turn(repo: Repo, session: str) -> Turn:
 
 
 def end_turn(repo: Repo, session: str) -> Turn:
-    """Close the session's open turn."""
-    with repo.write_lock():
-        turn = finish_open_turn(repo, session)
+    """Close the session's open turn, recording any ``after`` still missing."""
+    turn = _after_reading(
+        repo,
+        session,
+        False,
+        lambda tx, read, check: _close_open(tx, repo, session, read, False, check),
+    )
     if turn is None:
         raise NotFound(f"session {session!r} has no open turn", session=session)
     return turn
@@ -191,19 +336,21 @@ def pre_write(
     tool: str,
     session: str,
     source: Source = HOOK,
+    base: "Base | None" = None,
 ) -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
 
-    Opens an implicit turn when none is open. A path whose change is already
-    open has another tool call in flight on it: that change protects it, and
-    the call is counted, so the change stays open until every call on the path
-    has reported (see :func:`post_write`).
+    Opens an implicit turn when none is open, in the same commit, with
+    ``base`` for a new session (see :func:`begin_turn`). A path whose change
+    is already open has another tool call in flight on it: that change
+    protects it, and the call is counted, so the change stays open until every
+    call on the path has reported (see :func:`post_write`).
     """
     rels = resolve_paths(repo, paths)
     prepared = prepare(repo, rels)
 
     def commit(tx: Tx) -> CaptureResult:
-        turn = tx.open_turn(session) or _start_turn(tx, session, implicit=True)
+        turn = tx.open_turn(session) or _start_with_base(tx, session, base, implicit=True)
         open_changes = dict(turn.open_changes)
         calls = dict(turn.open_calls)
         seq = turn.next_change
@@ -238,10 +385,6 @@ def pre_write(
     return repo.write(commit)
 
 
-#: A post-write whose reads went stale before its commit reads again, this many times at most.
-_POST_ATTEMPTS = 4
-
-
 def post_write(
     repo: Repo, paths: Iterable[str | os.PathLike[str]], session: str, tool: str = ""
 ) -> CaptureResult:
@@ -256,14 +399,14 @@ def post_write(
     commit; when it moved (another call wrote meanwhile) it is read again.
     """
     rels = resolve_paths(repo, paths)
-    for attempt in range(_POST_ATTEMPTS):
+    for attempt in range(_ATTEMPTS):
         with repo.read() as v:
             turn = v.open_turn(session)
             awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
         prepared = prepare(
             repo, rels, {rel: _key(awaiting[rel].before) for rel in rels if rel in awaiting}
         )
-        check = attempt < _POST_ATTEMPTS - 1  # the last attempt records what it read
+        check = attempt < _ATTEMPTS - 1  # the last attempt records what it read
 
         def commit(
             tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check

@@ -79,11 +79,11 @@ def fsck(repo: Repo, repair: bool = False) -> FsckReport:
     if not repair:
         with repo.read() as v:
             return _check(v).report
-    with repo.write_lock():
+    with repo.lock() as w:
         with repo.read() as v:
             found = _check(v)
         if not found.report.ok:
-            repo.write(lambda tx: _repair(tx, found), locked=True)
+            w.write(lambda tx: _repair(tx, found))
     return found.report
 
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ..core import blobs, faults
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
 from .history import last_undoable
 from .session_base import base_keys
 
@@ -95,7 +95,7 @@ def gc(
     """Apply ``policy``; see the module docstring for the steps and what is never dropped."""
     result = GcResult(dry_run=dry_run)
     before = repo.data_bytes()
-    with repo.write_lock():
+    with repo.lock() as w:
         graph = _Graph.load(repo)
         drop = graph.by_policy(policy, repo.clock())
         if policy.max_size is not None:
@@ -107,8 +107,8 @@ def gc(
             result.live_bytes = repo.live_bytes()
             return result
         for _ in range(MAX_ROUNDS):
-            _prune(repo, graph, drop, result)
-            _sweep(repo, result)
+            _prune(w, graph, drop, result)
+            _sweep(w, result)
             result.live_bytes = repo.live_bytes()
             over = result.live_bytes - (policy.max_size or result.live_bytes)
             if over <= 0:
@@ -123,7 +123,7 @@ def gc(
                 )
                 break
         if compact:
-            result.compacted = repo.compact(compact_timeout)
+            result.compacted = w.compact(compact_timeout)
             if not result.compacted:
                 result.notes.append(
                     "compaction skipped: another process has the store open; "
@@ -289,7 +289,7 @@ def _digests(change: Change) -> Iterable[bytes]:
             yield version.key
 
 
-def _prune(repo: Repo, graph: _Graph, drop: set[str], result: GcResult) -> None:
+def _prune(w: Locked, graph: _Graph, drop: set[str], result: GcResult) -> None:
     """Step 2: drop the turns with their changes and events; relink what stays."""
     if not drop:
         return
@@ -313,7 +313,7 @@ def _prune(repo: Repo, graph: _Graph, drop: set[str], result: GcResult) -> None:
         faults.point("gc.pruned")
         return removed
 
-    removed = repo.write(commit, locked=True)
+    removed = w.write(commit)
     result.removed_turns += sorted(drop)
     result.removed_sessions += removed
 
@@ -335,14 +335,14 @@ def _relink_sessions(tx: Tx, graph: _Graph, drop: set[str]) -> list[str]:
     return removed
 
 
-def _sweep(repo: Repo, result: GcResult) -> None:
+def _sweep(w: Locked, result: GcResult) -> None:
     """Step 3: rebase live deltas whose base is dead, fix depths, delete dead blobs.
 
     Content is read from a snapshot taken before the commit, so a chain is
     always read as it was written, whatever this commit has rewritten so far.
     """
-    with repo.read() as snap:
-        graph = _Graph.load(repo, snap)
+    with w.repo.read() as snap:
+        graph = _Graph.load(w.repo, snap)
         live = graph.live(set())
         headers = {k: blobs.parse_header(value, k) for k, value in snap.blob_values()}
         deltas = sorted(
@@ -377,7 +377,7 @@ def _sweep(repo: Repo, result: GcResult) -> None:
                 tx.forget_line_counts(key)
             return len(dead), rebased
 
-        removed, rebased = repo.write(commit, locked=True)
+        removed, rebased = w.write(commit)
     result.removed_blobs += removed
     result.rebased_blobs += rebased
 

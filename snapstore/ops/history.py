@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from ..core.blobs import parse_header
-from ..core.errors import BadInput, SnapstoreError, UnknownTurn
+from ..core.errors import BadInput, SnapstoreError, UnknownOperation, UnknownTurn
 from ..core.records import (
     AGENT,
     APPLIED,
@@ -20,8 +20,11 @@ from ..core.records import (
     LINK,
     OPEN,
     REWIND,
+    Action,
     Change,
+    Mode,
     Source,
+    Status,
     Turn,
     Version,
 )
@@ -74,6 +77,7 @@ class TurnDetail:
 
     turn: Turn
     files: list[FileStat]
+    n: int | None = None  # its number on its session's current branch; None off it
 
 
 @dataclass
@@ -292,6 +296,12 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
     return points
 
 
+def number(v: View, turn: Turn) -> int | None:
+    """A turn's number on its session's current branch (1 is the head); None off it."""
+    on_branch = [t.id for t in branch(v, turn.session) if t.kind in BRANCH_KINDS]
+    return on_branch.index(turn.id) + 1 if turn.id in on_branch else None
+
+
 def resolve_turn(v: View, ref: str | int, session: str | None) -> Turn:
     """A turn from a number on ``session``'s current branch, or from an id or unique id
     prefix of a turn of any session (those of ``session`` first)."""
@@ -328,7 +338,7 @@ def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
         count = LineCounter(v)
-        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count))
+        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count), number(v, turn))
     keep_counts(repo, count)
     return detail
 
@@ -375,3 +385,141 @@ def status(repo: Repo, session: str) -> StoreStatus:
         repo.data_bytes(),
         unattributed,
     )
+
+
+@dataclass
+class Operation:
+    """One rewind, switch or undo, as ``snapstore ops`` lists it (from its record)."""
+
+    id: str
+    action: Action
+    session: str
+    time: float
+    target: str | None  # rewind: the first turn taken back; switch: the turn; undo: the op
+    target_n: int | None  # the target's number on its session's current branch, now
+    mode: Mode
+    status: Status  # planned: interrupted, not finished yet
+    files: list[str]  # restored, merged or deleted
+    conflicts: list[str]
+    errors: list[str]
+    new_head: str | None
+    undoes: str | None
+    undone_by: str | None
+
+
+def operations(repo: Repo, session: str | None = None) -> list[Operation]:
+    """Every rewind, switch and undo (of ``session``, or of the store), newest first.
+
+    Read from the operations' own records, which keep what each reported and which
+    undo took it back; the audit log is not needed (gc may have trimmed it).
+    """
+    with repo.read() as v:
+        if session is not None:
+            v.require_session(session)
+        records = sorted(
+            (t for t in v.turns() if t.op is not None and session in (None, t.session)),
+            key=lambda t: t.seq,
+            reverse=True,
+        )
+        numbers: dict[str, dict[str, int]] = {}
+        for turn in records:
+            if turn.session not in numbers:
+                on_branch = [t for t in branch(v, turn.session) if t.kind in BRANCH_KINDS]
+                numbers[turn.session] = {t.id: n for n, t in enumerate(on_branch, start=1)}
+    listed = []
+    for turn in records:
+        op = turn.op
+        assert op is not None
+        result = op.result
+        listed.append(
+            Operation(
+                turn.id,
+                op.action,
+                turn.session,
+                turn.created,
+                op.target,
+                numbers[turn.session].get(op.target or ""),
+                op.mode,
+                op.status,
+                sorted(p for key in ("restored", "merged", "deleted") for p in result.get(key, ())),
+                [item["path"] for item in result.get("conflicts", ())],
+                [item["path"] for item in result.get("errors", ())],
+                op.new_head,
+                op.undoes,
+                op.undone_by,
+            )
+        )
+    return listed
+
+
+def resolve_operation(v: View, ref: str) -> Turn:
+    """A rewind, switch or undo record from its id or a unique prefix of it."""
+    text = ref.strip()
+    if not text:
+        raise BadInput("empty operation reference")
+    matches = sorted(t.id for t in v.turns() if t.op is not None and t.id.startswith(text))
+    if not matches:
+        raise UnknownOperation(f"unknown operation {text!r}", ref=text)
+    if len(matches) > 1:
+        raise BadInput(
+            f"operation prefix {text!r} is ambiguous: " + ", ".join(matches[:5]), ref=text
+        )
+    return v.turn(matches[0])
+
+
+@dataclass
+class SessionInfo:
+    """One session, as ``snapstore sessions`` lists it."""
+
+    name: str
+    agent: str  # the part of the name before ``/`` (hooks name sessions ``AGENT/ID``), or ''
+    agent_session: str  # the agent's own session id: the rest of the name
+    created: float
+    last_activity: float  # the newest turn's start or end, or an operation's
+    turns: int  # agent turns on the current branch
+    all_turns: int  # agent turns on every branch, rewound ones included
+    head: str | None
+    head_n: int | None  # the head's number (1) when it is a rewind point
+    open_turn: str | None
+    running: bool  # an open turn: the agent's prompt began and its end has not come
+
+
+def sessions(repo: Repo) -> list[SessionInfo]:
+    """Every session, the most recently active first (ties: by name).
+
+    "Running" is the store's own signal, an open turn: the store records no
+    process, so an agent that died in the middle of a turn counts as running
+    until its next prompt closes that turn, or ``end`` does.
+    """
+    with repo.read() as v:
+        records = list(v.sessions())
+        last: dict[str, float] = {}
+        total: dict[str, int] = {}
+        for turn in v.turns():
+            when = max(turn.created, turn.closed or 0.0)
+            last[turn.session] = max(last.get(turn.session, 0.0), when)
+            total[turn.session] = total.get(turn.session, 0) + (turn.kind in BRANCH_KINDS)
+        listed = []
+        for record in records:
+            on_branch = [t for t in branch(v, record.name) if t.kind in BRANCH_KINDS]
+            head = v.head(record.name)
+            open_turn = v.open_turn(record.name)
+            agent, _, rest = record.name.partition("/")
+            listed.append(
+                SessionInfo(
+                    record.name,
+                    agent if rest else "",
+                    rest,
+                    record.created,
+                    max(last.get(record.name, 0.0), record.created),
+                    len(on_branch),
+                    total.get(record.name, 0),
+                    head,
+                    1 if on_branch and on_branch[0].id == head else None,
+                    None if open_turn is None else open_turn.id,
+                    open_turn is not None,
+                )
+            )
+    listed.sort(key=lambda s: s.name)
+    listed.sort(key=lambda s: s.last_activity, reverse=True)
+    return listed

@@ -6,22 +6,27 @@ docs/format.md:
 1. **Journal.** One commit records an operation turn (kind ``rewind``) whose
    changes hold, per path, the bytes on disk now (``before``) and the planned
    result (``after``), and lists the operation under ``meta/unfinished``.
-2. **Apply.** Each path is written once, atomically; emptied folders go.
+2. **Apply.** The agent's transcript gets its one appended record (or loses it again, for
+   an undo), then each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
    the reverted turns and takes it off ``unfinished``.
 
 A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
 finishes: a path still holding ``before`` gets ``after``, a path holding
-``after`` is done, anything else is left alone and reported. Because the
+``after`` is done, anything else is left alone and reported; a transcript still at its
+recorded size gets the record, one that already ends with it is done. Because the
 journal is written first, ``undo`` always has the bytes to go back to.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
+from .. import conversation
 from ..core import faults
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
@@ -39,7 +44,7 @@ from ..core.records import (
     fingerprint,
     version_of,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
 from .plan import (
     CONFLICT,
     DELETE,
@@ -69,13 +74,28 @@ class Operation:
         self.result.plans = self.plans
 
 
-def execute(repo: Repo, operation: Operation) -> RewindResult:
-    """Journal, apply and finish one planned operation. The caller holds the write lock."""
-    op_id = _journal(repo, operation)
+def execute(w: Locked, operation: Operation) -> RewindResult:
+    """Journal, apply and finish one planned operation, under the lock it was planned in."""
+    op_id = _journal(w, operation)
     faults.point("journal.journaled")
     operation.result.undo_id = op_id
-    errors = _apply(repo, operation.plans)
-    return _finish(repo, op_id, errors)
+    errors = _converse(operation.op.conversation)
+    errors += _apply(w.repo, operation.plans)
+    return _finish(w, op_id, errors)
+
+
+def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Make the operation's conversation edit, if it has one to make; its failure, if any."""
+    edit = conversation.from_record(record)
+    if edit is None or edit.status != "rewound":
+        return []
+    faults.point("journal.conversation")
+    try:
+        conversation.apply(edit)
+    except (SnapstoreError, OSError) as exc:
+        return [{"path": edit.transcript, "reason": str(exc)}]
+    faults.point("journal.conversed")
+    return []
 
 
 def _describe(op: RewindOp) -> str:
@@ -84,10 +104,10 @@ def _describe(op: RewindOp) -> str:
     return f"{verb} {op.target}"
 
 
-def _journal(repo: Repo, operation: Operation) -> str:
+def _journal(w: Locked, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
-    with repo.read() as v:
+    with w.repo.read() as v:
         for plan in writes:
             for entry in (plan.current_entry, plan.content):
                 if entry is not None:
@@ -138,7 +158,7 @@ def _journal(repo: Repo, operation: Operation) -> str:
         )
         return turn.id
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
@@ -229,7 +249,7 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     return version_of(repo.ws.read(plan.path)) == plan.current
 
 
-def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
     faults.point("journal.before_finish")
 
     def commit(tx: Tx) -> RewindResult:
@@ -244,6 +264,8 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         for key in ("restored", "deleted", "merged"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
+        if result.conversation is not None and result.conversation["transcript"] in failed:
+            result.conversation = {**result.conversation, "status": "unchanged"}
         for change in tx.changes(op_id):
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
@@ -275,13 +297,13 @@ def _finish(repo: Repo, op_id: str, errors: list[dict[str, str]]) -> RewindResul
         )
         return result
 
-    return repo.write(commit, locked=True)
+    return w.write(commit)
 
 
 def resume(repo: Repo) -> list[RewindResult]:
     """Finish every interrupted operation, rolling each path forward to its plan."""
     results = []
-    with repo.write_lock():
+    with repo.lock() as w:
         for op_id in repo.unfinished():
             with repo.read() as v:
                 turn = v.turn(op_id)
@@ -296,8 +318,9 @@ def resume(repo: Repo) -> list[RewindResult]:
                 ]
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
+            errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
-            results.append(_finish(repo, op_id, errors))
+            results.append(_finish(w, op_id, errors))
     return results
 
 

@@ -153,6 +153,7 @@ class RewindResult:
     new_head: str | None = None
     undo_id: str | None = None
     dry_run: bool = False
+    conversation: dict[str, Any] | None = None  # the agent's chat (snapstore.conversation)
     plans: list[PathPlan] = field(default_factory=list, repr=False)
 
     @property

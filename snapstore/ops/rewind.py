@@ -17,8 +17,9 @@ turn (docs/design.md, "The undo invariant"). Planning is the per-path fold of
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
+from .. import conversation
 from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
 from ..core.records import (
     BOTH,
@@ -37,7 +38,7 @@ from ..core.records import (
     RewindOp,
     Turn,
 )
-from ..core.repo import Repo, View
+from ..core.repo import Locked, Repo, View
 from .capture import finish_open_turn, writing
 from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
 from .journal import Operation, execute
@@ -80,20 +81,42 @@ def rewind(
     paths: Iterable[str] | None = None,
     dry_run: bool = False,
     force: bool = False,
+    homes: Mapping[str, str] | None = None,
 ) -> RewindResult:
-    """Take back ``target`` and every later turn on the session's current branch."""
+    """Take back ``target`` and every later turn on the session's current branch.
+
+    Unless ``mode`` is ``code``, the agent's conversation goes back too, for the agents
+    with a conversation module (snapstore.conversation); ``homes`` names each agent's home
+    folder (its registry of running sessions). Every check comes before the first change.
+    """
     check_choices(mode, on_conflict)
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
         mode = CODE  # taking back some files never moves the conversation
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
-        _end_open_turn(repo, session, force, dry_run)
+        _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
             operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
-        return _run(repo, operation, dry_run)
+        if mode != CODE:
+            _plan_conversation(operation, turn, homes, target)
+        return _run(w, operation, dry_run)
+
+
+def _plan_conversation(
+    operation: Operation, turn: Turn, homes: Mapping[str, str] | None, target: str | int
+) -> None:
+    """Add the conversation edit to a planned rewind (raises when it must be refused)."""
+    shown = f"{target}" if isinstance(target, int) else turn.id
+    edit = conversation.plan(
+        turn.session, turn.message_id, turn.transcript, homes, shown, turn.transcript_size
+    )
+    if edit is None:
+        return
+    operation.op = operation.op._replace(conversation=edit._asdict())
+    operation.result.conversation = edit.to_json()
 
 
 def switch(
@@ -108,7 +131,7 @@ def switch(
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
     an id of any turn of the session's DAG: then ``session`` may be None)."""
     check_choices(BOTH, on_conflict)
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
@@ -118,10 +141,10 @@ def switch(
                 "conversation can be switched to",
                 turn=turn.id,
             )
-        _end_open_turn(repo, turn.session, force, dry_run)
+        _end_open_turn(w, turn.session, force, dry_run)
         with repo.read() as v:
             operation = _plan_switch(repo, v, turn, on_conflict)
-        return _run(repo, operation, dry_run)
+        return _run(w, operation, dry_run)
 
 
 def undo(
@@ -131,11 +154,13 @@ def undo(
     *,
     on_conflict: Policy = SKIP,
     dry_run: bool = False,
+    homes: Mapping[str, str] | None = None,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
-    the newest in the store, whatever its session."""
+    the newest in the store, whatever its session. A conversation the rewind changed goes
+    back too (``homes``: as for :func:`rewind`)."""
     check_choices(BOTH, on_conflict)
-    with repo.write_lock():
+    with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
             record = _find_undoable(v, rewind_id, session)
@@ -147,19 +172,25 @@ def undo(
                     session=record.session,
                 )
             operation = _plan_undo(repo, v, record, on_conflict)
-        return _run(repo, operation, dry_run)
+        assert record.op is not None
+        edit = conversation.from_record(record.op.conversation)
+        if edit is not None and edit.status == "rewound":
+            back = conversation.plan_undo(edit, homes)
+            operation.op = operation.op._replace(conversation=back._asdict())
+            operation.result.conversation = back.to_json()
+        return _run(w, operation, dry_run)
 
 
-def _run(repo: Repo, operation: Operation, dry_run: bool) -> RewindResult:
+def _run(w: Locked, operation: Operation, dry_run: bool) -> RewindResult:
     if dry_run:
         operation.result.dry_run = True
         return operation.result
-    return execute(repo, operation)
+    return execute(w, operation)
 
 
-def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None:
+def _end_open_turn(w: Locked, session: str, force: bool, dry_run: bool) -> None:
     """Refuse while the session has an open turn, or with ``force``, end it first."""
-    with repo.read() as v:
+    with w.repo.read() as v:
         open_turn = v.open_turn(session)
     if open_turn is None:
         return
@@ -170,7 +201,7 @@ def _end_open_turn(repo: Repo, session: str, force: bool, dry_run: bool) -> None
             session=session,
         )
     if not dry_run:
-        finish_open_turn(repo, session)
+        finish_open_turn(w, session)
 
 
 def _busy(v: View, session: str) -> dict[str, str]:

@@ -12,16 +12,18 @@ session's **base**, kept on its record (``Session.base``):
 
 Running git costs a few milliseconds to a few hundred on a very large tree, so
 it happens once per session, when the facade sees a session's first capture
-(``Store(record_base=True)``), never per write. A workspace that is no git
-repository gets ``commit: null`` and no changes: only the files its turns
-touched can be rebuilt elsewhere.
+(``Store(record_base=True)``), never per write, and outside the store's lock.
+The base is stored in the commit that begins the session's first turn (its
+``begin_turn`` or first ``pre_write``), so a crash never leaves that turn
+without it. A workspace that is no git repository gets ``commit: null`` and no
+changes: only the files its turns touched can be rebuilt elsewhere.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core import blobs
 from ..core.errors import SnapstoreError
@@ -121,12 +123,19 @@ def _objects(root: str, names: list[str]) -> dict[str, bytes]:
     return found
 
 
-def capture_base(repo: Repo, max_file_size: int) -> tuple[dict[str, Any], dict[bytes, bytes]]:
-    """The workspace's base now, and the blobs it names (key -> content), read outside any
-    lock. Never raises for git's sake: without a usable repository the commit is null."""
+class Base(NamedTuple):
+    """A session's base as captured, before its first turn's commit stores it."""
+
+    record: dict[str, Any]  # what ``Session.base`` keeps
+    contents: dict[bytes, bytes]  # the bytes of the blobs it names, by key
+
+
+def capture_base(repo: Repo, max_file_size: int) -> Base:
+    """The workspace's base now, and the blobs it names, read outside any lock. Never
+    raises for git's sake: without a usable repository the commit is null."""
     status = _status(repo.root)
     if status is None:
-        return {"commit": git_commit(repo.root), "changes": [], "skipped": []}, {}
+        return Base({"commit": git_commit(repo.root), "changes": [], "skipped": []}, {})
     commit, prefix, entries = status
     contents: dict[bytes, bytes] = {}
     changes: list[list[Any]] = []
@@ -163,7 +172,9 @@ def capture_base(repo: Repo, max_file_size: int) -> tuple[dict[str, Any], dict[b
             contents[key] = entry.data
             after = Version(key.hex(), entry.mode, entry.kind)
         changes.append([rel, version_to_json(before), version_to_json(after)])
-    return {"commit": commit, "changes": sorted(changes), "skipped": sorted(skipped)}, contents
+    return Base(
+        {"commit": commit, "changes": sorted(changes), "skipped": sorted(skipped)}, contents
+    )
 
 
 def base_changes(base: dict[str, Any] | None) -> list[tuple[str, Version | None, Version | None]]:
@@ -180,20 +191,14 @@ def base_keys(base: dict[str, Any] | None) -> set[bytes]:
     return {v.key for _, b, a in base_changes(base) for v in (b, a) if v is not None}
 
 
-def store_base(tx: Tx, session: str, base: dict[str, Any], contents: dict[bytes, bytes]) -> bool:
-    """Record ``base`` on a session that has none yet (the first capture wins)."""
+def store_base(tx: Tx, session: str, base: Base) -> bool:
+    """Record ``base`` on a session that has none yet, in the commit that begins the
+    session's first turn (snapstore.ops.capture)."""
     record = tx.session(session)
     if record is None or record.base is not None:
         return False
-    for key, data in contents.items():
+    for key, data in base.contents.items():
         if not tx.has_blob(key):
             tx.put_blob(key, blobs.encode(data))
-    tx.put_session(record._replace(base=base))
+    tx.put_session(record._replace(base=base.record))
     return True
-
-
-def record_base(
-    repo: Repo, session: str, base: dict[str, Any], contents: dict[bytes, bytes]
-) -> bool:
-    """Store a base captured before the session's first capture, in one commit."""
-    return repo.write(lambda tx: store_base(tx, session, base, contents))

@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from ..core.db import holder_info
+from ..core.locks import holder_info
 from ..core.repo import Repo
 from .scan import ScanResult
 from .shell import WindowAction

@@ -25,6 +25,7 @@ REWIND_KEYS = {
     "new_head",
     "undo_id",
     "dry_run",
+    "conversation",
 }
 
 

@@ -34,6 +34,7 @@ from ..support.crash_child import Runner
 REPO = Path(__file__).resolve().parents[2]
 POINTS = (
     "capture.commit",
+    "capture.turn_started",
     "journal.journaled",
     "journal.wrote_path",
     "journal.before_finish",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -12,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from snapstore import Store
+
 from ..support import hermetic_env, snapstore_bin
+from ..support.transcripts import session_of
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -20,9 +24,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Terminal:
     """A detached tmux session running one command."""
 
-    def __init__(self, command: list[str], cwd: Path):
+    def __init__(self, command: list[str], cwd: Path, **extra: str):
         self.name = f"snapstore-test-{uuid.uuid4().hex[:8]}"
-        env = hermetic_env(TERM="xterm-256color")
+        env = hermetic_env(TERM="xterm-256color", **extra)
         env.pop("NO_COLOR", None)
         exports = " ".join(
             f"{k}={shlex.quote(v)}"
@@ -178,3 +182,41 @@ def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Pa
     assert "EXIT=0" in screen and "switched" in screen
     assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt", "f2.txt", "f3.txt"]
     assert [p["n"] for p in cli("--json", "log").json] == [1, 2, 3]
+
+
+def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Path) -> None:
+    """A Claude Code session: the second menu names the resume command; while Claude Code runs
+    the session, only the code can go back, and the menu says why."""
+    home = tmp_path / "home"
+    transcript = tmp_path / "t.jsonl"
+    with Store.init(root) as store:
+        session = session_of(store, "claude-code", transcript)
+    env = {"HOME": str(home), "SNAPSTORE_SESSION": session}
+    term = Terminal([*snapstore_bin(), "rewind"], root, **env)
+    try:
+        term.wait_for("Rewind to before which turn?")
+        term.keys("Down", "Enter")  # turn 2
+        screen = term.wait_for("Rewind code only")
+        assert "Rewind code and conversation (the agent forgets turn 2 on; then " in screen
+        assert "`claude --resume sid`" in screen
+        assert "Rewind code only (the agent still remembers turn 2 on)" in screen
+        term.keys("Enter")
+        screen = term.wait_for("EXIT=")
+        assert "EXIT=0" in screen and "conversation: rewound to before turn 2" in screen
+        assert "your prompt from turn 2, to edit and send again:" in screen
+    finally:
+        term.close()
+    assert transcript.read_bytes().endswith(b'"sessionId":"sid"}\n')
+
+    registry = home / ".claude" / "sessions"
+    registry.mkdir(parents=True)
+    (registry / "1.json").write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
+    term = Terminal([*snapstore_bin(), "--session", session, "rewind"], root, HOME=str(home))
+    try:
+        term.wait_for("Rewind to before which turn?")
+        term.keys("Enter")  # turn 1, the one left
+        screen = term.wait_for("Cancel")
+        assert "Rewind code only (the chat cannot go back: Claude Code is running" in screen
+        assert "Rewind code and conversation" not in screen
+    finally:
+        term.close()

@@ -277,7 +277,7 @@ def test_a_busy_store_answers_locked_and_the_socket_stays(store: Store, root: Pa
     changes, and the next request is answered once the store is free."""
     agent_turns(store)
     with running_ui(root, "--json", SNAPSTORE_LOCK_TIMEOUT="0.2") as ui, open_socket(ui) as ws:
-        with store.repo.write_lock():
+        with store.repo.lock():
             busy = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
         assert busy["type"] == "error"
         assert (busy["data"]["code"], busy["data"]["session_id"]) == ("locked", "default")

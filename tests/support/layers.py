@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("record", ["snapstore.core", "snapstore.text"]),
     ("remote transport", ["snapstore.remote", "snapstore.remote.transport"]),
     ("remote format", ["snapstore.remote.format"]),
-    ("operations", ["snapstore.ops", "snapstore.remote.sync"]),
+    ("operations", ["snapstore.ops", "snapstore.conversation", "snapstore.remote.sync"]),
     ("facade", ["snapstore", "snapstore.store"]),
     ("adapters", ["snapstore.adapters"]),
 ]

@@ -26,7 +26,7 @@ from snapstore.remote import (
     RemoteError,
     open_object_store,
 )
-from snapstore.remote.format.verify import get_verified
+from snapstore.remote.format.verify import verified
 
 from ..support.seaweed import BUCKET, FAST_RETRY
 
@@ -196,7 +196,7 @@ def test_corrupted_object_is_detected(remote: Remote):
     data = os.urandom(5000)
     key = f"packs/{digest_hex(data)}"
     store.put(key, data)
-    assert get_verified(store, key, digest_hex(data)) == data
+    assert verified(store, key, store.get(key), digest_hex(data)) == data
     damaged = bytearray(data)
     damaged[1234] ^= 0x40
     if remote.folder is not None:  # flip a bit on the disk, behind the store's back
@@ -204,7 +204,7 @@ def test_corrupted_object_is_detected(remote: Remote):
     else:  # what a faulty server or a tampering writer would hand back
         store.put(key, bytes(damaged))
     with pytest.raises(CorruptObject) as caught:
-        get_verified(store, key, digest_hex(data))
+        verified(store, key, store.get(key), digest_hex(data))
     err = caught.value
     assert err.key == key and err.expected == digest_hex(data)
     assert err.actual == digest_hex(bytes(damaged)) and exit_code(err) == 6

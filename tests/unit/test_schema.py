@@ -1,4 +1,5 @@
-"""Schema versions: a schema-1 store is upgraded in place; an unknown one is refused untouched."""
+"""Schema versions: a schema-1 or schema-2 store is upgraded in place; an unknown one is
+refused untouched."""
 
 from __future__ import annotations
 
@@ -50,6 +51,23 @@ def test_a_schema_1_store_is_upgraded_and_keeps_its_history(root: Path, clock: C
         store.rewind(2)
         assert read(root, "f.txt") == b"one\n" and read(root, "g.txt") is None
         assert store.fsck().ok
+
+
+def test_a_schema_2_store_is_upgraded_and_its_turns_read_without_a_transcript(
+    root: Path, clock: Clock
+) -> None:
+    """Schema 3 added optional fields (a turn's transcript, an operation's conversation):
+    records written before have none, and read as having none."""
+    write(root, "f.txt", "one\n")
+    with Store.init(root, clock=clock) as store:
+        agent_turn(store, "first", {"f.txt": "two\n"})
+        raw_put(store, b"schema", b"2", "meta")
+    with Store.open(root, clock=clock) as store:
+        assert raw_values(store, "meta")[b"schema"] == b"3"
+        [point] = store.rewind_points()
+        assert point.turn.transcript is None and point.turn.transcript_size == 0
+        assert store.rewind(1).conversation is None
+        assert read(root, "f.txt") == b"one\n"
 
 
 def test_a_newer_schema_is_refused_and_left_as_it_is(root: Path) -> None:

@@ -29,9 +29,9 @@ from typing import Any
 from ...core.blobs import digest_hex
 from ...core.db import FILE_MODE, makedirs_private
 from ...core.records import TurnState
-from ..transport.backend import ObjectInfo, ObjectStore
+from ..transport.backend import ObjectInfo, ObjectStore, is_key
 from ..transport.errors import CorruptObject, ObjectMissing, RemoteError
-from . import layout
+from . import layout, schema
 from .verify import verified
 
 #: Parallel requests for many small objects (turns, states); loopback or not, it pays.
@@ -78,9 +78,10 @@ class Catalog:
 
     # -- requests, counted -----------------------------------------------------------
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int) -> bytes:
+        """The object at ``key``, refused past ``limit`` bytes (a remote is untrusted)."""
         self.requests["get"] += 1
-        return self.store.get(key)
+        return self.store.get(key, limit)
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         self.requests["get"] += 1
@@ -99,7 +100,8 @@ class Catalog:
         if fresh or folder not in self._listings:
             found = list(self.store.list(folder))
             self.requests["list"] += 1 + len(found) // 1000
-            self._listings[folder] = found
+            # a name no writer makes (`..`, a space) is nothing of ours: never used as a key
+            self._listings[folder] = [info for info in found if is_key(info.key)]
         return self._listings[folder]
 
     def total_requests(self) -> int:
@@ -122,12 +124,13 @@ class Catalog:
         Returns whether the remote has a config (False: nothing was ever pushed).
         """
         try:
-            raw = self.get(layout.CONFIG)
+            raw = self.get(layout.CONFIG, layout.MAX_CONFIG)
         except ObjectMissing:
             if not create:
                 return False
             if not self.create(layout.CONFIG, layout.config_bytes()):
-                raw = self.get(layout.CONFIG)  # another machine initialised it first
+                # another machine initialised it first
+                raw = self.get(layout.CONFIG, layout.MAX_CONFIG)
             else:
                 return True
         layout.check_config(raw, self.url, self.name)
@@ -142,16 +145,16 @@ class Catalog:
             self.cache_dir, kind, layout.leaf(key) if kind == "indexes" else key.replace("/", "_")
         )
 
-    def _fetch(self, kind: str, key: str, check: Any) -> Any:
+    def _fetch(self, kind: str, key: str, limit: int, check: Any) -> Any:
         """Read an immutable object through the cache; ``check`` verifies and decodes it."""
         path = self._cached(kind, key)
         if path is not None:
             try:
                 with open(path, "rb") as handle:
-                    return check(handle.read())
+                    return check(handle.read(limit + 1))
             except (OSError, RemoteError):
                 pass  # absent, or damaged: fetch it again
-        raw = self.get(key)
+        raw = self.get(key, limit)
         value = check(raw)
         if path is not None:
             makedirs_private(os.path.dirname(path))
@@ -179,9 +182,9 @@ class Catalog:
             state = layout.unseal(raw, self.url, key, self.name)
             if not isinstance(state, dict) or state.get("version") != layout.VERSION:
                 raise self.error("state is not one this snapstore reads", key)
-            return state
+            return self._checked(schema.state, state, "state", key)
 
-        return self._fetch("states", key, check)
+        return self._fetch("states", key, layout.MAX_RECORD, check)
 
     def states(self) -> list[dict[str, Any]]:
         keys = [key for _, key in self.newest_state_keys().values()]
@@ -217,14 +220,17 @@ class Catalog:
 
     def turn(self, turn_id: str) -> dict[str, Any]:
         key = layout.turn_key(turn_id)
-        record = layout.unseal(self.get(key), self.url, key, self.name)
+        record = layout.unseal(self.get(key, layout.MAX_RECORD), self.url, key, self.name)
         if (
             not isinstance(record, dict)
             or record.get("id") != turn_id
             or record.get("version") != layout.VERSION
         ):
             raise self.error("turn record is not the turn its key names", key)
-        return record
+        return self._checked(schema.turn, record, "turn record", key)
+
+    def _checked(self, check: Any, record: Any, what: str, key: str) -> Any:
+        return layout.checked(check, record, what, self.url, key, self.name)
 
     # -- indexes and packs -----------------------------------------------------------------
 
@@ -233,9 +239,9 @@ class Catalog:
 
         def check(raw: bytes) -> dict[str, layout.BlobRef]:
             verified(self.store, key, raw, expected)
-            return layout.read_index(raw, self.url, key)
+            return layout.read_index(raw, self.url, key, self.name)
 
-        return self._fetch("indexes", key, check)
+        return self._fetch("indexes", key, layout.MAX_INDEX, check)
 
     def index_keys(self) -> list[str]:
         return sorted(info.key for info in self.listing(layout.INDEXES, fresh=True))
@@ -250,10 +256,10 @@ class Catalog:
                     union.setdefault(blob_id, ref)
         return union
 
-    def pack(self, digest: str) -> bytes:
-        """A whole pack, checked against its name."""
+    def pack(self, digest: str, limit: int) -> bytes:
+        """A whole pack of at most ``limit`` bytes, checked against its name."""
         key = layout.pack_key(digest)
-        return verified(self.store, key, self.get(key), digest)
+        return verified(self.store, key, self.get(key, limit), digest)
 
     def new_pack(self, data: bytes) -> str:
         digest = digest_hex(data)
@@ -267,7 +273,14 @@ class Catalog:
         keys = sorted(info.key for info in self.listing(layout.GC, fresh=True))
 
         def read(key: str) -> dict[str, Any]:
-            return self._fetch("gc", key, lambda raw: layout.unseal(raw, self.url, key, self.name))
+            return self._fetch(
+                "gc",
+                key,
+                layout.MAX_RECORD,
+                lambda raw: self._checked(
+                    schema.gc_record, layout.unseal(raw, self.url, key, self.name), "gc record", key
+                ),
+            )
 
         for key, record in zip(keys, self.map(read, keys), strict=True):
             found.keys.append(key)

@@ -25,6 +25,7 @@ import zstandard
 
 from ...core.blobs import digest
 from ..transport.errors import CorruptObject, RemoteError
+from . import schema
 
 FORMAT = "snapstore-remote"
 VERSION = 1
@@ -37,6 +38,12 @@ _FOOTER = struct.Struct(">I")
 _SEAL = 32  # bytes of BLAKE3 before a sealed payload
 _LEVEL = 3
 _STATE_KEY = re.compile(r"states/([0-9a-f]{32})/(\d{10})")
+#: The most bytes read for one object of each kind (packs: up to their indexed size) and
+#: the most a record, index or pack footer may decode to: a remote cannot exhaust memory.
+MAX_CONFIG = 64 * 1024
+MAX_RECORD = 64 * 1024 * 1024
+MAX_INDEX = 256 * 1024 * 1024
+MAX_DECODED = 256 * 1024 * 1024
 
 
 class BlobRef(NamedTuple):
@@ -101,11 +108,44 @@ def unseal(raw: bytes, remote: str, key: str, name: str | None = None) -> Any:
         raise CorruptObject(
             remote=remote, key=key, expected=raw[:_SEAL].hex(), actual=actual.hex(), name=name
         )
+    return decode_json(payload, "object", remote, key, name)
+
+
+def decode_json(data: bytes, what: str, remote: str, key: str, name: str | None = None) -> Any:
+    """The JSON in a zstd frame; anything else (or JSON nested too deep) is a remote error."""
     try:
-        return json.loads(zstandard.ZstdDecompressor().decompress(payload))
-    except (zstandard.ZstdError, ValueError) as exc:
+        return json.loads(inflate(data, remote, key, name))
+    except (ValueError, RecursionError) as exc:
+        raise RemoteError(
+            f"{what} does not decode: {exc}", remote=remote, key=key, name=name
+        ) from None
+
+
+def inflate(data: bytes, remote: str, key: str, name: str | None = None) -> bytes:
+    """A zstd frame's content, refused past :data:`MAX_DECODED` (a frame may claim or
+    hold any size: it is never trusted to allocate)."""
+    try:
+        with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+            out = reader.read(MAX_DECODED + 1)
+    except zstandard.ZstdError as exc:
         raise RemoteError(
             f"object does not decode: {exc}", remote=remote, key=key, name=name
+        ) from None
+    if len(out) > MAX_DECODED:
+        raise RemoteError(
+            f"object decodes to more than {MAX_DECODED} bytes", remote=remote, key=key, name=name
+        )
+    return out
+
+
+def checked(check: Any, record: Any, what: str, remote: str, key: str, name: str | None) -> Any:
+    """``check(record)`` (a :mod:`schema` function); a malformed record is a remote error
+    naming the object."""
+    try:
+        return check(record)
+    except schema.Malformed as exc:
+        raise RemoteError(
+            f"{what} is malformed: {exc}", remote=remote, key=key, name=name
         ) from None
 
 
@@ -165,11 +205,16 @@ def pack_entries(data: bytes, remote: str, key: str) -> list[tuple[str, int, int
     if len(data) < tail or data[-len(_PACK_MAGIC) :] != _PACK_MAGIC:
         raise RemoteError("pack has no footer", remote=remote, key=key)
     (size,) = _FOOTER.unpack_from(data, len(data) - tail)
-    try:
-        raw = zstandard.ZstdDecompressor().decompress(data[len(data) - tail - size : -tail])
-        return [(str(b), int(o), int(n)) for b, o, n in json.loads(raw)]
-    except (zstandard.ZstdError, ValueError, TypeError) as exc:
-        raise RemoteError(f"pack footer does not decode: {exc}", remote=remote, key=key) from None
+    if size > len(data) - tail:
+        raise RemoteError("pack footer is longer than the pack", remote=remote, key=key)
+    raw = decode_json(data[len(data) - tail - size : -tail], "pack footer", remote, key)
+    entries: list[tuple[str, int, int]] = checked(
+        schema.pack_footer, raw, "pack footer", remote, key, None
+    )
+    body = len(data) - tail - size
+    if any(offset + length > body for _, offset, length in entries):
+        raise RemoteError("pack footer points past the pack's blobs", remote=remote, key=key)
+    return entries
 
 
 # -- indexes -------------------------------------------------------------------------
@@ -186,10 +231,7 @@ def build_index(refs: dict[str, BlobRef]) -> bytes:
     )
 
 
-def read_index(data: bytes, remote: str, key: str) -> dict[str, BlobRef]:
-    try:
-        index = json.loads(zstandard.ZstdDecompressor().decompress(data))
-        packs = index["packs"]
-        return {b: BlobRef(packs[p], o, n, base) for b, p, o, n, base in index["blobs"]}
-    except (zstandard.ZstdError, ValueError, TypeError, KeyError, IndexError) as exc:
-        raise RemoteError(f"index does not decode: {exc}", remote=remote, key=key) from None
+def read_index(data: bytes, remote: str, key: str, name: str | None = None) -> dict[str, BlobRef]:
+    raw = decode_json(data, "index", remote, key, name)
+    blobs = checked(schema.index, raw, "index", remote, key, name)
+    return {b: BlobRef(p, o, n, base) for b, p, o, n, base in blobs}

@@ -21,8 +21,3 @@ def verified(store: ObjectStore, key: str, data: bytes, expected: str) -> bytes:
             remote=store.url, key=key, expected=expected, actual=actual, name=store.name
         )
     return data
-
-
-def get_verified(store: ObjectStore, key: str, expected: str) -> bytes:
-    """Fetch the object at ``key`` and check it against ``expected``."""
-    return verified(store, key, store.get(key), expected)

@@ -9,30 +9,42 @@ turns forward from the session's base. When the base has uncommitted changes,
 a *base turn* (the same id on every machine) holds them, as the first turn's
 parent.
 
-Everything is fetched and verified before anything is written, and then
-written in one commit: a pull killed at any moment leaves the store as it was
-or with the whole pull. The workspace is never touched.
+Every record is checked where it is read (remote.format.schema): a remote is
+someone else's disk, and a path, mode or number in it is never trusted. Blobs
+are fetched, verified and committed one pack at a time, so memory holds about a
+pack whatever the pull's size; the turns come last, in one commit, once every
+blob they need is stored. A pull killed at any moment leaves the store as it
+was, or with some of the pull's blobs and none of its turns (the next pull
+fetches only the rest), or with the whole pull. The workspace is never touched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from ...core import blobs, faults
-from ...core.errors import StoreCorrupt
+from ...core.errors import StoreCorrupt, StoreLocked
 from ...core.records import AGENT, BASE, CLOSED, Change, Session, Turn, version_from_json
 from ...core.repo import Repo, Tx, View
 from ...ops.session_base import base_changes, git_commit
 from ..format import layout
 from ..format.catalog import Catalog, RemoteSession, corrupt
-from ..transport.errors import ObjectMissing
+from ..transport.errors import ObjectMissing, RemoteError
 from .push import SyncResult, base_turn_id, identity
 
 #: Fetch a whole pack when at least this share of it is wanted, else ranges of it.
 WHOLE_PACK = 0.5
 #: Ranges closer than this are read as one request.
 RANGE_GAP = 256 * 1024
+#: Packs fetched or being fetched at once; each is committed before the next is used.
+PACKS_AHEAD = 2
+#: A pull commits blobs in batches of about this much content.
+BATCH = 32 * 1024 * 1024
+#: A pack read whole may be this much longer than its blobs: its footer.
+FOOTER_ALLOWANCE = 1024 * 1024
 
 
 def local_name_for(
@@ -90,16 +102,15 @@ def pull(
         for change in turn_record["changes"]:
             needed.update(x[0] for x in (change["before"], change["after"]) if x is not None)
     with repo.read() as v:
-        needed = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
-    contents, values = _fetch_blobs(repo, catalog, needed, progress) if needed else ({}, {})
-    result.blobs = len(values)
-    result.bytes = sum(len(x) for x in values.values())
+        lacking = {d for d in needed if not v.has_blob(bytes.fromhex(d))}
+    result.blobs, result.bytes = _fetch_blobs(repo, catalog, lacking, progress)
 
     faults.point("pull.fetched")
 
     def commit(tx: Tx) -> None:
-        for blob_id in _base_first(values):
-            _store_blob(tx, blob_id, values[blob_id], contents[blob_id])
+        if any(not tx.has_blob(bytes.fromhex(d)) for d in needed):
+            # a gc swept blobs this pull stored (no turn named them yet): no turn without them
+            raise StoreLocked("a gc ran during the pull and removed blobs it had fetched")
         for session, name, record, wanted in plans:
             _import(tx, session, name, record, [records[t] for t in wanted if t in records])
         tx.event(
@@ -151,9 +162,16 @@ def _fetch_turn(catalog: Catalog) -> Callable[[str], dict[str, Any] | None]:
 
 def _fetch_blobs(
     repo: Repo, catalog: Catalog, needed: set[str], progress: Callable[[str], None] | None
-) -> tuple[dict[str, bytes], dict[str, bytes]]:
-    """Every needed blob's verified content and its value, with the delta bases the
-    values need that the store lacks."""
+) -> tuple[int, int]:
+    """Fetch, verify and store every needed blob, with the delta bases they need that the
+    store lacks; returns (blobs, bytes fetched).
+
+    One pack at a time, a few read ahead: each pack's blobs are committed before more
+    are read, so memory holds about a pack (plus deltas that wait for a base in a later
+    pack), whatever the size of the pull.
+    """
+    if not needed:
+        return 0, 0
     index = catalog.blob_index()
     want = set(needed)
     todo = list(needed)
@@ -176,44 +194,146 @@ def _fetch_blobs(
     pack_ends: dict[str, int] = {}
     for ref in index.values():
         pack_ends[ref.pack] = max(pack_ends.get(ref.pack, 0), ref.offset + ref.length)
-    values: dict[str, bytes] = {}
-    for part in catalog.map(
-        lambda p: _read_pack(catalog, p, by_pack[p], index, pack_ends[p]), sorted(by_pack)
+    pending: dict[str, bytes] = {}
+    count = size = 0
+    for values in _ahead(
+        lambda p: _read_pack(catalog, p, by_pack[p], index, pack_ends[p]),
+        _pack_order(by_pack, index),
     ):
-        values.update(part)
-    contents: dict[str, bytes] = {}
-    with repo.read() as v:
-        for blob_id in _base_first(values):
-            contents[blob_id] = _decode(catalog, v, blob_id, values[blob_id], contents)
-    return contents, values
+        count += len(values)
+        size += sum(len(x) for x in values.values())
+        pending.update(values)
+        _store_ready(repo, catalog, index, pending)
+        faults.point("pull.pack")
+    if pending:
+        blob_id = min(pending)
+        raise catalog.error(
+            f"blob {blob_id[:12]} is a delta whose base is in none of the remote's packs",
+            layout.pack_key(index[blob_id].pack),
+        )
+    return count, size
+
+
+def _ahead(fn: Callable[[str], dict[str, bytes]], items: list[str]) -> Iterator[dict[str, bytes]]:
+    """``fn`` of each item, in order, with at most :data:`PACKS_AHEAD` fetched or being
+    fetched beyond the one in use: requests overlap, memory stays bounded."""
+    with ThreadPoolExecutor(PACKS_AHEAD) as pool:
+        running: deque[Future[dict[str, bytes]]] = deque()
+        for item in items:
+            running.append(pool.submit(fn, item))
+            if len(running) > PACKS_AHEAD - 1:
+                yield running.popleft().result()
+        while running:
+            yield running.popleft().result()
+
+
+def _pack_order(by_pack: dict[str, list[str]], index: dict[str, layout.BlobRef]) -> list[str]:
+    """The packs, each (where the deltas allow) after the packs holding its blobs' bases,
+    so few deltas wait in memory for their base."""
+    needs = {
+        pack: sorted(
+            {index[b].pack for b in (index[x].base for x in wanted) if b in index} - {pack}
+        )
+        for pack, wanted in by_pack.items()
+    }
+    order: list[str] = []
+    seen: set[str] = set()
+    for first in sorted(by_pack):
+        stack = [(first, iter(needs[first]))]
+        seen.add(first)
+        while stack:
+            pack, deps = stack[-1]
+            dep = next((d for d in deps if d not in seen and d in needs), None)
+            if dep is None:
+                order.append(pack)
+                stack.pop()
+            else:
+                seen.add(dep)
+                stack.append((dep, iter(needs[dep])))
+    return order
 
 
 def _read_pack(
     catalog: Catalog, pack: str, wanted: list[str], index: dict[str, layout.BlobRef], end: int
 ) -> dict[str, bytes]:
+    key = layout.pack_key(pack)
     refs = sorted((index[b].offset, index[b].length, b) for b in wanted)
     if sum(length for _, length, _ in refs) >= WHOLE_PACK * end:
-        data = catalog.pack(pack)
+        data = catalog.pack(pack, end + FOOTER_ALLOWANCE)
+        if end > len(data):
+            raise catalog.error(
+                f"an index puts blobs up to byte {end} of a pack of {len(data)} bytes", key
+            )
         return {b: data[offset : offset + length] for offset, length, b in refs}
     values: dict[str, bytes] = {}
     group: list[tuple[int, int, str]] = []
+    stop = 0
 
     def read() -> None:
-        start, stop = group[0][0], group[-1][0] + group[-1][1]
-        data = catalog.get_range(layout.pack_key(pack), start, stop)
+        start = group[0][0]
+        data = catalog.get_range(key, start, stop)
         for offset, length, b in group:
             values[b] = data[offset - start : offset - start + length]
 
     for ref in refs:
-        if group and ref[0] - (group[-1][0] + group[-1][1]) > RANGE_GAP:
+        if group and ref[0] - stop > RANGE_GAP:
             read()
             group = []
         group.append(ref)
+        stop = max(stop, ref[0] + ref[1])
     read()
     return values
 
 
-def _base_first(values: dict[str, bytes]) -> list[str]:
+def _store_ready(
+    repo: Repo, catalog: Catalog, index: dict[str, layout.BlobRef], pending: dict[str, bytes]
+) -> None:
+    """Decode, verify and store each pending blob whose delta base is at hand (stored, or
+    decoded in the same batch), in commits of about :data:`BATCH` bytes of content; what
+    still waits for its base stays in ``pending``."""
+    while True:
+        batch: dict[str, bytes] = {}
+        size = 0
+        with repo.read() as v:
+            for blob_id in _base_first(catalog, index, pending):
+                base = _header(catalog, index, blob_id, pending[blob_id]).base
+                if base is not None and base.hex() not in batch and not v.has_blob(base):
+                    continue  # its base comes with a later pack
+                batch[blob_id] = _decode(catalog, index, v, blob_id, pending[blob_id], batch)
+                size += len(batch[blob_id])
+                if size >= BATCH:
+                    break
+        if not batch:
+            return
+
+        def commit(tx: Tx, batch: dict[str, bytes] = batch) -> None:
+            for blob_id, data in batch.items():  # bases first
+                _store_blob(tx, blob_id, pending[blob_id], data)
+
+        repo.write(commit)
+        for blob_id in batch:
+            del pending[blob_id]
+
+
+def _header(
+    catalog: Catalog, index: dict[str, layout.BlobRef], blob_id: str, value: bytes
+) -> blobs.BlobHeader:
+    try:
+        return blobs.parse_header(value, bytes.fromhex(blob_id))
+    except StoreCorrupt:
+        raise _bad_blob(catalog, index, blob_id, "has a malformed header") from None
+
+
+def _bad_blob(
+    catalog: Catalog, index: dict[str, layout.BlobRef], blob_id: str, what: str
+) -> RemoteError:
+    """A blob that a pack holds but that is not what its id says: the remote's fault."""
+    return catalog.error(f"blob {blob_id[:12]} {what}", layout.pack_key(index[blob_id].pack))
+
+
+def _base_first(
+    catalog: Catalog, index: dict[str, layout.BlobRef], values: dict[str, bytes]
+) -> list[str]:
     """Blob ids so that every delta comes after a base in the same batch."""
     order: list[str] = []
     seen: set[str] = set()
@@ -223,26 +343,32 @@ def _base_first(values: dict[str, bytes]) -> list[str]:
         while current is not None and current in values and current not in seen:
             chain.append(current)
             seen.add(current)
-            header = blobs.parse_header(values[current], bytes.fromhex(current))
+            header = _header(catalog, index, current, values[current])
             current = header.base.hex() if header.base is not None else None
         order.extend(reversed(chain))
     return order
 
 
 def _decode(
-    catalog: Catalog, v: View, blob_id: str, value: bytes, decoded: dict[str, bytes]
+    catalog: Catalog,
+    index: dict[str, layout.BlobRef],
+    v: View,
+    blob_id: str,
+    value: bytes,
+    decoded: dict[str, bytes],
 ) -> bytes:
     """A fetched blob's content, checked against its id (never stored otherwise)."""
     key = bytes.fromhex(blob_id)
+    header = _header(catalog, index, blob_id, value)
     try:
-        header = blobs.parse_header(value, key)
         base = None
         if header.base is not None:
             base_id = header.base.hex()
             base = decoded[base_id] if base_id in decoded else v.blob(header.base)
         return blobs.decode_payload(value, header, key, base)
     except StoreCorrupt:
-        raise corrupt(catalog, f"blob {blob_id}", blob_id, "(does not decode to it)") from None
+        pack = layout.pack_key(index[blob_id].pack)
+        raise corrupt(catalog, pack, blob_id, "(a blob that does not decode to it)") from None
 
 
 def _store_blob(tx: Tx, blob_id: str, value: bytes, data: bytes) -> None:

@@ -162,12 +162,14 @@ def remote_fsck(catalog: Catalog) -> RemoteFsck:
         for blob_id, ref in (part or {}).items():
             index.setdefault(blob_id, ref)
             indexed_packs.add(ref.pack)
-    packs = {layout.leaf(info.key) for info in catalog.listing(layout.PACKS, fresh=True)}
+    packs = {layout.leaf(info.key): info.size for info in catalog.listing(layout.PACKS, fresh=True)}
     contents: dict[str, bytes] = {}
     values: dict[str, bytes] = {}
     for pack in sorted(packs):
         report.packs += 1
-        data = _try(report, layout.pack_key(pack), lambda pack=pack: catalog.pack(pack))
+        data = _try(
+            report, layout.pack_key(pack), lambda pack=pack: catalog.pack(pack, packs[pack])
+        )
         if data is None:
             continue
         entries = _try(

@@ -20,9 +20,14 @@ _SEGMENT = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
 TEMP_PREFIX = ".tmp-"  # folder stores' temporary files; no key segment starts with "."
 
 
+def is_key(key: str) -> bool:
+    """Whether ``key`` is a valid object key (a listing may hold anything else)."""
+    return bool(key) and len(key) <= 900 and all(_SEGMENT.fullmatch(s) for s in key.split("/"))
+
+
 def check_key(key: str) -> str:
     """Return ``key`` if it is a valid object key, else raise ValueError (a caller's bug)."""
-    if not key or len(key) > 900 or not all(_SEGMENT.fullmatch(s) for s in key.split("/")):
+    if not is_key(key):
         raise ValueError(f"invalid object key: {key!r}")
     return key
 
@@ -83,8 +88,9 @@ class ObjectStore(ABC):
     name: str | None = None
 
     @abstractmethod
-    def get(self, key: str) -> bytes:
-        """The object's bytes; :class:`ObjectMissing` if there is none."""
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """The object's bytes; :class:`ObjectMissing` if there is none. With ``limit``, an
+        object larger than that is refused unread (:meth:`too_large`)."""
 
     @abstractmethod
     def get_range(self, key: str, start: int, end: int) -> bytes:
@@ -135,7 +141,7 @@ class ObjectStore(ABC):
         if info.size != len(data):
             return False
         try:
-            return self.get(key) == data
+            return self.get(key, len(data)) == data
         except ObjectMissing:  # deleted between the two requests
             return None
 
@@ -149,6 +155,15 @@ class ObjectStore(ABC):
                 name=self.name,
             )
         return data
+
+    def too_large(self, key: str, size: int, limit: int) -> RemoteError:
+        """The error for an object over the size its kind may have: never read into memory."""
+        return RemoteError(
+            f"object is {size} bytes, more than the {limit} an object of its kind may have",
+            remote=self.url,
+            key=key,
+            name=self.name,
+        )
 
     def close(self) -> None:  # noqa: B027 - optional: only some stores hold connections
         """Release connections; the store is not used afterwards."""

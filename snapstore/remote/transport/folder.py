@@ -14,7 +14,7 @@ import os
 import stat
 import uuid
 from collections.abc import Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .backend import (
@@ -29,6 +29,9 @@ from .backend import (
 from .errors import MissingBucket, ObjectMissing, RemoteDenied, RemoteError
 
 _NO_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS, errno.EXDEV}
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CHUNK = 16 * 1024 * 1024
 
 
 class FolderObjectStore(ObjectStore):
@@ -43,26 +46,26 @@ class FolderObjectStore(ObjectStore):
 
     # -- reading
 
-    def get(self, key: str) -> bytes:
-        try:
-            with open(self._path(key), "rb") as f:
-                return f.read()
-        except OSError as exc:
-            raise self._error(exc, key) from exc
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        with self._open(key) as (fd, size):
+            if limit is not None and size > limit:
+                raise self.too_large(key, size, limit)
+            data = self._read(fd, key, 0, size + 1)  # one more: a file that grew is seen
+        if len(data) != size:
+            raise RemoteError(
+                "object changed while it was read", remote=self.url, key=key, name=self.name
+            )
+        return data
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         check_span(start, end)
-        try:
-            with open(self._path(key), "rb") as f:
-                f.seek(start)
-                data = f.read(end - start)
-        except OSError as exc:
-            raise self._error(exc, key) from exc
+        with self._open(key) as (fd, size):
+            data = self._read(fd, key, start, min(end, size))
         return self.expect_range(key, data, start, end)
 
     def head(self, key: str) -> ObjectInfo | None:
         try:
-            st = os.stat(self._path(key))
+            st = os.stat(self._path(key), follow_symlinks=False)
         except (FileNotFoundError, NotADirectoryError):
             self._require_root()
             return None
@@ -89,9 +92,11 @@ class FolderObjectStore(ObjectStore):
                     continue
                 key = fname if rel == "." else f"{rel}/{fname}"
                 try:
-                    st = os.stat(os.path.join(folder, fname))
+                    st = os.stat(os.path.join(folder, fname), follow_symlinks=False)
                 except FileNotFoundError:  # deleted while we listed
                     continue
+                if not stat.S_ISREG(st.st_mode):
+                    continue  # a link, a FIFO, a device: never an object
                 yield ObjectInfo(key, st.st_size, st.st_mtime, f"{st.st_mtime_ns:x}-{st.st_size:x}")
 
     # -- writing
@@ -160,6 +165,64 @@ class FolderObjectStore(ObjectStore):
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    @contextmanager
+    def _open(self, key: str) -> Iterator[tuple[int, int]]:
+        """Open the object at ``key`` for reading: (descriptor, size).
+
+        The folder may be anyone's, so nothing in it is trusted: no component is
+        followed when it is a symlink, the open never blocks (a FIFO), and anything
+        that is not a regular file (a device, a socket) is refused before a byte is
+        read.
+        """
+        parts = check_key(key).split("/")
+        fd = -1
+        try:
+            fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)  # the user's
+            for part in parts[:-1]:
+                if _is_link(part, fd):
+                    raise OSError(errno.ELOOP, "a folder of the key is a symlink")
+                nfd = os.open(part, _FOLDER_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            nfd = os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+            st = os.fstat(fd)
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            if exc.errno in (errno.ELOOP, errno.ENXIO):
+                raise self._not_a_file(key) from None
+            raise self._error(exc, key) from exc
+        try:
+            if not stat.S_ISREG(st.st_mode):
+                raise self._not_a_file(key)
+            yield fd, st.st_size
+        finally:
+            os.close(fd)
+
+    def _read(self, fd: int, key: str, start: int, end: int) -> bytes:
+        """Bytes ``start`` up to ``end`` of an open object (fewer at its end)."""
+        parts = []
+        try:
+            while start < end:
+                chunk = os.pread(fd, min(end - start, _CHUNK), start)
+                if not chunk:
+                    break
+                parts.append(chunk)
+                start += len(chunk)
+        except OSError as exc:
+            raise self._error(exc, key) from exc
+        return b"".join(parts)
+
+    def _not_a_file(self, key: str) -> RemoteError:
+        return RemoteError(
+            "object is not a regular file (a symlink, a FIFO or a device); it is never read",
+            remote=self.url,
+            key=key,
+            name=self.name,
+        )
+
     def _require_root(self) -> None:
         if not self.root.is_dir():
             raise MissingBucket("folder does not exist", remote=self.url, name=self.name)
@@ -191,6 +254,13 @@ class FolderObjectStore(ObjectStore):
         return RemoteError(
             exc.strerror or type(exc).__name__, remote=self.url, key=key, name=self.name
         )
+
+
+def _is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _unlink(path: str) -> None:

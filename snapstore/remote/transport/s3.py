@@ -156,13 +156,25 @@ class S3ObjectStore(ObjectStore):
 
     # -- reading
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int | None = None) -> bytes:
         check_key(key)
         _same_process()
         try:
-            return bytes(obstore.get(self._store, key).bytes())
+            result = obstore.get(self._store, key)
+            size = result.meta["size"]
+            if limit is not None and size > limit:
+                raise self.too_large(key, size, limit)  # the body is never read
+            data = bytes(result.bytes())
         except _FAILURES as exc:
             raise self._error(exc, key) from exc
+        if len(data) != size:
+            raise RemoteError(
+                f"object is {len(data)} bytes where its length said {size}",
+                remote=self.url,
+                key=key,
+                name=self.name,
+            )
+        return data
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
         check_key(key)

@@ -311,7 +311,9 @@ class CodexCli(Driver):
         ]
         if first:
             return [str(s.exe), "exec", *opts, prompt]
-        return [str(s.exe), "exec", "resume", *opts, "--last", prompt]
+        # a test may name the thread to resume (the id a rewind printed); else the newest
+        thread = s.state.get("resume_id")
+        return [str(s.exe), "exec", "resume", *opts, *([thread] if thread else ["--last"]), prompt]
 
 
 class QwenCode(Driver):

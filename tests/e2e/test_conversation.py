@@ -1,0 +1,279 @@
+"""The conversation rewinds with the files: real Claude Code and Codex CLI sessions, recorded by
+the real `snapstore hook AGENT`, rewound with `snapstore rewind`, then resumed by the agent itself.
+
+The fake model's request log is the proof: after `rewind 2` the resumed session sends the model
+turn 1's messages and nothing of turns 2 and 3; after `undo`, all three again. One agent session
+serves every check (these CLIs are slow to start): `--mode code` and `--mode conversation`, a
+refusal while the agent runs the session (its registry entry, or its writer lock, held by a live
+process: the test's own `sleep`), a kill -9 in the middle of the conversation edit finished by
+`rewind --resume`, and an undo refused once the agent has written since.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..support.agents.fake_model import Turn
+from ..support.agents.session import Session
+from .test_agents_hooks import (  # on_path: a fixture
+    NOTES,
+    SCRIPT,
+    install_snapstore,
+    installed,
+    on_path,  # noqa: F401
+    sessions_of,
+    snap,
+)
+
+FOURTH = Turn("Say hello for the fourth prompt", (), "Hello four.")
+FIFTH = Turn("Say hello for the fifth prompt", (), "Hello five.")
+ANSWERS = ("Created.", "Edited.", "Appended.")
+
+
+def transcript(s) -> Path:
+    """The agent's transcript of the session, as the hooks named it."""
+    if s.agent == "claude-code":
+        found = list((s.home / ".claude" / "projects").glob("*/*.jsonl"))
+    else:
+        found = list((s.home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl"))
+    assert len(found) == 1, found
+    return found[0]
+
+
+def tree(s) -> dict[str, str]:
+    return {p.name: p.read_text() for p in s.workspace.iterdir() if p.is_file()}
+
+
+def seen_by_model(s, prompt: str) -> str:
+    """Everything the model was sent with the last request that carried ``prompt``."""
+    bodies = [json.dumps(r.body) for r in s.model.requests if prompt in json.dumps(r.body)]
+    assert bodies, f"the model never saw {prompt!r}"
+    return bodies[-1]
+
+
+def rewind(s, session: str, *args: str) -> subprocess.CompletedProcess:
+    return snap(s, "--json", "rewind", *args, "--yes", "--session", session)
+
+
+def crash_at(s, session: str, turn: str, point: str) -> int:
+    """A rewind of ``turn`` in a process killed with SIGKILL at the fault point ``point``."""
+    child = (
+        "import os, signal, sys\n"
+        "from snapstore import Store\n"
+        "from snapstore.core import faults\n"
+        "from snapstore_cli.settings import agent_homes\n"
+        "def kill(name):\n"
+        f"    if name == {point!r}: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "faults.install(kill)\n"
+        "with Store.open(os.getcwd()) as store:\n"
+        f"    store.rewind({turn!r}, {session!r}, homes=agent_homes())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", child], cwd=s.workspace, env=s.env(), timeout=120, check=False
+    )
+    return done.returncode
+
+
+@pytest.mark.usefixtures("on_path")
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_path: Path) -> None:
+    installed(agent)
+    with Session(agent, tmp_path, [*SCRIPT, FOURTH, FIFTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        after_3 = tree(s)
+        assert after_3["notes.txt"] == "alpha\ngamma\n"
+        path = transcript(s)
+        whole = path.read_bytes()
+        [session] = sessions_of(s)
+        sid = session.split("/", 1)[1]
+        log = json.loads(snap(s, "--json", "log", "--session", session).stdout)
+        second = log[1]["turn"]  # 1 is the newest: turn 2 of three
+        assert log[1]["prompt"] == SCRIPT[1].prompt
+
+        # --mode code: the files only; the conversation is not touched
+        done = rewind(s, session, "2", "--mode", "code")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["conversation"] is None
+        assert tree(s)["notes.txt"] == NOTES and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0 and tree(s) == after_3
+
+        # --mode conversation, for people: the files stay; the prompt comes back to edit
+        done = snap(s, "rewind", "2", "--mode", "conversation", "--yes", "--session", session)
+        assert done.returncode == 0, done.stderr
+        assert tree(s) == after_3
+        assert path.read_bytes().startswith(whole) and len(path.read_bytes()) > len(whole)
+        resume = f"claude --resume {sid}" if agent == "claude-code" else f"codex resume {sid}"
+        assert "conversation: rewound to before turn 2\n" in done.stdout
+        assert (
+            f"your prompt from turn 2, to edit and send again:\n  > {SCRIPT[1].prompt}\n"
+            in done.stdout
+        )
+        assert f"resume it with: {resume}\n" in done.stdout
+        undone = snap(s, "undo")
+        assert undone.returncode == 0, undone.stderr
+        assert "conversation: put back as it was before the rewind" in undone.stdout
+        assert path.read_bytes() == whole
+
+        # the agent still runs the session: refused, nothing changed, files included
+        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        try:
+            if agent == "claude-code":
+                registry = s.home / ".claude" / "sessions"
+                registry.mkdir(parents=True, exist_ok=True)
+                entry = {"pid": sleeper.pid, "sessionId": sid, "cwd": str(s.workspace)}
+                (registry / f"{sleeper.pid}.json").write_text(json.dumps(entry))
+            else:
+                locks = s.home / ".codex" / "thread-writer-locks"
+                locks.mkdir(parents=True, exist_ok=True)
+                os.killpg(sleeper.pid, signal.SIGKILL)
+                sleeper.wait()
+                lock = locks / f"{sid}.lock"
+                lock.touch()
+                sleeper = subprocess.Popen(
+                    ["flock", str(lock), "sleep", "300"], start_new_session=True
+                )
+                _wait_held(lock)
+            refused = rewind(s, session, "2")
+            assert refused.returncode == 3, refused.stderr
+            assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+            assert "first, or use --mode code" in refused.stderr
+            assert refused.stderr.count("\n") == 1
+            assert tree(s) == after_3 and path.read_bytes() == whole
+        finally:
+            os.killpg(sleeper.pid, signal.SIGKILL)  # flock's sleep holds the lock too
+            sleeper.wait()
+        # the entry outlives the process it names: it no longer counts
+        dry = rewind(s, session, "2", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert json.loads(dry.stdout)["conversation"]["status"] == "rewound"
+        assert path.read_bytes() == whole
+
+        # kill -9 before and after the append: `rewind --resume` finishes either
+        for point in ("journal.conversation", "journal.conversed"):
+            assert crash_at(s, session, "2", point) == -signal.SIGKILL
+            assert tree(s) == after_3
+            grown = path.read_bytes()
+            assert grown == whole if point == "journal.conversation" else len(grown) > len(whole)
+            resumed = snap(s, "--json", "rewind", "--resume")
+            assert resumed.returncode == 0, resumed.stderr
+            assert tree(s)["notes.txt"] == NOTES
+            appended = path.read_bytes()[len(whole) :]
+            assert appended.count(b"\n") == 1, appended
+            assert snap(s, "undo").returncode == 0
+            assert tree(s) == after_3 and path.read_bytes() == whole
+
+        # rewind 2 (both), undo right after it, then resume: the model sees turns 1 to 3
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)
+        assert out["user_text"] == SCRIPT[1].prompt
+        assert out["conversation"] == {
+            "agent": agent,
+            "status": "rewound",
+            "how": "appended",
+            "session_id": sid,
+            "resume_command": resume,
+            "transcript": str(path),
+            "note": "",
+        }
+        assert tree(s)["notes.txt"] == NOTES
+        assert snap(s, "undo").returncode == 0 and path.read_bytes() == whole
+        s.state["resume_id"] = sid
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert all(t.prompt in sent for t in SCRIPT), sent
+        assert all(a in sent for a in ANSWERS)
+
+        # rewind turn 2 for good, then resume with the id from --json
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)["conversation"]
+        assert out["status"] == "rewound" and out["session_id"] == sid
+        s.state["resume_id"] = out["session_id"]
+        run = s.run(FIFTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FIFTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+
+        # the agent wrote since: the undo would lose that, and refuses
+        before = path.read_bytes()
+        refused = snap(s, "--json", "undo", done_id(done))
+        assert refused.returncode == 3, refused.stderr
+        assert json.loads(refused.stdout)["error"]["code"] == "conversation_refused"
+        assert path.read_bytes() == before
+
+
+def done_id(done: subprocess.CompletedProcess) -> str:
+    return json.loads(done.stdout)["undo_id"]
+
+
+def _wait_held(lock: Path) -> None:
+    """Wait until the `flock` child holds ``lock``."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + 30
+    with open(lock, "rb") as f:
+        while time.monotonic() < deadline:
+            try:
+                fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return
+            fcntl.flock(f, fcntl.LOCK_UN)
+            time.sleep(0.02)
+    raise AssertionError(f"{lock} was never locked")
+
+
+@pytest.mark.usefixtures("on_path")
+def test_an_untested_claude_code_release_gets_a_fork_that_claude_code_resumes(
+    tmp_path: Path,
+) -> None:
+    """The transcript claims a release snapstore was not tested with: the rewind forks a new
+    session cut before turn 2, the old one stays as it was, and the real CLI resumes the fork
+    with turn 1 only; undo drops the fork."""
+    installed("claude-code")
+    with Session("claude-code", tmp_path, [*SCRIPT, FOURTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        path = transcript(s)
+        path.write_text(path.read_text().replace('"version":"2.1.332"', '"version":"2.1.999"'))
+        whole = path.read_bytes()
+        [session] = sessions_of(s)
+
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        assert (chat["status"], chat["how"]) == ("rewound", "forked")
+        fork = Path(chat["transcript"])
+        assert fork.parent == path.parent and fork.exists() and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0
+        assert not fork.exists() and path.read_bytes() == whole
+
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        s.state["session_id"] = chat["session_id"]  # the driver resumes this id
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (SCRIPT[1].prompt, SCRIPT[2].prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+        assert path.read_bytes() == whole  # the old session is left as it was

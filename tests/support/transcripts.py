@@ -1,0 +1,77 @@
+"""Agent transcripts shaped as Claude Code 2.1.332 and Codex 0.171.0 write them, reduced to the
+records a conversation rewind reads (tests/e2e/test_conversation.py runs the real CLIs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from snapstore import Store
+
+from . import agent_write
+
+PROMPTS = ("write notes", "change notes", "append to notes")
+
+
+def claude_turn(path: Path, i: int, version: str = "2.1.332") -> None:
+    """Claude Code's records of turn ``i``: its prompt record, an answer, a ``last-prompt``."""
+    prompt = {
+        "type": "user",
+        "uuid": f"u{i}",
+        "parentUuid": f"a{i - 1}" if i else None,
+        "promptId": f"p{i}",
+        "message": {"role": "user", "content": PROMPTS[i]},
+        "version": version,
+        "sessionId": "sid",
+    }
+    answer = {
+        "type": "assistant",
+        "uuid": f"a{i}",
+        "parentUuid": f"u{i}",
+        "message": {"content": [{"type": "text", "text": f"done {i}"}]},
+    }
+    leaf = {"type": "last-prompt", "lastPrompt": PROMPTS[i], "leafUuid": f"a{i}"}
+    _append(path, [prompt, answer, leaf])
+
+
+def codex_turn(path: Path, i: int, version: str = "0.171.0") -> None:
+    """Codex's records of turn ``i`` (after ``session_meta`` for the first): ``task_started``
+    and ``turn_context``, each with the next ordinal."""
+    started = {"type": "task_started", "turn_attribution": {"turn_id": f"t{i}"}}
+    records = [
+        {"type": "event_msg", "payload": started},
+        {"type": "turn_context", "payload": {"turn_id": f"t{i}"}},
+    ]
+    if i == 0:
+        records.insert(0, {"type": "session_meta", "payload": {"cli_version": version}})
+    before = len(path.read_text().splitlines()) if path.exists() else 0
+    _append(path, [{"ordinal": before + n, **r} for n, r in enumerate(records)])
+
+
+def _append(path: Path, records: list[dict]) -> None:
+    with open(path, "a") as f:
+        f.writelines(json.dumps(r) + "\n" for r in records)
+
+
+def claude_transcript(path: Path, turns: int) -> None:
+    """A Claude Code transcript of ``turns`` turns."""
+    for i in range(turns):
+        claude_turn(path, i)
+
+
+def session_of(
+    store: Store, agent: str, transcript: Path, turns: int = 3, version: str | None = None
+) -> str:
+    """An agent's session of ``turns`` turns, each writing notes.txt, recorded with the agent's
+    key and its transcript as the begin hook records them; the agent's records of each turn
+    go to the transcript after its begin (Claude Code and Codex; other agents write none)."""
+    session = f"{agent}/sid"
+    key = "p" if agent == "claude-code" else "t"
+    writer = {"claude-code": claude_turn, "codex": codex_turn}.get(agent)
+    for i in range(turns):
+        store.begin_turn(session, PROMPTS[i], f"{key}{i}", transcript=str(transcript))
+        if writer is not None:
+            writer(transcript, i, *([version] if version else []))
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    return session

@@ -1,0 +1,243 @@
+"""The conversation part of a rewind, in-process, on transcripts shaped as Claude Code 2.1.332 and
+Codex 0.171.0 write them (tests/e2e/test_conversation.py runs the real CLIs): what maps a turn
+to the agent's message, and every refusal, each before anything changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store
+from snapstore.adapters import apply, parse
+from snapstore.adapters.claude_code import AGENT as CLAUDE
+from snapstore.conversation import claude_code
+from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
+from snapstore.core.records import Turn, loads
+
+from ..support import agent_write, read
+from ..support.transcripts import PROMPTS, claude_transcript, session_of
+
+
+@pytest.fixture
+def homes(tmp_path: Path) -> dict[str, str]:
+    found = {"claude-code": str(tmp_path / "claude"), "codex": str(tmp_path / "codex")}
+    for home in found.values():
+        os.makedirs(home)
+    return found
+
+
+def test_the_begin_hook_keeps_the_transcript_and_its_size(store: Store, tmp_path: Path) -> None:
+    transcript = tmp_path / "t.jsonl"
+    claude_transcript(transcript, 1)
+    payload = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "sid",
+        "cwd": store.root,
+        "prompt": "next",
+        "prompt_id": "p1",
+        "transcript_path": str(transcript),
+    }
+    turn = apply(store, parse(CLAUDE, payload)).turn
+    recorded = store.resolve_turn(turn, "claude-code/sid")
+    assert (recorded.message_id, recorded.transcript) == ("p1", str(transcript))
+    assert recorded.transcript_size == transcript.stat().st_size > 0
+
+
+def test_records_written_before_keep_decoding() -> None:
+    turn = loads(Turn, b'{"id":"t","session":"s","seq":1}')
+    assert turn.transcript is None and turn.transcript_size == 0
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_rewind_appends_one_record_and_undo_cuts_it(
+    store: Store, tmp_path: Path, homes: dict[str, str], agent: str
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, agent, transcript)
+    whole = transcript.read_bytes()
+    result = store.rewind(2, session, homes=homes)
+    assert result.conversation is not None and result.conversation["status"] == "rewound"
+    appended = transcript.read_bytes()[len(whole) :]
+    record = json.loads(appended)
+    if agent == "claude-code":
+        assert record["leafUuid"] == "a0" and record["cutUuid"] == "u1"
+        assert record["lastPrompt"] == PROMPTS[0] and record["rewound"] is True
+    else:
+        assert record["ordinal"] == 7 and record["payload"] == {
+            "type": "thread_rolled_back",
+            "num_turns": 2,
+        }
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    undone = store.undo(homes=homes)
+    assert undone.conversation is not None and undone.conversation["status"] == "rewound"
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+
+
+def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "claude-code", transcript)
+    whole = transcript.read_bytes()
+    registry = Path(homes["claude-code"]) / "sessions"
+    registry.mkdir()
+    entry = registry / "1.json"
+    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
+    with pytest.raises(AgentRunning, match=r"exit claude first, or use --mode code") as refused:
+        store.rewind(2, session, homes=homes)
+    assert isinstance(refused.value, RunActive) and refused.value.code == "run_active"
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    # --mode code never looks at the agent
+    assert store.rewind(2, session, mode="code", dry_run=True, homes=homes).conversation is None
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
+    assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
+    rewound = transcript.read_bytes()
+    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
+    with pytest.raises(AgentRunning) as refused:  # the undo too, and it has no files-only way
+        store.undo(homes=homes)
+    assert str(refused.value).endswith("exit claude first")
+    assert transcript.read_bytes() == rewound
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    entry.unlink()
+    store.undo(homes=homes)
+    assert transcript.read_bytes() == whole
+
+
+@pytest.mark.parametrize("agent", ["claude-code", "codex"])
+def test_a_compaction_after_the_turn_refuses_before_any_change(
+    store: Store, tmp_path: Path, homes: dict[str, str], agent: str
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, agent, transcript)
+    if agent == "claude-code":
+        compaction = {
+            "type": "system",
+            "subtype": "compact_boundary",
+            "uuid": "c",
+            "parentUuid": None,
+        }
+    else:
+        compaction = {"ordinal": 7, "type": "compacted", "payload": {"replacement_history": []}}
+    with open(transcript, "a") as f:
+        f.write(json.dumps(compaction) + "\n")
+    whole = transcript.read_bytes()
+    with pytest.raises(ConversationRefused, match="compacted the conversation after turn 2"):
+        store.rewind(2, session, homes=homes)
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    assert not store.unfinished_operations()
+
+
+def test_an_untested_release_leaves_the_chat_and_says_how_to_rewind_it(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "codex", transcript, version="0.99.0")
+    whole = transcript.read_bytes()
+    result = store.rewind(2, session, homes=homes)
+    assert result.conversation is not None and result.conversation["status"] == "unsupported"
+    assert (
+        "Codex 0.99.0 is not a release snapstore was tested with (0.171.0)"
+        in (result.conversation["note"])
+    )
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+
+
+def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "claude-code", transcript)
+    whole = transcript.read_bytes()
+    chat = store.rewind(2, session).conversation  # no homes: the Python API
+    assert chat is not None and chat["status"] == "unsupported"
+    assert chat["note"] == "the chat stays in the agent: rewind it with /rewind in Claude Code"
+    assert transcript.read_bytes() == whole
+    gemini = session_of(store, "gemini-cli", tmp_path / "none.jsonl", turns=1)
+    chat = store.rewind(1, gemini, dry_run=True).conversation
+    assert chat is not None and chat["note"].endswith("/rewind in Gemini CLI")
+    gone = tmp_path / "gone.jsonl"  # a transcript moved away: the files still go back
+    codex = session_of(store, "codex", gone, turns=1)
+    gone.unlink()
+    chat = store.rewind(1, codex, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert chat["note"].endswith("gone.jsonl is gone, so the chat stays as it is")
+    plain = session_of(store, "plain", tmp_path / "none.jsonl", turns=1)
+    assert store.rewind(1, plain, dry_run=True).conversation is None
+
+
+def test_undo_refuses_once_the_agent_wrote_since(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "codex", transcript)
+    store.rewind(2, session, homes=homes)
+    with open(transcript, "a") as f:
+        f.write('{"ordinal":8,"type":"turn_context","payload":{"turn_id":"t9"}}\n')
+    grown = transcript.read_bytes()
+    with pytest.raises(ConversationRefused, match="Codex wrote to the conversation since"):
+        store.undo(homes=homes)
+    assert transcript.read_bytes() == grown
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+
+
+def test_a_rewind_already_made_in_the_agent_leaves_the_chat_unchanged(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "codex", transcript)
+    with open(transcript, "a") as f:  # the user's own rollback of turns 2 and 3
+        f.write(
+            '{"ordinal":7,"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}\n'
+        )
+    whole = transcript.read_bytes()
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unchanged"
+    assert transcript.read_bytes() == whole
+
+
+def test_an_untested_claude_release_gets_a_fork_and_undo_drops_it(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    transcript = tmp_path / "sid.jsonl"
+    session = session_of(store, "claude-code", transcript, version="2.9.0")
+    whole = transcript.read_bytes()
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
+    new = chat["session_id"]
+    assert new != "sid" and chat["resume_command"] == f"claude --resume {new}"
+    assert chat["transcript"] == str(tmp_path / f"{new}.jsonl")
+    assert "Claude Code 2.9.0 is not a release snapstore was tested with" in chat["note"]
+    assert transcript.read_bytes() == whole
+    fork = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
+    assert [r.get("uuid") for r in fork] == ["u0", "a0", None]
+    assert fork[0]["sessionId"] == new and claude_code.live(fork) == ["p0"]
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    store.undo(homes=homes)
+    assert not Path(chat["transcript"]).exists() and transcript.read_bytes() == whole
+
+
+def test_a_key_whose_message_came_before_the_turn_began_is_refused(
+    store: Store, tmp_path: Path, homes: dict[str, str]
+) -> None:
+    """The turn's message lies after the transcript's size at its begin hook: a key found only
+    before it maps the turn to another message, and nothing is changed."""
+    transcript = tmp_path / "t.jsonl"
+    session = session_of(store, "claude-code", transcript)
+    store.begin_turn(session, "again", "p1", transcript=str(transcript))  # p1 is turn 2's
+    agent_write(store, "notes.txt", "version 3\n", session=session)
+    store.end_turn(session)
+    whole = transcript.read_bytes()
+    with pytest.raises(ConversationRefused, match="where its prompt was recorded"):
+        store.rewind(1, session, homes=homes)
+    assert transcript.read_bytes() == whole
+    assert read(Path(store.root), "notes.txt") == b"version 3\n"
