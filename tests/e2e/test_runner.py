@@ -71,8 +71,10 @@ def session(base: Path, process: bool) -> list[tuple[int, str, str]]:
 
 
 def same(data: bytes, root: Path) -> str:
-    """The output with what differs between two runs named: their folders, turn ids."""
+    """The output with what differs between two runs named: their folders, turn ids, and
+    the seconds a scan took."""
     text = data.decode("utf-8", "surrogateescape").replace(str(root.parent), "BASE")
+    text = re.sub(r"\bin \d+\.\d\d s\b", "in SECONDS", text)
     return re.sub(r"\b[0-9a-f]{12}\b", "TURN", re.sub(r"\b[0-9a-f]{8}\b", "TURN", text))
 
 
