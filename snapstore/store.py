@@ -61,6 +61,9 @@ class Store:
     failed); without it, such a failure is raised. ``record_base`` records, at each
     session's first capture, the git commit and what differed from it (snapstore.ops.session_base:
     git runs once per new session), so that another machine can rebuild its turns.
+    ``durable=False`` syncs nothing, neither commits nor workspace writes: a crash of the
+    machine may then lose or corrupt the store. It exists for tests that create thousands
+    of throwaway stores (property tests); never for a store whose history matters.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Store:
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         warn: Callable[[str], None] | None = None,
         record_base: bool = False,
+        durable: bool = True,
     ):
         self.repo = Repo(
             root,
@@ -83,6 +87,7 @@ class Store:
             clock=clock,
             lock_timeout=lock_timeout,
             map_size=map_size,
+            durable=durable,
         )
         self.max_file_size = max_file_size
         self.warn = warn

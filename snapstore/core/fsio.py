@@ -80,8 +80,12 @@ def check_relpath(rel: object) -> str:
 class Workspace:
     """The workspace root, with every read and write confined to it."""
 
-    def __init__(self, root: str | os.PathLike[str], store_dir: str | None = None):
+    def __init__(
+        self, root: str | os.PathLike[str], store_dir: str | None = None, durable: bool = True
+    ):
         self.root = os.path.realpath(root)
+        #: False: nothing is ever synced (see :class:`~snapstore.Store`'s ``durable``).
+        self.durable = durable
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
         #: The store's folder relative to the root, when it lies inside the workspace.
@@ -294,6 +298,7 @@ class Workspace:
         Without, nothing is synced, and the caller must :meth:`flush` the paths it
         wrote before it counts them as written: one flush for many files.
         """
+        durable = durable and self.durable
         name = _leaf(rel)
         if self.store_of(rel) is not None:  # a path recorded before stores were refused
             raise UnsafePath(f"{rel} is inside a snapstore store; it is never written")
@@ -345,6 +350,8 @@ class Workspace:
         folder. A folder that is gone, or that a file or link has replaced since,
         is skipped.
         """
+        if not self.durable:
+            return
         rels = sorted(set(rels), key=_folder)
         folders: dict[int, int] = {}  # st_dev -> an open folder on that file system
         per_file = len(rels) <= FSYNC_EACH or _syncfs() is None

@@ -1,4 +1,5 @@
-"""Agent hooks end to end: the real `snapstore hook ...` process fed documented payloads."""
+"""Agent hooks end to end: `snapstore hook ...` fed documented payloads on its stdin (in the
+test's process: the real agents' tests and tests/e2e/test_startup.py run it as a process)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, run_snapstore, snapstore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -24,13 +25,12 @@ def payload(agent: str, name: str, root: Path, **changes: object) -> dict:
 
 def hook(agent: str, event: dict | str | bytes, root: Path, **env: str):
     raw = event if isinstance(event, (str, bytes)) else json.dumps(event)
-    return subprocess.run(
-        [*snapstore_bin(), "hook", agent],
+    return run_snapstore(
+        ["hook", agent],
         cwd=root,
-        input=raw.encode() if isinstance(raw, str) else raw,
-        capture_output=True,
         env=hermetic_env(**env),
-        timeout=60,
+        input=raw.encode() if isinstance(raw, str) else raw,
+        text=False,
     )
 
 
@@ -59,17 +59,6 @@ def ok(result, stdout: bytes = b"") -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == stdout, result.stdout
     assert result.stderr == b"", result.stderr
-
-
-def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(),
-        timeout=60,
-    )
 
 
 def test_claude_code_session_then_rewind(root: Path) -> None:

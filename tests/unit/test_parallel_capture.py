@@ -83,7 +83,7 @@ def _fresh(initial: bytes | None) -> tuple[tempfile.TemporaryDirectory, Path, St
     tmp = tempfile.TemporaryDirectory()
     root = Path(tmp.name).resolve()
     _put(root, initial)
-    return tmp, root, Store.init(root, clock=Clock())
+    return tmp, root, Store.init(root, clock=Clock(), durable=False)  # throwaway: no syncs
 
 
 @PROPS
