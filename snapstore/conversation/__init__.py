@@ -157,8 +157,8 @@ def plan(
     fork = getattr(mod, "fork", None) if version is not None and not tested else None
     if untested and fork is None:
         return _unsupported(agent, f"{untested}; rewind the chat with {mod.OWN}", session_id)
-    if locate is not None and not key:
-        key = locate(parse(raw[size:]), prompt, when) or ""
+    if not key:  # the agent's hooks carry none: its message found by prompt and time
+        key = (locate(parse(raw[size:]), prompt, when) if locate is not None else None) or ""
     base = Edit(
         agent,
         "unchanged",
