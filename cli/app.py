@@ -130,6 +130,7 @@ COMMANDS = {
     "ops": "commands.sessions:ops",
     "rewind": "commands.rewind:rewind",
     "undo": "commands.rewind:undo",
+    "redo": "commands.rewind:redo",
     "switch": "commands.rewind:switch",
     "status": "commands.status:status",
     "scan": "commands.scan:scan_command",
@@ -220,6 +221,19 @@ def complete_operation(
     ctx: click.Context, _param: click.Parameter, incomplete: str
 ) -> list[click.shell_completion.CompletionItem]:
     """Shell completion for an operation id: the rewinds and switches not undone yet."""
+    return _complete_ops(ctx, incomplete, lambda op: op.undoes is None and op.undone_by is None)
+
+
+def complete_undo(
+    ctx: click.Context, _param: click.Parameter, incomplete: str
+) -> list[click.shell_completion.CompletionItem]:
+    """Shell completion for an undo id: the undos not redone yet."""
+    return _complete_ops(ctx, incomplete, lambda op: op.undoes is not None and not op.redone_by)
+
+
+def _complete_ops(
+    ctx: click.Context, incomplete: str, wanted: Callable[[Any], bool]
+) -> list[click.shell_completion.CompletionItem]:
     from click.shell_completion import CompletionItem
 
     opts = ctx.find_object(Options) or Options()
@@ -231,7 +245,7 @@ def complete_operation(
     return [
         CompletionItem(op.id, help=f"{op.action} of {op.target or '-'} in {op.session}")
         for op in listed
-        if op.undoes is None and op.undone_by is None and op.id.startswith(incomplete)
+        if wanted(op) and op.id.startswith(incomplete)
     ]
 
 

@@ -544,6 +544,24 @@ class Store:
             self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
         )
 
+    def redo(
+        self,
+        undo_id: str | None = None,
+        session: str | None = None,
+        *,
+        on_conflict: Policy = SKIP,
+        dry_run: bool = False,
+        homes: Mapping[str, str] | None = None,
+    ) -> RewindResult:
+        """Take back an undo (the one given, else the newest of ``session``, else the newest
+        in the store) by doing its rewind, switch or finish again, merged with what the files
+        hold now; itself undoable. Refused once the session's head moved since the undo."""
+        from .ops.rewind import redo
+
+        return redo(
+            self.repo, undo_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
+        )
+
     def unfinished_operations(self) -> list[str]:
         """Rewinds or undos that were interrupted before they finished."""
         return self.repo.unfinished()

@@ -1,4 +1,4 @@
-"""Commands that move between turns: rewind, switch and undo.
+"""Commands that move between turns: rewind, switch, undo and redo.
 
 What they print is plain text (``results``): with ``--yes`` or ``--json`` they load
 no rich; only the picker and its table do.
@@ -20,6 +20,7 @@ from ..app import (
     common_options,
     complete_operation,
     complete_turn,
+    complete_undo,
     emit,
     is_new,
     open_for_write,
@@ -241,3 +242,32 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
     _report(result, "undone", on_conflict)
+
+
+@click.command()
+@click.argument("undo_id", required=False, shell_complete=complete_undo)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common_options
+def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+    """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
+
+    With --session, the last undo of that session. The files are merged as for a rewind,
+    and `snapstore undo` takes the redo back. Refused once turns came after the undo.
+    UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
+    """
+    opts = options()
+    with open_for_write() as store:
+        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to redo")
+        if undo_id is not None:
+            undo_id = store.resolve_operation(undo_id)
+        result = store.redo(
+            undo_id,
+            opts.session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=agent_homes(),
+        )
+    if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
+        click.echo(f"snapstore: redoing {result.target} of session {result.session}", err=True)
+    _report(result, "redone", on_conflict)

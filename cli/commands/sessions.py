@@ -86,13 +86,22 @@ def operation_json(op: Operation) -> dict[str, object]:
         "new_head": op.new_head,
         "undoes": op.undoes,
         "undone_by": op.undone_by,
+        "redoes": op.redoes,
+        "redone_by": op.redone_by,
     }
+
+
+def _taken_back(op: Operation) -> str:
+    """Which operation took ``op`` back: the undo of a rewind, the redo of an undo."""
+    if op.undone_by:
+        return f"by {op.undone_by[:8]}"
+    return f"redone by {op.redone_by[:8]}" if op.redone_by else "-"
 
 
 @click.command()
 @common_options
 def ops() -> None:
-    """List every rewind, switch and undo, newest first (with --session: that session's)."""
+    """List every rewind, switch, undo and redo, newest first (with --session: that session's)."""
     opts = options()
     with opts.open_store() as store:
         listed = store.operations(opts.session)
@@ -109,11 +118,11 @@ def ops() -> None:
                 op.id[:8],
                 relative_time(op.time, now),
                 printable(op.session),
-                op.action + _NOTES[op.status],
+                op.action + (" (redo)" if op.redoes else "") + _NOTES[op.status],
                 short(op.target, op.target_n),
                 str(len(op.files)),
                 str(len(op.conflicts)),
-                f"by {op.undone_by[:8]}" if op.undone_by else "-",
+                _taken_back(op),
             )
             for op in listed
         ]

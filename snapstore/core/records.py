@@ -236,6 +236,8 @@ class RewindOp(NamedTuple):
     # the agent's transcript edit, recorded before it is made (snapstore.conversation.Edit)
     conversation: Mapping[str, Any] = _EMPTY
     finishes: str | None = None  # action ``finish``: the operation whose leftovers it retries
+    redoes: str | None = None  # a redo: the undo it takes back (the action is the one redone)
+    redone_by: str | None = None  # an undo: the operation that redid what it took back
 
 
 class Turn(NamedTuple):

@@ -20,6 +20,7 @@ from ..core.records import (
     LINK,
     OPEN,
     REWIND,
+    UNDO,
     Action,
     Change,
     Mode,
@@ -145,6 +146,25 @@ def undoable(turn: Turn) -> bool:
         and op.undone_by is None
         and op.status == APPLIED
     )
+
+
+def redoable(turn: Turn) -> bool:
+    """Whether ``turn`` is an undo that was applied and not redone."""
+    op = turn.op
+    return (
+        op is not None
+        and op.action == UNDO
+        and op.undoes is not None
+        and op.redone_by is None
+        and op.status == APPLIED
+    )
+
+
+def last_redoable(v: View, session: str | None = None) -> Turn | None:
+    """What a plain ``redo`` takes back: the newest undo, applied and not redone, in the
+    whole store (or in ``session``)."""
+    found = [t for t in v.turns() if redoable(t) and session in (None, t.session)]
+    return max(found, key=lambda t: t.seq, default=None)
 
 
 def leftover(v: View, session: str) -> Turn | None:
@@ -443,6 +463,8 @@ class Operation:
     new_head: str | None
     undoes: str | None
     undone_by: str | None
+    redoes: str | None  # a redo: the undo it took back
+    redone_by: str | None  # an undo: the redo that took it back
 
 
 def operations(repo: Repo, session: str | None = None) -> list[Operation]:
@@ -485,6 +507,8 @@ def operations(repo: Repo, session: str | None = None) -> list[Operation]:
                 op.new_head,
                 op.undoes,
                 op.undone_by,
+                op.redoes,
+                op.redone_by,
             )
         )
     return listed

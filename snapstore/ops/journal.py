@@ -328,6 +328,10 @@ def _finish(
             undone = tx.turn(op.undoes)
             assert undone.op is not None
             tx.put_turn(undone._replace(op=undone.op._replace(undone_by=op_id)))
+        if op.redoes is not None:
+            redone = tx.turn(op.redoes)
+            assert redone.op is not None
+            tx.put_turn(redone._replace(op=redone.op._replace(redone_by=op_id)))
         tx.put_turn(turn._replace(op=op._replace(status=APPLIED, result=result.to_json())))
         tx.set_unfinished(op_id, unfinished=False)
         tx.event(

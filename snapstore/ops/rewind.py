@@ -6,6 +6,7 @@
   along X's branch. A rewind is a switch to T's parent.
 - ``finish(S)`` retries, with another conflict policy, exactly the paths that the
   session's last operation left in conflict or failed to write (``history.leftover``).
+- ``redo(U)`` takes back the undo U: it does what U undid again, planned from now.
 - ``undo(R)`` takes back a rewind or switch R. When the session's head is still
   where R left it, the head goes back too. When turns were recorded since (or
   the head moved otherwise), the undo does not move the head over them: it
@@ -46,9 +47,12 @@ from .capture import finish_open_turn, writing
 from .history import (
     ancestors,
     branch,
+    last_redoable,
     last_undoable,
     leftover,
+    redoable,
     refuse_unchanged,
+    resolve_operation,
     resolve_turn,
     undoable,
 )
@@ -212,27 +216,115 @@ def finish(
             left = leftover(v, session)
             if left is None:
                 raise NotFound(f"session {session!r} has nothing left to finish", session=session)
-            assert left.op is not None
-            paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
-            root = left
-            while root.op is not None and root.op.finishes is not None:
-                root = v.turn(root.op.finishes)
-            head = v.head(session)
-            op = RewindOp(
-                session,
-                left.id,
-                CODE,
-                action=FINISH,
-                prev_head=head,
-                new_head=head,
-                paths=tuple(paths),
-                prev_rewind=left.id,
-                finishes=left.id,
-            )
-            result = RewindResult(session, left.id, "", [], new_head=head)
-            steps = {p: s for p, s in _op_steps(v, root).items() if p in paths}
-            operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+            operation = _plan_finish(repo, v, left, on_conflict)
         return _run(w, operation, dry_run)
+
+
+def _plan_finish(repo: Repo, v: View, left: Turn, on_conflict: Policy) -> Operation:
+    """Retry the paths ``left`` left in conflict or failed to write, folded from now."""
+    assert left.op is not None
+    session = left.session
+    paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
+    root = left
+    while root.op is not None and root.op.finishes is not None:
+        root = v.turn(root.op.finishes)
+    head = v.head(session)
+    op = RewindOp(
+        session,
+        left.id,
+        CODE,
+        action=FINISH,
+        prev_head=head,
+        new_head=head,
+        paths=tuple(paths),
+        prev_rewind=left.id,
+        finishes=left.id,
+    )
+    result = RewindResult(session, left.id, "", [], new_head=head)
+    steps = {p: s for p, s in _op_steps(v, root).items() if p in paths}
+    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+
+
+def redo(
+    repo: Repo,
+    undo_id: str | None,
+    session: str | None = None,
+    *,
+    on_conflict: Policy = SKIP,
+    dry_run: bool = False,
+    homes: Mapping[str, str] | None = None,
+) -> RewindResult:
+    """Take back an undo (the given one, else the newest of ``session``, else the newest
+    in the store) by doing what it undid again: the same rewind, switch or finish, planned
+    against the files as they are now. Refused once the head moved since the undo: the
+    redo would rewrite a branch that went on."""
+    check_choices(BOTH, on_conflict)
+    with repo.lock() as w:
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            record = _find_redoable(v, undo_id, session)
+        _end_open_turn(w, record.session, False, dry_run)
+        with repo.read() as v:
+            operation = _plan_redo(repo, v, record, on_conflict, homes)
+        return _run(w, operation, dry_run)
+
+
+def _find_redoable(v: View, ref: str | None, session: str | None) -> Turn:
+    if ref is not None:
+        turn = resolve_operation(v, ref)
+        if turn.op is None or turn.op.action != UNDO:
+            raise BadInput(f"{turn.id} is not an undo", turn=turn.id)
+        if turn.op.redone_by is not None:
+            raise BadInput(
+                f"undo {turn.id} was already redone by {turn.op.redone_by}", turn=turn.id
+            )
+        if not redoable(turn):
+            raise BadInput(f"undo {turn.id} was never applied", turn=turn.id)
+        return turn
+    if session is not None:
+        v.require_session(session)
+    last = last_redoable(v, session)
+    if last is None:
+        raise NotFound("nothing to redo", session=session)
+    return last
+
+
+def _plan_redo(
+    repo: Repo, v: View, record: Turn, on_conflict: Policy, homes: Mapping[str, str] | None
+) -> Operation:
+    """Plan again what the undo ``record`` took back, recorded as redoing it."""
+    undone = record.op
+    assert undone is not None and undone.undoes is not None
+    session, head = record.session, v.head(record.session)
+    if undone.on_branch:
+        raise BadInput(
+            f"undo {record.id} was recorded as a turn of its own; "
+            "take it back with `snapstore rewind` instead",
+            turn=record.id,
+        )
+    if head != undone.new_head:
+        raise BadInput(
+            f"cannot redo {record.id}: session {session!r} moved on since that undo "
+            f"(its head is {head or 'empty'}, the undo left {undone.new_head or 'empty'}); "
+            "redoing it would rewrite that history, rewind or switch instead",
+            turn=record.id,
+            session=session,
+        )
+    done = v.turn(undone.undoes).op
+    assert done is not None
+    if done.action == SWITCH:
+        operation = _plan_switch(repo, v, v.turn(done.target or ""), on_conflict)
+    elif done.action == FINISH:
+        operation = _plan_finish(repo, v, v.turn(done.finishes or ""), on_conflict)
+    else:
+        turn = v.turn(done.target or "")
+        rels = list(done.paths) or None
+        operation = _plan_rewind(repo, v, turn, session, done.mode, on_conflict, rels)
+        edit = conversation.from_record(done.conversation)
+        if edit is not None and edit.status == "rewound":
+            _plan_conversation(operation, turn, homes, turn.id)
+    operation.op = operation.op._replace(redoes=record.id)
+    return operation
 
 
 def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:
