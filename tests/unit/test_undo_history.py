@@ -147,3 +147,62 @@ def test_an_undo_is_not_undone_by_id_and_a_turn_is_not_a_rewind(store: Store, th
         store.undo(undo.undo_id)
     with pytest.raises(BadInput, match="not a rewind"):
         store.undo(a)
+
+
+def test_undo_walks_back_and_redo_goes_forward_again(store: Store, root: Path, three) -> None:
+    (a, b, c), trees = three
+    first = store.rewind(c).undo_id  # after B
+    second = store.rewind(b).undo_id  # after A
+    assert snapshot(root) == trees[1]
+    back1 = store.undo()  # the second rewind
+    assert back1.target == second and snapshot(root) == trees[2]
+    back2 = store.undo()  # then the one before it
+    assert back2.target == first and snapshot(root) == trees[3]
+    assert _branch(store) == [c, b, a]
+    again1 = store.redo()  # the newest undo: the first rewind again
+    assert again1.target == c and snapshot(root) == trees[2] and _branch(store) == [b, a]
+    again2 = store.redo()
+    assert again2.target == b and snapshot(root) == trees[1] and _branch(store) == [a]
+    with store.repo.read() as v:
+        assert v.turn(again1.undo_id).op.redoes == back2.undo_id
+        assert v.turn(back2.undo_id).op.redone_by == again1.undo_id
+        assert v.turn(back1.undo_id).op.redone_by == again2.undo_id
+    with pytest.raises(NotFound, match="nothing to redo"):
+        store.redo()
+    store.undo()  # a redo is an operation like any other: undo takes it back
+    assert snapshot(root) == trees[2]
+    assert store.redo().ok and snapshot(root) == trees[1]
+
+
+def test_redo_is_refused_once_the_head_moved(store: Store, root: Path, three) -> None:
+    (_, b, _), _ = three
+    store.rewind(b)
+    store.undo()
+    agent_turn(store, "d", {"d.txt": "d\n"})
+    before = snapshot(root)
+    with pytest.raises(BadInput, match="moved on since that undo"):
+        store.redo()
+    assert snapshot(root) == before
+
+
+def test_redo_by_id_merges_a_users_edit_and_reports_a_conflict(
+    store: Store, root: Path, three
+) -> None:
+    (a, b, _), trees = three
+    store.rewind(b)
+    undo = store.undo().undo_id
+    with pytest.raises(BadInput, match="not an undo"):
+        store.redo(store.operations()[-1].id)
+    write(root, "f.txt", "mine\n" + read(root, "f.txt").decode())  # far from B's and C's lines
+    merged = store.redo(undo[:6], dry_run=True)
+    assert merged.dry_run and read(root, "f.txt").startswith(b"mine\n")
+    done = store.redo(undo)
+    assert done.merged == ["f.txt"] and done.ok
+    assert read(root, "f.txt").decode() == "mine\n" + trees[1]["f.txt"][1].decode()
+    with pytest.raises(BadInput, match="already redone"):
+        store.redo(undo)
+    store.undo()
+    write(root, "f.txt", "all mine\n")  # the user rewrote every line: B's edit clashes
+    clash = store.redo(on_conflict="skip")
+    assert [c["path"] for c in clash.conflicts] == ["f.txt"] and not clash.ok
+    assert read(root, "f.txt") == b"all mine\n" and _branch(store) == [a]
