@@ -114,7 +114,7 @@ def summary(
         lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
         if finish:
             lines.append([(f"{len(result.left)} path(s) left; finish with: {finish}", "yellow")])
-        if result.undo_id and verb == "rewound":
+        if result.undo_id and verb in ("rewound", "redone"):
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
     lines += _conversation(result, verb, turn or result.target or "")
     for segments in lines:

@@ -143,6 +143,8 @@ def test_ops_lists_rewinds_switches_and_undos_newest_first(cli, root: Path) -> N
         "new_head",
         "undoes",
         "undone_by",
+        "redoes",
+        "redone_by",
     }
     human = cli("ops")
     assert human.code == 0 and human.stderr == ""
