@@ -83,7 +83,7 @@ def test_redo_after_a_new_turn_is_refused_and_changes_nothing(cli, root: Path) -
 
 
 def test_redo_by_id_prefix_and_a_conflict_with_a_users_edit(cli, root: Path) -> None:
-    (a, b, _), trees = _three(cli, root)
+    (a, _, _), trees = _three(cli, root)
     assert cli("rewind", "2", "--yes").code == 0  # B and C
     undo = cli("--json", "undo").json["undo_id"]
     cli("rewind", "1", "--yes")
