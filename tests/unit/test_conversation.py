@@ -79,6 +79,17 @@ def test_rewind_appends_one_record_and_undo_cuts_it(
     assert undone.conversation is not None and undone.conversation["status"] == "rewound"
     assert transcript.read_bytes() == whole
     assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    redone = store.redo(homes=homes)  # the same record appended again, the files back
+    assert redone.conversation is not None and redone.conversation["status"] == "rewound"
+    again = transcript.read_bytes()
+    assert again.startswith(whole)
+    redone_record = json.loads(again[len(whole) :])
+    redone_record.pop("timestamp", None)  # Codex stamps each record with the time now
+    record.pop("timestamp", None)
+    assert redone_record == record
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    store.undo(homes=homes)
+    assert transcript.read_bytes() == whole
 
 
 def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
