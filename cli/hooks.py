@@ -22,6 +22,7 @@ import time
 
 from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
+    BEGIN,
     IGNORE,
     MAX_PAYLOAD,
     SHELL_POST,
@@ -37,7 +38,7 @@ from snapstore.adapters import (
 from snapstore.core.db import append_private
 
 from .runner import failure, record
-from .settings import Environment, open_for_hook, strict_hooks
+from .settings import Environment, agent_homes, open_for_hook, strict_hooks
 
 NO_CREATE = "--no-create"
 
@@ -91,6 +92,15 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
+def _own_transcript(session: str) -> str:
+    """The transcript of an agent whose begin event does not name it (Copilot CLI's log, in
+    its home folder); "" for the others."""
+    agent, _, session_id = session.partition("/")
+    if agent != "copilot" or not session_id or "/" in session_id or session_id in (".", ".."):
+        return ""
+    return os.path.join(agent_homes()["copilot"], "session-state", session_id, "events.jsonl")
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
@@ -111,6 +121,8 @@ def run_hook(agent: str, args: list[str]) -> int:
         ):
             copilot = _via_copilot(spec, action)
             action = parse(copilot, payload, event, os.getcwd()) if copilot else HookAction(IGNORE)
+        if action.kind == BEGIN and not action.transcript and action.session:
+            action = action._replace(transcript=_own_transcript(action.session))
         # a shell call matters only to a store in scan mode; --no-create: only to a store
         if action.kind in (IGNORE, START) or (
             (no_create or action.kind in (SHELL_PRE, SHELL_POST))

@@ -17,6 +17,7 @@ The library never reads the environment: the caller passes each agent's home fol
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
@@ -32,13 +33,12 @@ Status = Literal["rewound", "unsupported", "unchanged"]
 How = Literal["appended", "forked", ""]
 
 #: The agents with a conversation module, by the name their hooks give sessions.
-MODULES = {"claude-code": "claude_code", "codex": "codex"}
+MODULES = {"claude-code": "claude_code", "codex": "codex", "copilot": "copilot"}
 
 #: Each other agent's own command to rewind its chat (docs/integrations/).
 OWN_REWIND = {
     "gemini-cli": "/rewind in Gemini CLI",
     "qwen-code": "/rewind in Qwen Code",
-    "copilot": "/rewind in Copilot CLI",
     "opencode": "/undo in opencode",
     "cursor": "restore a checkpoint in Cursor's chat",
     "windsurf": "revert to a step in Windsurf's Cascade panel",
@@ -99,10 +99,14 @@ def plan(
     homes: Mapping[str, str] | None,
     number: str,
     size: int = 0,
+    prompt: str = "",
+    since: float = 0.0,
 ) -> Edit | None:
     """The edit that rewinds ``session``'s conversation to before the turn whose agent key is
     ``key`` (the ``number`` the user gave, for the messages); ``size`` is the transcript's
-    size at the turn's begin hook, after which the turn's message must be.
+    size at the turn's begin hook, after which the turn's message must be. Agents whose
+    hooks carry no key (a module with ``find``) map the turn by its ``prompt`` and the begin
+    hook's time ``since``.
 
     Raises :class:`AgentRunning` while the agent runs the session and
     :class:`ConversationRefused` when the edit is unsafe; an agent without a module, a
@@ -121,7 +125,8 @@ def plan(
         return _unsupported(
             agent, f"the chat stays in the agent: rewind it with {mod.OWN}", session_id
         )
-    if not key or not transcript:
+    finds = getattr(mod, "find", None)
+    if not transcript or not (key or finds):
         return _unsupported(
             agent,
             f"snapstore did not record where this turn is in {mod.TITLE}'s transcript; "
@@ -137,6 +142,8 @@ def plan(
         )
     raw = _read(transcript)
     records = parse(raw)
+    if not key and finds is not None:
+        key = finds(parse(raw[size:]), prompt, since) or ""
     version = mod.version(records)
     tested = version is not None and mod.TESTED[0] <= version <= mod.TESTED[1]
     untested = (
@@ -145,7 +152,8 @@ def plan(
         else f"{mod.TITLE} {'.'.join(map(str, version or ())) or 'unknown'} is not a release "
         f"snapstore was tested with ({_span(mod.TESTED)})"
     )
-    fork = getattr(mod, "fork", None) if version is not None and not tested else None
+    always = getattr(mod, "FORK_ALWAYS", False)
+    fork = getattr(mod, "fork", None) if version is not None and (always or not tested) else None
     if untested and fork is None:
         return _unsupported(agent, f"{untested}; rewind the chat with {mod.OWN}", session_id)
     base = Edit(
@@ -158,7 +166,7 @@ def plan(
         len(raw),
         key=key,
     )
-    if not mod.mentions(parse(raw[size:]), key):
+    if not key or not mod.mentions(parse(raw[size:]), key):
         raise ConversationRefused(
             f"turn {number}'s message is not in {mod.TITLE}'s transcript {transcript} "
             "where its prompt was recorded",
@@ -188,11 +196,13 @@ def plan(
             how="forked",
             session_id=new_id,
             resume_command=mod.resume_command(new_id),
-            transcript=os.path.join(os.path.dirname(transcript), f"{new_id}.jsonl"),
+            transcript=_fork_path(mod, transcript, new_id),
             offset=0,
             data=fork(records, key, new_id),
             source=transcript,
-            note=f"{untested}: the rewound chat is a new session; the old one is left as it was",
+            note=f"{untested}: the rewound chat is a new session; the old one is left as it was"
+            if untested
+            else "",
         )
         after = edit.data.encode()
     else:
@@ -207,6 +217,14 @@ def plan(
             path=transcript,
         )
     return edit
+
+
+def _fork_path(mod: ModuleType, transcript: str, session_id: str) -> str:
+    """Where a fork's transcript goes: by the module's ``fork_path``, else next to the old."""
+    where = getattr(mod, "fork_path", None)
+    if where is not None:
+        return where(transcript, session_id)
+    return os.path.join(os.path.dirname(transcript), f"{session_id}.jsonl")
 
 
 def _loads_rewound(mod: ModuleType, edit: Edit, before: bytes, after: bytes) -> bool:
@@ -317,22 +335,40 @@ def _fork(edit: Edit) -> None:
             f"{edit.transcript} changed since the rewind; left as it is", path=edit.transcript
         )
     folder = os.path.dirname(edit.transcript)
+    # a fork in a folder of its own (Copilot CLI) has other files: written before the
+    # transcript, removed before it, so the transcript says whether the fork is there
+    extras = getattr(_module(edit.agent), "fork_files", None)
+    files = extras(edit.source, edit.transcript) if extras is not None else {}
     if edit.cut:
+        for path in files:
+            if os.path.lexists(path):
+                os.unlink(path)
         os.unlink(edit.transcript)
+        if extras is not None:
+            with contextlib.suppress(OSError):  # the agent put something else there: it stays
+                os.rmdir(folder)
+            folder = os.path.dirname(folder)
     else:
-        temp = os.path.join(folder, f".{uuid.uuid4().hex}.snapstore-fork")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, edit.data.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(temp, edit.transcript)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for path, data in [*files.items(), (edit.transcript, edit.data.encode())]:
+            _write_whole(path, data)
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """Write a file whole: a temp file, flushed, renamed into place."""
+    temp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.snapstore-fork")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, path)
 
 
 def holds_append(edit: Edit) -> bool:

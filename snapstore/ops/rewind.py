@@ -111,7 +111,14 @@ def _plan_conversation(
     """Add the conversation edit to a planned rewind (raises when it must be refused)."""
     shown = f"{target}" if isinstance(target, int) else turn.id
     edit = conversation.plan(
-        turn.session, turn.message_id, turn.transcript, homes, shown, turn.transcript_size
+        turn.session,
+        turn.message_id,
+        turn.transcript,
+        homes,
+        shown,
+        turn.transcript_size,
+        turn.prompt,
+        turn.created,
     )
     if edit is None:
         return

@@ -277,3 +277,107 @@ def test_an_untested_claude_code_release_gets_a_fork_that_claude_code_resumes(
         for gone in (SCRIPT[1].prompt, SCRIPT[2].prompt, "Edited.", "Appended."):
             assert gone not in sent, (gone, sent)
         assert path.read_bytes() == whole  # the old session is left as it was
+
+
+@pytest.mark.usefixtures("on_path")
+def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Path) -> None:
+    """Copilot CLI has no rewind record: the rewind forks the session folder, its log cut
+    before turn 2's prompt, under a new id; the old session stays as it was and the real CLI
+    resumes the fork with turn 1 only. Undo drops the fork; the checks of the test above."""
+    installed("copilot")
+    with Session("copilot", tmp_path, [*SCRIPT, FOURTH, FIFTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        after_3 = tree(s)
+        assert after_3["notes.txt"] == "alpha\ngamma\n"
+        [session] = sessions_of(s)
+        sid = session.split("/", 1)[1]
+        state = s.home / ".copilot" / "session-state"
+        path = state / sid / "events.jsonl"
+        whole = path.read_bytes()
+        folders = sorted(p.name for p in state.iterdir())
+        log = json.loads(snap(s, "--json", "log", "--session", session).stdout)
+        second = log[1]["turn"]  # 1 is the newest: turn 2 of three
+
+        # --mode code: the files only; no fork
+        done = rewind(s, session, "2", "--mode", "code")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["conversation"] is None
+        assert tree(s)["notes.txt"] == NOTES and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0 and tree(s) == after_3
+
+        # --mode conversation: the files stay; a fork; undo removes it
+        done = rewind(s, session, "2", "--mode", "conversation")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        fork = Path(chat["transcript"])
+        assert chat == {
+            "agent": "copilot",
+            "status": "rewound",
+            "how": "forked",
+            "session_id": fork.parent.name,
+            "resume_command": f"copilot --resume {fork.parent.name}",
+            "transcript": str(state / fork.parent.name / "events.jsonl"),
+            "note": "",
+        }
+        assert tree(s) == after_3 and path.read_bytes() == whole
+        assert whole.startswith(fork.read_bytes().replace(fork.parent.name.encode(), sid.encode()))
+        assert snap(s, "undo").returncode == 0
+        assert sorted(p.name for p in state.iterdir()) == folders
+
+        # Copilot still runs the session (its in-use lock, held by a live pid): refused
+        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        lock = path.parent / f"inuse.{sleeper.pid}.lock"
+        try:
+            lock.touch()
+            refused = rewind(s, session, "2")
+            assert refused.returncode == 3, refused.stderr
+            assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+            assert "exit copilot first, or use --mode code" in refused.stderr
+            assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
+        finally:
+            os.killpg(sleeper.pid, signal.SIGKILL)
+            sleeper.wait()
+        dry = rewind(s, session, "2", "--dry-run")  # the lock outlived its process
+        assert json.loads(dry.stdout)["conversation"]["status"] == "rewound", dry.stderr
+        lock.unlink()
+
+        # kill -9 before and after the fork is written: `rewind --resume` finishes either
+        for point in ("journal.conversation", "journal.conversed"):
+            assert crash_at(s, session, "2", point) == -signal.SIGKILL
+            assert tree(s) == after_3 and path.read_bytes() == whole
+            resumed = snap(s, "--json", "rewind", "--resume")
+            assert resumed.returncode == 0, resumed.stderr
+            assert tree(s)["notes.txt"] == NOTES
+            assert len(list(state.iterdir())) == len(folders) + 1
+            assert snap(s, "undo").returncode == 0
+            assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
+
+        # rewind 2, undo right after it, then resume the session: turns 1 to 3
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
+        assert snap(s, "undo").returncode == 0
+        s.state["resume_id"] = sid
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert all(t.prompt in sent for t in SCRIPT) and all(a in sent for a in ANSWERS), sent
+
+        # rewind 2 for good, then resume the fork by the id from --json: turn 1 only
+        whole = path.read_bytes()
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
+        chat = json.loads(done.stdout)["conversation"]
+        s.state["resume_id"] = chat["session_id"]
+        run = s.run(FIFTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FIFTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+        assert path.read_bytes() == whole  # the old session is left as it was
