@@ -1,6 +1,6 @@
-"""The conversation part of a rewind, in-process, on transcripts shaped as Claude Code 2.1.332 and
-Codex 0.171.0 write them (tests/e2e/test_conversation.py runs the real CLIs): what maps a turn
-to the agent's message, and every refusal, each before anything changed."""
+"""The conversation part of a rewind, in-process, on transcripts shaped as Claude Code 2.1.332,
+Codex 0.171.0 and Copilot CLI 1.0.102 write them (tests/e2e/test_conversation.py runs the real
+CLIs): what maps a turn to the agent's message, and every refusal, each before anything changed."""
 
 from __future__ import annotations
 
@@ -14,17 +14,21 @@ import pytest
 from snapstore import Store
 from snapstore.adapters import apply, parse
 from snapstore.adapters.claude_code import AGENT as CLAUDE
-from snapstore.conversation import claude_code
+from snapstore.conversation import claude_code, copilot
 from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
 from snapstore.core.records import Turn, loads
 
 from ..support import agent_write, read
-from ..support.transcripts import PROMPTS, claude_transcript, session_of
+from ..support.transcripts import PROMPTS, claude_transcript, copilot_turn, session_of
 
 
 @pytest.fixture
 def homes(tmp_path: Path) -> dict[str, str]:
-    found = {"claude-code": str(tmp_path / "claude"), "codex": str(tmp_path / "codex")}
+    found = {
+        "claude-code": str(tmp_path / "claude"),
+        "codex": str(tmp_path / "codex"),
+        "copilot": str(tmp_path / "copilot"),
+    }
     for home in found.values():
         os.makedirs(home)
     return found
@@ -241,3 +245,81 @@ def test_a_key_whose_message_came_before_the_turn_began_is_refused(
         store.rewind(1, session, homes=homes)
     assert transcript.read_bytes() == whole
     assert read(Path(store.root), "notes.txt") == b"version 3\n"
+
+
+def copilot_log(homes: dict[str, str]) -> Path:
+    """Where Copilot CLI keeps session ``sid``'s events (a folder per session)."""
+    folder = Path(homes["copilot"]) / "session-state" / "sid"
+    folder.mkdir(parents=True)
+    (folder / "workspace.yaml").write_text("id: sid\ncwd: /w\n")
+    return folder / "events.jsonl"
+
+
+def test_copilot_forks_a_session_folder_cut_before_the_turn_and_undo_drops_it(
+    store: Store, homes: dict[str, str]
+) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    whole = log.read_bytes()
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
+    new = chat["session_id"]
+    fork = log.parent.parent / new
+    assert chat["transcript"] == str(fork / "events.jsonl")
+    assert chat["resume_command"] == f"copilot --resume {new}" and chat["note"] == ""
+    assert log.read_bytes() == whole
+    events = [json.loads(line) for line in (fork / "events.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in events] == ["e0", "e1", "e2", "e3"]
+    assert events[0]["data"]["sessionId"] == new and copilot.live(events) == ["e1"]
+    assert (fork / "workspace.yaml").read_text() == f"id: {new}\ncwd: /w\n"
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    store.undo(homes=homes)
+    assert not fork.exists() and sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert log.read_bytes() == whole
+
+
+def test_copilot_maps_the_first_equal_prompt_at_or_after_the_begin_hook(
+    store: Store, homes: dict[str, str]
+) -> None:
+    """The hooks carry no message id: the turn is the first ``user.message`` with its text at
+    or after the begin hook's time; an equal prompt before it is another turn."""
+    log = copilot_log(homes)
+    session = "copilot/sid"
+    for i in range(3):
+        begun = store.begin_turn(session, "again", None, transcript=str(log))
+        copilot_turn(log, i, begun.created, prompt="again")
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    chat = store.rewind(1, session, homes=homes).conversation  # 1: the newest turn
+    assert chat is not None and chat["status"] == "rewound", chat["note"]
+    events = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
+    assert copilot.live(events) == ["e1", "e4"]  # the third "again" is cut, not the first
+    assert copilot.find(events, "again", begun.created + 1) is None  # none at or after
+
+
+def test_copilot_in_use_lock_refuses_while_its_pid_lives(
+    store: Store, homes: dict[str, str]
+) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    lock = log.parent / f"inuse.{os.getpid()}.lock"
+    lock.touch()
+    with pytest.raises(AgentRunning, match=r"exit copilot first, or use --mode code"):
+        store.rewind(2, session, homes=homes)
+    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    lock.rename(log.parent / f"inuse.{gone.pid}.lock")
+    assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
+
+
+def test_copilot_compaction_after_the_turn_refuses(store: Store, homes: dict[str, str]) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    with open(log, "a") as f:
+        f.write(json.dumps({"type": "session.compaction_complete", "id": "c", "data": {}}) + "\n")
+    with pytest.raises(ConversationRefused, match="compacted"):
+        store.rewind(2, session, homes=homes)
+    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
