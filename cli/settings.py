@@ -397,6 +397,9 @@ def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         "claude-code": env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
         "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
         "copilot": env.get("COPILOT_HOME") or os.path.join(home, ".copilot"),
+        "opencode": os.path.join(
+            env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "opencode"
+        ),
     }
 
 

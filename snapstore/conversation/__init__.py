@@ -33,13 +33,17 @@ Status = Literal["rewound", "unsupported", "unchanged"]
 How = Literal["appended", "forked", ""]
 
 #: The agents with a conversation module, by the name their hooks give sessions.
-MODULES = {"claude-code": "claude_code", "codex": "codex", "copilot": "copilot"}
+MODULES = {
+    "claude-code": "claude_code",
+    "codex": "codex",
+    "copilot": "copilot",
+    "opencode": "opencode",
+}
 
 #: Each other agent's own command to rewind its chat (docs/integrations/).
 OWN_REWIND = {
     "gemini-cli": "/rewind in Gemini CLI",
     "qwen-code": "/rewind in Qwen Code",
-    "opencode": "/undo in opencode",
     "cursor": "restore a checkpoint in Cursor's chat",
     "windsurf": "revert to a step in Windsurf's Cascade panel",
     "cline": "restore a checkpoint in Cline's task",
@@ -125,6 +129,11 @@ def plan(
         return _unsupported(
             agent, f"the chat stays in the agent: rewind it with {mod.OWN}", session_id
         )
+    own = getattr(mod, "plan_edit", None)
+    if own is not None and key:  # a history kept in a database, edited by the agent's CLI
+        refuse_running(mod, session_id, homes[agent])
+        base = Edit(agent, "unchanged", "", session_id, mod.resume_command(session_id), key=key)
+        return own(base, homes[agent], number)
     finds = getattr(mod, "find", None)
     if not transcript or not (key or finds):
         return _unsupported(
@@ -243,7 +252,7 @@ def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
             note=f"the chat stays as the rewind left it: rewind it with {mod.OWN}",
         )
     refuse_running(mod, edit.session_id, homes[edit.agent], undo=True)
-    if not holds_append(edit):
+    if not getattr(mod, "holds", holds_append)(edit):
         raise ConversationRefused(
             f"{mod.TITLE} wrote to the conversation since the rewind; the undo would lose "
             f"that, so it leaves the files and the chat as they are ({edit.transcript})",
@@ -274,13 +283,17 @@ def apply(edit: Edit) -> None:
     verified by loading the transcript as the agent does; when it does not load rewound,
     the appended bytes are cut off again and the edit is refused.
     """
+    mod = _module(edit.agent)
+    own = getattr(mod, "apply_edit", None)
+    if own is not None:  # the agent's own CLI writes it, and verifies it
+        own(edit)
+        return
     if edit.how == "forked":
         _fork(edit)
     else:
         _edit(edit)
     if edit.cut:
         return
-    mod = _module(edit.agent)
     after = _read(edit.transcript)
     before = _read(edit.source) if edit.how == "forked" else after
     if not _loads_rewound(mod, edit, before, after):

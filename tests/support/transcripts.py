@@ -1,6 +1,6 @@
-"""Agent transcripts shaped as Claude Code 2.1.332, Codex 0.171.0 and Copilot CLI 1.0.102 write
-them, reduced to the records a conversation rewind reads (tests/e2e/test_conversation.py runs
-the real CLIs)."""
+"""Agent transcripts shaped as Claude Code 2.1.332, Codex 0.171.0, Copilot CLI 1.0.102 and
+opencode 1.18.33 (its export) write them, reduced to the records a conversation rewind reads
+(tests/e2e/test_conversation.py runs the real CLIs)."""
 
 from __future__ import annotations
 
@@ -73,6 +73,26 @@ def copilot_turn(path: Path, i: int, at: float, prompt: str | None = None) -> No
         for n, (kind, data) in enumerate(kinds)
     ]
     _append(path, events)
+
+
+def opencode_export(turns: int, version: str = "1.18.33") -> dict:
+    """An ``opencode export`` of a session of ``turns`` turns: each a user message and an
+    answer pointing to it by ``parentID``, each with one part; ids with a 12-hex time part."""
+    sid = "ses_dcd996fdaffeGmxPCJK5VRh4HU"
+    messages = []
+    for i in range(turns):
+        for n, (role, text) in enumerate((("user", PROMPTS[i]), ("assistant", f"done {i}"))):
+            mid = f"msg_23266909c{2 * i + n:03x}pv6OYPM789Pcgc"
+            info = {"id": mid, "sessionID": sid, "role": role}
+            if role == "assistant":
+                info["parentID"] = messages[-1]["info"]["id"]
+            part = {
+                "type": "text",
+                "text": text,
+                "id": f"prt_2326690b3{2 * i + n:03x}lomWWJffdYexI2",
+            }
+            messages.append({"info": info, "parts": [{**part, "sessionID": sid, "messageID": mid}]})
+    return {"info": {"id": sid, "title": "notes", "version": version}, "messages": messages}
 
 
 def _append(path: Path, records: list[dict]) -> None:

@@ -14,12 +14,18 @@ import pytest
 from snapstore import Store
 from snapstore.adapters import apply, parse
 from snapstore.adapters.claude_code import AGENT as CLAUDE
-from snapstore.conversation import claude_code, copilot
+from snapstore.conversation import claude_code, copilot, opencode
 from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
 from snapstore.core.records import Turn, loads
 
 from ..support import agent_write, read
-from ..support.transcripts import PROMPTS, claude_transcript, copilot_turn, session_of
+from ..support.transcripts import (
+    PROMPTS,
+    claude_transcript,
+    copilot_turn,
+    opencode_export,
+    session_of,
+)
 
 
 @pytest.fixture
@@ -323,3 +329,35 @@ def test_copilot_compaction_after_the_turn_refuses(store: Store, homes: dict[str
         store.rewind(2, session, homes=homes)
     assert sorted(os.listdir(log.parent.parent)) == ["sid"]
     assert read(Path(store.root), "notes.txt") == b"version 2\n"
+
+
+def test_opencode_fork_keeps_the_messages_before_the_turn_under_new_ids() -> None:
+    """What snapstore gives ``opencode import``: turn 1's messages, every id new (import skips
+    ids it has) with its time part kept (the order), ``parentID`` remapped, the title marked."""
+    session = opencode_export(3)
+    key = session["messages"][2]["info"]["id"]  # turn 2's user message
+    fork = opencode.fork(session, key, "2")
+    new = fork["info"]["id"]
+    assert new != session["info"]["id"] and new[:16] == session["info"]["id"][:16]
+    assert fork["info"]["title"] == "notes (rewound before turn 2)"
+    old = session["messages"][:2]
+    assert [m["info"]["role"] for m in fork["messages"]] == ["user", "assistant"]
+    for mine, theirs in zip(fork["messages"], old, strict=True):
+        assert mine["info"]["id"] != theirs["info"]["id"]
+        assert mine["info"]["id"][:16] == theirs["info"]["id"][:16]
+        assert mine["info"]["sessionID"] == new
+        [part] = mine["parts"]
+        assert part["id"] != theirs["parts"][0]["id"] and part["text"] == theirs["parts"][0]["text"]
+        assert (part["sessionID"], part["messageID"]) == (new, mine["info"]["id"])
+    assert fork["messages"][1]["info"]["parentID"] == fork["messages"][0]["info"]["id"]
+    assert opencode.live(fork) == [fork["messages"][0]["info"]["id"]]
+    assert session == opencode_export(3)  # the old session's export is left as it was
+
+
+def test_opencode_compaction_after_the_turn_is_seen() -> None:
+    session = opencode_export(3)
+    key = session["messages"][2]["info"]["id"]
+    assert not opencode.compacted_after(session, key)
+    session["messages"][4]["parts"].append({"type": "compaction", "id": "prt_x"})
+    assert opencode.compacted_after(session, key)
+    assert not opencode.compacted_after(session, session["messages"][4]["info"]["id"])
