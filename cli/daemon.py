@@ -29,6 +29,12 @@ Requests are served one at a time (a lock around the store), each on its
 connection's thread. The store stays open between requests and is closed after
 :data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
 ``<store>/serve.lock`` (its pid and port) while it runs.
+
+It is the workspace's one daemon: in scan mode it also runs the watcher
+(snapstore.ops.watch), so that the scans around each shell call ask it instead
+of walking the tree. The hooks start it at a session's start (snapstore_cli.lifecycle)
+and it exits once the last session has ended, or after ``[serve] idle_minutes``
+(30) without a hook event, a scan asking its watcher, or a prompt.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import hmac
 import json
 import os
 import secrets
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -58,8 +65,10 @@ from snapstore.adapters import (
 from snapstore.core.db import FILE_MODE
 from snapstore.core.errors import ServeRunning
 from snapstore.core.locks import holder_info
+from snapstore.ops.watchlink import REQUEST_DIR
 
 from .hooks import agent_table, log_line
+from .lifecycle import live_sessions
 from .runner import failure, record
 from .settings import (
     SECRET_FILE,
@@ -229,6 +238,31 @@ class Daemon:
         self.log(f"{agent}: {text}")
 
 
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has Linux kill the child when the daemon dies, even by SIGKILL
+    (``PR_SET_PDEATHSIG``); None elsewhere (the child then outlives a killed daemon)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the daemon died between the fork and the prctl
+            os._exit(1)
+
+    return arm
+
+
+def _monotonic(stamps: list[float]) -> list[float]:
+    """Wall-clock times (file mtimes) on the monotonic clock the daemon keeps."""
+    offset = time.monotonic() - time.time()
+    return [stamp + offset for stamp in stamps]
+
+
 def _message(text: str) -> bytes:
     """Go ahead, and show the user this line."""
     return json.dumps({"systemMessage": text}).encode()
@@ -351,10 +385,11 @@ class Serving:
         store_dir: str,
         port: int,
         log: Callable[[str], None] | None = None,
+        lock_fd: int | None = None,
     ):
         self.store_dir = store_dir
         self.log = log or (lambda text: None)
-        self._lock_fd = self._lock()
+        self._lock_fd = self._lock() if lock_fd is None else self._adopt(lock_fd)
         try:
             self.daemon = Daemon(env, root, store_dir, secret(store_dir), self.log)
             self.daemon._open()  # fail now, not at the first event, if the store cannot open
@@ -376,6 +411,20 @@ class Serving:
             os.close(self._lock_fd)
             raise
         self._stopped = threading.Event()
+        self.idle_exit = self.daemon.config.serve_idle_minutes * 60
+        self._for_sessions = lock_fd is not None  # a session's hook started it
+        self.exit_reason = ""
+
+    def _adopt(self, fd: int) -> int:
+        """The lock a hook took for this daemon (snapstore_cli.lifecycle), handed down open:
+        it must be this store's serve.lock, and still held."""
+        path = os.path.join(self.store_dir, LOCK_FILE)
+        mine, there = os.fstat(fd), os.stat(path)
+        if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
+            raise BadInput(f"file descriptor {fd} is not {path}")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: this does not block
+        os.set_inheritable(fd, False)
+        return fd
 
     def _lock(self) -> int:
         path = os.path.join(self.store_dir, LOCK_FILE)
@@ -395,22 +444,79 @@ class Serving:
             ) from None
         return fd
 
-    def run(self) -> None:
-        """Serve until :meth:`stop`; closes the store whenever it has been idle a while."""
-        reaper = threading.Thread(target=self._reap, name="snapstore-idle", daemon=True)
-        reaper.start()
+    def run(self, watch: bool = False) -> None:
+        """Serve until :meth:`stop`, and with ``watch`` (scan mode) run the watcher; closes
+        the store whenever it has been idle a while, and stops once the last session has
+        ended or nothing has come for ``idle_exit`` seconds."""
+        threads = [threading.Thread(target=self._reap, name="snapstore-idle", daemon=True)]
+        if watch:
+            threads.append(threading.Thread(target=self._watch, name="snapstore-watch"))
+        for thread in threads:
+            thread.start()
         try:
             self.server.serve_forever(poll_interval=0.2)
         finally:
             self._stopped.set()
             self.server.server_close()
+            for thread in threads[1:]:
+                thread.join()
             with self.daemon.lock:
                 self.daemon.close()
             os.close(self._lock_fd)
 
+    def _watch(self) -> None:
+        """The watcher (`snapstore watch`), as a process of the daemon's own: the store's
+        database may be open only once per process, and the watcher writes on its own. It
+        dies with the daemon, stops when the daemon stops, and is never needed for
+        correctness: when it cannot run (a `snapstore watch` of the user's runs already),
+        scans walk the tree or ask that one."""
+        import subprocess
+
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "snapstore_cli", "--root", str(self.daemon.root), "watch"],
+                cwd=self.daemon.root,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent(),
+            )
+        except OSError as exc:
+            self.log(f"watch: not started: {exc}")
+            return
+        self.log(f"watch: started (pid {child.pid})")
+        self._stopped.wait()
+        child.terminate()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+    def _asked(self) -> float:
+        """When a scan last asked the watcher (its request folder changes with each)."""
+        try:
+            return os.stat(os.path.join(self.store_dir, REQUEST_DIR)).st_mtime
+        except OSError:
+            return 0.0
+
     def _reap(self) -> None:
+        had_sessions = self._for_sessions  # they may all have ended before this first look
         while not self._stopped.wait(IDLE / 2):
             self.daemon.close_if_idle()
+            sessions = live_sessions(self.store_dir)
+            if sessions:
+                had_sessions = True
+            elif had_sessions:
+                self._exit("the last session has ended")
+                return
+            last = max([self.daemon.last, *_monotonic([*sessions, self._asked()])])
+            if self.idle_exit > 0 and time.monotonic() - last >= self.idle_exit:
+                self._exit(f"idle for {self.idle_exit / 60:g} minutes")
+                return
+
+    def _exit(self, why: str) -> None:
+        self.exit_reason = why
+        self.log(f"stopping: {why}")
+        self.stop()
 
     def stop(self) -> None:
         """Stop serving (from a signal handler or another thread)."""

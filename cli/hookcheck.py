@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from snapstore.adapters import AGENT_NAMES, jsonc, module_of
-from snapstore.adapters.install import hook_commands
+from snapstore.adapters.install import hook_commands, shell_hooked
 
 #: What to do when an agent's hooks have never recorded a turn, per agent.
 NEVER_RAN = {
@@ -88,6 +88,7 @@ def check(
     recording), unrecorded (no session and no failure: never ran, or never used) and
     advice."""
     names = list(sessions)
+    scan_mode = store_dir is not None and _scan_mode(store_dir)
     hook_log = os.path.join(store_dir, "hook.log") if store_dir is not None else None
     failures = _failures(hook_log)
     reports = []
@@ -112,6 +113,9 @@ def check(
                 advice.append(
                     f"run `snapstore hook install {agent}` again: it writes a command that starts"
                 )
+            shell = shell_hooked(path, agent)
+            if not (shell and scan_mode):
+                advice.append(_shell_advice(agent, scope, shell, scan_mode, commands))
             unrecorded = count == 0 and not logged
             if unrecorded:
                 advice.append(
@@ -127,12 +131,40 @@ def check(
                     "file": path,
                     "commands": commands,
                     "sessions": count,
+                    "shell": shell and scan_mode,
                     "problems": list(dict.fromkeys(problems)),
                     "unrecorded": unrecorded,
                     "advice": advice,
                 }
             )
     return reports
+
+
+def _scan_mode(store_dir: str) -> bool:
+    """Whether the store is in scan mode (its config, as snapstore uses it)."""
+    from .settings import Config
+
+    return Config.load(store_dir).track_shell
+
+
+def _shell_advice(
+    agent: str, scope: str, hooked: bool, scan_mode: bool, commands: list[str]
+) -> str:
+    """Why the agent's shell commands go unrecorded, and the one command that fixes it."""
+    tools = ", ".join(module_of(agent).AGENT.shell_tools)
+    why = [] if hooked else [f"these hooks do not see its shell tool, {tools}"]
+    if not scan_mode:
+        why.append("the store is not in scan mode")
+    default = "local" if "local" in module_of(agent).CONFIG else "project"
+    words = ["snapstore hook install", agent]
+    if scope != default:
+        words.append(f"--scope {scope}")
+    if any(c.startswith(("http://", "https://")) for c in commands):
+        words.append("--http")
+    return (
+        f"the shell is not covered ({'; '.join(why)}), so what {agent}'s shell commands "
+        f"change is not recorded: turn it on with `{' '.join(words)}`"
+    )
 
 
 def _served(store_dir: str | None) -> list[str]:

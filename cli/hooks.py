@@ -101,6 +101,21 @@ def _own_transcript(session: str) -> str:
     return os.path.join(agent_homes()["copilot"], "session-state", session_id, "events.jsonl")
 
 
+def _session_start(env: Environment, action: HookAction) -> None:
+    """A session starts: in a store in scan mode, mark it live and start the workspace's
+    daemon if none runs (detached: the hook does not wait for it). No store is made."""
+    from .lifecycle import session_started, start_daemon
+    from .settings import Config
+
+    root = action.cwd if env.store_dir else find_root(action.cwd)  # SNAPSTORE_DIR: the store
+    store_dir = env.store_dir_for(root)  # knows its workspace
+    if root is None or store_dir is None or not os.path.isdir(store_dir):
+        return
+    if Config.load(store_dir).track_shell:
+        session_started(store_dir, action.session)
+        start_daemon(store_dir, root)
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
@@ -123,6 +138,8 @@ def run_hook(agent: str, args: list[str]) -> int:
             action = parse(copilot, payload, event, os.getcwd()) if copilot else HookAction(IGNORE)
         if action.kind == BEGIN and not action.transcript and action.session:
             action = action._replace(transcript=_own_transcript(action.session))
+        if action.kind == START:
+            _session_start(env, action)
         # a shell call matters only to a store in scan mode; --no-create: only to a store
         if action.kind in (IGNORE, START) or (
             (no_create or action.kind in (SHELL_PRE, SHELL_POST))
@@ -136,6 +153,10 @@ def run_hook(agent: str, args: list[str]) -> int:
         with store:
             store_dir = store.store_dir
             warnings += record(store, config, action)
+            if action.kind == BEGIN and config.track_shell:
+                from .lifecycle import start_daemon
+
+                start_daemon(store_dir, store.root)  # after the prompt's scan: never waited for
         for warning in warnings:
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)

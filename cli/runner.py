@@ -115,10 +115,18 @@ def record(store: Store, config: Config, action: HookAction) -> list[str]:
     """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
     rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
     push that the store's config asks for. Returns the warnings to show."""
-    from snapstore.adapters import END, apply  # loaded already: the event was parsed with it
+    from snapstore.adapters import BEGIN, END, apply  # loaded: the event was parsed with it
 
     resume(store)  # the agent's user did not ask for it: nothing to tell them
     warnings = list(apply(store, action, scan=config.track_shell).warnings)
+    if action.kind == BEGIN and config.track_shell:  # the daemon lives while sessions do
+        from .lifecycle import session_started
+
+        session_started(store.store_dir, action.session)
+    elif action.kind == END and action.event in ("SessionEnd", "sessionEnd"):  # not a turn end
+        from .lifecycle import session_ended
+
+        session_ended(store.store_dir, action.session)
     if action.kind == END and config.gc_auto:
         from . import autogc
 

@@ -8,29 +8,28 @@ errors, ``--debug``) with the same output.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import click
 
 from snapstore.core.db import data_file
 
-if TYPE_CHECKING:
-    from snapstore import Store
-    from snapstore.ops.scan import ScanResult
-
 from .. import fast
 from ..app import common_options, emit, options
 from ..output.rich import console, printable
+from ..settings import Config
+from .scan import track_shell_on
 
 
 @click.command()
 @click.option(
-    "--track-shell",
-    is_flag=True,
-    help="Scan mode: also catch what shell commands change (records the baseline now).",
+    "--track-shell/--no-track-shell",
+    default=None,
+    help="Scan mode, the default: also catch what shell commands change (records the "
+    "baseline now); --no-track-shell leaves it off.",
 )
 @common_options
-def init(track_shell: bool) -> None:
+def init(track_shell: bool | None) -> None:
     """Create the store in the current folder (or --root); safe to run again."""
     opts = options()
     root = os.path.realpath(opts.root or os.getcwd())
@@ -41,9 +40,14 @@ def init(track_shell: bool) -> None:
         excluded = store.exclude_from_git()
         data: dict[str, Any] = {"root": store.root, "store": store.store_dir, "created": created}
         data["not_used"] = unused = _not_used(store.store_dir)
-        baseline = _track_shell(store) if track_shell else None
+        # by default, a config snapstore did not write here is left as it is (the lines
+        # above say why); asked for, scan mode is refused there with the reason
+        if track_shell is None:
+            track_shell = Config.load(store.store_dir).refused is None
+        baseline = track_shell_on(store) if track_shell else None
         if baseline is not None:
             data["scan"] = baseline.to_json()
+        data["track_shell"] = shell = Config.load(store.store_dir).track_shell
 
     def human() -> None:
         out = console(stderr=True)
@@ -58,9 +62,10 @@ def init(track_shell: bool) -> None:
             from .scan import scan_summary
 
             scan_summary(baseline)
+        if shell:
             out.print(
-                "Scan mode is on: hooks scan around each turn and each shell call. "
-                "Run `snapstore hook install AGENT` (again) so they see the shell tool"
+                "Scan mode is on: hooks scan around each turn and each shell call "
+                "(`snapstore hook install AGENT` hooks the agent's shell tool)"
             )
 
     emit(data, human)
@@ -85,18 +90,6 @@ def _not_used(store_dir: str) -> list[str]:
             "not used (remove it: `snapstore serve` makes a new one)"
         )
     return lines
-
-
-def _track_shell(store: Store) -> ScanResult:
-    """Turn scan mode on in the store's config and record the baseline, with a progress bar."""
-    from ..settings import Config
-    from .scan import scan_progress
-
-    config = Config.load(store.store_dir)
-    config.track_shell = True
-    config.save(store.store_dir)
-    with scan_progress(not options().json) as progress:
-        return store.scan(progress=progress, use_watcher=False)
 
 
 @click.command()

@@ -25,6 +25,7 @@ import os
 import shlex
 import shutil
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -36,8 +37,13 @@ from snapstore.core.fsio import exclude_from_git
 from ..app import common_options, emit, options
 from ..hookcheck import config_path, gemini_version
 from ..hooks import NO_CREATE, run_hook
+from ..output.results import scan_summary
 from ..output.rich import console
-from ..settings import Config, project_root
+from ..settings import project_root
+from .scan import track_shell_on
+
+if TYPE_CHECKING:
+    from snapstore.ops.scan import ScanResult
 
 #: Every agent ``hook install`` knows, by its command-line name.
 AGENTS = AGENT_NAMES
@@ -150,10 +156,34 @@ def _gemini_release() -> tuple[dict[str, bool], str]:
     return {}, f"Gemini CLI {version} runs hooks without being switched on."
 
 
-def _scan_mode(root: str) -> bool:
-    """Whether the store for ``root`` is in scan mode: its hooks then take the shell tool."""
-    store_dir = options().env.store_dir_for(find_root(root))
-    return store_dir is not None and Config.load(store_dir).track_shell
+def _shell_on(start: str, root: str, scope: str) -> tuple[bool, ScanResult | None]:
+    """Put the workspace's store in scan mode (created if need be; a user-wide install
+    changes only a store already there): whether it is in scan mode now, and the baseline
+    scan when this turned it on."""
+    if scope == "user" and find_root(start) is None:
+        return False, None
+    with options().env.open(root, create=True) as store:
+        return True, track_shell_on(store)
+
+
+def coverage(agent: str, shell: bool, scan_mode: bool) -> tuple[str, str]:
+    """What the hooks cover and what they do not, one sentence each."""
+    spec = module_of(agent).AGENT
+    files = f"file tools ({', '.join(spec.file_tools)})"
+    tools = ", ".join(spec.shell_tools)
+    if shell and scan_mode:
+        return (
+            f"{files} and the shell ({tools})",
+            "paths a .gitignore or .snapstoreignore ignores, and files over the size cap "
+            "(skipped and reported by each scan)",
+        )
+    if shell:
+        return (
+            f"{files}; the shell ({tools}) once the workspace's store is in scan mode",
+            "the shell, in a folder whose store is not in scan mode (`snapstore init` there "
+            "turns it on)",
+        )
+    return files, f"the shell ({tools}): what its commands change (install without --no-shell)"
 
 
 #: What each agent needs before it runs the hooks `hook install` wrote (said after it).
@@ -196,7 +226,9 @@ INSTALL_NOTES = {
 HTTP_AGENTS = ("claude-code",)
 
 
-def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[str], str]:
+def _install_http(
+    agent: str, scope: str, root: str, path: str, shell: bool
+) -> tuple[list[str], str]:
     """Write HTTP hooks that post to this workspace's ``snapstore serve``: the events, the
     daemon's start at each session's start, and the secret the header carries. Returns
     what was added and the daemon's URL."""
@@ -222,7 +254,7 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
     url = f"http://127.0.0.1:{serve.port(store_dir)}/snapstore/hook/{agent}"
     start = shlex.join([*_snapstore_words(), "serve", "--detach"])
     block = module_of(agent).http_block(
-        url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"}, [serve.SECRET_VAR], start, _scan_mode(root)
+        url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"}, [serve.SECRET_VAR], start, shell
     )
     added = merge_hooks(path, block, agent)
     settings = read_json(path)  # Claude Code fills the header from its environment: the
@@ -253,8 +285,14 @@ def _install_http(agent: str, scope: str, root: str, path: str) -> tuple[list[st
     help="HTTP hooks that post to `snapstore serve` (Claude Code; --scope local): "
     "no process per event, and a write is blocked while the daemon is down.",
 )
+@click.option(
+    "--no-shell",
+    is_flag=True,
+    help="Hook the file tools only: what the agent's shell commands change is not recorded "
+    "(by default the shell tool is hooked too, and the store is put in scan mode).",
+)
 @common_options
-def install(agent: str, scope: str | None, http: bool) -> None:
+def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
     """Write snapstore's hooks into AGENT's config, keeping what is there."""
     opts = options()
     mod = module_of(agent)
@@ -267,20 +305,22 @@ def install(agent: str, scope: str | None, http: bool) -> None:
     root = find_root(start) or project_root(start)
     path = config_path(agent, scope, root)
     command = hook_command(agent, scope)
+    scan_mode, baseline = _shell_on(start, root, scope) if not no_shell else (False, None)
     notes = [INSTALL_NOTES[agent]] if agent in INSTALL_NOTES else []
     extra = {}
     if agent == "gemini-cli":
         extra["switches"], note = _gemini_release()
         notes.append(note)
     if http:
-        added, command = _install_http(agent, scope, root, path)
+        added, command = _install_http(agent, scope, root, path, not no_shell)
         notes.append(
             "Each session starts `snapstore serve` if it is not running; while it is "
             "down, Claude Code blocks prompts and writes (onFailure: block) and says "
             "so: run `snapstore serve --detach` to go on."
         )
     else:
-        added = mod.install(path, command, _scan_mode(root), **extra)
+        added = mod.install(path, command, not no_shell, **extra)
+    covers, uncovered = coverage(agent, not no_shell, scan_mode)
     excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))
     warnings = []
     if scope == "project" and shutil.which("snapstore") is None:
@@ -306,6 +346,9 @@ def install(agent: str, scope: str | None, http: bool) -> None:
         out.print(f"  That file is {why}.")
         if excluded:
             out.print(f"  Added it to {os.path.join(root, '.git', 'info', 'exclude')}.")
+        if baseline is not None:
+            scan_summary(baseline)
+        out.print(f"  Covers: {covers}; not covered: {uncovered}.")
         for line in notes:
             out.print(f"  {line}")
         for warning in warnings:
@@ -318,6 +361,11 @@ def install(agent: str, scope: str | None, http: bool) -> None:
             "scope": scope,
             "command": command,
             "why": why,
+            "shell": not no_shell,
+            "track_shell": scan_mode,
+            "covers": covers,
+            "not_covered": uncovered,
+            **({"scan": baseline.to_json()} if baseline is not None else {}),
             "notes": notes,
             "warnings": warnings,
         },

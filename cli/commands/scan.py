@@ -10,6 +10,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,6 +21,10 @@ from ..app import common_options, emit, options
 from ..output.plain import printable, say
 from ..output.results import scan_summary
 from ..params import Number
+
+if TYPE_CHECKING:
+    from snapstore import Store
+    from snapstore.ops.scan import ScanResult
 
 
 @contextmanager
@@ -51,6 +56,20 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | N
                 bar.update(task, description="reading and storing", completed=done, total=total)
 
         yield update
+
+
+def track_shell_on(store: Store) -> ScanResult | None:
+    """Put the store in scan mode and record the baseline, with a progress bar; None when it
+    already was (its hooks keep the baseline current)."""
+    from ..settings import Config
+
+    config = Config.load(store.store_dir)
+    if config.track_shell:
+        return None
+    config.track_shell = True
+    config.save(store.store_dir)
+    with scan_progress(not options().json) as progress:
+        return store.scan(progress=progress, use_watcher=False)
 
 
 @click.command("scan")

@@ -40,13 +40,16 @@ LOG_FILE = "serve.log"
     help="Listen on this port, and keep it in the store's config (default: the "
     "one there, else a free one, chosen now).",
 )
+@click.option("--lock-fd", type=int, hidden=True)  # the lock a hook took for it (lifecycle)
 @common_options
-def serve(stop_running: bool, detach: bool, port: int | None) -> None:
-    """Answer agents' HTTP hooks on 127.0.0.1 until stopped.
+def serve(stop_running: bool, detach: bool, port: int | None, lock_fd: int | None) -> None:
+    """Run the workspace's daemon: answer agents' HTTP hooks on 127.0.0.1 and, in scan
+    mode, watch the workspace (as `snapstore watch`), until stopped.
 
     Only capture events are accepted, only from this machine, and only with the
-    workspace's secret (<store>/serve.secret). Set the hooks up with `snapstore
-    hook install claude-code --http`. Stop it with Ctrl-C, SIGTERM or
+    workspace's secret (<store>/serve.secret). The agents' hooks start it when a
+    session starts; it stops when the last session ends, or after [serve]
+    idle_minutes (30) with nothing to do. Stop it with Ctrl-C, SIGTERM or
     `snapstore serve --stop`.
     """
     from .. import daemon
@@ -61,6 +64,10 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
     if port is not None:
         set_serve_port(store_dir, port)
     running = daemon.info(store_dir)
+    deadline = time.monotonic() + max(opts.env.lock_timeout, 5.0)
+    while running == {} and detach and time.monotonic() < deadline:  # one starting: wait
+        time.sleep(0.02)
+        running = daemon.info(store_dir)
     if detach and running:
         emit(
             {"pid": running.get("pid"), "port": running.get("port"), "started": False},
@@ -84,7 +91,12 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
         )
         return
     serving = daemon.Serving(
-        opts.env, root, store_dir, chosen, lambda text: say(f"{time.strftime('%H:%M:%S')} {text}")
+        opts.env,
+        root,
+        store_dir,
+        chosen,
+        lambda text: say(f"{time.strftime('%H:%M:%S')} {text}"),
+        lock_fd=lock_fd,
     )
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, lambda *_: serving.stop())
@@ -94,10 +106,15 @@ def serve(stop_running: bool, detach: bool, port: int | None) -> None:
             "(stop with Ctrl-C or `snapstore serve --stop`)"
         )
     started = time.monotonic()
-    serving.run()
+    serving.run(watch=serving.daemon.config.track_shell)
     emit(
-        {"root": root, "port": serving.port, "seconds": round(time.monotonic() - started, 3)},
-        lambda: say("snapstore serve: stopped"),
+        {
+            "root": root,
+            "port": serving.port,
+            "seconds": round(time.monotonic() - started, 3),
+            "why": serving.exit_reason or "stopped",
+        },
+        lambda: say(f"snapstore serve: stopped ({serving.exit_reason or 'asked to'})"),
     )
 
 

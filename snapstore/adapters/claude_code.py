@@ -48,6 +48,11 @@ CONFIG = {
 }
 
 
+#: The events hooked for the shell alone: a failed or refused call, and a session's start
+#: (it starts the workspace's daemon, whose watcher makes the shell's scans cheap).
+SHELL_EVENTS = ("PostToolUseFailure", "PermissionDenied", "SessionStart")
+
+
 def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str, Any]]]:
     """The hooks to merge into .claude/settings.json; ``shell``: scan mode's Bash hooks."""
     from .install import claude_shaped
@@ -59,6 +64,7 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
         block["PermissionDenied"] = claude_shaped(command, "|".join(AGENT.shell_tools))[
             "PreToolUse"
         ]
+        block["SessionStart"] = claude_shaped(command, "")["UserPromptSubmit"]  # the daemon
     return block
 
 
@@ -99,4 +105,9 @@ def http_block(
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
 
-    return merge_hooks(path, settings_block(command, shell), AGENT.name)
+    return merge_hooks(
+        path,
+        settings_block(command, shell),
+        AGENT.name,
+        drop=SHELL_EVENTS,
+    )

@@ -49,13 +49,16 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
         }
 
     tools = AGENT.matcher(shell, whole=True)
-    return {
+    block: dict[str, list[dict[str, Any]]] = {
         "BeforeAgent": [{"hooks": [hook("begin")]}],
         "BeforeTool": [{"matcher": tools, "hooks": [hook("pre-write")]}],
         "AfterTool": [{"matcher": tools, "hooks": [hook("post-write")]}],
         "AfterAgent": [{"hooks": [hook("end")]}],
         "SessionEnd": [{"hooks": [hook("end-session")]}],
     }
+    if shell:  # a session's start starts the workspace's daemon (its watcher)
+        block["SessionStart"] = [{"hooks": [hook("session-start")]}]
+    return block
 
 
 def switches(version: str) -> dict[str, bool]:
@@ -81,4 +84,6 @@ def install(
     """``switches``: what an older release needs to run hooks (:func:`switches`)."""
     from .install import merge_hooks
 
-    return merge_hooks(path, settings_block(command, shell), AGENT.name, top=switches)
+    return merge_hooks(
+        path, settings_block(command, shell), AGENT.name, top=switches, drop=("SessionStart",)
+    )

@@ -80,6 +80,7 @@ def merge_hooks(
     block: dict[str, list[dict[str, Any]]],
     agent: str,
     top: dict[str, Any] | None = None,
+    drop: tuple[str, ...] = (),
 ) -> list[str]:
     """Merge ``block`` (event -> entries) into the ``hooks`` object of a JSON file.
 
@@ -89,7 +90,9 @@ def merge_hooks(
     shell tool) are replaced where they stand. Returns the events added or
     replaced; running it again changes nothing. ``top`` holds settings set when
     absent, by dotted key (``version``; an old Gemini CLI's ``tools.enableHooks``
-    and ``hooks.enabled``). Other keys, hooks and their order are kept.
+    and ``hooks.enabled``). ``drop`` names events whose snapstore-only entries go (the
+    shell's own events, on an install without the shell). Other keys, hooks and their
+    order are kept.
     """
     settings = read_json(settings_path, comments=agent in COMMENTS)
     before = json.dumps(settings)
@@ -123,6 +126,18 @@ def merge_hooks(
             for i in reversed(ours):
                 del current[i]
             current[ours[0] : ours[0]] = entries
+            changed.append(event)
+    for event in drop:
+        current = hooks.get(event)
+        if event in block or not isinstance(current, list):
+            continue
+        kept = [
+            e
+            for e in current
+            if not (entry_commands(e) and all(is_ours(c, agent) for c in entry_commands(e)))
+        ]
+        if len(kept) != len(current):
+            hooks[event] = kept
             changed.append(event)
     if json.dumps(settings) != before:
         text = _read_text(settings_path) or ""
@@ -262,3 +277,48 @@ def hook_commands(path: str, agent: str) -> list[str]:
         for c in entry_commands(e)
         if is_ours(c, agent)
     ]
+
+
+def shell_hooked(path: str, agent: str) -> bool:
+    """Whether the snapstore hooks a config holds see ``agent``'s shell tool: a matcher of
+    theirs that takes it, an event that stands for it (Windsurf), or a plugin whose tools
+    list it (opencode). Cline's executables see every tool."""
+    from . import PRE, module_of
+
+    spec = module_of(agent).AGENT
+    if os.path.isdir(path):
+        return bool(hook_commands(path, agent))
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError):
+        return False
+    if path.endswith(".js"):
+        match = re.search(r"^const TOOLS = (\[.*\]);$", text, re.M)
+        if match is None:
+            return False
+        return any(t in json.loads(match.group(1)) for t in spec.shell_tools)
+    try:
+        settings = json.loads(jsonc.blank(text) if agent in COMMENTS else text)
+    except ValueError:
+        return False
+    hooks = settings.get("hooks") if isinstance(settings, dict) else None
+    for event, entries in hooks.items() if isinstance(hooks, dict) else ():
+        if spec.events.get(event) != PRE or not isinstance(entries, list):
+            continue
+        for entry in entries:
+            if not any(is_ours(c, agent) for c in entry_commands(entry)):
+                continue
+            if event in spec.event_tools:  # an event for one tool (Windsurf)
+                if spec.event_tools[event] in spec.shell_tools:
+                    return True
+                continue
+            matcher = entry.get("matcher")
+            if not isinstance(matcher, str) or not matcher:
+                return True  # no matcher: every tool
+            try:
+                if any(re.fullmatch(matcher, t) for t in spec.shell_tools):
+                    return True
+            except re.error:
+                continue
+    return False

@@ -45,6 +45,8 @@ AGENT = Agent(
     },
 )
 
+#: The events that stand for the shell tool.
+SHELL_EVENTS = ("pre_run_command", "post_run_command")
 CONFIG = {"project": ".windsurf/hooks.json", "user": "~/.codeium/windsurf/hooks.json"}
 
 
@@ -53,11 +55,11 @@ def settings_block(command: str, shell: bool = False) -> dict[str, list[dict[str
     command hooks too."""
     events = ["pre_user_prompt", "pre_write_code", "post_write_code", "post_cascade_response"]
     if shell:
-        events[3:3] = ["pre_run_command", "post_run_command"]
+        events[3:3] = SHELL_EVENTS
     return {event: [{"command": command, "show_output": False}] for event in events}
 
 
 def install(path: str, command: str, shell: bool = False) -> list[str]:
     from .install import merge_hooks
 
-    return merge_hooks(path, settings_block(command, shell), AGENT.name)
+    return merge_hooks(path, settings_block(command, shell), AGENT.name, drop=SHELL_EVENTS)

@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
+from snapstore.ops.watchlink import watcher_info
 
-from ..support import snapstore_bin
+from ..support import snapstore_bin, wait_until
 from ..support.agents.drivers import DRIVERS, Opencode, recorder_command
 from ..support.agents.egress import off_loopback
 from ..support.agents.events import Seen, describe
@@ -288,16 +289,16 @@ def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
     ).read_text()
 
     edit = TOOLS[agent][1]
-    if agent in ONE_TASK_PER_PROMPT:  # a session per task; the shell-only task records none
+    if agent in ONE_TASK_PER_PROMPT:  # a session per task, the shell-only one included
         names = sessions_of(s)
-        assert len(names) == 2 and all(n.startswith("cline/") for n in names), names
+        assert len(names) == 3 and all(n.startswith("cline/") for n in names), names
         logs = [json.loads(snap(s, "--json", "log", "--session", n).stdout) for n in names]
-        assert [[p["files"] for p in log] for log in logs] == [[1], [1]]
+        assert [[p["files"] for p in log] for log in logs] == [[1], [1], [1]]
     else:
         assert sessions_of(s) == [f"{agent}/{session_id(s)}"]
         log = json.loads(snap(s, "--json", "log", "--session", edit_session(s)).stdout)
         assert [p["prompt"].strip('"') for p in log] == [t.prompt for t in reversed(SCRIPT)]
-        assert [p["files"] for p in log] == [0, 1, 1]
+        assert [p["files"] for p in log] == [1, 1, 1]  # the shell turn's too (scan mode)
     show = json.loads(
         snap(
             s,
@@ -327,10 +328,13 @@ def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
     assert [m if isinstance(m, str) else m["path"] for m in json.loads(back.stdout)["merged"]] == [
         "notes.txt"
     ]
-    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
+    # the shell turn after the edit is taken back too, exactly (Cline's is another session)
+    shell = "original\nadded by shell\n" if agent in ONE_TASK_PER_PROMPT else "original\n"
+    assert (s.workspace / "other.txt").read_text() == shell
     undo = snap(s, "undo")
     assert undo.returncode == 0, undo.stderr
     assert notes(s) == b"hand\nalpha\ngamma\n"
+    assert (s.workspace / "other.txt").read_text() == "original\nadded by shell\n"
     doctor = json.loads(snap(s, "--json", "doctor").stdout)
     assert [(r["agent"], r["sessions"] > 0) for r in doctor["hooks"]] == [
         (s.driver.pin or agent, True)
@@ -458,3 +462,36 @@ def test_a_user_wide_hook_does_nothing_where_there_is_no_store(tmp_path: Path) -
         assert run.code == 0, run.brief()
         log = json.loads(snap(s, "--json", "log").stdout)
         assert [(p["prompt"], p["files"]) for p in log] == [(turns[1].prompt, 1)]
+
+
+@pytest.mark.parametrize("daemon", ["up", "down"])
+def test_a_real_shell_only_turn_is_rewound_exactly_with_the_daemon_up_or_down(
+    tmp_path: Path, on_path: None, daemon: str
+) -> None:
+    """Claude Code's Bash edits one file and removes another, with the default install:
+    the turn records both and a rewind puts back their exact bytes, whether the workspace's
+    daemon answers the scans (its watcher) or is down (the hooks walk the tree)."""
+    installed("claude-code")
+    command = "sed -i 's/alpha/beta/' data.txt && rm old.txt"
+    script = [Turn("Update data.txt and drop old.txt", (Shell(command),), "Done.")]
+    with Session("claude-code", tmp_path, script) as s:
+        (s.workspace / "data.txt").write_text("alpha\ngamma\n")
+        (s.workspace / "old.txt").write_bytes(b"removed by the shell\n")
+        install_snapstore(s)
+        if daemon == "up":  # up before the first call, so that every scan asks it
+            assert snap(s, "serve", "--detach").returncode == 0
+            wait_until(lambda: watcher_info(str(s.workspace / ".snapstore")) is not None)
+        else:
+            s.extra_env["SNAPSTORE_DAEMON"] = "off"
+        before = {p.name: p.read_bytes() for p in s.workspace.glob("*.txt")}
+        run = s.run(script[0].prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        assert not (s.workspace / "old.txt").exists()
+        assert (s.workspace / "data.txt").read_text() == "beta\ngamma\n"
+        shown = json.loads(snap(s, "--json", "show", "1", "--session", sessions_of(s)[0]).stdout)
+        changes = {(c["path"], c["status"], c["source"]) for c in shown["changes"]}
+        source = "watch" if daemon == "up" else "scan"
+        assert changes == {("data.txt", "modified", source), ("old.txt", "deleted", source)}
+        back = snap(s, "rewind", "1", "--yes", "--session", sessions_of(s)[0])
+        assert back.returncode == 0, back.stderr
+        assert {p.name: p.read_bytes() for p in s.workspace.glob("*.txt")} == before

@@ -54,7 +54,8 @@ def _one_error_line(result, code: int, *needles: str) -> None:
 def test_full_session_json_contract(cli, root: Path) -> None:
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     init = cli("--json", "init")
-    assert init.code == 0 and set(init.json) == {"root", "store", "created", "not_used"}
+    assert init.code == 0
+    assert set(init.json) == {"root", "store", "created", "not_used", "scan", "track_shell"}
     assert init.json["created"] is True and init.json["root"] == str(root)
     assert cli("--json", "init").json["created"] is False
     assert "/.snapstore/" in (root / ".git" / "info" / "exclude").read_text()

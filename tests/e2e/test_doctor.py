@@ -224,3 +224,36 @@ def test_http_hooks_with_no_daemon_are_a_problem_with_the_fix(root: Path) -> Non
         assert not any("snapstore serve" in p for p in hook["problems"])
     finally:
         assert run(root, "serve", "--stop").returncode == 0
+
+
+def test_doctor_says_when_the_shell_is_not_covered_and_the_command_that_covers_it(
+    root: Path,
+) -> None:
+    assert run(root, "init", "--no-track-shell").returncode == 0
+    assert run(root, "hook", "install", "claude-code", "--no-shell").returncode == 0
+    [hook] = doctor(root)[1]["hooks"]
+    [tip] = [a for a in hook["advice"] if "shell is not covered" in a]
+    assert hook["shell"] is False
+    assert tip == (
+        "the shell is not covered (these hooks do not see its shell tool, Bash; the store "
+        "is not in scan mode), so what claude-code's shell commands change is not recorded: "
+        "turn it on with `snapstore hook install claude-code`"
+    )
+    assert f"     > {tip}\n" in run(root, "doctor").stdout
+    assert run(root, "hook", "install", "claude-code").returncode == 0
+    [hook] = doctor(root)[1]["hooks"]
+    assert hook["shell"] is True
+    assert not any("shell is not covered" in a for a in hook["advice"])
+
+
+def test_doctor_says_when_the_store_is_not_in_scan_mode(root: Path) -> None:
+    """Hooks that see the shell tool do nothing with it while the store is not in scan mode
+    (a store from before scan mode was the default)."""
+    assert run(root, "hook", "install", "claude-code").returncode == 0
+    config = root / ".snapstore" / "config"
+    config.write_text(config.read_text().replace("track_shell = true", "track_shell = false"))
+    assert run(root, "config", "trust").returncode == 0
+    [hook] = doctor(root)[1]["hooks"]
+    [tip] = [a for a in hook["advice"] if "shell is not covered" in a]
+    assert "(the store is not in scan mode)" in tip
+    assert tip.endswith("turn it on with `snapstore hook install claude-code`")

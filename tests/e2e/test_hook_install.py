@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from snapstore.adapters import jsonc
-from snapstore.adapters.install import hook_commands
+from snapstore.adapters.install import hook_commands, shell_hooked
 
 from ..support import hermetic_env, snapstore_bin
 
@@ -252,7 +252,7 @@ def test_claude_code_keeps_multiedit_for_releases_before_2(root: Path) -> None:
     settings = root / WHERE["claude-code"]["local"]
     install(root, "claude-code")
     matchers = [e.get("matcher") for e in json.loads(settings.read_text())["hooks"]["PreToolUse"]]
-    assert matchers == ["Write|Edit|MultiEdit|NotebookEdit"]
+    assert matchers == ["Write|Edit|MultiEdit|NotebookEdit|Bash"]
 
 
 def fake_gemini(tmp_path: Path, version: str) -> str:
@@ -316,7 +316,7 @@ def test_without_a_gemini_to_ask_the_switch_is_left_out_and_said(
     assert any("did not answer" in n for n in json.loads(done.stdout)["notes"])
 
 
-#: What scan mode adds to each agent's hooks: its shell tool.
+#: What hooking the shell adds to each agent's hooks: its shell tool.
 SHELL = {
     "claude-code": "Bash",
     "gemini-cli": "run_shell_command",
@@ -332,22 +332,61 @@ SHELL = {
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_in_scan_mode_the_shell_tool_is_hooked_too(root: Path, agent: str) -> None:
-    assert run(root, "init").returncode == 0
+def test_the_shell_tool_is_hooked_by_default_and_no_shell_leaves_it_out(
+    root: Path, agent: str
+) -> None:
     path = where(root, agent, default_scope(agent))
-    install(root, agent)
-    plain = snapshot(path)
-    assert run(root, "init", "--track-shell").returncode == 0
+    plain = install(root, agent, "--no-shell")
+    files_only = snapshot(path)
+    assert (plain["shell"], plain["track_shell"]) == (False, False)
+    assert "the shell" in plain["not_covered"] and "--no-shell" in plain["not_covered"]
+    assert not (root / ".snapstore" / "config").exists()  # --no-shell leaves the store be
     again = install(root, agent)
-    text = "".join(v.decode() for v in snapshot(path).values())
+    assert (again["shell"], again["track_shell"]) == (True, True)
+    assert "the shell" in again["covers"] and "the shell" not in again["not_covered"]
+    assert "track_shell = true" in (root / ".snapstore" / "config").read_text()
+    assert shell_hooked(str(path), agent)
     if SHELL[agent] is None:  # Cline: every tool reaches the same PreToolUse executable
-        assert again["added"] == [] and snapshot(path) == plain
+        assert again["added"] == [] and snapshot(path) == files_only
         return
-    assert SHELL[agent] in text and SHELL[agent] not in "".join(v.decode() for v in plain.values())
+    assert not shell_hooked(str(path.with_name(path.name + ".none")), agent)
+    text = "".join(v.decode() for v in snapshot(path).values())
+    assert SHELL[agent] in text
+    assert SHELL[agent] not in "".join(v.decode() for v in files_only.values())
     assert again["added"]
     if path.suffix == ".json":  # replaced where they stood, not added twice
         hooks = json.loads(path.read_text())["hooks"]
         assert all(len(v) == 1 for k, v in hooks.items() if isinstance(v, list))
+    assert install(root, agent, "--no-shell")["added"]  # and back: the opt-out takes it out
+    assert not shell_hooked(str(path), agent)
+
+
+def test_install_says_what_is_covered_and_records_the_baseline(root: Path) -> None:
+    (root / "a.txt").write_text("a\n")
+    done = run(root, "hook", "install", "claude-code")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "baseline recorded: 1 file(s) stored" in done.stderr
+    assert (
+        "  Covers: file tools (Write, Edit, MultiEdit, NotebookEdit) and the shell (Bash); "
+        "not covered: paths a .gitignore or .snapstoreignore ignores, and files over the "
+        "size cap (skipped and reported by each scan).\n"
+    ) in done.stderr
+    again = run(root, "hook", "install", "claude-code")  # already in scan mode: no new scan
+    assert again.returncode == 0 and "baseline" not in again.stderr
+    off = run(root, "hook", "install", "gemini-cli", "--no-shell")
+    assert off.returncode == 0, off.stderr
+    assert (
+        "  Covers: file tools (write_file, replace); not covered: the shell "
+        "(run_shell_command): what its commands change (install without --no-shell).\n"
+    ) in off.stderr
+
+
+def test_a_user_wide_install_leaves_a_folder_without_a_store_alone(root: Path) -> None:
+    got = install(root, "cursor", "--scope", "user")
+    assert (got["shell"], got["track_shell"]) == (True, False)
+    assert "once the workspace's store is in scan mode" in got["covers"]
+    assert not (root / ".snapstore").exists()
 
 
 def test_install_refuses_a_broken_settings_file(root: Path) -> None:

@@ -225,9 +225,10 @@ def test_no_store_is_created_in_the_home_folder(tmp_path: Path) -> None:
     "agent,shell_tool", [("claude-code", "Bash"), ("gemini-cli", "run_shell_command")]
 )
 def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str, shell_tool: str) -> None:
-    """Installed before scan mode is on, the hooks take the shell tool once it is."""
-    assert snapstore(root, "init").returncode == 0
-    first = snapstore(root, "--json", "hook", "install", agent)
+    """Installed with --no-shell, the hooks take the shell tool (and the store scan mode)
+    when installed again without it."""
+    assert snapstore(root, "init", "--no-track-shell").returncode == 0
+    first = snapstore(root, "--json", "hook", "install", agent, "--no-shell")
     assert first.returncode == 0, first.stderr
     settings = Path(json.loads(first.stdout)["file"])
     assert settings.is_relative_to(root)
@@ -237,13 +238,13 @@ def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str, shell
         return {e.get("matcher", "") for entries in hooks.values() for e in entries}
 
     assert not any(shell_tool in m for m in matchers())
-    assert snapstore(root, "init", "--track-shell").returncode == 0
     again = snapstore(root, "--json", "hook", "install", agent)
     assert again.returncode == 0, again.stderr
     assert {"PreToolUse" if agent == "claude-code" else "BeforeTool"} <= set(
         json.loads(again.stdout)["added"]
     )
     assert any(shell_tool in m for m in matchers())
+    assert json.loads(again.stdout)["track_shell"] is True
     hooks = json.loads(settings.read_text())["hooks"]
     pre = hooks["PreToolUse" if agent == "claude-code" else "BeforeTool"]
     assert len(pre) == 1  # replaced, not added twice
@@ -255,6 +256,54 @@ def test_install_in_scan_mode_hooks_the_shell_tool(root: Path, agent: str, shell
 def test_a_shell_tool_event_without_scan_mode_does_nothing(root: Path) -> None:
     ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
     assert not (root / ".snapstore").exists()  # no store is made for it
-    assert snapstore(root, "init").returncode == 0
+    assert snapstore(root, "init", "--no-track-shell").returncode == 0
     ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
     assert json.loads(snapstore(root, "--json", "status").stdout)["sessions"] == 0
+
+
+#: Each agent's events around a shell-only turn: prompt, the shell call's two hooks, turn end,
+#: as the real CLIs sent them (tests/fixtures/AGENT/*-rm.json).
+SHELL_TURN = {
+    "claude-code": ("user-prompt-submit", "pre-tool-use-bash-rm", "post-tool-use-bash-rm", "stop"),
+    "gemini-cli": ("before-agent", "before-tool-shell-rm", "after-tool-shell-rm", "after-agent"),
+}
+SILENT = {"claude-code": b"", "gemini-cli": b"{}"}
+
+
+def shell_only_turn(root: Path, agent: str, **env: str) -> None:
+    """One turn whose only change is the agent's shell command: `sed -i` and `rm`, run
+    between its pre and post hooks, as the agent's shell tool runs it."""
+    prompt, pre, post, end = SHELL_TURN[agent]
+    session = payload(agent, prompt, root)["session_id"]
+    for name in (prompt, pre, post, end):
+        event = payload(agent, name, root, session_id=session)
+        event.pop("prompt_id", None)  # the recorded turn's prompt id is another prompt's
+        ok(hook(agent, event, root, **env), SILENT[agent])
+        if name == pre:
+            subprocess.run(["sh", "-c", event["tool_input"]["command"]], cwd=root, check=True)
+
+
+def workspace_files(root: Path) -> dict[str, bytes]:
+    """The workspace's files and their bytes, the store and the agents' settings left out."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in (".snapstore", ".claude", ".gemini")
+    }
+
+
+@pytest.mark.parametrize("agent", sorted(SHELL_TURN))
+def test_a_shell_only_turn_rewinds_exactly_with_the_default_install(root: Path, agent: str) -> None:
+    (root / "data.txt").write_text("alpha\ngamma\nalpha two\n")
+    (root / "old.txt").write_text("this file is removed by the agent's shell command\n")
+    installed = snapstore(root, "hook", "install", agent)
+    assert installed.returncode == 0, installed.stderr
+    before = workspace_files(root)
+    shell_only_turn(root, agent)
+    assert not (root / "old.txt").exists()
+    assert (root / "data.txt").read_text() == "beta\ngamma\nbeta two\n"
+    log = json.loads(snapstore(root, "--json", "log").stdout)
+    assert [p["files"] for p in log] == [2]
+    rewind = snapstore(root, "--json", "rewind", "1", "--yes")
+    assert rewind.returncode == 0, rewind.stderr
+    assert workspace_files(root) == before

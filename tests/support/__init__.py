@@ -161,5 +161,6 @@ def snapstore_bin() -> list[str]:
 def hermetic_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
     env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"})
+    env["SNAPSTORE_DAEMON"] = "off"  # hooks start no daemon, but in the tests of the daemon
     env.update(extra)
     return env

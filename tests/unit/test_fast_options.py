@@ -13,6 +13,8 @@ import pytest
 from snapstore_cli import fast
 from snapstore_cli.app import cli
 
+from snapstore import BadInput
+
 #: Global flags the fast path leaves to Click (it hands over any command line holding one).
 CLICK_ONLY_FLAGS = {"--debug", "--version"}
 #: The options every command takes, after its name as well as before it.
@@ -66,3 +68,39 @@ def test_the_fast_path_covers_the_capture_commands() -> None:
     assert set(fast.COMMAND_VALUES) == {"begin", "end", "pre-write", "post-write", "scan"}
     assert set(fast.WITH_PATHS) <= set(fast.COMMAND_VALUES)
     assert set(fast.COMMAND_FLAGS) <= set(fast.COMMAND_VALUES)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[capture]\ntrack_shell = true\nmax_file_size = 10485760\n\n"
+        "[remote.origin]\nurl = s3://bucket/p\nendpoint_url = http://127.0.0.1:9000\n\n"
+        "[remote]\nauto_push = origin\n\n",
+        "[gc]\nauto = \n",
+        "# a comment\n[capture]\ntrack_shell = yes\n",  # configparser's path
+        "[capture]\n  track_shell = on\n",
+        "[capture]\nTrack_Shell=1\n",
+        "[remote.a]\nurl = http://x/%%20\n",
+    ],
+)
+def test_the_config_reads_as_configparser_reads_it(text: str) -> None:
+    """The hook path reads snapstore's own config without configparser: same sections and
+    values as configparser gives, on every form, its own output or not."""
+    import configparser
+
+    from snapstore_cli.settings import _sections
+
+    parser = configparser.ConfigParser()
+    parser.read_string(text)
+    assert _sections("config", text.encode()) == {s: dict(parser[s]) for s in parser.sections()}
+
+
+@pytest.mark.parametrize(
+    "text", ["[a]\nk = v\n[a]\nj = w\n", "[a]\nk = v\nk = w\n", "[a]\nk = 50%\n", "k = v\n"]
+)
+def test_a_config_configparser_refuses_is_refused_with_one_line(text: str) -> None:
+    from snapstore_cli.settings import _sections
+
+    with pytest.raises(BadInput, match=r"^config is not a valid settings file: "):
+        _sections("config", text.encode())

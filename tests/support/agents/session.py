@@ -57,6 +57,7 @@ class Session:
     proxy: Blackhole = field(init=False)
     runs: list[Run] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)  # the driver's memory between turns
+    extra_env: dict[str, str] = field(default_factory=dict)  # for the CLI and its hooks
 
     def __post_init__(self) -> None:
         self.driver = DRIVERS[self.agent]()
@@ -111,6 +112,7 @@ class Session:
             env[var] = env[var.lower()] = self.proxy.url
         env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
         env.update(self.driver.env(self))
+        env.update(self.extra_env)
         return env
 
     def run(self, prompt: str, timeout: float = RUN_TIMEOUT) -> Run:
@@ -185,6 +187,10 @@ def _wait_for_cli(proc: subprocess.Popen, timeout: float, exit_file: Path | None
     return False
 
 
+#: The workspace's daemon and its watcher, which the hooks start and leave running.
+SNAPSTORE_DAEMON = ("-m snapstore_cli --root",)
+
+
 def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...], grace: float = 10.0) -> None:
     """Give hook commands the CLI did not wait for time to end on their own, as they would for
     a user (Cline runs each hook in a session of its own and exits while its TaskComplete hook
@@ -195,7 +201,7 @@ def _let_hooks_finish(pgid: int, base: Path, daemons: tuple[str, ...], grace: fl
         hooks = [
             pid
             for pid, cmdline in reaper.processes_in(base)
-            if pid != pgid and not any(d in cmdline for d in daemons)
+            if pid != pgid and not any(d in cmdline for d in (*daemons, *SNAPSTORE_DAEMON))
         ]
         if not hooks and not _group_members(pgid) - {pgid}:
             return
