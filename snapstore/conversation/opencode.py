@@ -43,6 +43,10 @@ def running(session_id: str, home: str) -> str:
     return ""
 
 
+class Missing(ConversationRefused):
+    """opencode cannot be run here (not on PATH): a rewind leaves the chat as it is."""
+
+
 def _opencode(*args: str) -> subprocess.CompletedProcess[str]:
     """Run an opencode command without its plugins (snapstore's own would record it)."""
     try:
@@ -54,8 +58,10 @@ def _opencode(*args: str) -> subprocess.CompletedProcess[str]:
             stdin=subprocess.DEVNULL,
             check=False,
         )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ConversationRefused(f"cannot run opencode {args[0]}: {exc}") from None
+    except OSError as exc:
+        raise Missing(f"cannot run opencode: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise ConversationRefused(f"opencode {args[0]} took over {TIMEOUT} s") from None
 
 
 def export(session_id: str) -> dict[str, Any] | None:
@@ -134,9 +140,14 @@ def fork(session: dict[str, Any], key: str, number: str) -> dict[str, Any]:
 def plan_edit(base: Edit, home: str, number: str) -> Edit:
     """The fork that rewinds the session to before ``base.key``; refused as the other agents'
     edits are (a compaction after the turn), or ``unsupported``/``unchanged``."""
-    session = export(base.session_id)
     database = os.path.join(home, "opencode.db")
     base = base._replace(transcript=database)
+    try:
+        session = export(base.session_id)
+    except Missing as exc:
+        return base._replace(
+            status="unsupported", note=f"{exc}, so the chat stays as it is; rewind it with {OWN}"
+        )
     if session is None:
         return base._replace(
             status="unsupported",

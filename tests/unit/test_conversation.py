@@ -34,6 +34,7 @@ def homes(tmp_path: Path) -> dict[str, str]:
         "claude-code": str(tmp_path / "claude"),
         "codex": str(tmp_path / "codex"),
         "copilot": str(tmp_path / "copilot"),
+        "opencode": str(tmp_path / "opencode"),
     }
     for home in found.values():
         os.makedirs(home)
@@ -361,3 +362,17 @@ def test_opencode_compaction_after_the_turn_is_seen() -> None:
     session["messages"][4]["parts"].append({"type": "compaction", "id": "prt_x"})
     assert opencode.compacted_after(session, key)
     assert not opencode.compacted_after(session, session["messages"][4]["info"]["id"])
+
+
+def test_an_opencode_that_cannot_run_leaves_the_chat_and_rewinds_the_files(
+    store: Store, homes: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    session = session_of(store, "opencode", Path(homes["opencode"]) / "opencode.db")
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert chat["note"] == (
+        "cannot run opencode: No such file or directory, so the chat stays as it is; "
+        "rewind it with /undo in opencode"
+    )
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
