@@ -1,4 +1,4 @@
-"""In-process capture latency: figure 1 (flat across tree sizes) and issue 2 (``pre_write``).
+"""In-process capture latency: figure 1 (flat across tree sizes) and ``pre_write`` alone.
 
 Both time the library calls an agent's tool layer makes around one write of a
 10 KiB text file, against the plain-copy floor (``shutil.copy2`` of the same
@@ -122,7 +122,7 @@ def probe(
 def pre_write_latency(
     reps: int, seed: int, tick: Callable[[], None] | None = None
 ) -> dict[str, Any]:
-    """Issue 2: the in-process ``pre_write`` call for a 10 KiB file, median and p99."""
+    """The in-process ``pre_write`` call for a 10 KiB file, median and p99."""
     pre: list[float] = []
     post: list[float] = []
     copy: list[float] = []

@@ -1,4 +1,4 @@
-"""Hook process latency (issue 3, and figure 3's hook figure).
+"""Hook process latency (figure 3's hook figure).
 
 Agents spawn ``snapstore hook claude-code`` on every tool call, so what a user
 waits for is the whole process: interpreter start, imports, opening the store,

@@ -1,6 +1,6 @@
 """``python -m bench log``: `snapstore log` on a long history with huge rewrites, against git.
 
-Issue 13 (point 10): `log` must never diff while displaying; the lines added and
+`log` must never diff while displaying: the lines added and
 removed are counted once and kept. This builds a session of ``--turns`` turns
 (default 1,000), each editing a small file, every ``--turns / --rewrites``-th
 one also rewriting a ``--lines``-line file (default 30,000: its functions

@@ -1,4 +1,4 @@
-"""Three-way merge and line stats on large files, against git on the same files (issue 13).
+"""Three-way merge and line stats on large files, against git on the same files.
 
 Reproduce with::
 
@@ -19,8 +19,8 @@ in functions of 4 to 16 lines):
 Our figure is the in-process time of the call (the inputs already in memory). git's is a
 process on the same three files, so its figure includes starting a process; it is also
 given less the floor of a bare ``git --version`` process. Each figure is the median of
-``--reps`` runs, ours and git's interleaved so that machine noise falls on both. The target
-(issue 13): the 60,000-line reorder merge in at most 2x the time of ``git merge-file``.
+``--reps`` runs, ours and git's interleaved so that machine noise falls on both. The target:
+the 60,000-line reorder merge in at most 2x the time of ``git merge-file``.
 
 The results also say whether ours and git agree (clean or not, and the bytes when clean;
 the same +/- counts), since on large rewrites the two may align lines differently (see

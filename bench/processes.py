@@ -1,4 +1,5 @@
-"""Every figure of issue 10 as whole processes, each beside its peer in the same run.
+"""The start-up, hook, scan and rewind figures as whole processes, each beside its peer in the
+same run.
 
 Reproduce with::
 

@@ -1,4 +1,4 @@
-"""Store size (figure 4) and store bytes against raw bytes (issue 2).
+"""Store size (figure 4) and store bytes against raw bytes for a long edit history.
 
 snapstore keeps only what the turns touched, delta-compressed; shadow git
 keeps the whole tree from its first checkpoint on, as loose zlib objects until
@@ -76,7 +76,7 @@ def gc(run: SessionRun, sizes: dict[str, Any], enabled: bool | None = None) -> N
 
 
 def history(run: SessionRun) -> dict[str, Any]:
-    """Issue 2: what a long edit history costs the store, against the raw bytes it holds."""
+    """What a long edit history costs the store, against the raw bytes it holds."""
     size = snapstore_size(run)
     edits = sum(len(p.agent) for p in run.plans)
     return {

@@ -1,4 +1,4 @@
-"""Start-up of each snapstore command as a whole process (issue 10, target 1).
+"""Start-up of each snapstore command as a whole process.
 
 Agents and their wrappers spawn ``snapstore`` for every event, so what they
 wait for is the process: interpreter, imports, opening the store, the work.

@@ -4,9 +4,9 @@
   each: figures 1, 2, 3, 5, and store sizes.
 - ``real``: releases of a real project: figure 4 (store size), and 2, 3, 5 on it.
 - ``repo``: the same on a copy of ``--repo PATH``.
-- ``hook``: the hook process against the bare-import floor (issue 3, figure 3).
-- ``prewrite``: in-process ``pre_write`` of a 10 KiB file (issue 2).
-- ``history``: store bytes against raw bytes for a 100-turn history (issue 2).
+- ``hook``: the hook process against the bare-import floor (figure 3).
+- ``prewrite``: in-process ``pre_write`` of a 10 KiB file.
+- ``history``: store bytes against raw bytes for a 100-turn history.
 """
 
 from __future__ import annotations

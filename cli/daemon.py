@@ -203,7 +203,7 @@ class Daemon:
             self._inside(action.cwd)
             with self.lock:
                 self.last = time.monotonic()
-                warnings = record(self._open(), self.config, action)
+                warnings = record(self._open(), self.config, action, self.strict)
                 self.last = time.monotonic()
             for text in warnings:
                 self._note(agent, text)

@@ -28,9 +28,10 @@ from snapstore import SnapstoreError
 
 from . import runner
 from .output.plain import printable, say
-from .settings import Options, lock_timeout
+from .settings import Options, lock_timeout, strict_hooks
 
 if TYPE_CHECKING:
+    from snapstore.ops.capture import CaptureResult
     from snapstore.ops.scan import ScanResult
 
 #: What a command returns: its ``--json`` document, and for people the lines (text, style) to
@@ -202,16 +203,21 @@ def end(opts: Options) -> Output:
 def pre_write(opts: Options, tool: str, paths: list[str] | tuple[str, ...]) -> Output:
     with runner.open_for_write(opts) as store:
         result = store.pre_write(_abs(paths), tool, opts.session_for())
-    return (
-        {"session": result.session, "turn": result.turn, "captured": result.paths},
-        [(f"captured {len(result.paths)} path(s) in turn {result.turn}", "")],
-    )
+    return _captured(result, "captured", "captured")
 
 
 def post_write(opts: Options, paths: list[str] | tuple[str, ...]) -> Output:
     with runner.open_for_write(opts) as store:
         result = store.post_write(_abs(paths), opts.session_for())
-    lines = [(f"recorded {len(result.paths)} path(s) in turn {result.turn}", "")]
+    return _captured(result, "recorded", "recorded")
+
+
+def _captured(result: CaptureResult, verb: str, key: str) -> Output:
+    """A capture's output; in strict mode a path it could not capture fails the command,
+    once the others are captured."""
+    if result.refused and strict_hooks():
+        raise result.refused[0]
+    lines = [(f"{verb} {len(result.paths)} path(s) in turn {result.turn}", "")]
     lines += [
         (f"  skipped {printable(path)}: {printable(reason, quote=False)}", "yellow")
         for path, reason in result.skipped
@@ -220,7 +226,7 @@ def post_write(opts: Options, paths: list[str] | tuple[str, ...]) -> Output:
         {
             "session": result.session,
             "turn": result.turn,
-            "recorded": result.paths,
+            key: result.paths,
             "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         },
         lines,

@@ -152,7 +152,7 @@ def run_hook(agent: str, args: list[str]) -> int:
         store, config = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
-            warnings += record(store, config, action)
+            warnings += record(store, config, action, strict)
             if action.kind == BEGIN and config.track_shell:
                 from .lifecycle import start_daemon
 

@@ -111,14 +111,20 @@ def _say(text: str) -> None:
     say(f"snapstore: {text}")
 
 
-def record(store: Store, config: Config, action: HookAction) -> list[str]:
+def record(store: Store, config: Config, action: HookAction, strict: bool = False) -> list[str]:
     """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
     rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
-    push that the store's config asks for. Returns the warnings to show."""
+    push that the store's config asks for. Returns the warnings to show.
+
+    With ``strict``, a path that could not be captured fails the event (raised), once
+    every other path of it is captured."""
     from snapstore.adapters import BEGIN, END, apply  # loaded: the event was parsed with it
 
     resume(store)  # the agent's user did not ask for it: nothing to tell them
-    warnings = list(apply(store, action, scan=config.track_shell).warnings)
+    outcome = apply(store, action, scan=config.track_shell)
+    if strict and outcome.refused:
+        raise outcome.refused[0]
+    warnings = list(outcome.warnings)
     if action.kind == BEGIN and config.track_shell:  # the daemon lives while sessions do
         from .lifecycle import session_started
 

@@ -61,6 +61,9 @@ class Store:
     failed); without it, such a failure is raised. ``record_base`` records, at each
     session's first capture, the git commit and what differed from it (snapstore.ops.session_base:
     git runs once per new session), so that another machine can rebuild its turns.
+    ``durable=False`` syncs nothing, neither commits nor workspace writes: a crash of the
+    machine may then lose or corrupt the store. It exists for tests that create thousands
+    of throwaway stores (property tests); never for a store whose history matters.
     """
 
     def __init__(
@@ -75,6 +78,7 @@ class Store:
         max_file_size: int = DEFAULT_MAX_FILE_SIZE,
         warn: Callable[[str], None] | None = None,
         record_base: bool = False,
+        durable: bool = True,
     ):
         self.repo = Repo(
             root,
@@ -83,6 +87,7 @@ class Store:
             clock=clock,
             lock_timeout=lock_timeout,
             map_size=map_size,
+            durable=durable,
         )
         self.max_file_size = max_file_size
         self.warn = warn
@@ -248,9 +253,17 @@ class Store:
         self._window_scan(session, WindowAction(END, session))
 
     def _window_scan(self, session: str, action: WindowAction) -> None:
-        """Scan, then open or close windows; a failed scan still does the latter."""
+        """Scan, then open or close windows; a failed scan still does the latter. A file the
+        scan could not capture goes to ``warn``: no rewind can bring back what it holds."""
         try:
-            self.scan(session, window=[action])
+            result = self.scan(session, window=[action])
+            warn = self.warn
+            if warn is not None:
+                for item in result.uncaptured:
+                    warn(
+                        f"{item['path']} was not captured ({item['reason']}): "
+                        "no rewind can restore it"
+                    )
         except SnapstoreError as exc:
             from .ops.shell import act_alone
 
@@ -477,6 +490,15 @@ class Store:
             force=force,
             homes=homes,
         )
+
+    def finish(
+        self, session: str = DEFAULT_SESSION, *, on_conflict: Policy = SKIP, dry_run: bool = False
+    ) -> RewindResult:
+        """Retry the paths the session's last rewind, switch, undo or finish left in conflict
+        or failed to write, with ``on_conflict``; the head stays."""
+        from .ops.rewind import finish
+
+        return finish(self.repo, session, on_conflict=on_conflict, dry_run=dry_run)
 
     def switch(
         self,

@@ -1,8 +1,9 @@
 """Fixtures for every test: temp workspaces, a store with a fixed clock, the real CLI.
 
 Helpers that are not fixtures live in tests/support. Unit tests (tests/unit)
-drive the library in-process; end-to-end tests (tests/e2e) drive the real
-``snapstore`` command and real agent programs.
+drive the library in-process; end-to-end tests (tests/e2e) drive the ``snapstore`` command
+(in this process where a separate one adds nothing, see tests/support/runner.py) and real
+agent programs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 
 from snapstore import Store
 
-from .support import CliResult, Clock, hermetic_env, snapstore_bin
+from .support import CliResult, Clock, hermetic_env, snapstore
 from .support.fuzz import COUNTS, Sentinel
 
 
@@ -54,25 +55,29 @@ def store(root: Path, clock: Clock) -> Iterator[Store]:
 
 
 @pytest.fixture
-def cli(root: Path):
-    """Run the real `snapstore` command in the workspace, hermetically."""
+def scratch_store(root: Path, clock: Clock) -> Iterator[Store]:
+    """A store that syncs nothing (``durable=False``): for property tests that commit
+    thousands of times and whose meaning does not depend on durability."""
+    with Store.init(root, clock=clock, durable=False) as s:
+        yield s
+
+
+@pytest.fixture
+def cli(root: Path, request: pytest.FixtureRequest):
+    """Run `snapstore` in the workspace, hermetically: in this process, or as a real process
+    for a test marked ``process`` (tests/support/runner.py)."""
+    process = request.node.get_closest_marker("process") is not None
 
     def run(
-        *args: str,
+        *args: str | bytes,
         cwd: Path | None = None,
         input: str | None = None,
         env: dict[str, str] | None = None,
     ) -> CliResult:
-        proc = subprocess.run(
-            [*snapstore_bin(), *args],
-            cwd=cwd or root,
-            input=input,
-            capture_output=True,
-            text=True,
-            env=hermetic_env(**(env or {})),
-            timeout=120,
+        done = snapstore(
+            cwd or root, *args, env=hermetic_env(**(env or {})), input=input, process=process
         )
-        return CliResult(proc.returncode, proc.stdout, proc.stderr)
+        return CliResult(done.returncode, done.stdout, done.stderr)
 
     return run
 

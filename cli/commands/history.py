@@ -13,6 +13,7 @@ import sys
 import click
 
 from snapstore import BadInput
+from snapstore.core.records import Turn
 from snapstore.ops.diffs import FileDiff
 from snapstore.ops.history import FileStat, RewindPoint
 
@@ -33,9 +34,15 @@ def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
             "files": len(p.files),
             "added": p.added,
             "removed": p.removed,
+            "skipped": _skipped_json(p.turn),
         }
         for p in points
     ]
+
+
+def _skipped_json(turn: Turn) -> list[dict[str, str]]:
+    """The files the turn changed that were never captured (scan mode), and why."""
+    return [{"path": path, "reason": reason} for path, reason in turn.skipped or ()]
 
 
 @click.command()
@@ -64,6 +71,13 @@ def log(all_branches: bool) -> None:
         else:
             out = console()
             out.file.write(points_table(points, now, out.width, out.color_system is not None))
+            for p in points:
+                if p.turn.skipped:
+                    out.print(
+                        f"turn {p.turn.id[:8]}: {len(p.turn.skipped)} file(s) never captured, "
+                        f"no rewind can restore them (see `snapstore show {p.turn.id[:8]}`)",
+                        style="yellow",
+                    )
 
     emit(data, human)
 
@@ -100,6 +114,7 @@ def show(turn: str) -> None:
         "parent": t.parent,
         "message_id": t.message_id,
         "changes": [_change_json(f) for f in detail.files],
+        "skipped": _skipped_json(t),
     }
 
     def human() -> None:
@@ -117,6 +132,12 @@ def show(turn: str) -> None:
         out.print(stats_text(added, removed, len(detail.files)))
         if detail.files:
             out.print(file_table(detail.files))
+        for item in _skipped_json(t):
+            out.print(
+                f"  not captured  {printable(item['path'])}: "
+                f"{printable(item['reason'], quote=False)}; no rewind can restore it",
+                style="yellow",
+            )
 
     emit(data, human)
 

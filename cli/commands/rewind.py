@@ -36,15 +36,23 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(result: RewindResult, verb: str, turn: str | None = None) -> None:
+def _report(
+    result: RewindResult, verb: str, on_conflict: Policy = SKIP, turn: str | None = None
+) -> None:
+    """Print the result; exit 1 when it left (or, dry, would leave) anything undone."""
+    data = result.to_json()
+    finish = None
+    if result.left and not result.dry_run:
+        finish = data["finish"] = results.finish_command(result.session, on_conflict)
+
     def human() -> None:
         if result.dry_run:
             for plan in result.plans:
                 if plan.writes:
                     results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb, turn=turn)
+        results.summary(result, verb, turn=turn, finish=finish)
 
-    emit(result.to_json(), human)
+    emit(data, human)
     if not result.ok:
         sys.exit(1)
 
@@ -77,6 +85,13 @@ def _report(result: RewindResult, verb: str, turn: str | None = None) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
+@click.option(
+    "--finish",
+    "finish",
+    is_flag=True,
+    help="Retry what the last rewind, switch or undo left in conflict or failed to write, "
+    "with --on-conflict (see `snapstore status`).",
+)
 @common_options
 def rewind(
     turn: str | None,
@@ -87,6 +102,7 @@ def rewind(
     yes: bool,
     force: bool,
     resume: bool,
+    finish: bool,
 ) -> None:
     """Take back TURN and everything after it on the current branch.
 
@@ -106,6 +122,14 @@ def rewind(
 
         emit([r.to_json() for r in done], human)
         return
+    if finish:
+        if turn is not None or paths or mode != BOTH:
+            raise click.UsageError("--finish takes no TURN, --path or --mode")
+        with open_for_write() as store:
+            session = opts.session_for(store)
+            result = store.finish(session, on_conflict=on_conflict, dry_run=dry_run)
+        _report(result, "finished", on_conflict)
+        return
     wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     shown = turn  # the turn as the user knows it, for the conversation's lines
     with open_for_write() as store:
@@ -122,7 +146,7 @@ def rewind(
                 return
             if choice == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
                 result = store.switch(turn, on_conflict=on_conflict, force=force)
-                _report(result, "switched")
+                _report(result, "switched", on_conflict)
                 return
             mode = choice
             yes = yes or _interactive()  # the picker has confirmed already
@@ -152,7 +176,7 @@ def rewind(
             force=force,
             homes=agent_homes(),
         )
-    _report(result, "rewound", shown)
+    _report(result, "rewound", on_conflict, shown)
 
 
 @click.command()
@@ -187,7 +211,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
             results.summary(preview, "switch")
             click.confirm("Switch?", abort=True)
         result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run, force=force)
-    _report(result, "switched")
+    _report(result, "switched", on_conflict)
 
 
 @click.command()
@@ -216,4 +240,4 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
         )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
-    _report(result, "undone")
+    _report(result, "undone", on_conflict)

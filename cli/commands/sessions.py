@@ -8,11 +8,18 @@ from __future__ import annotations
 import click
 
 from snapstore.adapters import agent_of
-from snapstore.core.records import APPLIED
+from snapstore.core.records import APPLIED, FAILED, PLANNED, Status
 from snapstore.ops.history import Operation, SessionInfo
 
 from ..app import common_options, emit, options
 from ..output.plain import columns, iso, printable, say, short
+
+#: What ``ops`` says after an operation's action, by its status.
+_NOTES: dict[Status, str] = {
+    APPLIED: "",
+    PLANNED: " (unfinished)",
+    FAILED: " (failed: nothing moved)",
+}
 
 
 def session_json(info: SessionInfo) -> dict[str, object]:
@@ -102,7 +109,7 @@ def ops() -> None:
                 op.id[:8],
                 relative_time(op.time, now),
                 printable(op.session),
-                op.action + ("" if op.status == APPLIED else " (unfinished)"),
+                op.action + _NOTES[op.status],
                 short(op.target, op.target_n),
                 str(len(op.files)),
                 str(len(op.conflicts)),

@@ -8,6 +8,7 @@ import click
 
 from ..app import common_options, emit, options
 from ..output.plain import printable
+from ..output.results import finish_command
 from ..settings import format_size
 
 
@@ -42,6 +43,8 @@ def status() -> None:
         "read_only": read_only,
         "hook_problems": hooks,
         "unattributed": [asdict(item) for item in st.unattributed],
+        "left": st.left and {**st.left, "finish": finish_command(session, "skip")},
+        "uncaptured": st.uncaptured,
     }
 
     def human() -> None:
@@ -76,6 +79,30 @@ def status() -> None:
                 for path in item.paths:
                     sessions = ", ".join(printable(name) for name in item.sessions)
                     out.print(Text(f"  {printable(path)}  (turn {item.turn}; {sessions})"))
+        if st.left:
+            out.print(
+                f"left       {len(st.left['paths'])} path(s) by {st.left['action']} "
+                f"{st.left['operation']}",
+                style="yellow",
+            )
+            out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
+            for left in st.left["paths"]:
+                out.print(
+                    Text(f"  {printable(left['path'])}: {printable(left['reason'], quote=False)}")
+                )
+        if st.uncaptured:
+            out.print(
+                f"uncaptured {len(st.uncaptured)} file(s) changed on this branch were never "
+                "captured: no rewind can restore them",
+                style="yellow",
+            )
+            for file in st.uncaptured:
+                out.print(
+                    Text(
+                        f"  {printable(file['path'])}: {printable(file['reason'], quote=False)}"
+                        f"  (turn {file['turn']})"
+                    )
+                )
         if hooks:
             out.print(f"hooks      {len(hooks)} problem(s): see `snapstore doctor`")
 

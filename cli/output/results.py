@@ -10,8 +10,11 @@ git prints it, and lines are never wrapped.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from typing import TYPE_CHECKING, TextIO
+
+from snapstore.core.records import DEFAULT_SESSION, Policy
 
 from .plain import Segment, colour, paint, printable, say
 
@@ -46,12 +49,24 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
+def finish_command(session: str, on_conflict: Policy) -> str:
+    """The one command that retries what an operation left, with the next policy."""
+    policy = "theirs" if on_conflict == "markers" else "markers"
+    where = "" if session == DEFAULT_SESSION else f" --session {shlex.quote(session)}"
+    return f"snapstore{where} rewind --finish --on-conflict {policy}"
+
+
 def summary(
-    result: RewindResult, verb: str, stream: TextIO | None = None, turn: str | None = None
+    result: RewindResult,
+    verb: str,
+    stream: TextIO | None = None,
+    turn: str | None = None,
+    finish: str | None = None,
 ) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
-    what it warns of (a hard link it split), and where the head is; then what it did to the
-    agent's conversation (``turn``: the turn as the user named it)."""
+    what it warns of (a hard link it split), and where the head is; ``finish`` is the
+    command that retries what it left; then what it did to the agent's conversation
+    (``turn``: the turn as the user named it)."""
     out = stream or sys.stdout
     styled = colour(out)
     prefix = "would be " if result.dry_run else ""
@@ -62,6 +77,10 @@ def summary(
         ("deleted", result.deleted, "red"),
     ):
         lines += [[(f"  {prefix}{name:<9}", style), (f" {printable(path)}", "")] for path in paths]
+    for name, paths in (("removed", result.folders_removed), ("made", result.folders_created)):
+        lines += [
+            [(f"  {name:<9}", "dim"), (f" {printable(path)}/ (empty folder)", "")] for path in paths
+        ]
     for items, name, style in (
         (result.conflicts, "conflict", "yellow"),
         (result.errors, "failed", "red"),
@@ -75,14 +94,26 @@ def summary(
             ]
             for item in items
         ]
-    changed = len(result.restored) + len(result.merged) + len(result.deleted)
+    changed = len(result.changed)
     if not (changed or result.conflicts or result.errors):
         lines.append([("  no files to change", "")])
     head = result.new_head[:8] if result.new_head else "(start of the session)"
-    if result.dry_run:
+    if result.nothing_done:
+        lines.append(
+            [
+                (
+                    f"nothing was {verb}: every write failed, so the head and the turns did "
+                    f"not move; once the cause is fixed, run the same command again",
+                    "bold red",
+                )
+            ]
+        )
+    elif result.dry_run:
         lines.append([(f"dry run: nothing was written; the head would be {head}", "")])
     else:
         lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
+        if finish:
+            lines.append([(f"{len(result.left)} path(s) left; finish with: {finish}", "yellow")])
         if result.undo_id and verb == "rewound":
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
     lines += _conversation(result, verb, turn or result.target or "")

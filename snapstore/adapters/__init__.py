@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from ..core.errors import BadInput
+from ..core.errors import BadInput, SnapstoreError
 
 if TYPE_CHECKING:
     from ..store import Store
@@ -136,6 +136,7 @@ class HookOutcome(NamedTuple):
     turn: str | None = None
     paths: tuple[str, ...] | list[str] = ()
     warnings: tuple[str, ...] | list[str] = ()
+    refused: tuple[SnapstoreError, ...] = ()  # paths that could not be captured at all
 
 
 def load_payload(raw: bytes) -> dict[str, Any]:
@@ -348,6 +349,7 @@ def apply(store: "Store", action: HookAction, scan: bool = False) -> HookOutcome
             result.turn,
             result.paths,
             [f"{path}: {reason}" for path, reason in result.skipped],
+            result.refused,
         )
     if action.kind == END:
         open_turn = store.open_turn(action.session)

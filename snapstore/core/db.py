@@ -239,9 +239,12 @@ class Database:
         lock_timeout: float = 10.0,
         map_size: int = INITIAL_MAP_SIZE,
         meta: dict[bytes, bytes] | None = None,
+        durable: bool = True,
     ):
         self.store_dir = store_dir
         self.lock_timeout = lock_timeout
+        #: Whether a commit is synced to disk before it returns; see :class:`~snapstore.Store`.
+        self.durable = durable
         #: Why the store cannot be written (None: it can); see :meth:`_open_read_only`.
         self.read_only: str | None = None
         self._pid = os.getpid()
@@ -251,7 +254,7 @@ class Database:
         self._data_fd: int | None = None
         if create and not os.path.lexists(store_dir):
             try:
-                _build(store_dir, meta or {}, map_size)
+                _build(store_dir, meta or {}, map_size, durable)
             except OSError as exc:
                 reason = _denied(exc)
                 if reason is None:
@@ -315,6 +318,8 @@ class Database:
                 meminit=False,
                 readonly=readonly,
                 lock=not readonly,
+                sync=self.durable,
+                metasync=self.durable,
                 mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
             )
         except lmdb.InvalidError:
@@ -620,7 +625,7 @@ def _initial_meta(meta: dict[bytes, bytes]) -> dict[bytes, bytes]:
     }
 
 
-def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
+def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int, durable: bool) -> None:
     """Make a new store beside ``store_dir`` and rename it into place.
 
     A crash while creating therefore never leaves a half-made store where one
@@ -642,6 +647,8 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
         max_dbs=len(DATABASES) + 2,
         readahead=False,
         meminit=False,
+        sync=durable,
+        metasync=durable,
         mode=DIR_MODE,  # its folder; the files get it without the x bits: 0600
     )
     try:
@@ -653,13 +660,15 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int) -> None:
                 txn.put(key, value, db=meta_db)
     finally:
         env.close()
-    _fsync(os.path.join(tmp, DB_DIR))
+    if durable:
+        _fsync(os.path.join(tmp, DB_DIR))
     try:
         os.rename(tmp, store_dir)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # another process created the store first
     else:
-        _fsync(parent)
+        if durable:
+            _fsync(parent)
 
 
 def _remove_stale_builds(parent: str, name: str) -> None:

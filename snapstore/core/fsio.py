@@ -80,8 +80,12 @@ def check_relpath(rel: object) -> str:
 class Workspace:
     """The workspace root, with every read and write confined to it."""
 
-    def __init__(self, root: str | os.PathLike[str], store_dir: str | None = None):
+    def __init__(
+        self, root: str | os.PathLike[str], store_dir: str | None = None, durable: bool = True
+    ):
         self.root = os.path.realpath(root)
+        #: False: nothing is ever synced (see :class:`~snapstore.Store`'s ``durable``).
+        self.durable = durable
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
         #: The store's folder relative to the root, when it lies inside the workspace.
@@ -294,6 +298,7 @@ class Workspace:
         Without, nothing is synced, and the caller must :meth:`flush` the paths it
         wrote before it counts them as written: one flush for many files.
         """
+        durable = durable and self.durable
         name = _leaf(rel)
         if self.store_of(rel) is not None:  # a path recorded before stores were refused
             raise UnsafePath(f"{rel} is inside a snapstore store; it is never written")
@@ -345,6 +350,8 @@ class Workspace:
         folder. A folder that is gone, or that a file or link has replaced since,
         is skipped.
         """
+        if not self.durable:
+            return
         rels = sorted(set(rels), key=_folder)
         folders: dict[int, int] = {}  # st_dev -> an open folder on that file system
         per_file = len(rels) <= FSYNC_EACH or _syncfs() is None
@@ -415,6 +422,26 @@ class Workspace:
             if fd is None:
                 return
             _remove_empty_tree(fd, _leaf(rel))
+
+    def make_folder(self, rel: str) -> bool:
+        """Create the folder ``rel`` (and its parents), never through a symlink; whether it
+        was created (False: it was there)."""
+        rel = self._folder_rel(rel)
+        with self._parent(f"{rel}/-", create=True) as (_, created):
+            return created > 0
+
+    def remove_folder(self, rel: str) -> bool:
+        """Remove the folder ``rel`` if it is empty; whether it was removed."""
+        rel = self._folder_rel(rel)
+        return self.remove_empty_parents(f"{rel}/-", 1) == [rel]
+
+    def _folder_rel(self, rel: str) -> str:
+        """``rel`` as a folder snapstore may make or remove: inside the workspace, and
+        neither a store nor git's own (``.git``)."""
+        checked = self.relpath(rel)
+        if ".git" in checked.split("/"):
+            raise UnsafePath(f"{rel} is inside .git, which snapstore never writes")
+        return checked
 
     def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
         """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""

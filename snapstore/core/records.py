@@ -78,12 +78,16 @@ THEIRS: Final = "theirs"
 POLICIES: tuple[Policy, ...] = get_args(Policy)
 
 #: What an operation record is (a rewind is ``REWIND``), and how far it has got.
-Action = Literal["rewind", "switch", "undo"]
+#: ``finish`` retries what an operation left (its conflicts and failed writes); ``failed``:
+#: every write failed, so nothing else moved.
+Action = Literal["rewind", "switch", "undo", "finish"]
 SWITCH: Final = "switch"
 UNDO: Final = "undo"
-Status = Literal["planned", "applied"]
+FINISH: Final = "finish"
+Status = Literal["planned", "applied", "failed"]
 PLANNED: Final = "planned"
 APPLIED: Final = "applied"
+FAILED: Final = "failed"
 
 #: The empty mapping a record's mapping fields default to; records are never changed in
 #: place (``_replace`` makes a new one), and the ``Mapping`` type keeps it so.
@@ -231,6 +235,7 @@ class RewindOp(NamedTuple):
     on_branch: bool = False  # an undo recorded as a turn on the branch (kind ``revert``)
     # the agent's transcript edit, recorded before it is made (snapstore.conversation.Edit)
     conversation: Mapping[str, Any] = _EMPTY
+    finishes: str | None = None  # action ``finish``: the operation whose leftovers it retries
 
 
 class Turn(NamedTuple):
@@ -254,6 +259,8 @@ class Turn(NamedTuple):
     unattributed: tuple[str, ...] = ()  # a ``user`` turn seen in sessions' shared windows
     transcript: str | None = None  # the agent's transcript at the begin hook (absolute path)
     transcript_size: int = 0  # its size then: the turn's records lie after this offset
+    folders: tuple[str, ...] = ()  # scan mode: folders that came during the turn
+    skipped: tuple[tuple[str, str], ...] = ()  # scan mode: (path, reason) it changed, uncaptured
 
 
 class Session(NamedTuple):
@@ -302,6 +309,10 @@ def _strings(value: Any) -> tuple[str, ...]:
     return () if value is None else tuple(value)  # null: written by an earlier release
 
 
+def _pairs(value: Any) -> tuple[tuple[str, str], ...]:
+    return () if value is None else tuple((path, reason) for path, reason in value)
+
+
 def _op(value: Any) -> RewindOp | None:
     return None if value is None else _decode(RewindOp, value)
 
@@ -318,6 +329,8 @@ _LOADERS = {
     "reverted": _strings,
     "paths": _strings,
     "forward": _strings,
+    "folders": _strings,
+    "skipped": _pairs,
 }
 
 

@@ -573,6 +573,7 @@ class Repo:
         clock: Callable[[], float] | None = None,
         lock_timeout: float = 10.0,
         map_size: int = INITIAL_MAP_SIZE,
+        durable: bool = True,
     ):
         if root is None and store_dir is None:
             raise ValueError("a store needs its workspace root or its store folder")
@@ -587,6 +588,7 @@ class Repo:
             lock_timeout=lock_timeout,
             map_size=map_size,
             meta=None if root is None else {b"root": os.fsencode(root)},
+            durable=durable,
         )
         try:
             if self._db.schema() != SCHEMA_VERSION:
@@ -597,7 +599,7 @@ class Repo:
                 if recorded is None:
                     raise StoreCorrupt(f"the store at {self.store_dir} records no workspace root")
                 root = os.fsdecode(bytes(recorded))
-            self.ws = Workspace(root, self.store_dir)
+            self.ws = Workspace(root, self.store_dir, durable=durable)
         except BaseException:
             self._db.close()
             raise

@@ -39,12 +39,18 @@ _ATTEMPTS = 4
 
 
 class CaptureResult(NamedTuple):
-    """What one capture call did: the paths protected and those it could not handle."""
+    """What one capture call did: the paths protected and those it could not handle.
+
+    ``refused`` holds the errors of the paths that could not even be read (outside the
+    workspace, a FIFO): each is in ``skipped`` too, and strict mode turns it into a
+    failure once the other paths are captured.
+    """
 
     session: str
     turn: str | None
     paths: list[str]
     skipped: list[tuple[str, str]]
+    refused: tuple[SnapstoreError, ...] = ()
 
 
 class _Prepared(NamedTuple):
@@ -57,23 +63,51 @@ class _Prepared(NamedTuple):
     stat: os.stat_result | None = None  # what was read, to check it is still there
 
 
-def resolve_paths(repo: Repo, paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Validate every path before anything is read or written; duplicates collapse."""
+def resolve_paths(
+    repo: Repo, paths: Iterable[str | os.PathLike[str]], refused: dict[str, SnapstoreError]
+) -> list[str]:
+    """Validate every path before anything is read or written; duplicates collapse.
+
+    A path that is not one the workspace may hold goes to ``refused``, so that one
+    bad path never leaves the others unprotected.
+    """
     rels: dict[str, None] = {}
     for path in paths:
-        rels[repo.ws.relpath(path)] = None
+        try:
+            rels[repo.ws.relpath(path)] = None
+        except SnapstoreError as exc:
+            refused[os.fspath(path)] = exc
     return list(rels)
 
 
+def _reporting(result: CaptureResult, refused: dict[str, SnapstoreError]) -> CaptureResult:
+    """``result`` that also reports the paths ``refused``."""
+    return result._replace(
+        skipped=result.skipped + [(path, str(exc)) for path, exc in refused.items()],
+        refused=tuple(refused.values()),
+    )
+
+
 def prepare(
-    repo: Repo, rels: Iterable[str], bases: dict[str, bytes | None] | None = None
+    repo: Repo,
+    rels: Iterable[str],
+    bases: dict[str, bytes | None] | None = None,
+    refused: dict[str, SnapstoreError] | None = None,
 ) -> dict[str, _Prepared]:
     """Read each path and encode its bytes as a blob, ready to commit.
 
     The delta base is the path's latest recorded version unless ``bases`` says
-    otherwise.
+    otherwise. With ``refused``, a path that cannot be read (a FIFO, a folder) goes
+    there instead of failing the others.
     """
-    entries = {rel: repo.ws.read_state(rel)[0] for rel in rels}
+    entries = {}
+    for rel in rels:
+        try:
+            entries[rel] = repo.ws.read_state(rel)[0]
+        except SnapstoreError as exc:
+            if refused is None:
+                raise
+            refused[rel] = exc
     prepared = {}
     with repo.read() as v:
         for rel, entry in entries.items():
@@ -346,8 +380,12 @@ def pre_write(
     protects it, and the call is counted, so the change stays open until every
     call on the path has reported (see :func:`post_write`).
     """
-    rels = resolve_paths(repo, paths)
-    prepared = prepare(repo, rels)
+    refused: dict[str, SnapstoreError] = {}
+    rels = resolve_paths(repo, paths, refused)
+    prepared = prepare(repo, rels, refused=refused)
+    rels = [rel for rel in rels if rel in prepared]
+    if refused and not rels:
+        raise next(iter(refused.values()))  # nothing to capture: the error is the answer
 
     def commit(tx: Tx) -> CaptureResult:
         turn = tx.open_turn(session) or _start_with_base(tx, session, base, implicit=True)
@@ -380,7 +418,7 @@ def pre_write(
         tx.put_turn(turn._replace(next_change=seq, open_changes=open_changes, open_calls=calls))
         tx.event("pre_write", session=session, turn=turn.id, paths=rels, tool=tool)
         faults.point("capture.commit")
-        return CaptureResult(session, turn.id, rels, [])
+        return _reporting(CaptureResult(session, turn.id, rels, []), refused)
 
     return repo.write(commit)
 
@@ -398,24 +436,31 @@ def post_write(
     implicit one. What closes a change is checked to be still on disk at the
     commit; when it moved (another call wrote meanwhile) it is read again.
     """
-    rels = resolve_paths(repo, paths)
+    refused: dict[str, SnapstoreError] = {}
+    rels = resolve_paths(repo, paths, refused)
     for attempt in range(_ATTEMPTS):
         with repo.read() as v:
             turn = v.open_turn(session)
             awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
+        unread: dict[str, SnapstoreError] = {}
         prepared = prepare(
-            repo, rels, {rel: _key(awaiting[rel].before) for rel in rels if rel in awaiting}
+            repo,
+            rels,
+            {rel: _key(awaiting[rel].before) for rel in rels if rel in awaiting},
+            unread,
         )
+        if not prepared and (refused or unread):
+            raise next(iter({**refused, **unread}.values()))
         check = attempt < _ATTEMPTS - 1  # the last attempt records what it read
 
         def commit(
             tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check
         ) -> CaptureResult | None:
-            return _commit_post(tx, repo, session, tool, rels, prepared, check)
+            return _commit_post(tx, repo, session, tool, list(prepared), prepared, check)
 
         result = repo.write(commit)
         if result is not None:
-            return result
+            return _reporting(result, {**refused, **unread})
     raise AssertionError("unreachable: the last attempt does not check")
 
 

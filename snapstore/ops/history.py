@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from ..core.blobs import parse_header
 from ..core.errors import BadInput, SnapstoreError, UnknownOperation, UnknownTurn
@@ -106,6 +106,12 @@ class StoreStatus:
     logical_bytes: int
     disk_bytes: int
     unattributed: list[Unattributed] = field(default_factory=list)  # oldest first
+    #: what the session's last operation left (see :func:`leftover`): its id, its action,
+    #: and the paths with their reasons; None when nothing is left to finish
+    left: dict[str, Any] | None = None
+    #: files the turns of the session's branch changed that were never captured (scan
+    #: mode): turn, path, reason; a rewind cannot restore them
+    uncaptured: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def dedup_ratio(self) -> float:
@@ -139,6 +145,20 @@ def undoable(turn: Turn) -> bool:
         and op.undone_by is None
         and op.status == APPLIED
     )
+
+
+def leftover(v: View, session: str) -> Turn | None:
+    """The session's last rewind, switch, undo or finish, when it left paths in conflict
+    or failed, and nothing superseded it: it is not undone and the head is where it left
+    it. ``finish`` retries those paths (``RewindOp.result``: ``conflicts`` and ``errors``)."""
+    record = v.session(session)
+    turn = v.find_turn(record.last_rewind) if record and record.last_rewind else None
+    if turn is None or turn.op is None:
+        return None
+    op, result = turn.op, turn.op.result or {}
+    if op.status != APPLIED or op.undone_by is not None or v.head(session) != op.new_head:
+        return None
+    return turn if result.get("conflicts") or result.get("errors") else None
 
 
 def last_undoable(v: View, session: str | None = None) -> Turn | None:
@@ -372,6 +392,12 @@ def status(repo: Repo, session: str) -> StoreStatus:
                 if version is not None:
                     logical += sizes.get(version.key, 0)
         head = v.head(session)
+        left = leftover(v, session)
+        uncaptured = [
+            {"turn": turn.id, "path": path, "reason": reason}
+            for turn in ancestors(v, head)
+            for path, reason in turn.skipped or ()
+        ]
     return StoreStatus(
         repo.root,
         repo.store_dir,
@@ -384,7 +410,19 @@ def status(repo: Repo, session: str) -> StoreStatus:
         logical,
         repo.data_bytes(),
         unattributed,
+        None if left is None else _left(left),
+        uncaptured,
     )
+
+
+def _left(turn: Turn) -> dict[str, Any]:
+    op = turn.op
+    assert op is not None and op.result is not None
+    return {
+        "operation": turn.id,
+        "action": op.action,
+        "paths": op.result["conflicts"] + op.result["errors"],
+    }
 
 
 @dataclass

@@ -9,7 +9,9 @@ docs/format.md:
 2. **Apply.** The agent's transcript gets its one appended record (or loses it again, for
    an undo), then each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
-   the reverted turns and takes it off ``unfinished``.
+   the reverted turns and takes it off ``unfinished``. When it had files to
+   write and every write failed (a full disk), nothing moves: the operation is
+   marked ``failed`` and can be run again as it was.
 
 A crash between 1 and 3 leaves an unfinished operation that :func:`resume`
 finishes: a path still holding ``before`` gets ``after``, a path holding
@@ -21,7 +23,7 @@ journal is written first, ``undo`` always has the bytes to go back to.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +35,8 @@ from ..core.records import (
     APPLIED,
     CLOSED,
     CODE,
+    FAILED,
+    FINISH,
     REVERT,
     REWIND,
     REWOUND,
@@ -40,6 +44,7 @@ from ..core.records import (
     UNDO,
     Change,
     RewindOp,
+    Turn,
     TurnState,
     fingerprint,
     version_of,
@@ -67,6 +72,10 @@ class Operation:
     op: RewindOp
     result: RewindResult
     plans: list[PathPlan] = field(default_factory=list)
+    #: folders that turns made (scan mode): removed once the files are done, if empty
+    #: (the turns taken back), or made again (the turns put back, an undo)
+    remove_folders: list[str] = field(default_factory=list)
+    make_folders: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for plan in self.plans:
@@ -81,7 +90,12 @@ def execute(w: Locked, operation: Operation) -> RewindResult:
     operation.result.undo_id = op_id
     errors = _converse(operation.op.conversation)
     errors += _apply(w.repo, operation.plans)
-    return _finish(w, op_id, errors)
+    failed = {e["path"] for e in errors}
+    writes = [p for p in operation.plans if p.writes]
+    folders: tuple[list[str], list[str]] = ([], [])
+    if not writes or any(p.path not in failed for p in writes):  # else nothing will move
+        folders = _folders(w.repo, operation.make_folders, operation.remove_folders)
+    return _finish(w, op_id, errors, folders)
 
 
 def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -100,7 +114,7 @@ def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
 
 def _describe(op: RewindOp) -> str:
     """The operation record's prompt line."""
-    verb = {UNDO: "undo", SWITCH: "switch to"}.get(op.action, "rewind to")
+    verb = {UNDO: "undo", SWITCH: "switch to", FINISH: "finish"}.get(op.action, "rewind to")
     return f"{verb} {op.target}"
 
 
@@ -116,6 +130,7 @@ def _journal(w: Locked, operation: Operation) -> str:
     summary = operation.result.to_json()
     # Every path that ends absent with folders to remove, written or already gone.
     summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
+    summary["folders"] = {"make": operation.make_folders, "remove": operation.remove_folders}
 
     def commit(tx: Tx) -> str:
         op = operation.op._replace(result=summary)
@@ -226,6 +241,24 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
     return [{"path": path, "reason": reason} for path, reason in failed.items()]
 
 
+def _folders(repo: Repo, make: list[str], remove: list[str]) -> tuple[list[str], list[str]]:
+    """Make the folders ``make``, then remove those of ``remove`` that are empty, deepest
+    first; the ones made and removed. A folder that cannot be made or go is only named
+    in neither: its files, if any, are what counts."""
+    shallowest = sorted(set(make), key=lambda rel: (rel.count("/"), rel))
+    made = [rel for rel in shallowest if _quietly(repo.ws.make_folder, rel)]
+    deepest = sorted(set(remove), key=lambda rel: (-rel.count("/"), rel))
+    removed = [rel for rel in deepest if _quietly(repo.ws.remove_folder, rel)]
+    return made, removed
+
+
+def _quietly(action: Callable[[str], bool], rel: str) -> bool:
+    try:
+        return action(rel)
+    except (SnapstoreError, OSError):
+        return False
+
+
 def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> None:
     """Remove the folders these plans emptied, deepest first."""
     for plan in sorted(plans, key=lambda p: -p.path.count("/")):
@@ -249,7 +282,12 @@ def _unchanged(repo: Repo, plan: PathPlan) -> bool:
     return version_of(repo.ws.read(plan.path)) == plan.current
 
 
-def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult:
+def _finish(
+    w: Locked,
+    op_id: str,
+    errors: list[dict[str, str]],
+    folders: tuple[list[str], list[str]] = ([], []),
+) -> RewindResult:
     faults.point("journal.before_finish")
 
     def commit(tx: Tx) -> RewindResult:
@@ -259,14 +297,20 @@ def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult
         failed = {e["path"] for e in errors}
         summary = dict(op.result)
         summary.pop("rmdirs", None)
+        summary.pop("folders", None)
         result = RewindResult(**summary)
         result.undo_id, result.new_head = op_id, op.new_head
-        for key in ("restored", "deleted", "merged"):
+        result.folders_created, result.folders_removed = folders
+        for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
         if result.conversation is not None and result.conversation["transcript"] in failed:
             result.conversation = {**result.conversation, "status": "unchanged"}
-        for change in tx.changes(op_id):
+        changes = tx.changes(op_id)
+        conversed = result.conversation is not None and result.conversation["status"] == "rewound"
+        if changes and all(c.path in failed for c in changes) and not conversed:
+            return _nothing_done(tx, turn, result)
+        for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
         if op.mode != CODE:
@@ -300,6 +344,22 @@ def _finish(w: Locked, op_id: str, errors: list[dict[str, str]]) -> RewindResult
     return w.write(commit)
 
 
+def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
+    """Every write of the operation failed: it is marked failed and nothing else moves, so
+    the same command can run again (an undo of it has nothing to take back)."""
+    op = turn.op
+    assert op is not None
+    result.nothing_done = True
+    result.new_head = op.prev_head
+    record = tx.require_session(op.session)
+    if record.last_rewind == turn.id:
+        tx.put_session(record._replace(last_rewind=op.prev_rewind))
+    tx.put_turn(turn._replace(op=op._replace(status=FAILED, result=result.to_json())))
+    tx.set_unfinished(turn.id, unfinished=False)
+    tx.event(f"{op.action}_failed", session=op.session, turn=turn.id, errors=len(result.errors))
+    return result
+
+
 def resume(repo: Repo) -> list[RewindResult]:
     """Finish every interrupted operation, rolling each path forward to its plan."""
     results = []
@@ -317,10 +377,12 @@ def resume(repo: Repo) -> list[RewindResult]:
                     for change in v.changes(op_id)
                 ]
                 plans += [PathPlan(path, KEEP, rmdirs=n) for path, n in rmdirs.items()]
+            folders = turn.op.result.get("folders", {})
             errors = [{"path": p.path, "reason": p.reason} for p in plans if p.action == CONFLICT]
             errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
-            results.append(_finish(w, op_id, errors))
+            done = _folders(repo, folders.get("make", []), folders.get("remove", []))
+            results.append(_finish(w, op_id, errors, done))
     return results
 
 

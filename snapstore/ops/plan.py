@@ -148,17 +148,32 @@ class RewindResult:
     deleted: list[str] = field(default_factory=list)
     merged: list[str] = field(default_factory=list)
     conflicts: list[dict[str, str]] = field(default_factory=list)
+    marked: list[str] = field(default_factory=list)  # conflicts written with markers
     errors: list[dict[str, str]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
+    folders_removed: list[str] = field(default_factory=list)  # emptied folders turns made
+    folders_created: list[str] = field(default_factory=list)  # folders turns made, put back
     new_head: str | None = None
     undo_id: str | None = None
     dry_run: bool = False
     conversation: dict[str, Any] | None = None  # the agent's chat (snapstore.conversation)
+    #: every write failed: nothing moved (head, turns), and the operation can be run again
+    nothing_done: bool = False
     plans: list[PathPlan] = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
         return not self.conflicts and not self.errors
+
+    @property
+    def changed(self) -> list[str]:
+        """The files it wrote (or would write): conflict markers count."""
+        return self.restored + self.merged + self.deleted + self.marked
+
+    @property
+    def left(self) -> list[dict[str, str]]:
+        """What it left undone, which ``finish`` retries: conflicts and failed writes."""
+        return [] if self.nothing_done else self.conflicts + self.errors
 
     def to_json(self) -> dict[str, Any]:
         # Not asdict(): it would deep-copy the file bytes of every plan only to drop them.
@@ -176,6 +191,8 @@ class RewindResult:
             self.merged.append(plan.path)
         elif plan.action == CONFLICT:
             self.conflicts.append({"path": plan.path, "reason": plan.reason})
+            if plan.content is not None:
+                self.marked.append(plan.path)
         elif plan.action == ERROR:
             self.errors.append({"path": plan.path, "reason": plan.reason})
         if plan.warning:

@@ -4,6 +4,8 @@
 - ``switch(X)`` makes the workspace what it was right after X, wherever X is in
   the session's DAG: back to the fork with the current branch, then forward
   along X's branch. A rewind is a switch to T's parent.
+- ``finish(S)`` retries, with another conflict policy, exactly the paths that the
+  session's last operation left in conflict or failed to write (``history.leftover``).
 - ``undo(R)`` takes back a rewind or switch R. When the session's head is still
   where R left it, the head goes back too. When turns were recorded since (or
   the head moved otherwise), the undo does not move the head over them: it
@@ -26,6 +28,7 @@ from ..core.records import (
     BRANCH_KINDS,
     CODE,
     CONVERSATION,
+    FINISH,
     MODES,
     POLICIES,
     REWIND,
@@ -40,7 +43,15 @@ from ..core.records import (
 )
 from ..core.repo import Locked, Repo, View
 from .capture import finish_open_turn, writing
-from .history import ancestors, branch, last_undoable, refuse_unchanged, resolve_turn, undoable
+from .history import (
+    ancestors,
+    branch,
+    last_undoable,
+    leftover,
+    refuse_unchanged,
+    resolve_turn,
+    undoable,
+)
 from .journal import Operation, execute
 from .plan import (
     PathPlan,
@@ -188,6 +199,59 @@ def undo(
         return _run(w, operation, dry_run)
 
 
+def finish(
+    repo: Repo, session: str, *, on_conflict: Policy = SKIP, dry_run: bool = False
+) -> RewindResult:
+    """Retry what the session's last operation left (its conflicts and failed writes) with
+    ``on_conflict``: the same steps, folded from what the paths hold now. The head stays;
+    it is an operation of its own, which undo takes back, and which may leave paths too."""
+    check_choices(BOTH, on_conflict)
+    with repo.lock() as w:
+        refuse_unfinished(repo)
+        with repo.read() as v:
+            left = leftover(v, session)
+            if left is None:
+                raise NotFound(f"session {session!r} has nothing left to finish", session=session)
+            assert left.op is not None
+            paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
+            root = left
+            while root.op is not None and root.op.finishes is not None:
+                root = v.turn(root.op.finishes)
+            head = v.head(session)
+            op = RewindOp(
+                session,
+                left.id,
+                CODE,
+                action=FINISH,
+                prev_head=head,
+                new_head=head,
+                paths=tuple(paths),
+                prev_rewind=left.id,
+                finishes=left.id,
+            )
+            result = RewindResult(session, left.id, "", [], new_head=head)
+            steps = {p: s for p, s in _op_steps(v, root).items() if p in paths}
+            operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+        return _run(w, operation, dry_run)
+
+
+def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:
+    """The steps of a rewind, switch or undo, each path's in fold order."""
+    op = record.op
+    assert op is not None
+    if op.action == UNDO:
+        assert op.undoes is not None
+        return steps_by_path(v.changes(op.undoes))
+    if op.action == SWITCH:
+        back = [v.turn(t) for t in op.reverted]
+        forward = [v.turn(t) for t in op.forward]
+        return steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
+    turns = ancestors(v, op.prev_head)  # a rewind: its target is on this branch
+    ids: list[str | None] = [t.id for t in turns]
+    reverted = turns[: ids.index(op.target) + 1]
+    return steps_by_path(_changes(v, reversed(reverted), list(op.paths) or None))
+
+
 def _run(w: Locked, operation: Operation, dry_run: bool) -> RewindResult:
     if dry_run:
         operation.result.dry_run = True
@@ -281,7 +345,11 @@ def _plan_rewind(
         session, turn.id, turn.prompt, [t.id for t in reverted], new_head=new_head
     )
     steps = steps_by_path(_changes(v, reversed(reverted), rels))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    if rels is None and mode != CONVERSATION:
+        operation.remove_folders = _made(reverted)
+        result.warnings += _uncaptured(reverted)
+    return operation
 
 
 def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operation:
@@ -305,7 +373,24 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operat
     )
     result = RewindResult(session, turn.id, "", list(op.reverted), new_head=turn.id)
     steps = steps_by_path(_changes(v, reversed(back)), _changes(v, forward))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation.remove_folders, operation.make_folders = _made(back), _made(forward)
+    result.warnings += _uncaptured([*back, *forward])
+    return operation
+
+
+def _made(turns: Iterable[Turn]) -> list[str]:
+    """The folders that came during ``turns`` (scan mode)."""
+    return [folder for turn in turns for folder in turn.folders]
+
+
+def _uncaptured(turns: Iterable[Turn]) -> list[dict[str, str]]:
+    """What ``turns`` changed that was never captured (scan mode): it stays as it is."""
+    return [
+        {"path": path, "reason": f"could not be restored: it was never captured ({reason})"}
+        for turn in turns
+        for path, reason in turn.skipped
+    ]
 
 
 def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
@@ -371,4 +456,8 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: Policy) -> Operat
         )
     result = RewindResult(session, record.id, "", list(done.reverted), new_head=op.new_head)
     steps = steps_by_path(v.changes(record.id))
-    return Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
+    if op.mode != CONVERSATION:  # the folders it removed come back, those it made go
+        operation.make_folders = list(done.result.get("folders_removed", ()))
+        operation.remove_folders = list(done.result.get("folders_created", ()))
+    return operation

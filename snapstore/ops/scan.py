@@ -31,7 +31,7 @@ import gc
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from ..core.errors import SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
@@ -90,6 +90,7 @@ class ScanResult:
         "source",
         "turn",
         "unattributed",
+        "uncaptured",
         "user",
     )
 
@@ -108,6 +109,7 @@ class ScanResult:
         read: int = 0,
         source: Source = SCAN,
         full: bool = True,
+        uncaptured: list[dict[str, str]] | None = None,
     ):
         self.changed = list(changed)
         self.added = list(added)
@@ -122,6 +124,9 @@ class ScanResult:
         self.read = read  # files read and hashed because their fingerprint moved
         self.source = source
         self.full = full  # the whole workspace, or only some paths
+        #: the files of ``skipped`` that are new or changed since the last scan skipped them:
+        #: what they hold now was never captured, so no rewind can bring it back
+        self.uncaptured = uncaptured or []
 
     @property
     def count(self) -> int:
@@ -142,6 +147,7 @@ class ScanResult:
             "read": self.read,
             "source": self.source,
             "full": self.full,
+            "uncaptured": [dict(s) for s in self.uncaptured],
         }
 
     def __eq__(self, other: object) -> bool:
@@ -211,9 +217,15 @@ class _Walker:
         self.index: dict[bytes, bytes] = {}
         self.candidates: list[tuple[str, bytes | None]] = []
         self.forget: list[str] = []
+        self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
 
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
+
+    def refuse(self, rel: str, reason: str, st: os.stat_result) -> None:
+        """A file that is there but cannot be captured (too large, not a regular file)."""
+        self.skip(rel, reason)
+        self.refused[rel] = fingerprint(st).hex()
 
     def walk(self, top: bytes, stack: Stack, clean: bool) -> None:
         """Visit every folder below ``top`` (b"" is the root), depth first."""
@@ -308,9 +320,9 @@ class _Walker:
             ):
                 continue
             if not (is_reg(mode) or is_lnk(mode)):
-                skip(_decode(rel), "not a regular file or a symlink")
+                self.refuse(_decode(rel), "not a regular file or a symlink", st)
             elif st.st_size > limit and is_reg(mode):
-                skip(_decode(rel), f"larger than the size cap ({limit} bytes)")
+                self.refuse(_decode(rel), f"larger than the size cap ({limit} bytes)", st)
             else:
                 candidates.append((_decode(rel), old))
         return files
@@ -352,9 +364,9 @@ class _Walker:
         if old is not None and old.startswith(fingerprint(st)):
             return
         if not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
-            self.skip(rel, "not a regular file or a symlink")
+            self.refuse(rel, "not a regular file or a symlink", st)
         elif st.st_size > self.max_file_size and stat.S_ISREG(st.st_mode):
-            self.skip(rel, f"larger than the size cap ({self.max_file_size} bytes)")
+            self.refuse(rel, f"larger than the size cap ({self.max_file_size} bytes)", st)
         else:
             self.candidates.append((rel, old))
 
@@ -435,10 +447,13 @@ def scan(
         scopes = _widen(_relpaths(repo, paths, result))
     result.baseline = state is None
     result.full = scopes is None
+    if scopes is None and dirs is None:
+        dirs = {}  # a full scan notes the folders, to find the ones that came
     walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
     new_state = None
     if scopes is None and (state is None or state.get("exclude") != exclude):
         new_state = {"baseline": (state or {}).get("baseline", repo.clock()), "exclude": exclude}
+    created: list[str] = []
     collecting = gc.isenabled()
     gc.disable()  # a scan makes many small objects and frees none until it ends
     try:
@@ -447,15 +462,54 @@ def scan(
         if scopes is None:
             clean = state is not None and state.get("exclude") == exclude
             walker.walk(b"", rules.base, clean)
+            assert dirs is not None
+            new_state, created = _folders(state, new_state, sorted(dirs), result.baseline)
         else:
             for scope in scopes:
                 walker.scope(scope)
-        _record(repo, session, walker, result, progress, new_state, list(window))
+        new_state = _uncaptured(state, new_state, walker, scopes)
+        _record(repo, session, walker, result, progress, new_state, list(window), created)
     finally:
         if collecting:
             gc.enable()
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _folders(
+    state: dict | None, new_state: dict | None, seen: list[str], baseline: bool
+) -> tuple[dict | None, list[str]]:
+    """The scan state to write (None: unchanged) and the folders that came since the last
+    full scan (``folders`` of the scan state: every folder it saw)."""
+    before = (state or {}).get("folders")
+    created = []
+    if before is not None and not baseline:
+        known = set(before)
+        created = [folder for folder in seen if folder not in known]
+    if seen != before:
+        new_state = {**(new_state or state or {}), "folders": seen}
+    return new_state, created
+
+
+def _uncaptured(
+    state: dict | None, new_state: dict | None, walker: _Walker, scopes: list[str] | None
+) -> dict | None:
+    """Sort out the files this scan could not capture that are new or changed since the
+    last scan (``result.uncaptured``), and the scan state that remembers them (``skipped``:
+    path -> fingerprint; a scoped scan adds to it)."""
+    before = (state or {}).get("skipped", {})
+    now = walker.refused
+    result = walker.result
+    if not result.baseline:
+        result.uncaptured = [
+            s
+            for s in result.skipped
+            if s["path"] in now and before.get(s["path"]) != now[s["path"]]
+        ]
+    kept = now if scopes is None else {**before, **now}
+    if kept != before:
+        new_state = {**(new_state or state or {}), "skipped": kept}
+    return new_state
 
 
 def _relpaths(repo: Repo, paths: Iterable[str | os.PathLike[str]], result: ScanResult) -> list[str]:
@@ -484,8 +538,10 @@ def _record(
     progress: Progress | None,
     new_state: dict | None,
     actions: list[WindowAction],
+    folders: list[str],
 ) -> None:
-    """Read, encode and commit the candidates in batches, then the gone paths."""
+    """Read, encode and commit the candidates in batches, then the gone paths and the
+    ``folders`` that came (given to the agent's open turn, if the changes are its)."""
     commit = _Committer(repo, session, result, actions)
     batch: list[_Item] = []
     size = 0
@@ -505,7 +561,12 @@ def _record(
     gone_items = [_Item(rel, old) for rel, old in walker.gone()]
     if batch or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            _encode(repo, batch, result.baseline), gone_items, walker.forget, new_state, final=True
+            _encode(repo, batch, result.baseline),
+            gone_items,
+            walker.forget,
+            new_state,
+            final=True,
+            folders=folders,
         )
 
 
@@ -524,7 +585,7 @@ def _item(
     st = entry.stat
     assert st is not None
     if entry.kind == FILE and len(entry.data) > walker.max_file_size:
-        walker.skip(rel, f"larger than the size cap ({walker.max_file_size} bytes)")
+        walker.refuse(rel, f"larger than the size cap ({walker.max_file_size} bytes)", st)
         return None
     item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
     if entry.kind == LINK:
@@ -576,10 +637,11 @@ class _Committer:
         forget: Iterable[str] = (),
         new_state: dict | None = None,
         final: bool = False,
+        folders: Sequence[str] = (),
     ) -> None:
         forget = list(forget)
         turn, recorded = self.repo.write(
-            lambda tx: self._commit(tx, items, gone, forget, new_state, final)
+            lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
         )
         for kind, rel in recorded:
             getattr(self.result, kind).append(rel)
@@ -624,9 +686,18 @@ class _Committer:
         forget: list[str],
         new_state: dict | None,
         final: bool,
+        folders: Sequence[str],
     ) -> tuple[Turn | None, list[tuple[str, str]]]:
         recorded = []
         turn, shared = self._target(tx)
+        if turn is not None and folders:  # an agent's: a rewind of its turn removes them
+            turn = turn._replace(folders=(*turn.folders, *folders))
+            tx.put_turn(turn)
+        if turn is not None and final and self.result.uncaptured:  # a rewind says so
+            skipped = dict(turn.skipped)
+            skipped.update((s["path"], s["reason"]) for s in self.result.uncaptured)
+            turn = turn._replace(skipped=tuple(skipped.items()))
+            tx.put_turn(turn)
         latest = {}
         if turn is not None:
             for change in tx.changes(turn.id):

@@ -23,7 +23,7 @@ import pytest
 from snapstore import Store
 from snapstore.ops.watchlink import watcher_info
 
-from ..support import snapstore_bin, wait_until
+from ..support import snapstore, snapstore_bin, wait_until
 from ..support.agents.drivers import DRIVERS, Opencode, recorder_command
 from ..support.agents.egress import off_loopback
 from ..support.agents.events import Seen, describe
@@ -221,15 +221,8 @@ def test_copilot_runs_claude_code_hooks_with_its_own_tool_arguments(tmp_path: Pa
 
 
 def snap(s: Session, *args: str) -> subprocess.CompletedProcess:
-    """The real `snapstore` in the workspace, with the agent's own environment (its home)."""
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=s.workspace,
-        env=s.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """`snapstore` in the workspace, with the agent's own environment (its home)."""
+    return snapstore(s.workspace, *args, env=s.env())
 
 
 def install_snapstore(s: Session, *args: str) -> dict:
@@ -417,8 +410,8 @@ def test_copilot_running_claude_code_hooks_records_each_write_once(
 
 
 def test_a_snapstore_installed_in_a_folder_with_a_space_records(tmp_path: Path) -> None:
-    """Issue 13, point 15: the hook command names snapstore by a path with a space; unquoted,
-    every hook failed with exit 127 and the agent carried on. Quoted, it records."""
+    """The hook command names snapstore by a path with a space; unquoted, every hook failed
+    with exit 127 and the agent carried on. Quoted, it records."""
     installed("claude-code")
     folder = tmp_path / "my tools"
     folder.mkdir()

@@ -56,3 +56,24 @@ def test_a_post_write_without_a_pre_write_records_against_the_latest_version(
     rewound = cli("--json", "rewind", "1", "--yes")
     assert rewound.code == 0 and rewound.json["merged"] == [], rewound.stdout
     assert read(root, "f.txt") == BEFORE.encode()
+
+
+def test_pre_write_captures_the_good_paths_and_lists_the_others(cli, root: Path) -> None:
+    """`pre-write A ../B` protects A; --json lists B as skipped; strict mode exits 2."""
+    write(root, "a.txt", BEFORE)
+    assert cli("init").code == 0
+    assert cli("begin", "--prompt", "one bad path").code == 0
+    captured = cli("--json", "pre-write", "a.txt", "../b.txt")
+    assert captured.code == 0, captured.stderr
+    assert captured.json["captured"] == ["a.txt"]
+    assert [s["path"] for s in captured.json["skipped"]] == [str(root / "../b.txt")]
+    assert "outside the workspace" in captured.json["skipped"][0]["reason"]
+    plain = cli("pre-write", "a.txt", "../b.txt")
+    assert plain.code == 0 and "skipped" in plain.stderr and "outside" in plain.stderr
+    strict = cli("pre-write", "a.txt", "../b.txt", env={"SNAPSTORE_STRICT": "1"})
+    assert strict.code == 2 and "outside the workspace" in strict.stderr
+    write(root, "a.txt", FIRST)
+    assert cli("post-write", "a.txt").code == 0
+    assert cli("end").code == 0
+    assert cli("rewind", "1", "--yes").code == 0
+    assert read(root, "a.txt") == BEFORE.encode()

@@ -20,11 +20,15 @@ REWIND_KEYS = {
     "deleted",
     "merged",
     "conflicts",
+    "marked",
     "errors",
     "warnings",
+    "folders_removed",
+    "folders_created",
     "new_head",
     "undo_id",
     "dry_run",
+    "nothing_done",
     "conversation",
 }
 
@@ -64,7 +68,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
     begin = cli("--json", "begin", "--prompt", "make it better", "--message-id", "m-1")
     assert begin.code == 0 and set(begin.json) == {"session", "turn"}
     pre = cli("pre-write", "--json", "--tool", "Edit", "app.py", "docs/new.md")
-    assert set(pre.json) == {"session", "turn", "captured"}
+    assert set(pre.json) == {"session", "turn", "captured", "skipped"}
     assert pre.json["captured"] == ["app.py", "docs/new.md"]
     write(root, "app.py", "a\nB\nc\n")
     write(root, "docs/new.md", "# new\n")
@@ -86,6 +90,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
         "files",
         "added",
         "removed",
+        "skipped",
     }
     assert (point["n"], point["files"], point["added"], point["removed"]) == (1, 2, 2, 1)
     assert point["created"] == "2026-01-01T00:00:00+00:00"

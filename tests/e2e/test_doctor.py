@@ -1,5 +1,5 @@
 """`snapstore doctor`, and the hooks line of `snapstore status`: hooks installed but nothing
-captured (issue 13, point 15). Each problem is one a user really meets: a command that cannot
+captured. Each problem is one a user really meets: a command that cannot
 start, a Codex hook never trusted, a Gemini CLI folder never trusted, hooks that fail."""
 
 from __future__ import annotations
@@ -10,19 +10,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore, snapstore_bin
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 
 
 def run(root: Path, *args: str, exe: list[str] | None = None) -> subprocess.CompletedProcess:
+    """`snapstore ARGS` with a home of its own; as the process ``exe`` when given."""
+    env = hermetic_env(HOME=str(root.parent / "home"))
+    if exe is None:
+        return snapstore(root, *args, env=env)
     return subprocess.run(
-        [*(exe or snapstore_bin()), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(HOME=str(root.parent / "home")),
-        timeout=60,
+        [*exe, *args], cwd=root, capture_output=True, text=True, env=env, timeout=60
     )
 
 

@@ -1,6 +1,6 @@
 """`snapstore hook install AGENT`: each agent's own config format, in the right scope, keeping
 what is there, idempotent, and with a command that starts wherever snapstore is installed (a
-folder with a space in its name included: issue 13, point 15)."""
+folder with a space in its name included)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from snapstore.adapters import jsonc
 from snapstore.adapters.install import hook_commands, shell_hooked
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore, snapstore_bin
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 AGENTS = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -62,16 +62,15 @@ STYLE = {"copilot": "copilot", "cursor": "cursor", "windsurf": "windsurf"}
 def run(
     root: Path, *args: str, exe: list[str] | None = None, **env: str
 ) -> subprocess.CompletedProcess:
-    exe = exe or snapstore_bin()
+    """`snapstore ARGS` with a home of its own; as the process ``exe`` when given (a copy
+    of the console script elsewhere: the command that `hook install` writes names it)."""
+    environ = hermetic_env(HOME=str(root.parent / "home"), **env)
+    if exe is None:
+        return snapstore(root, *args, env=environ)
     if "PATH" in env and not os.path.isabs(exe[0]):
         exe = [shutil.which(exe[0]) or exe[0], *exe[1:]]
     return subprocess.run(
-        [*exe, *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(HOME=str(root.parent / "home"), **env),
-        timeout=60,
+        [*exe, *args], cwd=root, capture_output=True, text=True, env=environ, timeout=60
     )
 
 
@@ -224,7 +223,7 @@ def test_the_installed_command_starts_from_a_folder_with_a_space(
 
 
 def test_an_old_unquoted_install_is_replaced_not_repeated(root: Path, spaced: list[str]) -> None:
-    """Issue 13, point 15: older releases wrote the path unquoted. Installing again replaces
+    """Older releases wrote the path unquoted. Installing again replaces
     snapstore's own entries in place and keeps everyone else's."""
     settings = root / ".claude" / "settings.local.json"
     settings.parent.mkdir()
@@ -277,10 +276,10 @@ def fake_gemini(tmp_path: Path, version: str) -> str:
 def test_an_old_gemini_cli_gets_the_switch_it_needs_and_a_new_one_none(
     root: Path, tmp_path: Path, version: str, switched: dict
 ) -> None:
-    """Issue 13, point 16, measured with each release: 0.25 needs "hooks": {"enabled": true},
-    0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the latter only (they refuse
-    to start with the former); 0.26 to 0.61 print "Invalid configuration" at every start
-    when "hooks.enabled" is there."""
+    """Gemini CLI's switch for hooks, measured with each release: 0.25 needs
+    "hooks": {"enabled": true}, 0.24 that and "tools": {"enableHooks": true}, 0.20 to 0.22 the
+    latter only (they refuse to start with the former); 0.26 to 0.61 print "Invalid
+    configuration" at every start when "hooks.enabled" is there."""
     settings = root / WHERE["gemini-cli"]["project"]
     done = run(root, "--json", "hook", "install", "gemini-cli", PATH=fake_gemini(tmp_path, version))
     assert done.returncode == 0, done.stderr

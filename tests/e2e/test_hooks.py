@@ -1,4 +1,5 @@
-"""Agent hooks end to end: the real `snapstore hook ...` process fed documented payloads."""
+"""Agent hooks end to end: `snapstore hook ...` fed documented payloads on its stdin (in the
+test's process: the real agents' tests and tests/e2e/test_startup.py run it as a process)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, run_snapstore, snapstore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -24,13 +25,12 @@ def payload(agent: str, name: str, root: Path, **changes: object) -> dict:
 
 def hook(agent: str, event: dict | str | bytes, root: Path, **env: str):
     raw = event if isinstance(event, (str, bytes)) else json.dumps(event)
-    return subprocess.run(
-        [*snapstore_bin(), "hook", agent],
+    return run_snapstore(
+        ["hook", agent],
         cwd=root,
-        input=raw.encode() if isinstance(raw, str) else raw,
-        capture_output=True,
         env=hermetic_env(**env),
-        timeout=60,
+        input=raw.encode() if isinstance(raw, str) else raw,
+        text=False,
     )
 
 
@@ -59,17 +59,6 @@ def ok(result, stdout: bytes = b"") -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == stdout, result.stdout
     assert result.stderr == b"", result.stderr
-
-
-def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(),
-        timeout=60,
-    )
 
 
 def test_claude_code_session_then_rewind(root: Path) -> None:
@@ -259,6 +248,53 @@ def test_a_shell_tool_event_without_scan_mode_does_nothing(root: Path) -> None:
     assert snapstore(root, "init", "--no-track-shell").returncode == 0
     ok(hook("claude-code", payload("claude-code", "pre-tool-use-bash", root), root))
     assert json.loads(snapstore(root, "--json", "status").stdout)["sessions"] == 0
+
+
+def _codex(root: Path, event: str, **fields: object) -> dict:
+    """A Codex CLI event of the recorded shape (tests/fixtures/agents/codex.json)."""
+    return {
+        "session_id": "s1",
+        "turn_id": "t1",
+        "cwd": str(root),
+        "hook_event_name": event,
+        "model": "gpt-5.5",
+        **fields,
+    }
+
+
+def test_one_bad_path_in_a_patch_never_leaves_the_others_unprotected(
+    root: Path, tmp_path: Path
+) -> None:
+    """An apply_patch naming app.py and ../outside.txt captures app.py, says what it could
+    not capture (stderr, hook.log), and the rewind takes the agent's edit back; strict
+    mode refuses the call once app.py is captured."""
+    snapstore(root, "init")
+    (root / "app.py").write_text("v1\n")
+    patch = (
+        "*** Begin Patch\n*** Update File: app.py\n@@\n-v1\n+v2\n"
+        "*** Add File: ../outside.txt\n+x\n*** End Patch\n"
+    )
+    call = {"tool_name": "apply_patch", "tool_input": {"command": patch}, "tool_use_id": "c1"}
+    ok(hook("codex", _codex(root, "UserPromptSubmit", prompt="edit"), root))
+    pre = hook("codex", _codex(root, "PreToolUse", **call), root)
+    assert pre.returncode == 0 and pre.stdout == b""
+    assert b"outside.txt" in pre.stderr and b"outside the workspace" in pre.stderr
+    assert "outside.txt" in (root / ".snapstore" / "hook.log").read_text()
+    (root / "app.py").write_text("v2\n")
+    assert hook("codex", _codex(root, "PostToolUse", **call), root).returncode == 0
+    ok(hook("codex", _codex(root, "Stop"), root))
+    rewound = snapstore(root, "--session", "codex/s1", "--json", "rewind", "1", "--yes")
+    assert rewound.returncode == 0 and json.loads(rewound.stdout)["restored"] == ["app.py"]
+    assert (root / "app.py").read_text() == "v1\n"
+
+    ok(hook("codex", _codex(root, "UserPromptSubmit", prompt="again", turn_id="t2"), root))
+    strict = hook("codex", _codex(root, "PreToolUse", **call), root, SNAPSTORE_STRICT="1")
+    assert strict.returncode == 2 and b"outside the workspace" in strict.stderr
+    (root / "app.py").write_text("v3\n")  # the agent went ahead anyway
+    hook("codex", _codex(root, "PostToolUse", **call), root)
+    ok(hook("codex", _codex(root, "Stop", turn_id="t2"), root))
+    assert snapstore(root, "--session", "codex/s1", "rewind", "1", "--yes").returncode == 0
+    assert (root / "app.py").read_text() == "v1\n"  # app.py was captured before the refusal
 
 
 #: Each agent's events around a shell-only turn: prompt, the shell call's two hooks, turn end,

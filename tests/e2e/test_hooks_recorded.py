@@ -1,8 +1,8 @@
 """Every agent's hook events, as the agents sent them (tests/fixtures/agents: recorded from the
 real CLIs; from their docs for Cursor and Windsurf, and from its package for Auggie), fed to
-the real `snapstore hook AGENT` process: two turns recorded, rewound exactly, undone, and
-rewound around a hand edit (a merge); bad input never blocks; strict mode blocks the agent's
-own way."""
+`snapstore hook AGENT` (in the test's process, tests/support/runner.py): two turns recorded,
+rewound exactly, undone, and rewound around a hand edit (a merge); bad input never blocks;
+strict mode blocks the agent's own way."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, run_snapstore, snapstore
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 AGENTS = sorted(p.stem for p in FIXTURES.glob("*.json"))
@@ -63,24 +63,12 @@ def hook(
     agent: str, event: str | None, payload: dict | str, root: Path, *args: str, **env: str
 ) -> subprocess.CompletedProcess:
     raw = payload if isinstance(payload, str) else json.dumps(payload)
-    return subprocess.run(
-        [*snapstore_bin(), "hook", agent, *([event] if event else []), *args],
+    return run_snapstore(
+        ["hook", agent, *([event] if event else []), *args],
         cwd=root,
-        input=raw.encode(),
-        capture_output=True,
         env=hermetic_env(**env),
-        timeout=60,
-    )
-
-
-def snapstore(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(),
-        timeout=60,
+        input=raw.encode(),
+        text=False,
     )
 
 

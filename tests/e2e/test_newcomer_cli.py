@@ -200,6 +200,7 @@ def test_a_bad_number_in_the_settings_file_names_the_key(cli, root: Path) -> Non
     )
 
 
+@pytest.mark.process  # the package is hidden from the interpreter as it starts
 def test_remote_add_without_the_s3_client_says_how_to_install_it(
     cli, root: Path, tmp_path: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""The remote commands end to end: the real `snapstore` against a real S3 server (SeaweedFS).
+"""The remote commands end to end: `snapstore` against a real S3 server (SeaweedFS).
 
 Faults are real too: an endpoint nobody listens on, wrong keys, a missing
 bucket, a proxy answering 503/429/500, SIGKILL in the middle of a push or a
@@ -21,7 +21,15 @@ from pathlib import Path
 from snapstore import Store
 from snapstore.remote import open_object_store
 
-from ..support import CliResult, agent_turn, hermetic_env, snapshot, snapstore_bin, wait_until
+from ..support import (
+    CliResult,
+    agent_turn,
+    hermetic_env,
+    snapshot,
+    snapstore,
+    snapstore_bin,
+    wait_until,
+)
 from ..support.faultproxy import FaultPlan, fault_proxy
 from ..support.seaweed import ACCESS_KEY, BUCKET, SECRET_KEY, free_ports
 
@@ -42,14 +50,7 @@ def aws(**extra: str) -> dict[str, str]:
 
 
 def run(root: Path, *args: str, env: dict[str, str] | None = None) -> CliResult:
-    done = subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(**(env if env is not None else aws())),
-        timeout=180,
-    )
+    done = snapstore(root, *args, env=hermetic_env(**(env if env is not None else aws())))
     return CliResult(done.returncode, done.stdout, done.stderr)
 
 
@@ -337,15 +338,7 @@ def test_eight_workspaces_push_to_one_prefix_at_once(tmp_path: Path, seaweed) ->
 def _hook(root: Path, event: str) -> None:
     raw = (FIXTURES / f"{event}.json").read_text()
     raw = raw.replace("__CWD__", str(root)).replace("__TRANSCRIPT__", str(root / "t.jsonl"))
-    done = subprocess.run(
-        [*snapstore_bin(), "hook", "claude-code"],
-        input=raw,
-        cwd=root,
-        capture_output=True,
-        text=True,
-        env=hermetic_env(**aws()),
-        timeout=60,
-    )
+    done = snapstore(root, "hook", "claude-code", input=raw, env=hermetic_env(**aws()))
     assert done.returncode == 0 and "snapstore:" not in done.stderr, done.stderr
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import configparser
 import json
 from pathlib import Path
 
@@ -179,3 +180,69 @@ def test_gemini_shell_calls_pair_in_order_without_ids(cli, root: Path) -> None:
     assert [c["path"] for c in shown.json["changes"]] == ["data.txt"]
     assert cli("rewind", "1", "--yes", "--session", "gemini-cli/g1").code == 0
     assert read(root, "data.txt") == b"alpha\n" and read(root, "notes.txt") == b"the user's\n"
+
+
+def test_a_folder_the_turn_made_goes_with_its_rewind_and_comes_back_with_undo(
+    cli, root: Path
+) -> None:
+    """`mkdir -p notes/drafts` in the agent's shell: the rewind removes the empty folders,
+    keeps one the user put a file in, and undo makes them again."""
+    write(root, "a.txt", "a\n")
+    assert cli("init", "--track-shell").code == 0
+    _claude(cli, "abc", root, "UserPromptSubmit", prompt="make folders")
+    _bash(cli, "abc", root, "toolu_1", "mkdir -p notes/drafts keep/inner")
+    _claude(cli, "abc", root, "Stop", stop_hook_active=False)
+    write(root, "keep/mine.txt", "the user's\n")
+    rewound = cli("--json", "--session", "claude-code/abc", "rewind", "1", "--yes")
+    assert rewound.code == 0, rewound.stderr
+    assert rewound.json["folders_removed"] == ["keep/inner", "notes/drafts", "notes"]
+    assert not (root / "notes").exists() and (root / "keep/mine.txt").exists()
+    undone = cli("--json", "undo")
+    assert undone.code == 0 and (root / "notes/drafts").is_dir() and (root / "keep/inner").is_dir()
+    assert undone.json["folders_created"] == ["notes", "keep/inner", "notes/drafts"]
+
+
+def test_a_file_over_the_size_cap_the_shell_changed_is_reported_everywhere(cli, root: Path) -> None:
+    """A file the scan cannot capture: the hook says so (stderr, hook.log), show, log and
+    status list it, and the rewind says it could not be restored, and why."""
+    write(root, "big.bin", b"x" * 100)
+    assert cli("init", "--track-shell").code == 0
+    config = configparser.ConfigParser()
+    config.read(root / ".snapstore" / "config")
+    config["capture"]["max_file_size"] = "50"
+    with open(root / ".snapstore" / "config", "w") as handle:
+        config.write(handle)
+    assert cli("config", "trust").code == 0  # edited by hand: trusted here first
+    payload = {
+        "session_id": "abc",
+        "transcript_path": str(root / "t.jsonl"),
+        "cwd": str(root),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": "grow it",
+    }
+
+    def hook(event: str, **fields: object):
+        data = {**payload, "hook_event_name": event, **fields}
+        return cli("hook", "claude-code", input=json.dumps(data))
+
+    assert hook("UserPromptSubmit").code == 0
+    tool = {"tool_name": "Bash", "tool_input": {"command": "grow"}, "tool_use_id": "toolu_1"}
+    assert hook("PreToolUse", **tool).stderr == ""  # unchanged since the last scan: no news
+    write(root, "big.bin", b"y" * 200)
+    post = hook("PostToolUse", **tool, tool_response={"stdout": ""})
+    assert post.code == 0 and "big.bin was not captured (larger than the size cap" in post.stderr
+    assert "big.bin was not captured" in (root / ".snapstore" / "hook.log").read_text()
+    assert hook("Stop", stop_hook_active=False).stderr == ""  # said once, not at every scan
+    session = ("--session", "claude-code/abc")
+    shown = cli("--json", *session, "show", "1")
+    assert [s["path"] for s in shown.json["skipped"]] == ["big.bin"]
+    assert "size cap" in shown.json["skipped"][0]["reason"]
+    assert "not captured  big.bin" in cli(*session, "show", "1").stdout
+    assert cli("--json", *session, "log").json[0]["skipped"][0]["path"] == "big.bin"
+    assert "1 file(s) never captured" in cli(*session, "log").stdout
+    assert cli("--json", *session, "status").json["uncaptured"][0]["path"] == "big.bin"
+    rewound = cli("--json", *session, "rewind", "1", "--yes")
+    assert rewound.code == 0
+    assert rewound.json["warnings"][0]["path"] == "big.bin"
+    assert "could not be restored" in rewound.json["warnings"][0]["reason"]
+    assert read(root, "big.bin") == b"y" * 200

@@ -320,6 +320,7 @@ def test_a_killed_daemon_starts_again_at_once_with_the_agents_connection_open(
         agent.close()
 
 
+@pytest.mark.process  # were it not refused, the second daemon would serve on in the test itself
 def test_a_second_daemon_on_one_store_is_refused(daemon: Daemon, root: Path, cli) -> None:
     """One daemon per store: a second one in the foreground exits 3 and names the first."""
     second = cli("--json", "serve")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ..support import hermetic_env, snapstore_bin
+from ..support import hermetic_env, snapstore
 from ..support.agents.fake_model import Turn, Write
 from ..support.agents.install import InstallError, install
 from ..support.agents.session import Session
@@ -38,19 +38,13 @@ SCRIPT = [
 ]
 
 
-def snapstore(s: Session, *args: str) -> subprocess.CompletedProcess[str]:
-    """The command in the session's workspace, as its user: the agent's hooks see the store's
-    settings files as written by the same user (one state folder, where trust is recorded)."""
+def snap(s: Session, *args: str) -> subprocess.CompletedProcess[str]:
+    """`snapstore ARGS` in the session's workspace, as its user (one state folder, where trust
+    is recorded, so the agent's hooks see the store's settings files as written by the same
+    user), on the real clock: the daemon's idle timer and the agent's run it."""
     env = {k: v for k, v in hermetic_env().items() if k != "SNAPSTORE_NOW"}
     env["XDG_STATE_HOME"] = s.env()["XDG_STATE_HOME"]
-    return subprocess.run(
-        [*snapstore_bin(), *args],
-        cwd=s.workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return snapstore(s.workspace, *args, env=env)
 
 
 def daemon_pid(ws: Path) -> int | None:
@@ -75,7 +69,7 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
 ) -> None:
     s, ws = session, session.workspace
     (ws / "notes0.txt").write_text("the user's notes\n")
-    done = snapstore(s, "--json", "hook", "install", "claude-code", "--http")
+    done = snap(s, "--json", "hook", "install", "claude-code", "--http")
     assert done.returncode == 0, done.stderr
     config = json.loads((ws / ".claude" / "settings.local.json").read_text())
     assert {
@@ -84,11 +78,11 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
 
     run = s.run(SCRIPT[0].prompt)  # the session's start starts the daemon
     assert run.code == 0 and not run.timed_out, run.brief()
-    logged = json.loads(snapstore(s, "log", "--json", "--all").stdout)
+    logged = json.loads(snap(s, "log", "--json", "--all").stdout)
     assert [(p["prompt"], p["files"], p["state"]) for p in logged] == [
         (SCRIPT[0].prompt, WRITES, "closed")
     ]
-    assert snapstore(s, "rewind", "1", "--yes").returncode == 0
+    assert snap(s, "rewind", "1", "--yes").returncode == 0
     assert (ws / "notes0.txt").read_text() == "the user's notes\n"  # captured, and restored
     assert not (ws / "notes1.txt").exists()
 
@@ -118,10 +112,10 @@ def test_http_hooks_record_the_turn_and_block_writes_once_the_daemon_is_gone(
     ), "the model is told why the write was blocked"
     # the first write was captured before the daemon died: once its turn is ended (as the
     # next prompt would), it is in the turn, and a rewind takes it back
-    logged = json.loads(snapstore(s, "log", "--json", "--all").stdout)
+    logged = json.loads(snap(s, "log", "--json", "--all").stdout)
     assert logged[0]["prompt"] == SCRIPT[1].prompt and logged[0]["state"] == "open"
-    assert snapstore(s, "--session", logged[0]["session"], "end").returncode == 0
-    turn = json.loads(snapstore(s, "show", logged[0]["turn"], "--json").stdout)
+    assert snap(s, "--session", logged[0]["session"], "end").returncode == 0
+    turn = json.loads(snap(s, "show", logged[0]["turn"], "--json").stdout)
     assert [c["path"] for c in turn["changes"]] == ["draft0.txt"]
-    assert snapstore(s, "--session", logged[0]["session"], "rewind", "1", "--yes").returncode == 0
+    assert snap(s, "--session", logged[0]["session"], "rewind", "1", "--yes").returncode == 0
     assert not (ws / "draft0.txt").exists()

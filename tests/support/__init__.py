@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from pathlib import Path
 
 from snapstore import Store
 
+from .runner import FIXED_NOW, hermetic_env, run_snapstore, snapstore, snapstore_bin
 from .trees import snapshot
 
 __all__ = [
@@ -31,14 +30,15 @@ __all__ = [
     "hermetic_env",
     "make_tree",
     "read",
+    "run_snapstore",
     "shell",
     "snapshot",
+    "snapstore",
     "snapstore_bin",
     "wait_until",
     "write",
 ]
 
-FIXED_NOW = 1_767_225_600.0  # 2026-01-01T00:00:00Z
 CLAUDE_FIXTURES = Path(__file__).parents[1] / "fixtures" / "claude-code"
 #: Whether pytest runs with ``--slow`` (set by tests/conftest.py before any test module is
 #: imported, so that hypothesis settings can scale with it).
@@ -151,16 +151,3 @@ class CliResult:
     @property
     def json(self):
         return json.loads(self.stdout)
-
-
-def snapstore_bin() -> list[str]:
-    exe = shutil.which("snapstore", path=os.path.dirname(sys.executable))
-    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
-
-
-def hermetic_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
-    env.update({"SNAPSTORE_NOW": str(FIXED_NOW), "NO_COLOR": "1", "COLUMNS": "120", "TERM": "dumb"})
-    env["SNAPSTORE_DAEMON"] = "off"  # hooks start no daemon, but in the tests of the daemon
-    env.update(extra)
-    return env

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from snapstore import NotFound, RunActive, Store, UnsafePath, tracked
+from snapstore import BadInput, NotFound, RunActive, Store, UnsafePath, tracked
 from snapstore.core.records import AGENT, CLOSED, OPEN
 
 from ..support import agent_write, read, write
@@ -125,15 +126,6 @@ def test_end_without_open_turn_is_not_found(store: Store) -> None:
         store.end_turn("default")
 
 
-def test_unsafe_path_captures_nothing(store: Store, root: Path) -> None:
-    write(root, "ok.txt", "x")
-    store.begin_turn("default", "p")
-    with pytest.raises(UnsafePath):
-        store.pre_write(["ok.txt", "../escape.txt"])
-    turn = store.pre_write(["ok.txt"]).turn
-    assert [c.path for c in _changes(store, turn)] == ["ok.txt"]
-
-
 def test_same_bytes_are_stored_once(store: Store, root: Path) -> None:
     payload = b"shared content\n" * 500
     for name in ("a.txt", "b.txt", "c.txt"):
@@ -193,3 +185,29 @@ def test_tracked_decorator_captures_the_named_parameter(store: Store, root: Path
     ]
     assert all(c.done and c.after is not None for c in changes)
     assert read(root, "a.py") == b"print(1)\n"
+
+
+def test_one_bad_path_never_leaves_the_others_unprotected(store: Store, root: Path) -> None:
+    """A call naming a good file, a path outside the workspace and a FIFO captures the good
+    one, and says why the others were not."""
+    write(root, "app.py", "v1\n")
+    os.mkfifo(root / "pipe")
+    store.begin_turn("default", "patch")
+    result = store.pre_write([root / "app.py", root / "../outside.txt", root / "pipe"])
+    assert result.paths == ["app.py"]
+    assert [path for path, _ in result.skipped] == [str(root / "../outside.txt"), "pipe"]
+    assert "outside the workspace" in result.skipped[0][1]
+    assert "not a regular file" in result.skipped[1][1]
+    assert [type(e) for e in result.refused] == [UnsafePath, BadInput]
+    write(root, "app.py", "v2\n")
+    post = store.post_write([root / "app.py", root / "pipe"])
+    assert post.paths == ["app.py"] and [p for p, _ in post.skipped] == ["pipe"]
+    store.end_turn("default")
+    assert store.rewind(1, "default").ok
+    assert read(root, "app.py") == b"v1\n"
+
+
+def test_a_call_with_no_capturable_path_fails_as_before(store: Store, root: Path) -> None:
+    with pytest.raises(UnsafePath):
+        store.pre_write([root / "../outside.txt"])
+    assert store.open_turn("default") is None  # nothing was begun for it

@@ -15,7 +15,7 @@ from typing import Any
 import lmdb
 import pytest
 
-from snapstore import Store, StoreFull
+from snapstore import NotFound, Store, StoreFull
 from snapstore.core.fsio import TEMP_NAME
 
 from ..support import Clock, agent_turn, read, snapshot, write
@@ -177,3 +177,41 @@ def test_a_map_that_cannot_grow_is_store_full_with_nothing_recorded(
         assert read(root, "small.txt") != b"small\n"
         store.rewind(1)
         assert read(root, "small.txt") == b"small\n"
+
+
+def test_a_rewind_that_wrote_nothing_moves_nothing(
+    small_fs: Path, tmp_path: Path, clock: Clock
+) -> None:
+    """Every write failing (a full disk) leaves the head and the turns where they were, so
+    the same rewind runs again once there is room; one failing of several is left to
+    ``finish``."""
+    ws = small_fs / "ws"
+    ws.mkdir()
+    with Store.init(ws, store_dir=str(tmp_path / "store"), clock=clock) as store:
+        write(ws, "big.bin", os.urandom(MIB))
+        agent_turn(store, "shrink", {"big.bin": b"tiny"})
+        head = store.rewind_points()
+        write(ws, "filler", os.urandom(int(2.5 * MIB)))
+        result = store.rewind(1)
+        assert result.nothing_done and [e["path"] for e in result.errors] == ["big.bin"]
+        assert store.rewind_points() == head  # the turn is still there to rewind
+        assert store.status().left is None and read(ws, "big.bin") == b"tiny"
+        with pytest.raises(NotFound):
+            store.undo()  # nothing was done, so there is nothing to undo
+        os.unlink(ws / "filler")
+        again = store.rewind(1)
+        assert again.ok and again.restored == ["big.bin"] and store.rewind_points() == []
+
+        store.undo()  # big.bin is tiny again
+        write(ws, "big2.bin", os.urandom(MIB))
+        write(ws, "small.txt", "original\n")
+        agent_turn(store, "two", {"big2.bin": b"tiny", "small.txt": "agent\n"})
+        write(ws, "filler", os.urandom(int(2.5 * MIB)))
+        partial = store.rewind(1)
+        assert not partial.nothing_done and partial.restored == ["small.txt"]
+        assert [e["path"] for e in partial.left] == ["big2.bin"]
+        assert store.status().left["paths"][0]["path"] == "big2.bin"
+        os.unlink(ws / "filler")
+        finished = store.finish()
+        assert finished.ok and finished.restored == ["big2.bin"] and store.status().left is None
+        assert len(read(ws, "big2.bin")) == MIB and read(ws, "small.txt") == b"original\n"

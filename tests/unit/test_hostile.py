@@ -32,8 +32,9 @@ AT_FDCWD, RENAME_EXCHANGE = -100, 2
 
 
 def test_fuzzed_paths_through_the_library(
-    store: Store, root: Path, tmp_path: Path, sentinel: Sentinel
+    scratch_store: Store, root: Path, tmp_path: Path, sentinel: Sentinel
 ) -> None:
+    store = scratch_store
     agent_turn(store, "t", {"sub/ok.txt": "agent\n"})
 
     @FUZZ

@@ -1,4 +1,4 @@
-"""Large merges are correct (issue 13, point 10): no timings here, see ``bench/merge.py``.
+"""Large merges are correct; no timings here, see ``bench/merge.py``.
 
 An agent reorders the functions of a file of thousands of lines, then the user edits one
 line; the rewind merges (base = agent's version, ours = current, theirs = before). Files

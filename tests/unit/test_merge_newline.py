@@ -1,4 +1,4 @@
-"""The final newline is merged apart from the lines (issue 13, point 11a).
+"""The final newline is merged apart from the lines.
 
 Where git conflicts only because one side added or removed the final newline next to the
 other side's change, merge3 merges the lines with the final newline restored, and decides

@@ -83,7 +83,7 @@ def _fresh(initial: bytes | None) -> tuple[tempfile.TemporaryDirectory, Path, St
     tmp = tempfile.TemporaryDirectory()
     root = Path(tmp.name).resolve()
     _put(root, initial)
-    return tmp, root, Store.init(root, clock=Clock())
+    return tmp, root, Store.init(root, clock=Clock(), durable=False)  # throwaway: no syncs
 
 
 @PROPS
@@ -189,8 +189,8 @@ def test_a_post_write_that_read_before_a_parallel_write_reads_again(
     real = capture.prepare
     raced = []
 
-    def racing(repo, rels, bases=None):
-        found = real(repo, rels, bases)
+    def racing(repo, rels, bases=None, refused=None):
+        found = real(repo, rels, bases, refused)
         if not raced:
             raced.append(True)
             store.pre_write([F], "Edit", "s")  # B starts while A is reporting

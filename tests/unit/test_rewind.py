@@ -234,3 +234,29 @@ def test_rewind_never_touches_another_session(store: Store, root: Path) -> None:
     agent_turn(store, "b1", {"b.txt": "from B\n"}, session="B")
     store.rewind(1, "A")
     assert read(root, "a.txt") is None and read(root, "b.txt") == b"from B\n"
+
+
+def test_what_a_switch_left_is_finished_and_superseded_by_a_new_turn(
+    store: Store, root: Path
+) -> None:
+    """A switch forward that conflicts leaves the path; finish puts the turn's edit back with
+    markers, a code-only operation that keeps the head; a new turn supersedes what is left."""
+    write(root, "f.txt", BASE)
+    first = agent_turn(store, "one", {"f.txt": _edit(BASE, 3, "agent\n")})
+    store.rewind(first)
+    write(root, "f.txt", _edit(BASE, 3, "mine\n"))
+    switched = store.switch(first, "default")
+    assert [c["path"] for c in switched.left] == ["f.txt"] and switched.new_head == first
+    left = store.status().left
+    assert left is not None and left["action"] == "switch"
+    with pytest.raises(BadInput):
+        store.finish(on_conflict="nosuch")
+    marked = store.finish(on_conflict="markers")
+    assert marked.marked == ["f.txt"] and marked.changed == ["f.txt"]
+    assert marked.new_head == first and store.status().head == first
+    assert b"<<<<<<<" in read(root, "f.txt")
+    assert store.status().left["action"] == "finish"
+    agent_turn(store, "two", {"g.txt": "g\n"})  # the head moved on: nothing is left
+    assert store.status().left is None
+    with pytest.raises(NotFound, match="nothing left to finish"):
+        store.finish(on_conflict="theirs")

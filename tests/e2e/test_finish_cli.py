@@ -1,0 +1,75 @@
+"""End to end: what a rewind, switch or undo leaves in conflict can be finished later.
+
+The rewind moves the head, so its numbers shift: the command that retries the paths
+left is printed, ``status`` lists them, and it needs no turn number.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support import read, write
+
+BEFORE = "a\nb\nc\n"
+AGENT = "a\nB\nc\n"
+USER = "a\nX\nc\n"  # the user's edit of the agent's line: a conflict
+
+
+def _turn(cli, root: Path) -> None:
+    write(root, "f.txt", BEFORE)
+    assert cli("init").code == 0
+    assert cli("begin", "--prompt", "edit").code == 0
+    assert cli("pre-write", "f.txt", "g.txt").code == 0
+    write(root, "f.txt", AGENT)
+    write(root, "g.txt", "new\n")
+    assert cli("post-write", "f.txt", "g.txt").code == 0 and cli("end").code == 0
+    write(root, "f.txt", USER)
+
+
+def test_a_rewind_with_conflicts_is_finished_with_the_printed_command(cli, root: Path) -> None:
+    _turn(cli, root)
+    dry = cli("rewind", "1", "--dry-run")
+    assert dry.code == 1 and "conflict  f.txt" in dry.stdout  # as the real run will
+    rewound = cli("rewind", "1", "--yes")
+    assert rewound.code == 1 and read(root, "g.txt") is None
+    command = "snapstore rewind --finish --on-conflict markers"
+    assert f"1 path(s) left; finish with: {command}" in rewound.stdout
+    assert cli("rewind", "1", "--on-conflict", "markers", "--yes").code == 4  # numbers shifted
+
+    status = cli("--json", "status")
+    left = status.json["left"]
+    assert [p["path"] for p in left["paths"]] == ["f.txt"] and left["finish"] == command
+    assert left["action"] == "rewind"
+    assert "finish with: " + command in cli("status").stdout
+
+    marked = cli(*command.split()[1:])
+    assert marked.code == 1 and "conflict  f.txt" in marked.stdout
+    assert "finished: 1 file(s) changed" in marked.stdout  # the markers were written
+    assert "finish with: snapstore rewind --finish --on-conflict theirs" in marked.stdout
+    assert b"<<<<<<<" in read(root, "f.txt")
+    dry = cli("rewind", "--finish", "--on-conflict", "theirs", "--dry-run")
+    assert dry.code == 0 and "would be restored  f.txt" in dry.stdout
+
+    theirs = cli("--json", "rewind", "--finish", "--on-conflict", "theirs")
+    assert theirs.code == 0 and theirs.json["restored"] == ["f.txt"], theirs.stderr
+    assert read(root, "f.txt") == BEFORE.encode()
+    assert cli("--json", "status").json["left"] is None
+    nothing = cli("rewind", "--finish")
+    assert nothing.code == 4 and "nothing left to finish" in nothing.stderr
+
+    assert cli("undo").code == 0  # takes back the finish: the markers come back
+    assert b"<<<<<<<" in read(root, "f.txt")
+
+
+def test_what_an_undo_leaves_can_be_finished(cli, root: Path) -> None:
+    _turn(cli, root)
+    write(root, "f.txt", AGENT)
+    assert cli("rewind", "1", "--yes").code == 0
+    write(root, "g.txt", "the user's own g\n")  # the undo conflicts on g.txt
+    undone = cli("undo")
+    assert undone.code == 1 and "finish with:" in undone.stdout
+    assert read(root, "f.txt") == AGENT.encode()
+    assert cli("--json", "status").json["left"]["action"] == "undo"
+    forced = cli("rewind", "--finish", "--on-conflict", "theirs")
+    assert forced.code == 0, forced.stdout
+    assert read(root, "g.txt") == b"new\n"
