@@ -38,7 +38,7 @@ from snapstore.adapters import (
 from snapstore.core.db import append_private
 
 from .runner import failure, record
-from .settings import Environment, open_for_hook, strict_hooks
+from .settings import Environment, agent_homes, open_for_hook, strict_hooks
 
 NO_CREATE = "--no-create"
 
@@ -92,6 +92,15 @@ def _via_copilot(spec: Agent, action: HookAction) -> Agent | None:
     return spec._replace(name="copilot")
 
 
+def _own_transcript(session: str) -> str:
+    """The transcript of an agent whose begin event does not name it (Copilot CLI's log, in
+    its home folder); "" for the others."""
+    agent, _, session_id = session.partition("/")
+    if agent != "copilot" or not session_id or "/" in session_id or session_id in (".", ".."):
+        return ""
+    return os.path.join(agent_homes()["copilot"], "session-state", session_id, "events.jsonl")
+
+
 def _session_start(env: Environment, action: HookAction) -> None:
     """A session starts: in a store in scan mode, mark it live and start the workspace's
     daemon if none runs (detached: the hook does not wait for it). No store is made."""
@@ -127,6 +136,8 @@ def run_hook(agent: str, args: list[str]) -> int:
         ):
             copilot = _via_copilot(spec, action)
             action = parse(copilot, payload, event, os.getcwd()) if copilot else HookAction(IGNORE)
+        if action.kind == BEGIN and not action.transcript and action.session:
+            action = action._replace(transcript=_own_transcript(action.session))
         if action.kind == START:
             _session_start(env, action)
         # a shell call matters only to a store in scan mode; --no-create: only to a store

@@ -459,6 +459,10 @@ def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
         "gemini-cli": os.path.join(home, ".gemini"),
         "qwen-code": os.path.join(home, ".qwen"),
+        "copilot": env.get("COPILOT_HOME") or os.path.join(home, ".copilot"),
+        "opencode": os.path.join(
+            env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "opencode"
+        ),
     }
 
 

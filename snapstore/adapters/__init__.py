@@ -177,6 +177,19 @@ def first(data: Any, keys: tuple[str, ...]) -> Any:
     return None
 
 
+def _stamp(value: Any) -> str:
+    """The begin event's own time as an ISO 8601 string: as the agent wrote it, or from the
+    milliseconds since the epoch that Copilot CLI's hooks send; "" for anything else."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 53:
+        import time  # built in: the hook path loads no datetime
+
+        seconds, millis = divmod(value, 1000)
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}+00:00"
+    return ""
+
+
 def field_str(payload: dict[str, Any], keys: tuple[str, ...], what: str) -> str:
     value = first(payload, keys)
     if not isinstance(value, str) or not value:
@@ -229,7 +242,7 @@ def parse(
             message_id,
             event=event,
             transcript=transcript,
-            time=stamp if isinstance(stamp, str) else "",
+            time=_stamp(stamp),
         )
     if kind in (PRE, POST, DENIED):
         tool = agent.event_tools.get(event) or field_str(payload, agent.tool_keys, "tool name")

@@ -36,6 +36,7 @@ AGENT = Agent(
     silent="",
     shell_tools=("bash",),
     event_key=None,
+    time_key="timestamp",
     session_keys=("sessionId",),
     tool_keys=("toolName",),
     args_keys=("toolArgs",),

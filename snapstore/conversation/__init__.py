@@ -17,11 +17,12 @@ The library never reads the environment: the caller passes each agent's home fol
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import uuid
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
@@ -38,10 +39,14 @@ MODULES = {
     "codex": "codex",
     "gemini-cli": "gemini_cli",
     "qwen-code": "qwen_code",
+    "copilot": "copilot",
+    "opencode": "opencode",
 }
 
 #: Each other agent's own command to rewind its chat (docs/integrations/).
 OWN_REWIND = {
+    "gemini-cli": "/rewind in Gemini CLI",
+    "qwen-code": "/rewind in Qwen Code",
     "copilot": "/rewind in Copilot CLI",
     "opencode": "/undo in opencode",
     "cursor": "restore a checkpoint in Cursor's chat",
@@ -129,6 +134,11 @@ def plan(
         return _unsupported(
             agent, f"the chat stays in the agent: rewind it with {mod.OWN}", session_id
         )
+    plan_edit = getattr(mod, "plan_edit", None)
+    if plan_edit is not None and key:  # a history kept in a database, edited by its CLI
+        refuse_running(mod, session_id, homes[agent])
+        base = Edit(agent, "unchanged", "", session_id, mod.resume_command(session_id), key=key)
+        return plan_edit(base, homes[agent], number)
     locate = getattr(mod, "locate", None)
     if not transcript or not (key or (locate is not None and prompt and when)):
         return _unsupported(
@@ -154,7 +164,8 @@ def plan(
         else f"{mod.TITLE} {'.'.join(map(str, version or ())) or 'unknown'} is not a release "
         f"snapstore was tested with ({_span(mod.TESTED)})"
     )
-    fork = getattr(mod, "fork", None) if version is not None and not tested else None
+    always = getattr(mod, "FORK_ALWAYS", False)
+    fork = getattr(mod, "fork", None) if version is not None and (always or not tested) else None
     if untested and fork is None:
         return _unsupported(agent, f"{untested}; rewind the chat with {mod.OWN}", session_id)
     if not key:  # the agent's hooks carry none: its message found by prompt and time
@@ -169,7 +180,7 @@ def plan(
         len(raw),
         key=key,
     )
-    if not mod.mentions(parse(raw[size:]), key):
+    if not key or not mod.mentions(parse(raw[size:]), key):
         raise ConversationRefused(
             f"turn {number}'s message is not in {mod.TITLE}'s transcript {transcript} "
             "where its prompt was recorded",
@@ -199,11 +210,13 @@ def plan(
             how="forked",
             session_id=new_id,
             resume_command=mod.resume_command(new_id),
-            transcript=os.path.join(os.path.dirname(transcript), f"{new_id}.jsonl"),
+            transcript=_fork_path(mod, transcript, new_id),
             offset=0,
             data=fork(records, key, new_id),
             source=transcript,
-            note=f"{untested}: the rewound chat is a new session; the old one is left as it was",
+            note=f"{untested}: the rewound chat is a new session; the old one is left as it was"
+            if untested
+            else "",
         )
         after = edit.data.encode()
     else:
@@ -218,6 +231,14 @@ def plan(
             path=transcript,
         )
     return edit
+
+
+def _fork_path(mod: ModuleType, transcript: str, session_id: str) -> str:
+    """Where a fork's transcript goes: by the module's ``fork_path``, else next to the old."""
+    where = getattr(mod, "fork_path", None)
+    if where is not None:
+        return where(transcript, session_id)
+    return os.path.join(os.path.dirname(transcript), f"{session_id}.jsonl")
 
 
 def _loads_rewound(mod: ModuleType, edit: Edit, before: bytes, after: bytes) -> bool:
@@ -236,7 +257,7 @@ def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
             note=f"the chat stays as the rewind left it: rewind it with {mod.OWN}",
         )
     refuse_running(mod, edit.session_id, homes[edit.agent], undo=True)
-    if not holds_append(edit):
+    if not getattr(mod, "holds", holds_append)(edit):
         raise ConversationRefused(
             f"{mod.TITLE} wrote to the conversation since the rewind; the undo would lose "
             f"that, so it leaves the files and the chat as they are ({edit.transcript})",
@@ -267,13 +288,17 @@ def apply(edit: Edit) -> None:
     verified by loading the transcript as the agent does; when it does not load rewound,
     the appended bytes are cut off again and the edit is refused.
     """
+    mod = _module(edit.agent)
+    own = getattr(mod, "apply_edit", None)
+    if own is not None:  # the agent's own CLI writes it, and verifies it
+        own(edit)
+        return
     if edit.how == "forked":
         _fork(edit)
     else:
         _edit(edit)
     if edit.cut:
         return
-    mod = _module(edit.agent)
     after = _read(edit.transcript)
     before = _read(edit.source) if edit.how == "forked" else after
     if not _loads_rewound(mod, edit, before, after):
@@ -328,22 +353,40 @@ def _fork(edit: Edit) -> None:
             f"{edit.transcript} changed since the rewind; left as it is", path=edit.transcript
         )
     folder = os.path.dirname(edit.transcript)
+    # a fork in a folder of its own (Copilot CLI) has other files: written before the
+    # transcript, removed before it, so the transcript says whether the fork is there
+    extras = getattr(_module(edit.agent), "fork_files", None)
+    files = extras(edit.source, edit.transcript) if extras is not None else {}
     if edit.cut:
+        for path in files:
+            if os.path.lexists(path):
+                os.unlink(path)
         os.unlink(edit.transcript)
+        if extras is not None:
+            with contextlib.suppress(OSError):  # the agent put something else there: it stays
+                os.rmdir(folder)
+            folder = os.path.dirname(folder)
     else:
-        temp = os.path.join(folder, f".{uuid.uuid4().hex}.snapstore-fork")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, edit.data.encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(temp, edit.transcript)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        for path, data in [*files.items(), (edit.transcript, edit.data.encode())]:
+            _write_whole(path, data)
     dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _write_whole(path: str, data: bytes) -> None:
+    """Write a file whole: a temp file, flushed, renamed into place."""
+    temp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.snapstore-fork")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, path)
 
 
 def holds_append(edit: Edit) -> bool:
@@ -409,6 +452,12 @@ def instant(text: Any) -> float | None:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def iso(seconds: float) -> str:
+    """``seconds`` since the epoch as the ISO 8601 time :func:`instant` reads: a turn's own
+    time, for an agent whose begin hook stamped none."""
+    return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
 
 
 def registered(folder: str, session_id: str) -> str:

@@ -133,7 +133,7 @@ def _plan_conversation(
         shown,
         turn.transcript_size,
         turn.prompt,
-        turn.prompt_time,
+        turn.prompt_time or conversation.iso(turn.created),
     )
     if edit is None:
         return

@@ -54,3 +54,20 @@ def test_quick_benchmark_runs_and_restores_the_right_bytes(tmp_path: Path) -> No
     assert history["results"]["stored_bytes"] > 0
     assert json.loads((out / "prewrite.json").read_text())["results"]["pre_write"]["n"] > 0
     assert (out / "figures.md").read_text().count("\n") > 5
+
+
+def test_the_conversation_benchmark_checks_what_each_mode_did(tmp_path: Path) -> None:
+    """bench.conversation refuses a figure of a rewind that did not do its work: --mode both
+    must grow the transcript, --mode code must leave it, undo must put it back."""
+    args = ["--rounds", "2", "--pad", "20", "--out", str(tmp_path)]
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.conversation", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "conversation.json").read_text())["results"]
+    assert [r["agent"] for r in results] == ["claude-code", "codex", "gemini-cli", "qwen-code"]
+    assert all(len(r["raw"]["both"]) == len(r["raw"]["code"]) == 2 for r in results)

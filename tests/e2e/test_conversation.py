@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from ..support import snapstore_bin
 from ..support.agents.fake_model import Turn
 from ..support.agents.session import Session
 from .test_agents_hooks import (  # on_path: a fixture
@@ -277,3 +278,243 @@ def test_an_untested_claude_code_release_gets_a_fork_that_claude_code_resumes(
         for gone in (SCRIPT[1].prompt, SCRIPT[2].prompt, "Edited.", "Appended."):
             assert gone not in sent, (gone, sent)
         assert path.read_bytes() == whole  # the old session is left as it was
+
+
+@pytest.mark.usefixtures("on_path")
+def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Path) -> None:
+    """Copilot CLI has no rewind record: the rewind forks the session folder, its log cut
+    before turn 2's prompt, under a new id; the old session stays as it was and the real CLI
+    resumes the fork with turn 1 only. Undo drops the fork; the checks of the test above."""
+    installed("copilot")
+    with Session("copilot", tmp_path, [*SCRIPT, FOURTH, FIFTH]) as s:
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        after_3 = tree(s)
+        assert after_3["notes.txt"] == "alpha\ngamma\n"
+        [session] = sessions_of(s)
+        sid = session.split("/", 1)[1]
+        state = s.home / ".copilot" / "session-state"
+        path = state / sid / "events.jsonl"
+        whole = path.read_bytes()
+        folders = sorted(p.name for p in state.iterdir())
+        log = json.loads(snap(s, "--json", "log", "--session", session).stdout)
+        second = log[1]["turn"]  # 1 is the newest: turn 2 of three
+
+        # --mode code: the files only; no fork
+        done = rewind(s, session, "2", "--mode", "code")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["conversation"] is None
+        assert tree(s)["notes.txt"] == NOTES and path.read_bytes() == whole
+        assert snap(s, "undo").returncode == 0 and tree(s) == after_3
+
+        # --mode conversation: the files stay; a fork; undo removes it
+        done = rewind(s, session, "2", "--mode", "conversation")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        fork = Path(chat["transcript"])
+        assert chat == {
+            "agent": "copilot",
+            "status": "rewound",
+            "how": "forked",
+            "session_id": fork.parent.name,
+            "resume_command": f"copilot --resume {fork.parent.name}",
+            "transcript": str(state / fork.parent.name / "events.jsonl"),
+            "note": "",
+        }
+        assert tree(s) == after_3 and path.read_bytes() == whole
+        assert whole.startswith(fork.read_bytes().replace(fork.parent.name.encode(), sid.encode()))
+        assert snap(s, "undo").returncode == 0
+        assert sorted(p.name for p in state.iterdir()) == folders
+
+        # Copilot still runs the session (its in-use lock, held by a live pid): refused
+        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        lock = path.parent / f"inuse.{sleeper.pid}.lock"
+        try:
+            lock.touch()
+            refused = rewind(s, session, "2")
+            assert refused.returncode == 3, refused.stderr
+            assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+            assert "exit copilot first, or use --mode code" in refused.stderr
+            assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
+        finally:
+            os.killpg(sleeper.pid, signal.SIGKILL)
+            sleeper.wait()
+        dry = rewind(s, session, "2", "--dry-run")  # the lock outlived its process
+        assert json.loads(dry.stdout)["conversation"]["status"] == "rewound", dry.stderr
+        lock.unlink()
+
+        # kill -9 before and after the fork is written: `rewind --resume` finishes either
+        for point in ("journal.conversation", "journal.conversed"):
+            assert crash_at(s, session, "2", point) == -signal.SIGKILL
+            assert tree(s) == after_3 and path.read_bytes() == whole
+            resumed = snap(s, "--json", "rewind", "--resume")
+            assert resumed.returncode == 0, resumed.stderr
+            assert tree(s)["notes.txt"] == NOTES
+            assert len(list(state.iterdir())) == len(folders) + 1
+            assert snap(s, "undo").returncode == 0
+            assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
+
+        # rewind 2, undo right after it, then resume the session: turns 1 to 3
+        done = rewind(s, session, "2")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
+        assert snap(s, "undo").returncode == 0
+        s.state["resume_id"] = sid
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert all(t.prompt in sent for t in SCRIPT) and all(a in sent for a in ANSWERS), sent
+
+        # rewind 2 for good, then resume the fork by the id from --json: turn 1 only
+        whole = path.read_bytes()
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
+        chat = json.loads(done.stdout)["conversation"]
+        s.state["resume_id"] = chat["session_id"]
+        run = s.run(FIFTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FIFTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+        assert path.read_bytes() == whole  # the old session is left as it was
+
+
+def opencode_messages(s, session_id: str) -> list[str] | None:
+    """The message ids of an opencode session, by its own export (None: there is none)."""
+    done = subprocess.run(
+        [str(s.exe), "export", session_id, "--pure"],
+        cwd=s.workspace,
+        env=s.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if "Session not found" in done.stderr:
+        return None
+    assert done.returncode == 0, done.stderr
+    return [m["info"]["id"] for m in json.loads(done.stdout)["messages"]]
+
+
+@pytest.mark.usefixtures("on_path")
+def test_a_real_opencode_session_rewinds_its_conversation_by_export_and_import(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """opencode keeps its sessions in SQLite: the rewind forks through its own export and
+    import (the session's messages before turn 2, new ids); the old session stays as it was and
+    the real CLI resumes the fork with turn 1 only. Undo deletes the fork; the checks above."""
+    installed("opencode")
+    with Session("opencode", tmp_path, [*SCRIPT, FOURTH, FIFTH]) as s:
+        monkeypatch.setenv("PATH", f"{s.exe.parent}{os.pathsep}{os.environ['PATH']}")
+        install_snapstore(s)
+        (s.workspace / "other.txt").write_text("original\n")
+        for turn in SCRIPT:
+            run = s.run(turn.prompt)
+            assert run.code == 0 and not run.timed_out, run.brief()
+        after_3 = tree(s)
+        assert after_3["notes.txt"] == "alpha\ngamma\n"
+        [session] = sessions_of(s)
+        sid = session.split("/", 1)[1]
+        whole = opencode_messages(s, sid)
+        log = json.loads(snap(s, "--json", "log", "--session", session).stdout)
+        second = log[1]["turn"]  # 1 is the newest: turn 2 of three
+        database = str(s.home / ".local/share/opencode/opencode.db")
+
+        # --mode code: the files only
+        done = rewind(s, session, second, "--mode", "code")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["conversation"] is None
+        assert tree(s)["notes.txt"] == NOTES
+        assert snap(s, "undo").returncode == 0 and tree(s) == after_3
+
+        # --mode conversation: the files stay; a fork with turn 1's messages; undo deletes it
+        done = rewind(s, session, second, "--mode", "conversation")
+        assert done.returncode == 0, done.stderr
+        chat = json.loads(done.stdout)["conversation"]
+        fork = chat["session_id"]
+        assert chat == {
+            "agent": "opencode",
+            "status": "rewound",
+            "how": "forked",
+            "session_id": fork,
+            "resume_command": f"opencode -s {fork}",
+            "transcript": database,
+            "note": "",
+        }
+        assert fork != sid and tree(s) == after_3
+        kept = opencode_messages(s, fork)
+        assert kept is not None and 0 < len(kept) < len(whole)
+        assert [m[:16] for m in kept] == [m[:16] for m in whole[: len(kept)]]  # time parts
+        assert opencode_messages(s, sid) == whole
+        assert snap(s, "undo").returncode == 0
+        assert opencode_messages(s, fork) is None and opencode_messages(s, sid) == whole
+
+        # a turn of the session is still open (opencode has no registry of its own): refused
+        payload = {
+            "input": {"sessionID": sid},
+            "output": {"message": {"id": "msg_open"}, "parts": [{"type": "text", "text": "x"}]},
+            "directory": str(s.workspace),
+        }
+        begun = _hook(s, "chat.message", payload)
+        assert begun.returncode == 0, begun.stderr
+        refused = rewind(s, session, second)
+        assert refused.returncode == 3, refused.stderr
+        assert json.loads(refused.stdout)["error"]["code"] == "run_active"
+        assert tree(s) == after_3
+        idle = {"event": {"properties": {"sessionID": sid}}, "directory": str(s.workspace)}
+        assert _hook(s, "session.idle", idle).returncode == 0
+
+        # kill -9 before and after the import: `rewind --resume` finishes either
+        for point in ("journal.conversation", "journal.conversed"):
+            assert crash_at(s, session, second, point) == -signal.SIGKILL
+            assert tree(s) == after_3 and opencode_messages(s, sid) == whole
+            resumed = snap(s, "--json", "rewind", "--resume")
+            assert resumed.returncode == 0, resumed.stderr
+            assert tree(s)["notes.txt"] == NOTES
+            assert snap(s, "undo").returncode == 0
+            assert tree(s) == after_3
+
+        # rewind 2, undo right after it, then resume the session: turns 1 to 3
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        # opencode 1.18.33's `run` keeps the prompt in quotes in its text part (see its export)
+        assert json.loads(done.stdout)["user_text"] == f'"{SCRIPT[1].prompt}"'
+        fork = json.loads(done.stdout)["conversation"]["session_id"]
+        assert snap(s, "undo").returncode == 0 and opencode_messages(s, fork) is None
+        s.state["resume_id"] = sid
+        run = s.run(FOURTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FOURTH.prompt)
+        assert all(t.prompt in sent for t in SCRIPT) and all(a in sent for a in ANSWERS), sent
+
+        # rewind 2 for good, then resume the fork by the id from --json: turn 1 only
+        whole = opencode_messages(s, sid)
+        done = rewind(s, session, second)
+        assert done.returncode == 0, done.stderr
+        s.state["resume_id"] = json.loads(done.stdout)["conversation"]["session_id"]
+        run = s.run(FIFTH.prompt)
+        assert run.code == 0 and not run.timed_out, run.brief()
+        sent = seen_by_model(s, FIFTH.prompt)
+        assert SCRIPT[0].prompt in sent and "Created." in sent
+        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+            assert gone not in sent, (gone, sent)
+        assert opencode_messages(s, sid) == whole  # the old session is left as it was
+
+
+def _hook(s, event: str, payload: dict) -> subprocess.CompletedProcess:
+    """`snapstore hook opencode EVENT`, as snapstore's plugin runs it."""
+    return subprocess.run(
+        [*snapstore_bin(), "hook", "opencode", event],
+        input=json.dumps(payload),
+        cwd=s.workspace,
+        env=s.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

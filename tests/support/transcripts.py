@@ -1,10 +1,11 @@
-"""Agent transcripts shaped as Claude Code 2.1.332, Codex 0.171.0, Gemini CLI 0.61.0 and Qwen Code
-0.24.4 write them, reduced to the records a conversation rewind reads (tests/e2e/
-test_conversation*.py run the real CLIs)."""
+"""Agent transcripts shaped as Claude Code 2.1.332, Codex 0.171.0, Gemini CLI 0.61.0, Qwen Code
+0.24.4, Copilot CLI 1.0.102 and opencode 1.18.33 (its export) write them, reduced to the records
+a conversation rewind reads (tests/e2e/test_conversation*.py run the real CLIs)."""
 
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 
 from snapstore import Store
@@ -104,6 +105,51 @@ def chat_session_of(
     return session
 
 
+def copilot_turn(path: Path, i: int, at: float, prompt: str | None = None) -> None:
+    """Copilot CLI's events of turn ``i`` at the time ``at`` (after ``session.start`` for the
+    first): its ``user.message``, an answer, the turn's end, each after the one before."""
+    stamp = datetime.fromtimestamp(at + 0.001, timezone.utc).isoformat().replace("+00:00", "Z")
+    kinds = [
+        ("user.message", {"content": PROMPTS[i] if prompt is None else prompt}),
+        ("assistant.message", {"content": f"done {i}"}),
+        ("assistant.turn_end", {}),
+    ]
+    if i == 0:
+        kinds.insert(0, ("session.start", {"sessionId": "sid", "copilotVersion": "1.0.102"}))
+    before = len(path.read_text().splitlines()) if path.exists() else 0
+    events = [
+        {
+            "type": kind,
+            "data": data,
+            "id": f"e{before + n}",
+            "parentId": f"e{before + n - 1}" if before + n else None,
+            "timestamp": stamp,
+        }
+        for n, (kind, data) in enumerate(kinds)
+    ]
+    _append(path, events)
+
+
+def opencode_export(turns: int, version: str = "1.18.33") -> dict:
+    """An ``opencode export`` of a session of ``turns`` turns: each a user message and an
+    answer pointing to it by ``parentID``, each with one part; ids with a 12-hex time part."""
+    sid = "ses_dcd996fdaffeGmxPCJK5VRh4HU"
+    messages = []
+    for i in range(turns):
+        for n, (role, text) in enumerate((("user", PROMPTS[i]), ("assistant", f"done {i}"))):
+            mid = f"msg_23266909c{2 * i + n:03x}pv6OYPM789Pcgc"
+            info = {"id": mid, "sessionID": sid, "role": role}
+            if role == "assistant":
+                info["parentID"] = messages[-1]["info"]["id"]
+            part = {
+                "type": "text",
+                "text": text,
+                "id": f"prt_2326690b3{2 * i + n:03x}lomWWJffdYexI2",
+            }
+            messages.append({"info": info, "parts": [{**part, "sessionID": sid, "messageID": mid}]})
+    return {"info": {"id": sid, "title": "notes", "version": version}, "messages": messages}
+
+
 def _append(path: Path, records: list[dict]) -> None:
     with open(path, "a") as f:
         f.writelines(json.dumps(r) + "\n" for r in records)
@@ -120,12 +166,17 @@ def session_of(
 ) -> str:
     """An agent's session of ``turns`` turns, each writing notes.txt, recorded with the agent's
     key and its transcript as the begin hook records them; the agent's records of each turn
-    go to the transcript after its begin (Claude Code and Codex; other agents write none)."""
+    go to the transcript after its begin (Claude Code, Codex and Copilot CLI, whose hooks carry
+    no key; other agents write none)."""
     session = f"{agent}/sid"
     key = "p" if agent == "claude-code" else "t"
     writer = {"claude-code": claude_turn, "codex": codex_turn}.get(agent)
     for i in range(turns):
-        store.begin_turn(session, PROMPTS[i], f"{key}{i}", transcript=str(transcript))
+        if agent == "copilot":  # its hooks carry no key: the prompt and the time map the turn
+            begun = store.begin_turn(session, PROMPTS[i], None, transcript=str(transcript))
+            copilot_turn(transcript, i, begun.created)
+        else:
+            store.begin_turn(session, PROMPTS[i], f"{key}{i}", transcript=str(transcript))
         if writer is not None:
             writer(transcript, i, *([version] if version else []))
         agent_write(store, "notes.txt", f"version {i}\n", session=session)

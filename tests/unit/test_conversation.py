@@ -1,6 +1,6 @@
-"""The conversation part of a rewind, in-process, on transcripts shaped as Claude Code 2.1.332 and
-Codex 0.171.0 write them (tests/e2e/test_conversation.py runs the real CLIs): what maps a turn
-to the agent's message, and every refusal, each before anything changed."""
+"""The conversation part of a rewind, in-process, on transcripts shaped as Claude Code 2.1.332,
+Codex 0.171.0 and Copilot CLI 1.0.102 write them (tests/e2e/test_conversation.py runs the real
+CLIs): what maps a turn to the agent's message, and every refusal, each before anything changed."""
 
 from __future__ import annotations
 
@@ -11,22 +11,28 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import Store
+from snapstore import Store, conversation
 from snapstore.adapters import apply, parse
 from snapstore.adapters.claude_code import AGENT as CLAUDE
-from snapstore.conversation import claude_code
+from snapstore.conversation import claude_code, copilot, opencode
 from snapstore.core.errors import AgentRunning, ConversationRefused, RunActive
 from snapstore.core.records import Turn, loads
 
 from ..support import agent_write, read
-from ..support.transcripts import PROMPTS, claude_transcript, session_of
+from ..support.transcripts import (
+    PROMPTS,
+    claude_transcript,
+    copilot_turn,
+    opencode_export,
+    session_of,
+)
 
 
 @pytest.fixture
 def homes(tmp_path: Path) -> dict[str, str]:
     found = {
         agent: str(tmp_path / agent)
-        for agent in ("claude-code", "codex", "gemini-cli", "qwen-code")
+        for agent in ("claude-code", "codex", "gemini-cli", "qwen-code", "copilot", "opencode")
     }
     for home in found.values():
         os.makedirs(home)
@@ -255,3 +261,129 @@ def test_a_key_whose_message_came_before_the_turn_began_is_refused(
         store.rewind(1, session, homes=homes)
     assert transcript.read_bytes() == whole
     assert read(Path(store.root), "notes.txt") == b"version 3\n"
+
+
+def copilot_log(homes: dict[str, str]) -> Path:
+    """Where Copilot CLI keeps session ``sid``'s events (a folder per session)."""
+    folder = Path(homes["copilot"]) / "session-state" / "sid"
+    folder.mkdir(parents=True)
+    (folder / "workspace.yaml").write_text("id: sid\ncwd: /w\n")
+    return folder / "events.jsonl"
+
+
+def test_copilot_forks_a_session_folder_cut_before_the_turn_and_undo_drops_it(
+    store: Store, homes: dict[str, str]
+) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    whole = log.read_bytes()
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
+    new = chat["session_id"]
+    fork = log.parent.parent / new
+    assert chat["transcript"] == str(fork / "events.jsonl")
+    assert chat["resume_command"] == f"copilot --resume {new}" and chat["note"] == ""
+    assert log.read_bytes() == whole
+    events = [json.loads(line) for line in (fork / "events.jsonl").read_text().splitlines()]
+    assert [e["id"] for e in events] == ["e0", "e1", "e2", "e3"]
+    assert events[0]["data"]["sessionId"] == new and copilot.live(events) == ["e1"]
+    assert (fork / "workspace.yaml").read_text() == f"id: {new}\ncwd: /w\n"
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    store.undo(homes=homes)
+    assert not fork.exists() and sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert log.read_bytes() == whole
+
+
+def test_copilot_maps_the_first_equal_prompt_at_or_after_the_begin_hook(
+    store: Store, homes: dict[str, str]
+) -> None:
+    """The hooks carry no message id: the turn is the first ``user.message`` with its text at
+    or after the begin hook's time; an equal prompt before it is another turn."""
+    log = copilot_log(homes)
+    session = "copilot/sid"
+    for i in range(3):
+        begun = store.begin_turn(session, "again", None, transcript=str(log))
+        copilot_turn(log, i, begun.created, prompt="again")
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    chat = store.rewind(1, session, homes=homes).conversation  # 1: the newest turn
+    assert chat is not None and chat["status"] == "rewound", chat["note"]
+    events = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
+    assert copilot.live(events) == ["e1", "e4"]  # the third "again" is cut, not the first
+    assert (
+        copilot.locate(events, "again", conversation.iso(begun.created + 1)) is None
+    )  # none at or after
+
+
+def test_copilot_in_use_lock_refuses_while_its_pid_lives(
+    store: Store, homes: dict[str, str]
+) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    lock = log.parent / f"inuse.{os.getpid()}.lock"
+    lock.touch()
+    with pytest.raises(AgentRunning, match=r"exit copilot first, or use --mode code"):
+        store.rewind(2, session, homes=homes)
+    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    lock.rename(log.parent / f"inuse.{gone.pid}.lock")
+    assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
+
+
+def test_copilot_compaction_after_the_turn_refuses(store: Store, homes: dict[str, str]) -> None:
+    log = copilot_log(homes)
+    session = session_of(store, "copilot", log)
+    with open(log, "a") as f:
+        f.write(json.dumps({"type": "session.compaction_complete", "id": "c", "data": {}}) + "\n")
+    with pytest.raises(ConversationRefused, match="compacted"):
+        store.rewind(2, session, homes=homes)
+    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+    assert read(Path(store.root), "notes.txt") == b"version 2\n"
+
+
+def test_opencode_fork_keeps_the_messages_before_the_turn_under_new_ids() -> None:
+    """What snapstore gives ``opencode import``: turn 1's messages, every id new (import skips
+    ids it has) with its time part kept (the order), ``parentID`` remapped, the title marked."""
+    session = opencode_export(3)
+    key = session["messages"][2]["info"]["id"]  # turn 2's user message
+    fork = opencode.fork(session, key, "2")
+    new = fork["info"]["id"]
+    assert new != session["info"]["id"] and new[:16] == session["info"]["id"][:16]
+    assert fork["info"]["title"] == "notes (rewound before turn 2)"
+    old = session["messages"][:2]
+    assert [m["info"]["role"] for m in fork["messages"]] == ["user", "assistant"]
+    for mine, theirs in zip(fork["messages"], old, strict=True):
+        assert mine["info"]["id"] != theirs["info"]["id"]
+        assert mine["info"]["id"][:16] == theirs["info"]["id"][:16]
+        assert mine["info"]["sessionID"] == new
+        [part] = mine["parts"]
+        assert part["id"] != theirs["parts"][0]["id"] and part["text"] == theirs["parts"][0]["text"]
+        assert (part["sessionID"], part["messageID"]) == (new, mine["info"]["id"])
+    assert fork["messages"][1]["info"]["parentID"] == fork["messages"][0]["info"]["id"]
+    assert opencode.live(fork) == [fork["messages"][0]["info"]["id"]]
+    assert session == opencode_export(3)  # the old session's export is left as it was
+
+
+def test_opencode_compaction_after_the_turn_is_seen() -> None:
+    session = opencode_export(3)
+    key = session["messages"][2]["info"]["id"]
+    assert not opencode.compacted_after(session, key)
+    session["messages"][4]["parts"].append({"type": "compaction", "id": "prt_x"})
+    assert opencode.compacted_after(session, key)
+    assert not opencode.compacted_after(session, session["messages"][4]["info"]["id"])
+
+
+def test_an_opencode_that_cannot_run_leaves_the_chat_and_rewinds_the_files(
+    store: Store, homes: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    session = session_of(store, "opencode", Path(homes["opencode"]) / "opencode.db")
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert chat["note"] == (
+        "cannot run opencode: No such file or directory, so the chat stays as it is; "
+        "rewind it with /undo in opencode"
+    )
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"

@@ -452,7 +452,10 @@ class CopilotCli(Driver):
             "--disable-client-telemetry",
             "--no-auto-update",
         ]
-        return cmd if first else [*cmd, "--continue"]
+        if first:
+            return cmd
+        resume = s.state.get("resume_id")  # a session to resume by id, e.g. a rewind's fork
+        return [*cmd, "--resume", resume] if resume else [*cmd, "--continue"]
 
 
 OPENCODE_PLUGIN = """\
@@ -561,7 +564,10 @@ class Opencode(Driver):
 
     def command(self, s: Session, prompt: str, first: bool) -> list[str]:
         cmd = [str(s.exe), "run", "--format", "json", "--model", f"fake/{self.model}", prompt]
-        return cmd if first else [*cmd, "--continue"]
+        if first:
+            return cmd
+        resume = s.state.get("resume_id")  # a session to resume by id, e.g. a rewind's fork
+        return [*cmd, "--session", resume] if resume else [*cmd, "--continue"]
 
 
 class OpencodeGpt(Opencode):
