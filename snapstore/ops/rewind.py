@@ -310,14 +310,14 @@ def _plan_redo(
             turn=record.id,
             session=session,
         )
-    done = v.turn(undone.undoes).op
+    done = _kept(v, record, undone.undoes).op
     assert done is not None
     if done.action == SWITCH:
-        operation = _plan_switch(repo, v, v.turn(done.target or ""), on_conflict)
+        operation = _plan_switch(repo, v, _kept(v, record, done.target), on_conflict)
     elif done.action == FINISH:
-        operation = _plan_finish(repo, v, v.turn(done.finishes or ""), on_conflict)
+        operation = _plan_finish(repo, v, _kept(v, record, done.finishes), on_conflict)
     else:
-        turn = v.turn(done.target or "")
+        turn = _kept(v, record, done.target)
         rels = list(done.paths) or None
         operation = _plan_rewind(repo, v, turn, session, done.mode, on_conflict, rels)
         edit = conversation.from_record(done.conversation)
@@ -325,6 +325,17 @@ def _plan_redo(
             _plan_conversation(operation, turn, homes, turn.id)
     operation.op = operation.op._replace(redoes=record.id)
     return operation
+
+
+def _kept(v: View, record: Turn, turn_id: str | None) -> Turn:
+    """A turn or operation a redo needs, unless gc dropped it since the undo."""
+    turn = None if turn_id is None else v.find_turn(turn_id)
+    if turn is None:
+        raise NotFound(
+            f"undo {record.id} can no longer be redone: gc dropped {turn_id or 'its target'}",
+            turn=record.id,
+        )
+    return turn
 
 
 def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:

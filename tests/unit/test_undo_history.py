@@ -9,6 +9,7 @@ import pytest
 
 from snapstore import BadInput, NotFound, Store
 from snapstore.core.records import REVERT, REWOUND
+from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, agent_turn, read, snapshot, write
 
@@ -206,3 +207,32 @@ def test_redo_by_id_merges_a_users_edit_and_reports_a_conflict(
     clash = store.redo(on_conflict="skip")
     assert [c["path"] for c in clash.conflicts] == ["f.txt"] and not clash.ok
     assert read(root, "f.txt") == b"all mine\n" and _branch(store) == [a]
+
+
+def test_redo_of_a_finish_retries_the_same_paths(store: Store, root: Path) -> None:
+    write(root, "f.txt", "".join(LINES))
+    first = agent_turn(store, "one", {"f.txt": _edited("".join(LINES), 3, "agent")})
+    store.rewind(first)
+    mine = _edited("".join(LINES), 3, "mine")
+    write(root, "f.txt", mine)
+    store.switch(first, "default")  # conflicts: left as it is
+    assert store.finish(on_conflict="markers").marked == ["f.txt"]
+    marked = read(root, "f.txt")
+    assert b"<<<<<<<" in marked
+    store.undo()
+    assert read(root, "f.txt").decode() == mine
+    again = store.redo(on_conflict="markers")
+    assert again.marked == ["f.txt"] and read(root, "f.txt") == marked
+    with store.repo.read() as v:
+        assert v.turn(again.undo_id).op.action == "finish"
+
+
+def test_redo_after_gc_dropped_what_it_needs_is_refused(store: Store, root: Path, three) -> None:
+    (_, b, _), _ = three
+    store.rewind(b)
+    store.undo()
+    store.gc(GcPolicy(keep_days=None, keep_turns=1))  # B goes; the undo's record stays
+    before = snapshot(root)
+    with pytest.raises(NotFound, match=f"can no longer be redone: gc dropped {b}"):
+        store.redo()
+    assert snapshot(root) == before
