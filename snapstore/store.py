@@ -427,12 +427,13 @@ class Store:
         with self.repo.read() as v:
             return resolve_operation(v, ref).id
 
-    def sessions(self) -> list[SessionInfo]:
+    def sessions(self, homes: Mapping[str, str] | None = None) -> list[SessionInfo]:
         """Every session with its agent, turns, head, open turn and whether it is running,
-        the most recently active first."""
+        the most recently active first; ``homes`` (each agent's home folder, as for
+        :meth:`rewind`) lets the agents' own registries of running sessions count too."""
         from .ops.history import sessions
 
-        return sessions(self.repo)
+        return sessions(self.repo, homes)
 
     def changes(self, turn_id: str) -> list[Change]:
         """The changes one turn recorded, in order."""

@@ -13,6 +13,7 @@ from snapstore.ops.history import Operation, SessionInfo
 
 from ..app import common_options, emit, options
 from ..output.plain import columns, iso, printable, say, short
+from ..settings import agent_homes
 
 #: What ``ops`` says after an operation's action, by its status.
 _NOTES: dict[Status, str] = {
@@ -43,7 +44,7 @@ def session_json(info: SessionInfo) -> dict[str, object]:
 def sessions() -> None:
     """List the sessions, the most recently active first: agent, turns, head, running."""
     with options().open_store() as store:
-        listed = store.sessions()
+        listed = store.sessions(homes=agent_homes())
         now = store.clock()
 
     def human() -> None:

@@ -24,6 +24,7 @@ from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
 
 from ..output.plain import iso
+from ..settings import agent_homes
 
 #: Lines of one file's diff sent to the page; a longer diff is cut and says so.
 MAX_DIFF_LINES = 2000
@@ -165,7 +166,7 @@ def sessions(store: Store, _session: str | None, _frame: dict[str, Any]) -> tupl
             "open_turn": s.open_turn,
             "running": s.running,
         }
-        for s in store.sessions()
+        for s in store.sessions(homes=agent_homes())
     ]
     return "sessions", {"sessions": listed}
 

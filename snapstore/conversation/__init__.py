@@ -266,6 +266,15 @@ def plan_undo(edit: Edit, homes: Mapping[str, str] | None) -> Edit:
     return edit._replace(cut=True, note="")
 
 
+def running(session: str, homes: Mapping[str, str] | None) -> str:
+    """Which live process of the agent runs ``session``, by the agent's own registry of running
+    sessions ("" for none, or for an agent without a module or a home here)."""
+    agent, session_id = _agent(session)
+    if homes is None or agent not in MODULES or agent not in homes:
+        return ""
+    return str(_module(agent).running(session_id, homes[agent]))
+
+
 def refuse_running(mod: ModuleType, session_id: str, home: str, undo: bool = False) -> None:
     """Raise :class:`AgentRunning` when the agent's registry names a live process on the
     session (a rewind can still take the files alone back; an undo cannot)."""

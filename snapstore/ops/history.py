@@ -7,6 +7,7 @@ and removed by a turn are counted between the blobs it recorded.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -543,15 +544,24 @@ class SessionInfo:
     head: str | None
     head_n: int | None  # the head's number (1) when it is a rewind point
     open_turn: str | None
-    running: bool  # an open turn: the agent's prompt began and its end has not come
+    running: bool  # an open turn, or the agent's own registry names a live process on it
 
 
-def sessions(repo: Repo) -> list[SessionInfo]:
+def _agent_runs(session: str, homes: Mapping[str, str] | None) -> bool:
+    if homes is None:
+        return False
+    from .. import conversation  # only here: reads of history load no agent's module
+
+    return bool(conversation.running(session, homes))
+
+
+def sessions(repo: Repo, homes: Mapping[str, str] | None = None) -> list[SessionInfo]:
     """Every session, the most recently active first (ties: by name).
 
-    "Running" is the store's own signal, an open turn: the store records no
-    process, so an agent that died in the middle of a turn counts as running
-    until its next prompt closes that turn, or ``end`` does.
+    "Running" is an open turn (the store's own signal: an agent that died in the middle of
+    a turn counts until its next prompt closes that turn, or ``end`` does), or, given the
+    agents' ``homes`` (as for a conversation rewind), the agent's own registry of running
+    sessions naming a process that is alive (snapstore.conversation).
     """
     with repo.read() as v:
         records = list(v.sessions())
@@ -579,7 +589,7 @@ def sessions(repo: Repo) -> list[SessionInfo]:
                     head,
                     1 if on_branch and on_branch[0].id == head else None,
                     None if open_turn is None else open_turn.id,
-                    open_turn is not None,
+                    open_turn is not None or _agent_runs(record.name, homes),
                 )
             )
     listed.sort(key=lambda s: s.name)

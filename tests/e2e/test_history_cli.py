@@ -82,6 +82,30 @@ def test_sessions_lists_agent_turns_head_and_whether_it_runs(cli, root: Path) ->
     assert second not in listed.stdout  # taken back: counted in all, not the head
 
 
+def test_a_session_its_agent_runs_now_is_running_while_that_process_lives(
+    cli, root: Path, tmp_path: Path
+) -> None:
+    """Claude Code's registry of running sessions (``~/.claude/sessions/<pid>.json``) names
+    the session: running while that pid lives, not once the process is gone."""
+    assert cli("init").code == 0
+    session = "claude-code/7c1e"
+    _turn(cli, root, "one", {"a.txt": b"1\n"}, session)
+    home = tmp_path / "home"
+    registry = home / ".claude" / "sessions"
+    registry.mkdir(parents=True)
+    agent = subprocess.Popen(["sleep", "60"])
+    try:
+        entry = registry / f"{agent.pid}.json"
+        entry.write_text(f'{{"pid": {agent.pid}, "sessionId": "7c1e", "kind": "interactive"}}')
+        listed = cli("--json", "sessions", env={"HOME": str(home)})
+        assert listed.code == 0 and [s["running"] for s in listed.json] == [True]
+    finally:
+        agent.kill()
+        agent.wait()
+    listed = cli("--json", "sessions", env={"HOME": str(home)})
+    assert listed.code == 0 and [s["running"] for s in listed.json] == [False]
+
+
 def test_the_most_recent_session_note_only_when_there_are_several(cli, root: Path) -> None:
     assert cli("init").code == 0
     _turn(cli, root, "one", {"a.txt": b"1\n"}, "claude-code/aaa")
