@@ -469,6 +469,16 @@ def iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
 
 
+def newest_release(records: list[dict[str, Any]]) -> tuple[int, ...] | None:
+    """The newest release named by a record's ``version`` (Claude Code and Qwen Code stamp
+    each record with the release that wrote it)."""
+    for record in reversed(records):
+        found = release(record.get("version"))
+        if found is not None:
+            return found
+    return None
+
+
 def registered(folder: str, session_id: str) -> str:
     """Which live process a registry of running sessions names on the session: a folder of
     ``<pid>….json`` entries ``{"pid", "sessionId"}`` (Claude Code, Qwen Code); "" for none.

@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from . import registered, release
+from . import newest_release, registered
 
 NAME = "claude-code"
 TITLE = "Claude Code"
@@ -36,13 +36,7 @@ def running(session_id: str, home: str) -> str:
     return registered(os.path.join(home, "sessions"), session_id)
 
 
-def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:
-    """The newest release that wrote a message to the transcript."""
-    for record in reversed(records):
-        found = release(record.get("version"))
-        if found is not None:
-            return found
-    return None
+version = newest_release  # the transcript's records carry the release that wrote them
 
 
 def _is_prompt(record: dict[str, Any]) -> bool:

@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from . import instant, registered, release
+from . import instant, newest_release, registered
 
 NAME = "qwen-code"
 TITLE = "Qwen Code"
@@ -45,13 +45,7 @@ def running(session_id: str, home: str) -> str:
     return registered(os.path.join(home, "sessions"), session_id)
 
 
-def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:
-    """The newest release that wrote a record to the transcript."""
-    for record in reversed(records):
-        found = release(record.get("version"))
-        if found is not None:
-            return found
-    return None
+version = newest_release  # the transcript's records carry the release that wrote them
 
 
 def _text(record: dict[str, Any]) -> str:
