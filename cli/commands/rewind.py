@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Literal
 
 import click
 
@@ -227,21 +228,7 @@ def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    opts = options()
-    with open_for_write() as store:
-        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to undo")
-        if rewind_id is not None:
-            rewind_id = store.resolve_operation(rewind_id)
-        result = store.undo(
-            rewind_id,
-            opts.session,
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            homes=agent_homes(),
-        )
-    if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
-        click.echo(f"snapstore: undoing {result.target} of session {result.session}", err=True)
-    _report(result, "undone", on_conflict)
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run)
 
 
 @click.command()
@@ -256,18 +243,23 @@ def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
     and `snapstore undo` takes the redo back. Refused once turns came after the undo.
     UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run)
+
+
+def _undo_or_redo(
+    verb: Literal["undo", "redo"], ref: str | None, on_conflict: Policy, dry_run: bool
+) -> None:
+    """Take back (or do again) the newest operation, of --session if given, or ``ref``: an
+    operation id from `snapstore ops`, or a unique prefix of one."""
     opts = options()
     with open_for_write() as store:
-        require_turns(store, opts.session or DEFAULT_SESSION, "nothing to redo")
-        if undo_id is not None:
-            undo_id = store.resolve_operation(undo_id)
-        result = store.redo(
-            undo_id,
-            opts.session,
-            on_conflict=on_conflict,
-            dry_run=dry_run,
-            homes=agent_homes(),
+        require_turns(store, opts.session or DEFAULT_SESSION, f"nothing to {verb}")
+        if ref is not None:
+            ref = store.resolve_operation(ref)
+        act = store.undo if verb == "undo" else store.redo
+        result = act(
+            ref, opts.session, on_conflict=on_conflict, dry_run=dry_run, homes=agent_homes()
         )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
-        click.echo(f"snapstore: redoing {result.target} of session {result.session}", err=True)
-    _report(result, "redone", on_conflict)
+        click.echo(f"snapstore: {verb}ing {result.target} of session {result.session}", err=True)
+    _report(result, f"{verb}ne", on_conflict)
