@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -19,6 +21,9 @@ from snapstore import Store
 
 from .support import CliResult, Clock, hermetic_env, snapstore
 from .support.fuzz import COUNTS, Sentinel
+
+if TYPE_CHECKING:
+    from snapstore.remote import ObjectStore
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -137,3 +142,25 @@ def seaweed(tmp_path_factory: pytest.TempPathFactory):
 
     with start_seaweed(tmp_path_factory.mktemp("seaweed")) as server:
         yield server
+
+
+@pytest.fixture(params=["s3", "file"])
+def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
+    """An empty remote: a fresh prefix of the session's SeaweedFS bucket, or a folder."""
+    from snapstore.remote import open_object_store  # only here: no test loads it unasked
+
+    if request.param == "s3":
+        from .support.seaweed import BUCKET, FAST_RETRY
+
+        server = request.getfixturevalue("seaweed")
+        store = open_object_store(
+            f"s3://{BUCKET}/t-{uuid.uuid4().hex[:12]}",
+            endpoint_url=server.endpoint,
+            credentials=server.credentials,
+            retry=FAST_RETRY,
+        )
+    else:
+        (tmp_path / "remote").mkdir()
+        store = open_object_store((tmp_path / "remote").as_uri())
+    with store:
+        yield store

@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,6 @@ from snapstore.remote.sync import pull as pull_module
 
 from ..support import agent_turn
 from ..support.fuzz import Sentinel
-from ..support.seaweed import BUCKET, FAST_RETRY
 
 BAD_PATHS = [
     "../victim.rc",
@@ -52,23 +50,6 @@ BAD_PATHS = [
     ".snapstore/data.mdb",
     "sub/.snapstore/lock",
 ]
-
-
-@pytest.fixture(params=["s3", "file"])
-def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
-    if request.param == "s3":
-        server = request.getfixturevalue("seaweed")
-        store = open_object_store(
-            f"s3://{BUCKET}/hostile-{uuid.uuid4().hex[:12]}",
-            endpoint_url=server.endpoint,
-            credentials=server.credentials,
-            retry=FAST_RETRY,
-        )
-    else:
-        (tmp_path / "remote").mkdir()
-        store = open_object_store((tmp_path / "remote").as_uri())
-    with store:
-        yield store
 
 
 def pushed(tmp_path: Path, remote: ObjectStore, edits: dict[str, Any] | None = None) -> str:

@@ -8,38 +8,18 @@ newer than this code is refused before anything reaches the store.
 from __future__ import annotations
 
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from snapstore import Store
-from snapstore.remote import CorruptObject, ObjectStore, RemoteError, open_object_store
+from snapstore.remote import CorruptObject, ObjectStore, RemoteError
 from snapstore.remote.format import layout
 from snapstore.remote.sync.push import base_turn_id
 
 from ..support import Clock, agent_turn, snapshot, write
-from ..support.seaweed import BUCKET, FAST_RETRY
 
 GIT = ["git", "-c", "user.email=t@example.com", "-c", "user.name=t"]
-
-
-@pytest.fixture(params=["s3", "file"])
-def remote(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ObjectStore]:
-    if request.param == "s3":
-        server = request.getfixturevalue("seaweed")
-        store = open_object_store(
-            f"s3://{BUCKET}/sync-{uuid.uuid4().hex[:12]}",
-            endpoint_url=server.endpoint,
-            credentials=server.credentials,
-            retry=FAST_RETRY,
-        )
-    else:
-        (tmp_path / "remote").mkdir()
-        store = open_object_store((tmp_path / "remote").as_uri())
-    with store:
-        yield store
 
 
 def git_repo(path: Path, files: dict[str, str]) -> None:
