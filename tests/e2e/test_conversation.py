@@ -59,6 +59,29 @@ def seen_by_model(s, prompt: str) -> str:
     return bodies[-1]
 
 
+def resumed_remembers_every_turn(s, session_id: str) -> None:
+    """Resume ``session_id`` with the fourth prompt: the model is sent turns 1 to 3, their
+    prompts and answers."""
+    s.state["resume_id"] = session_id
+    run = s.run(FOURTH.prompt)
+    assert run.code == 0 and not run.timed_out, run.brief()
+    sent = seen_by_model(s, FOURTH.prompt)
+    assert all(t.prompt in sent for t in SCRIPT), sent
+    assert all(a in sent for a in ANSWERS), sent
+
+
+def resumed_remembers_turn_one(s, session_id: str) -> None:
+    """Resume ``session_id`` with the fifth prompt: the model is sent turn 1 and nothing of
+    turns 2 and 3, nor of the fourth prompt."""
+    s.state["resume_id"] = session_id
+    run = s.run(FIFTH.prompt)
+    assert run.code == 0 and not run.timed_out, run.brief()
+    sent = seen_by_model(s, FIFTH.prompt)
+    assert SCRIPT[0].prompt in sent and "Created." in sent
+    for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
+        assert gone not in sent, (gone, sent)
+
+
 def rewind(s, session: str, *args: str) -> subprocess.CompletedProcess:
     return snap(s, "--json", "rewind", *args, "--yes", "--session", session)
 
@@ -190,25 +213,14 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
         }
         assert tree(s)["notes.txt"] == NOTES
         assert snap(s, "undo").returncode == 0 and path.read_bytes() == whole
-        s.state["resume_id"] = sid
-        run = s.run(FOURTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FOURTH.prompt)
-        assert all(t.prompt in sent for t in SCRIPT), sent
-        assert all(a in sent for a in ANSWERS)
+        resumed_remembers_every_turn(s, sid)
 
         # rewind turn 2 for good, then resume with the id from --json
         done = rewind(s, session, second)
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)["conversation"]
         assert out["status"] == "rewound" and out["session_id"] == sid
-        s.state["resume_id"] = out["session_id"]
-        run = s.run(FIFTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FIFTH.prompt)
-        assert SCRIPT[0].prompt in sent and "Created." in sent
-        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
-            assert gone not in sent, (gone, sent)
+        resumed_remembers_turn_one(s, out["session_id"])
 
         # the agent wrote since: the undo would lose that, and refuses
         before = path.read_bytes()
@@ -362,11 +374,7 @@ def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Pat
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
         assert snap(s, "undo").returncode == 0
-        s.state["resume_id"] = sid
-        run = s.run(FOURTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FOURTH.prompt)
-        assert all(t.prompt in sent for t in SCRIPT) and all(a in sent for a in ANSWERS), sent
+        resumed_remembers_every_turn(s, sid)
 
         # rewind 2 for good, then resume the fork by the id from --json: turn 1 only
         whole = path.read_bytes()
@@ -374,13 +382,7 @@ def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Pat
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["user_text"] == SCRIPT[1].prompt
         chat = json.loads(done.stdout)["conversation"]
-        s.state["resume_id"] = chat["session_id"]
-        run = s.run(FIFTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FIFTH.prompt)
-        assert SCRIPT[0].prompt in sent and "Created." in sent
-        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
-            assert gone not in sent, (gone, sent)
+        resumed_remembers_turn_one(s, chat["session_id"])
         assert path.read_bytes() == whole  # the old session is left as it was
 
 
@@ -486,23 +488,13 @@ def test_a_real_opencode_session_rewinds_its_conversation_by_export_and_import(
         assert json.loads(done.stdout)["user_text"] == f'"{SCRIPT[1].prompt}"'
         fork = json.loads(done.stdout)["conversation"]["session_id"]
         assert snap(s, "undo").returncode == 0 and opencode_messages(s, fork) is None
-        s.state["resume_id"] = sid
-        run = s.run(FOURTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FOURTH.prompt)
-        assert all(t.prompt in sent for t in SCRIPT) and all(a in sent for a in ANSWERS), sent
+        resumed_remembers_every_turn(s, sid)
 
         # rewind 2 for good, then resume the fork by the id from --json: turn 1 only
         whole = opencode_messages(s, sid)
         done = rewind(s, session, second)
         assert done.returncode == 0, done.stderr
-        s.state["resume_id"] = json.loads(done.stdout)["conversation"]["session_id"]
-        run = s.run(FIFTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FIFTH.prompt)
-        assert SCRIPT[0].prompt in sent and "Created." in sent
-        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
-            assert gone not in sent, (gone, sent)
+        resumed_remembers_turn_one(s, json.loads(done.stdout)["conversation"]["session_id"])
         assert opencode_messages(s, sid) == whole  # the old session is left as it was
 
 

@@ -30,7 +30,15 @@ from .test_agents_hooks import (  # on_path: a fixture
     sessions_of,
     snap,
 )
-from .test_conversation import ANSWERS, FIFTH, FOURTH, crash_at, rewind, seen_by_model, tree
+from .test_conversation import (
+    FIFTH,
+    FOURTH,
+    crash_at,
+    resumed_remembers_every_turn,
+    resumed_remembers_turn_one,
+    rewind,
+    tree,
+)
 
 RESUME = {"gemini-cli": "gemini --resume {}", "qwen-code": "qwen --resume {}"}
 
@@ -109,25 +117,14 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
             "note": "",
         }
         assert snap(s, "undo").returncode == 0 and path.read_bytes() == whole
-        s.state["resume_id"] = sid
-        run = s.run(FOURTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FOURTH.prompt)
-        assert all(t.prompt in sent for t in SCRIPT), sent
-        assert all(a in sent for a in ANSWERS)
+        resumed_remembers_every_turn(s, sid)
 
         # rewind turn 2 for good, then resume with the id from --json: turn 1 only
         done = rewind(s, session, second)
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)["conversation"]
         assert out["status"] == "rewound" and out["session_id"] == sid
-        s.state["resume_id"] = out["session_id"]
-        run = s.run(FIFTH.prompt)
-        assert run.code == 0 and not run.timed_out, run.brief()
-        sent = seen_by_model(s, FIFTH.prompt)
-        assert SCRIPT[0].prompt in sent and "Created." in sent
-        for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
-            assert gone not in sent, (gone, sent)
+        resumed_remembers_turn_one(s, out["session_id"])
 
         # the agent runs the session: refused, nothing changed. Qwen Code's registry names
         # it with a live pid (the test's own `sleep`); Gemini CLI keeps none: the real Gemini
