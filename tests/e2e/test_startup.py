@@ -213,26 +213,9 @@ def test_in_scan_mode_a_file_tool_hook_loads_no_more(
 
 
 #: snapstore's own modules behind the capture commands: the hook path's, without the adapters.
-CAPTURE_MODULES = {
-    "snapstore",
-    "snapstore.core",
-    "snapstore.ops",
-    "snapstore.core.blobs",
-    "snapstore.ops.capture",
-    "snapstore.core.db",
-    "snapstore.core.errors",
-    "snapstore.core.faults",
-    "snapstore.core.fsio",
-    "snapstore.core.locks",
-    "snapstore.core.records",
-    "snapstore.core.repo",
-    "snapstore.store",
-    "snapstore_cli",
+CAPTURE_MODULES = (HOOK_MODULES - {"snapstore.adapters", "snapstore_cli.hooks"}) | {
     "snapstore_cli.autogc",
     "snapstore_cli.fast",
-    "snapstore_cli.launch",
-    "snapstore_cli.runner",
-    "snapstore_cli.settings",
     "snapstore_cli.output",
     "snapstore_cli.output.plain",
 }
