@@ -55,8 +55,8 @@ class Store:
 
     Open one with :meth:`Store.open` (or create one with :meth:`Store.init`) and
     close it when done, or use it as a context manager. A Store must not be used
-    across ``fork()``. ``max_file_size`` caps what scans record, for every scan
-    this Store runs (scan mode's turn scans included). ``warn`` receives what
+    across ``fork()``. ``max_file_size`` caps what captures and scans record (a
+    file over it is skipped and reported). ``warn`` receives what
     went wrong without stopping the operation (a scan at a turn's edge that
     failed); without it, such a failure is raised. ``record_base`` records, at each
     session's first capture, the git commit and what differed from it (snapstore.ops.session_base:
@@ -223,7 +223,14 @@ class Store:
         """Capture the current bytes of ``paths`` before the agent writes them."""
         from .ops.capture import pre_write
 
-        return pre_write(self.repo, paths, tool, session, base=self._base_of_new(session))
+        return pre_write(
+            self.repo,
+            paths,
+            tool,
+            session,
+            base=self._base_of_new(session),
+            limit=self.max_file_size,
+        )
 
     def post_write(
         self,
@@ -238,7 +245,7 @@ class Store:
         """
         from .ops.capture import post_write
 
-        return post_write(self.repo, paths, session, tool)
+        return post_write(self.repo, paths, session, tool, self.max_file_size)
 
     def end_turn(self, session: str = DEFAULT_SESSION, *, scan: bool = False) -> Turn:
         """Close the session's open turn, recording any ``after`` still missing.

@@ -2,10 +2,13 @@
 
 A blob value is a small header followed by a payload (see docs/format.md):
 
-    byte 0      encoding: 0 raw, 1 zstd frame, 2 zstd delta
+    byte 0      encoding: 0 raw, 1 zstd frame, 2 zstd delta, 3 chunked
     bytes 1-8   raw size, unsigned 64-bit big endian
     delta only: 32-byte digest of the base blob, 1 byte chain depth
     payload
+
+A chunked blob (a big file, cut by content: ``core/chunked.py``) has no bytes of its
+own: its payload lists its chunks, each a blob of its own, as (digest, size) pairs.
 
 A delta is a zstd frame compressed against the raw bytes of the base (a
 raw-content prefix dictionary, the idea behind ``zstd --patch-from``). The
@@ -29,26 +32,36 @@ from .errors import StoreCorrupt
 
 if TYPE_CHECKING:
     import zstandard
+    from blake3 import blake3
 
 # blake3 and zstandard are imported where they are used, not here: reading history, a
 # scan that finds nothing new, and a turn's begin hash and compress nothing, and loading
 # zstandard alone takes half of a hook's start-up (docs/benchmarks.md).
 
 DIGEST_SIZE = 32
-RAW, ZSTD, DELTA = 0, 1, 2
-ENCODINGS = (RAW, ZSTD, DELTA)
+RAW, ZSTD, DELTA, CHUNKED = 0, 1, 2, 3
+ENCODINGS = (RAW, ZSTD, DELTA, CHUNKED)
 
 #: Longest delta chain; past it a full frame is stored, so a read decodes at most this many frames.
 MAX_CHAIN = 16
-#: Bases above this size are not used for deltas (the match tables would need too much memory).
-MAX_DELTA_BASE = 64 * 1024 * 1024
+#: Files above this size are big: read as :class:`~snapstore.core.records.Big` and stored
+#: chunked (``core/chunked.py``), so that no step holds one whole in memory.
+BIG = 4 * 1024 * 1024
+#: Bases above this size are not used for deltas (the match tables would need too much
+#: memory). Only blobs stored before big files were chunked can be bigger.
+MAX_DELTA_BASE = BIG
+#: The largest chunk a chunked blob may list (the chunker's maximum).
+MAX_CHUNK = 4 * 1024 * 1024
 LEVEL = 3
-#: zstd allows 30 for hash and chain logs; 24 bounds their tables at 64 MiB each.
-MAX_TABLE_LOG = 24
+#: zstd allows 30 for hash and chain logs; 22 bounds their tables at 16 MiB each.
+MAX_TABLE_LOG = 22
+#: Decoders allow this window: deltas stored before bases were capped reach it.
 MAX_WINDOW_LOG = 27
 
 _SIZE = struct.Struct(">Q")
 _HEAD = 1 + _SIZE.size
+#: One chunk of a chunked blob: its digest and its size.
+CHUNK_REF = struct.Struct(">32sI")
 
 
 def digest(data: bytes) -> bytes:
@@ -67,6 +80,13 @@ def digest_hex(data: bytes) -> str:
     from blake3 import blake3
 
     return blake3(data).hexdigest()
+
+
+def hasher() -> "blake3":
+    """An incremental :func:`digest`, for content read in pieces (big files)."""
+    from blake3 import blake3
+
+    return blake3()
 
 
 class BlobHeader(NamedTuple):
@@ -93,6 +113,26 @@ def parse_header(value: bytes, key: bytes) -> BlobHeader:
         raise StoreCorrupt(f"blob {key.hex()[:12]} has a truncated delta header")
     base = bytes(value[_HEAD : _HEAD + DIGEST_SIZE])
     return BlobHeader(DELTA, size, base, value[_HEAD + DIGEST_SIZE])
+
+
+def encode_chunked(size: int, chunks: list[tuple[bytes, int]]) -> bytes:
+    """The value of a chunked blob of ``size`` bytes made of ``chunks`` (digest, size)."""
+    return bytes([CHUNKED]) + _SIZE.pack(size) + b"".join(CHUNK_REF.pack(*c) for c in chunks)
+
+
+def chunk_refs(value: bytes, header: BlobHeader, key: bytes) -> list[tuple[bytes, int]]:
+    """The (digest, size) list of a chunked blob, refused unless the sizes add up."""
+    payload = memoryview(value)[_HEAD:]
+    if len(payload) % CHUNK_REF.size:
+        raise StoreCorrupt(f"blob {key.hex()[:12]} has a malformed chunk list")
+    refs = [(bytes(d), n) for d, n in CHUNK_REF.iter_unpack(payload)]
+    if (
+        not refs
+        or sum(n for _, n in refs) != header.size
+        or any(not 0 < n <= MAX_CHUNK for _, n in refs)
+    ):
+        raise StoreCorrupt(f"blob {key.hex()[:12]} lists chunks that do not make its size")
+    return refs
 
 
 def with_depth(value: bytes, depth: int) -> bytes:
@@ -148,6 +188,8 @@ def decode_payload(value: bytes, header: BlobHeader, key: bytes, base: bytes | N
     """Decode one blob value whose base (for a delta) is already decoded, and verify it."""
     import zstandard
 
+    if header.encoding == CHUNKED:  # its bytes are its chunks': read them with View.pieces
+        raise StoreCorrupt(f"blob {key.hex()[:12]} is chunked where a single blob was expected")
     payload = value[header.header_size :]
     try:
         if header.encoding == RAW:

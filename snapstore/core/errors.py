@@ -60,6 +60,12 @@ class UnsafePath(BadInput):
     code = "unsafe_path"
 
 
+class TooLarge(BadInput):
+    """A file over the capture limit: skipped, and said so wherever captures are shown."""
+
+    code = "too_large"
+
+
 class NotOnBranch(BadInput):
     """A turn that is not on the session's current branch (fields: ``turn``, ``session``,
     ``state``)."""

@@ -31,19 +31,23 @@ import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from typing import BinaryIO
 
-from . import faults
+from . import blobs, faults
 from .db import STORE_DIRNAME
-from .errors import BadInput, SnapstoreError, StoreFull, UnsafePath
-from .records import FILE, LINK, Entry, fingerprint
+from .errors import BadInput, SnapstoreError, StoreFull, TooLarge, UnsafePath
+from .records import FILE, LINK, Big, Entry, fingerprint
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Up to this many paths, a flush syncs each file and folder; above, the whole file
 #: system at once (``syncfs``), which is far cheaper for many small files.
 FSYNC_EACH = 4
-#: Scans skip (and report) larger files unless told otherwise: a workspace's generated
-#: artefacts should not fill the store.
-DEFAULT_MAX_FILE_SIZE = 10 * 1024 * 1024
+#: Captures and scans skip (and report) larger files unless told otherwise: a workspace's
+#: generated artefacts should not fill the store. Big files are streamed in chunks, so the
+#: cap is about disk, not memory.
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024 * 1024
+#: Big files are read and written in pieces of this size.
+PIECE = 1024 * 1024
 #: LMDB keys are at most 511 bytes; the store keys paths by their relative form.
 MAX_PATH_BYTES = 511
 #: Temp files of an atomic write; one left by a crash is removed when the rewind resumes.
@@ -233,7 +237,23 @@ class Workspace:
         with self._parent(rel) as (fd, _):
             return None if fd is None else _read_at(fd, _leaf(rel), rel)
 
-    def read_state(self, rel: str, links_absent: bool = False) -> tuple[Entry | None, bool]:
+    @contextmanager
+    def reading(self, rel: str, seen: bytes) -> Iterator[BinaryIO]:
+        """``rel`` open for reading in pieces (a big file's chunks), refused with
+        :class:`BadInput` unless it is still the regular file whose stat fingerprint a
+        read saw (``seen``)."""
+        with self._parent(rel) as (fd, _):
+            st = None if fd is None else self.lstat(rel)
+            if fd is None or st is None or fingerprint(st) != seen:
+                raise BadInput(f"{rel} changed while it was being captured")
+            with _open_regular(fd, _leaf(rel), rel, st) as (handle, now):
+                if fingerprint(now) != seen:
+                    raise BadInput(f"{rel} changed while it was being captured")
+                yield handle
+
+    def read_state(
+        self, rel: str, links_absent: bool = False, limit: int | None = None
+    ) -> tuple[Entry | None, bool]:
         """What ``rel`` holds as a versioned object, and whether a folder stands there.
 
         Folders are not versioned: one standing at the path counts as absent (an
@@ -253,7 +273,7 @@ class Workspace:
                 raise BadInput(f"cannot read {rel}: {exc.strerror}", path=rel) from None
             if stat.S_ISDIR(st.st_mode):
                 return None, True
-            return _read_at(fd, _leaf(rel), rel), False
+            return _read_at(fd, _leaf(rel), rel, limit), False
 
     def read_many(self, rels: Iterable[str]) -> Iterator[tuple[str, Entry | SnapstoreError | None]]:
         """Read many paths, opening each run of paths in one folder once (a scan's reads).
@@ -291,8 +311,17 @@ class Workspace:
 
     # -- writing -----------------------------------------------------------------
 
-    def write(self, rel: str, entry: Entry | None, durable: bool = True) -> None:
+    def write(
+        self,
+        rel: str,
+        entry: Entry | None,
+        durable: bool = True,
+        pieces: Iterable[bytes] | None = None,
+    ) -> None:
         """Atomically make ``rel`` hold ``entry`` (temp file, then rename); None deletes it.
+
+        A big file's bytes come as ``pieces`` (the store's verified chunks): an error
+        raised by them, before the last, leaves the path as it was.
 
         With ``durable`` the file and its folder are synced before this returns.
         Without, nothing is synced, and the caller must :meth:`flush` the paths it
@@ -310,10 +339,14 @@ class Workspace:
                 assert fd is not None
                 tmp = f".snapstore-{os.urandom(6).hex()}.tmp"  # matches TEMP_NAME
                 try:
-                    if entry.kind == LINK:
+                    if isinstance(entry.data, Big):
+                        if pieces is None:
+                            raise ValueError(f"{rel}: a big file is written from its pieces")
+                        _write_file(fd, tmp, pieces, entry.mode, durable)
+                    elif entry.kind == LINK:
                         os.symlink(os.fsdecode(entry.data), tmp, dir_fd=fd)
                     else:
-                        _write_file(fd, tmp, entry.data, entry.mode, durable)
+                        _write_file(fd, tmp, (entry.data,), entry.mode, durable)
                     faults.point("fsio.before_rename")
                     os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 except BaseException:
@@ -514,8 +547,13 @@ def _remove_empty_tree(parent_fd: int, name: str) -> None:
         os.fsync(parent_fd)
 
 
-def _read_at(fd: int, name: str, rel: str) -> Entry | None:
-    """Read ``name`` in the folder ``fd`` without following a symlink."""
+def _read_at(fd: int, name: str, rel: str, limit: int | None = None) -> Entry | None:
+    """Read ``name`` in the folder ``fd`` without following a symlink.
+
+    A big file (over :data:`~snapstore.core.blobs.BIG`) is not held: it is hashed in
+    pieces and comes back as :class:`~snapstore.core.records.Big`. A file over
+    ``limit`` is refused (:class:`TooLarge`) unread.
+    """
     try:
         st = os.stat(name, dir_fd=fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -524,6 +562,23 @@ def _read_at(fd: int, name: str, rel: str) -> Entry | None:
         raise BadInput(f"cannot read {rel}: {exc.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         return Entry(LINK, os.fsencode(os.readlink(name, dir_fd=fd)), 0o777, st)
+    with _open_regular(fd, name, rel, st) as (handle, st):
+        if limit is not None and st.st_size > limit:
+            raise TooLarge(f"{rel} is larger than the capture limit ({limit} bytes)", path=rel)
+        if st.st_size <= blobs.BIG:
+            return Entry(FILE, handle.read(), stat.S_IMODE(st.st_mode), st)
+        hasher, size = blobs.hasher(), 0
+        for piece in iter(lambda: handle.read(PIECE), b""):
+            hasher.update(piece)
+            size += len(piece)
+    return Entry(FILE, Big(hasher.digest(), size), stat.S_IMODE(st.st_mode), st)
+
+
+@contextlib.contextmanager
+def _open_regular(
+    fd: int, name: str, rel: str, st: os.stat_result
+) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """``name`` opened for reading, refused unless it is a regular file (never a link)."""
     if stat.S_ISDIR(st.st_mode):
         raise BadInput(f"{rel} is a folder, not a file")
     if not stat.S_ISREG(st.st_mode):
@@ -536,8 +591,7 @@ def _read_at(fd: int, name: str, rel: str) -> Entry | None:
         st = os.fstat(handle.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise UnsafePath(f"{rel} changed type while being read")
-        data = handle.read()
-    return Entry(FILE, data, stat.S_IMODE(st.st_mode), st)
+        yield handle, st
 
 
 def _realpath(path: str, text: str) -> str:
@@ -562,13 +616,14 @@ def _is_within(path: str, root: str) -> bool:
     return path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _write_file(dir_fd: int, name: str, data: bytes, mode: int, durable: bool) -> None:
+def _write_file(dir_fd: int, name: str, pieces: Iterable[bytes], mode: int, durable: bool) -> None:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o600, dir_fd=dir_fd)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(fd, view) :]
         os.fchmod(fd, mode & 0o777)  # never setuid, setgid or sticky
         if durable:
             os.fsync(fd)

@@ -110,11 +110,21 @@ class Version(NamedTuple):
         return other is not None and other.digest == self.digest and other.kind == self.kind
 
 
+class Big(NamedTuple):
+    """A big file's content, named but not held: its digest and size. Its bytes stay in
+    the workspace file or in the store's chunks, and are streamed from there
+    (``core/chunked.py``), so memory stays bounded whatever the size."""
+
+    key: bytes
+    size: int
+
+
 class Entry(NamedTuple):
-    """What a path holds on disk: file bytes or a link target, with permission bits."""
+    """What a path holds on disk: file bytes (or, for a big file, :class:`Big`) or a link
+    target, with permission bits."""
 
     kind: Kind
-    data: bytes
+    data: bytes | Big
     mode: int = 0o644
     stat: os.stat_result | None = None
 
@@ -123,7 +133,8 @@ def version_of(entry: Entry | None) -> Version | None:
     """The identity of what is on disk (its digest, mode and kind)."""
     if entry is None:
         return None
-    return Version(digest(entry.data).hex(), entry.mode, entry.kind)
+    key = entry.data.key if isinstance(entry.data, Big) else digest(entry.data)
+    return Version(key.hex(), entry.mode, entry.kind)
 
 
 #: ``index`` values (scan mode): size, mtime_ns, ctime_ns, inode, st_mode, then the digest.

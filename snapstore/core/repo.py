@@ -42,6 +42,7 @@ from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, Unknown
 from .fsio import Workspace
 from .records import (
     OPEN,
+    Big,
     Change,
     Entry,
     Session,
@@ -222,7 +223,8 @@ class View:
 
         Every level of the chain decodes to its recorded size and hashes to its
         key, and each delta records its base's depth plus one; anything else is
-        :class:`StoreCorrupt`. fsck calls exactly this.
+        :class:`StoreCorrupt`. A chunked blob is joined from :meth:`pieces`: what
+        may meet a big file streams it instead.
         """
         chain: list[tuple[bytes, bytes, blobs.BlobHeader]] = []
         current: bytes | None = key
@@ -232,6 +234,8 @@ class View:
                 what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
                 raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
             header = blobs.parse_header(value, current)
+            if header.encoding == blobs.CHUNKED and current == key:
+                return b"".join(self.pieces(key))
             if chain and chain[-1][2].depth != header.depth + 1:
                 raise StoreCorrupt(f"blob {chain[-1][0].hex()[:12]} records a wrong delta depth")
             chain.append((current, value, header))
@@ -244,10 +248,41 @@ class View:
         assert data is not None
         return data
 
+    def chunks(self, key: bytes) -> list[tuple[bytes, int]] | None:
+        """A chunked blob's (digest, size) list; None for a blob stored whole."""
+        value = self._get("blobs", key)
+        if value is None:
+            raise StoreCorrupt(f"blob {key.hex()[:12]} is missing from the store")
+        header = blobs.parse_header(value, key)
+        return None if header.encoding != blobs.CHUNKED else blobs.chunk_refs(value, header, key)
+
+    def pieces(self, key: bytes) -> Iterator[bytes]:
+        """A blob's bytes in verified pieces: each chunk of a chunked blob (or the whole of
+        another), checked against its digest, and the whole checked against ``key`` before
+        the last piece is given. Memory holds one chunk at a time."""
+        refs = self.chunks(key)
+        if refs is None:
+            yield self.blob(key)
+            return
+        whole = blobs.hasher()
+        for n, (chunk, size) in enumerate(refs):
+            data = self.blob(chunk)
+            if len(data) != size:
+                raise StoreCorrupt(f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged")
+            whole.update(data)
+            if n == len(refs) - 1 and whole.digest() != key:
+                raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")
+            yield data
+
     def content(self, version: Version | None) -> Entry | None:
-        """A recorded version as workspace content (None: the path is absent)."""
+        """A recorded version as workspace content (None: the path is absent); a chunked
+        blob as :class:`~snapstore.core.records.Big`, to be streamed by :meth:`pieces`."""
         if version is None:
             return None
+        value = self._get("blobs", version.key)
+        if value is not None and value[0] == blobs.CHUNKED:
+            size = blobs.parse_header(value, version.key).size
+            return Entry(version.kind, Big(version.key, size), version.mode)
         return Entry(version.kind, self.blob(version.key), version.mode)
 
     def encode(self, data: bytes, base_key: bytes | None) -> tuple[bytes, bytes | None]:
@@ -460,14 +495,20 @@ class Tx(View):
 
     # -- blobs -------------------------------------------------------------------
 
-    def put_blob(self, key: bytes, value: bytes | None, data: bytes | None = None) -> None:
+    def put_blob(self, key: bytes, value: bytes | None, data: bytes | Big | None = None) -> None:
         """Store an encoded blob unless present.
 
         ``value`` may have been encoded before the write lock was taken. If gc
         has since removed the blob or its delta base, ``data`` is stored as a
         full frame instead, so a change never points at a missing blob; if gc
-        moved the base up its chain, the recorded depth follows it.
+        moved the base up its chain, the recorded depth follows it. A big file
+        (``data`` is :class:`Big`) was stored in chunks under this same lock
+        (``core/chunked.py``), so it is only checked to be there.
         """
+        if isinstance(data, Big):
+            if not self.has_blob(key):
+                raise StoreCorrupt(f"big file {key.hex()[:12]} was not stored before its commit")
+            return
         if value is not None and value[0] == blobs.DELTA and data is not None:
             header = blobs.parse_header(value, key)
             assert header.base is not None

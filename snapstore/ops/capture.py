@@ -16,10 +16,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
+from ..core.chunked import store_big
 from ..core.errors import NotFound, RunActive, SnapstoreError
+from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
     CLOSED,
     HOOK,
+    Big,
     Change,
     Session,
     Source,
@@ -59,7 +62,7 @@ class _Prepared(NamedTuple):
     key: bytes | None = None
     value: bytes | None = None
     mkdirs: int = 0
-    data: bytes | None = None  # kept to re-encode if gc ran between prepare and commit
+    data: bytes | Big | None = None  # kept to re-encode if gc ran between prepare and commit
     stat: os.stat_result | None = None  # what was read, to check it is still there
 
 
@@ -93,17 +96,19 @@ def prepare(
     rels: Iterable[str],
     bases: dict[str, bytes | None] | None = None,
     refused: dict[str, SnapstoreError] | None = None,
+    limit: int = DEFAULT_MAX_FILE_SIZE,
 ) -> dict[str, _Prepared]:
     """Read each path and encode its bytes as a blob, ready to commit.
 
     The delta base is the path's latest recorded version unless ``bases`` says
-    otherwise. With ``refused``, a path that cannot be read (a FIFO, a folder) goes
-    there instead of failing the others.
+    otherwise. With ``refused``, a path that cannot be read (a FIFO, a folder, a
+    file over ``limit``) goes there instead of failing the others. A big file is
+    only hashed here; :func:`_write` stores it.
     """
     entries = {}
     for rel in rels:
         try:
-            entries[rel] = repo.ws.read_state(rel)[0]
+            entries[rel] = repo.ws.read_state(rel, limit=limit)[0]
         except SnapstoreError as exc:
             if refused is None:
                 raise
@@ -114,8 +119,11 @@ def prepare(
             if entry is None:
                 prepared[rel] = _Prepared(rel, None, mkdirs=repo.ws.missing_parents(rel))
                 continue
-            base = bases[rel] if bases and rel in bases else v.path_digest(rel)
-            key, value = v.encode(entry.data, base)
+            if isinstance(entry.data, Big):  # stored in chunks under the lock: store_big
+                key, value = entry.data.key, None
+            else:
+                base = bases[rel] if bases and rel in bases else v.path_digest(rel)
+                key, value = v.encode(entry.data, base)
             prepared[rel] = _Prepared(
                 rel,
                 Version(key.hex(), entry.mode, entry.kind),
@@ -261,10 +269,25 @@ def _after_reading(
             return commit(tx, read, check)
 
         try:
-            return repo.write(run)
+            return _write(repo, read.prepared.values(), run)
         except _Moved:
             continue
     raise AssertionError("unreachable: the last attempt does not check")
+
+
+def _write(repo: Repo, items: Iterable[_Prepared], fn: Callable[[Tx], T]) -> T:
+    """``fn`` in one commit, in a hold of the write lock that first stores the big files
+    among ``items`` (in chunks, :mod:`~snapstore.core.chunked`), so that gc cannot take
+    their chunks before ``fn`` points at them."""
+    with repo.lock() as w:
+        _store_big(w, items)
+        return w.write(fn)
+
+
+def _store_big(w: Locked, items: Iterable[_Prepared]) -> None:
+    for item in items:
+        if isinstance(item.data, Big) and item.stat is not None:
+            store_big(w, w.repo.ws, item.rel, item.data, fingerprint(item.stat))
 
 
 def begin_turn(
@@ -347,6 +370,7 @@ def finish_open_turn(w: Locked, session: str) -> Turn | None:
     """Record the missing ``after`` of every change and close the open turn, under the
     held lock (a rewind's, which needs its session's turn closed)."""
     read = _read_open(w.repo, session, False)
+    _store_big(w, read.prepared.values())
     return w.write(lambda tx: _close_open(tx, w.repo, session, read, False, False))
 
 
@@ -379,6 +403,7 @@ def pre_write(
     session: str,
     source: Source = HOOK,
     base: "Base | None" = None,
+    limit: int = DEFAULT_MAX_FILE_SIZE,
 ) -> CaptureResult:
     """Capture the current bytes of each path and open a change for it.
 
@@ -390,7 +415,7 @@ def pre_write(
     """
     refused: dict[str, SnapstoreError] = {}
     rels = resolve_paths(repo, paths, refused)
-    prepared = prepare(repo, rels, refused=refused)
+    prepared = prepare(repo, rels, refused=refused, limit=limit)
     rels = [rel for rel in rels if rel in prepared]
     if refused and not rels:
         raise next(iter(refused.values()))  # nothing to capture: the error is the answer
@@ -428,11 +453,15 @@ def pre_write(
         faults.point("capture.commit")
         return _reporting(CaptureResult(session, turn.id, rels, []), refused)
 
-    return repo.write(commit)
+    return _write(repo, prepared.values(), commit)
 
 
 def post_write(
-    repo: Repo, paths: Iterable[str | os.PathLike[str]], session: str, tool: str = ""
+    repo: Repo,
+    paths: Iterable[str | os.PathLike[str]],
+    session: str,
+    tool: str = "",
+    limit: int = DEFAULT_MAX_FILE_SIZE,
 ) -> CaptureResult:
     """Record what was written to each path.
 
@@ -456,6 +485,7 @@ def post_write(
             rels,
             {rel: _key(awaiting[rel].before) for rel in rels if rel in awaiting},
             unread,
+            limit,
         )
         if not prepared and (refused or unread):
             raise next(iter({**refused, **unread}.values()))
@@ -466,7 +496,7 @@ def post_write(
         ) -> CaptureResult | None:
             return _commit_post(tx, repo, session, tool, list(prepared), prepared, check)
 
-        result = repo.write(commit)
+        result = _write(repo, prepared.values(), commit)
         if result is not None:
             return _reporting(result, {**refused, **unread})
     raise AssertionError("unreachable: the last attempt does not check")

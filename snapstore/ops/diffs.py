@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.errors import BadInput
-from ..core.records import LINK, SCAN, Entry, Source, Turn, Version, differs, version_of
+from ..core.records import LINK, SCAN, Big, Entry, Source, Turn, Version, differs, version_of
 from ..core.repo import Repo, View
 from ..text.diff import is_binary
 from ..text.unified import unified_diff
@@ -51,7 +51,12 @@ def entry_diff(path: str, old: Entry | None, new: Entry | None) -> list[str]:
     new_data = new.data if new else b""
     old_name = f"a/{path}" if old is not None else "/dev/null"
     new_name = f"b/{path}" if new is not None else "/dev/null"
-    if is_binary(old_data) or is_binary(new_data):
+    if (  # a big file is never diffed line by line
+        isinstance(old_data, Big)
+        or isinstance(new_data, Big)
+        or is_binary(old_data)
+        or is_binary(new_data)
+    ):
         if old_data != new_data:
             lines.append(f"Binary files {old_name} and {new_name} differ")
         return lines
@@ -142,7 +147,7 @@ def entry_file_diff(
         return None
     lines = entry_diff(path, old, new)
     body = lines[next((i for i, line in enumerate(lines) if line.startswith("@@")), len(lines)) :]
-    binary = is_binary(old.data if old else b"") or is_binary(new.data if new else b"")
+    binary = any(isinstance(e.data, Big) or is_binary(e.data) for e in (old, new) if e is not None)
     stat = FileStat(
         path,
         _status(old, new),

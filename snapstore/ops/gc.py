@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..core import blobs, faults
+from ..core.errors import StoreCorrupt
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from ..core.repo import Locked, Repo, Tx, View
 from .history import last_undoable
@@ -143,6 +144,7 @@ class _Graph:
     refs: dict[str, set[bytes]]  # turn id -> the blobs its changes name
     roots: set[bytes]  # blobs named by paths and index
     sizes: dict[bytes, int]  # blob -> about the bytes it takes in the file
+    chunks: dict[bytes, list[bytes]]  # chunked blob -> the chunks it lists
 
     @classmethod
     def load(cls, repo: Repo, v: View | None = None) -> _Graph:
@@ -170,8 +172,16 @@ class _Graph:
             if len(value) == FINGERPRINT.size + blobs.DIGEST_SIZE
         )
         page = repo.page_size()
-        sizes = {key: _footprint(len(value), page) for key, value in v.blob_values()}
-        return cls(turns, protected, refs, roots, sizes)
+        sizes, chunks = {}, {}
+        for key, value in v.blob_values():
+            sizes[key] = _footprint(len(value), page)
+            if value[0] == blobs.CHUNKED:
+                try:
+                    listed = blobs.chunk_refs(value, blobs.parse_header(value, key), key)
+                except StoreCorrupt:
+                    continue  # fsck's to report; its chunks are kept by nothing here
+                chunks[key] = [chunk for chunk, _ in listed]
+        return cls(turns, protected, refs, roots, sizes, chunks)
 
     def by_policy(self, policy: GcPolicy, now: float) -> set[str]:
         drop: set[str] = set()
@@ -241,6 +251,8 @@ class _Graph:
         for turn_id, digests in self.refs.items():
             if turn_id not in drop:
                 live.update(digests)
+        for key in [k for k in live if k in self.chunks]:  # a big file's chunks live with it
+            live.update(self.chunks[key])
         return live
 
     def sweep_estimate(self, drop: set[str]) -> tuple[int, int]:

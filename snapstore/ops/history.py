@@ -260,6 +260,8 @@ class LineCounter:
         new = after if after is not None and after.kind == FILE else None
         key = old.key + new.key if old is not None and new is not None else None
         found = None if key is None else self.fresh.get(key) or self.v.line_counts(key)
+        if found is None and any(x is not None and self.v.chunks(x.key) for x in (old, new)):
+            found = (0, 0, True)  # a big file counts as binary: it is never read whole
         if found is None:
             old_data = self.v.blob(old.key) if old is not None else b""
             new_data = self.v.blob(new.key) if new is not None else b""

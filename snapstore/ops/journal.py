@@ -30,6 +30,7 @@ from typing import Any
 
 from .. import conversation
 from ..core import faults
+from ..core.chunked import store_big
 from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
 from ..core.records import (
     APPLIED,
@@ -42,7 +43,9 @@ from ..core.records import (
     REWOUND,
     SWITCH,
     UNDO,
+    Big,
     Change,
+    Entry,
     RewindOp,
     Turn,
     TurnState,
@@ -121,12 +124,21 @@ def _describe(op: RewindOp) -> str:
 def _journal(w: Locked, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
+    unstored: dict[str, Entry] = {}  # big files of the workspace the store lacks
     with w.repo.read() as v:
         for plan in writes:
             for entry in (plan.current_entry, plan.content):
-                if entry is not None:
-                    key, value = v.encode(entry.data, v.path_digest(plan.path))
-                    encoded[key] = value
+                if entry is None:
+                    continue
+                if isinstance(entry.data, Big):
+                    if not v.has_blob(entry.data.key):
+                        unstored[plan.path] = entry
+                    continue
+                key, value = v.encode(entry.data, v.path_digest(plan.path))
+                encoded[key] = value
+    for path, entry in unstored.items():
+        assert isinstance(entry.data, Big) and entry.stat is not None
+        store_big(w, w.repo.ws, path, entry.data, fingerprint(entry.stat))
     summary = operation.result.to_json()
     # Every path that ends absent with folders to remove, written or already gone.
     summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}
@@ -201,7 +213,7 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
                 )
             if plan.folder and plan.content is not None:
                 repo.ws.remove_empty_tree(plan.path)  # emptied by this operation's deletes
-            repo.ws.write(plan.path, plan.content, durable=False)
+            _write(repo, plan.path, plan.content)
         except StoreFull as exc:
             full.add(plan.path)
             return str(exc)
@@ -239,6 +251,15 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
     repo.ws.flush(p.path for p in done)  # before the finish commit counts them written
     _remove_emptied(repo, [p for p in emptied if p not in first])
     return [{"path": path, "reason": reason} for path, reason in failed.items()]
+
+
+def _write(repo: Repo, rel: str, entry: Entry | None) -> None:
+    """Write one path, unsynced; a big file streams from the store's verified chunks."""
+    if entry is not None and isinstance(entry.data, Big):
+        with repo.read() as v:
+            repo.ws.write(rel, entry, durable=False, pieces=v.pieces(entry.data.key))
+    else:
+        repo.ws.write(rel, entry, durable=False)
 
 
 def _folders(repo: Repo, make: list[str], remove: list[str]) -> tuple[list[str], list[str]]:

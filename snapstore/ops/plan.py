@@ -35,6 +35,7 @@ from ..core.records import (
     LINK,
     MARKERS,
     THEIRS,
+    Big,
     Change,
     Entry,
     Policy,
@@ -372,9 +373,11 @@ class _Fold:
         sides = [e for e in (base, self.entry, theirs) if e is not None]
         if any(e.kind == LINK for e in sides):
             return self._conflict("a symlink that was changed after the agent wrote it", step)
-        if any(is_binary(e.data) for e in sides):
+        if any(isinstance(e.data, Big) for e in sides):
+            return self._conflict("a big file changed after the agent wrote it", step)
+        if any(is_binary(_text(e)) for e in sides):
             return self._conflict("binary file changed after the agent wrote it", step)
-        result = merge3(base.data if base else b"", self.entry.data, theirs.data if theirs else b"")
+        result = merge3(*(_text(e) for e in (base, self.entry, theirs)))
         if not result.clean:
             return self._conflict(
                 f"{result.conflicts} conflicting region(s) between your edits and the agent's",
@@ -430,3 +433,11 @@ class _Fold:
                 "its other names keep the old content"
             )
         return plan
+
+
+def _text(entry: Entry | None) -> bytes:
+    """A merge side's bytes (an absent side is empty; big files never reach a merge)."""
+    if entry is None:
+        return b""
+    assert not isinstance(entry.data, Big)
+    return entry.data

@@ -33,7 +33,8 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from ..core.errors import SnapstoreError
+from ..core.chunked import store_big
+from ..core.errors import BadInput, SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
     CLOSED,
@@ -43,6 +44,7 @@ from ..core.records import (
     LINK,
     SCAN,
     USER,
+    Big,
     Change,
     Entry,
     Source,
@@ -52,7 +54,7 @@ from ..core.records import (
     fingerprint,
     index_version,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx, View
 from .capture import writing
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
@@ -177,7 +179,7 @@ class _Item:
         self.check = check
         self.key: bytes | None = None
         self.value: bytes | None = None  # encoded; None when the blob is already stored
-        self.data = b""
+        self.data: bytes | Big = b""
         self.mkdirs = 0
 
 
@@ -552,7 +554,7 @@ def _record(
         item = _item(rel, entry, old[rel], walker)
         if item is not None:
             batch.append(item)
-            size += len(item.data)
+            size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
             commit(_encode(repo, batch, result.baseline), [])
             batch, size = [], 0
@@ -584,7 +586,8 @@ def _item(
         return None
     st = entry.stat
     assert st is not None
-    if entry.kind == FILE and len(entry.data) > walker.max_file_size:
+    size = entry.data.size if isinstance(entry.data, Big) else len(entry.data)
+    if entry.kind == FILE and size > walker.max_file_size:
         walker.refuse(rel, f"larger than the size cap ({walker.max_file_size} bytes)", st)
         return None
     item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
@@ -602,7 +605,10 @@ def _encode(repo: Repo, items: list[_Item], baseline: bool) -> list[_Item]:
     with repo.read() as v:
         for item in items:
             base = v.path_digest(item.rel)
-            item.key, item.value = v.encode(item.data, base)
+            if isinstance(item.data, Big):  # stored in chunks by the commit: _Committer
+                item.key, item.value = item.data.key, None
+            else:
+                item.key, item.value = v.encode(item.data, base)
             assert item.version is not None
             item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
             if not baseline and item.old is None and base is None:
@@ -640,9 +646,11 @@ class _Committer:
         folders: Sequence[str] = (),
     ) -> None:
         forget = list(forget)
-        turn, recorded = self.repo.write(
-            lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
-        )
+        with self.repo.lock() as w:
+            items = [item for item in items if self._store_big(w, item)]
+            turn, recorded = w.write(
+                lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
+            )
         for kind, rel in recorded:
             getattr(self.result, kind).append(rel)
         if turn is not None:
@@ -650,6 +658,18 @@ class _Committer:
             self.result.unattributed = list(turn.unattributed)
             if turn.kind == USER:
                 self.user_turns[turn.unattributed] = turn.id
+
+    def _store_big(self, w: Locked, item: _Item) -> bool:
+        """Store a big file's chunks in this hold of the lock, before the commit that
+        records it; False (skipped, for the next scan) when it changed meanwhile."""
+        if not isinstance(item.data, Big) or item.check is None:
+            return True
+        try:
+            store_big(w, self.repo.ws, item.rel, item.data, item.check)
+        except BadInput as exc:
+            self.result.skipped.append({"path": item.rel, "reason": str(exc)})
+            return False
+        return True
 
     def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
         """The open agent turn the changes go to, or the sessions a user turn names."""

@@ -27,7 +27,7 @@ from typing import Any, NamedTuple
 
 from ..core import blobs
 from ..core.errors import SnapstoreError
-from ..core.records import FILE, LINK, Kind, Version, version_from_json, version_to_json
+from ..core.records import FILE, LINK, Big, Kind, Version, version_from_json, version_to_json
 from ..core.repo import Repo, Tx
 
 #: Seconds git may take before the base is given up (recorded as unknown, never blocking).
@@ -165,7 +165,9 @@ def capture_base(repo: Repo, max_file_size: int) -> Base:
             before = Version(key.hex(), *_MODES[mode])
         after = None
         if entry is not None:
-            if len(entry.data) > max_file_size:
+            # a big file would need its chunks stored before the commit that records
+            # the base; the base is a convenience for other machines, so it is skipped
+            if isinstance(entry.data, Big) or len(entry.data) > max_file_size:
                 skipped.append(rel)
                 continue
             key = blobs.digest(entry.data)
