@@ -248,24 +248,29 @@ class View:
         assert data is not None
         return data
 
-    def chunks(self, key: bytes) -> list[tuple[bytes, int]] | None:
-        """A chunked blob's (digest, size) list; None for a blob stored whole."""
-        value = self._get("blobs", key)
+    def chunks(self, key: bytes, value: bytes | None = None) -> list[tuple[bytes, int]] | None:
+        """A chunked blob's (digest, size) list; None for a blob stored whole. ``value``
+        is the blob's value when it is not stored yet (a pull checks it first)."""
+        value = self._get("blobs", key) if value is None else value
         if value is None:
             raise StoreCorrupt(f"blob {key.hex()[:12]} is missing from the store")
         header = blobs.parse_header(value, key)
         return None if header.encoding != blobs.CHUNKED else blobs.chunk_refs(value, header, key)
 
-    def pieces(self, key: bytes) -> Iterator[bytes]:
+    def pieces(self, key: bytes, value: bytes | None = None) -> Iterator[bytes]:
         """A blob's bytes in verified pieces: each chunk of a chunked blob (or the whole of
         another), checked against its digest, and the whole checked against ``key`` before
-        the last piece is given. Memory holds one chunk at a time."""
-        refs = self.chunks(key)
+        the last piece is given. Memory holds one chunk at a time. ``value``: a chunked
+        blob's value that is not stored yet (a pull checks it against the stored chunks)."""
+        refs = self.chunks(key, value)
         if refs is None:
             yield self.blob(key)
             return
         whole = blobs.hasher()
         for n, (chunk, size) in enumerate(refs):
+            stored = self._get("blobs", chunk)
+            if stored is not None and stored[0] == blobs.CHUNKED:
+                raise StoreCorrupt(f"blob {key.hex()[:12]} lists a chunk that is chunked itself")
             data = self.blob(chunk)
             if len(data) != size:
                 raise StoreCorrupt(f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged")
