@@ -18,7 +18,7 @@ is committed.
 
 from __future__ import annotations
 
-from . import blobs
+from . import blobs, faults
 from .errors import BadInput
 from .fsio import Workspace
 from .records import Big
@@ -60,6 +60,7 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
             if held >= BATCH:
                 _commit(w, batch)
                 batch, held = {}, 0
+                faults.point("chunked.batch")
     size = sum(n for _, n in refs)
     if whole.digest() != big.key or size != big.size:
         raise BadInput(f"{rel} changed while it was being captured")

@@ -1,9 +1,10 @@
-"""Schema versions: a schema-1 or schema-2 store is upgraded in place; an unknown one is
+"""Schema versions: a schema-1, 2 or 3 store is upgraded in place; an unknown one is
 refused untouched."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def test_a_schema_2_store_is_upgraded_and_its_turns_read_without_a_transcript(
         agent_turn(store, "first", {"f.txt": "two\n"})
         raw_put(store, b"schema", b"2", "meta")
     with Store.open(root, clock=clock) as store:
-        assert raw_values(store, "meta")[b"schema"] == b"3"
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
         [point] = store.rewind_points()
         assert point.turn.transcript is None and point.turn.transcript_size == 0
         assert store.rewind(1).conversation is None
@@ -105,4 +106,22 @@ def test_a_store_whose_turns_hold_an_earlier_releases_nulls_works_on(
         assert [p.added for p in store.rewind_points()] == [1, 1]
         store.rewind(2)
         assert read(root, "f.txt") == b"one\n" and read(root, "g.txt") is None
+        assert store.fsck().ok
+
+
+def test_a_schema_3_store_is_upgraded_and_its_whole_blobs_still_read(
+    root: Path, clock: Clock
+) -> None:
+    """Schema 4 added the chunked blob encoding; blobs stored whole before read as ever,
+    and a big file captured after the upgrade is chunked."""
+    write(root, "f.txt", "one\n")
+    with Store.init(root, clock=clock) as store:
+        agent_turn(store, "first", {"f.txt": "two\n"})
+        raw_put(store, b"schema", b"3", "meta")
+    with Store.open(root, clock=clock) as store:
+        assert raw_values(store, "meta")[b"schema"] == b"4"
+        assert [e["schema"] for e in store.events() if e["type"] == "upgrade"] == [4]
+        agent_turn(store, "big", {"big.bin": os.urandom(5 * 1024 * 1024)})
+        assert store.rewind(2).ok
+        assert read(root, "f.txt") == b"one\n" and read(root, "big.bin") is None
         assert store.fsck().ok
