@@ -154,7 +154,7 @@ class Config:
         self.serve_port = serve_port  # where `snapstore serve` listens (HTTP hooks)
         self.serve_idle_minutes = serve_idle_minutes  # the daemon exits idle this long; 0: never
         self.track_shell = track_shell  # scan mode: scan at each turn's edges
-        self.max_file_size = max_file_size  # scans skip (and report) larger files
+        self.max_file_size = max_file_size  # captures and scans skip (and report) larger files
         self.gc_auto = gc_auto  # run gc after a command once the store passes gc_max_size
         self.gc_max_size = gc_max_size
         self.gc_keep_days = gc_keep_days

@@ -421,6 +421,12 @@ class Store:
 
         return cat(self.repo, ref, session, path, before)
 
+    def pieces(self, key: bytes) -> Iterator[bytes]:
+        """A blob's verified bytes in pieces: what :meth:`cat` gives as
+        :class:`~snapstore.core.records.Big` (a big file) is read this way, a chunk at a time."""
+        with self.repo.read() as v:
+            yield from v.pieces(key)
+
     def operations(self, session: str | None = None) -> list[Operation]:
         """Every rewind, switch and undo (of ``session``, or of the store), newest first."""
         from .ops.history import operations

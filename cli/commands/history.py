@@ -7,13 +7,14 @@ rich draws the tables of ``log`` and ``show`` for people, so it loads only there
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import sys
 
 import click
 
-from snapstore import BadInput
-from snapstore.core.records import Turn
+from snapstore import BadInput, Store
+from snapstore.core.records import Big, Entry, Turn
 from snapstore.ops.diffs import FileDiff
 from snapstore.ops.history import FileStat, RewindPoint
 
@@ -219,11 +220,19 @@ def cat(turn: str, path: str, before: bool) -> None:
         turn_id = store.resolve_turn(turn, session).id
         rel = store.ws.relpath(os.path.join(os.getcwd(), path))
         entry = store.cat(turn_id, rel, session, before=before)
-    if opts.json:
-        try:
-            text: str | None = entry.data.decode()
-        except UnicodeDecodeError:
-            text = None
+        _print_entry(store, entry, turn_id, rel, before, opts.json)
+
+
+def _print_entry(
+    store: Store, entry: Entry, turn_id: str, rel: str, before: bool, as_json: bool
+) -> None:
+    """``cat``'s output: the exact bytes (a big file's streamed chunk by chunk), or JSON."""
+    data, big = (b"", entry.data) if isinstance(entry.data, Big) else (entry.data, None)
+    if as_json:
+        text: str | None = None
+        if big is None:
+            with contextlib.suppress(UnicodeDecodeError):
+                text = data.decode()
         emit(
             {
                 "turn": turn_id,
@@ -231,12 +240,13 @@ def cat(turn: str, path: str, before: bool) -> None:
                 "before": before,
                 "kind": entry.kind,
                 "mode": entry.mode,
-                "size": len(entry.data),
-                "text": text,
-                "base64": base64.b64encode(entry.data).decode(),
+                "size": big.size if big else len(data),
+                "text": text,  # a big file's bytes are never put in JSON: print them plain
+                "base64": None if big else base64.b64encode(data).decode(),
             },
             lambda: None,
         )
         return
-    sys.stdout.buffer.write(entry.data)
+    for piece in store.pieces(big.key) if big else (data,):
+        sys.stdout.buffer.write(piece)
     sys.stdout.flush()

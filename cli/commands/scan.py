@@ -76,7 +76,7 @@ def track_shell_on(store: Store) -> ScanResult | None:
 @click.option(
     "--max-file-size",
     metavar="SIZE",
-    help="Skip (and report) larger files (default: the store's config, else 10MiB).",
+    help="Skip (and report) larger files (default: the store's config, else 1GiB).",
 )
 @click.option(
     "--no-watcher", is_flag=True, help="Walk the workspace even when `snapstore watch` is running."

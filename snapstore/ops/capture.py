@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
 from ..core.chunked import store_big
-from ..core.errors import NotFound, RunActive, SnapstoreError
+from ..core.errors import NotFound, RunActive, SnapstoreError, TooLarge
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
     CLOSED,
@@ -417,11 +417,14 @@ def pre_write(
     rels = resolve_paths(repo, paths, refused)
     prepared = prepare(repo, rels, refused=refused, limit=limit)
     rels = [rel for rel in rels if rel in prepared]
-    if refused and not rels:
+    too_large = {rel: str(exc) for rel, exc in refused.items() if isinstance(exc, TooLarge)}
+    if refused and not rels and not too_large:
         raise next(iter(refused.values()))  # nothing to capture: the error is the answer
 
     def commit(tx: Tx) -> CaptureResult:
         turn = tx.open_turn(session) or _start_with_base(tx, session, base, implicit=True)
+        if too_large:  # the turn says so: its rewind, log and timeline name them
+            turn = turn._replace(skipped=tuple({**dict(turn.skipped), **too_large}.items()))
         open_changes = dict(turn.open_changes)
         calls = dict(turn.open_calls)
         seq = turn.next_change

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from snapstore import BadInput, Store, StoreCorrupt
+from snapstore import BadInput, Store
 from snapstore.core import blobs
 from snapstore.core.chunked import store_big
 from snapstore.core.errors import TooLarge
@@ -47,9 +47,7 @@ def _edited(data: bytes, seed: int) -> bytes:
     return bytes(out)
 
 
-def test_a_big_file_is_stored_as_chunks_named_by_its_whole_digest(
-    store: Store, root: Path
-) -> None:
+def test_a_big_file_is_stored_as_chunks_named_by_its_whole_digest(store: Store, root: Path) -> None:
     data = _random(12 * MIB, seed=1)
     _agent_turn(store, root, "big.bin", data, "p")
     key = blobs.digest(data)
@@ -142,17 +140,13 @@ def test_a_file_over_the_capture_limit_is_refused_and_says_so(root: Path) -> Non
     (root / "small.txt").write_text("x\n")
     with Store.init(root, max_file_size=5 * MIB) as store:
         store.begin_turn("default", "p")
-        with pytest.raises(TooLarge, match="larger than the capture limit"):
-            store.pre_write(["huge.bin"])
         captured = store.pre_write(["huge.bin", "small.txt"])
         assert captured.paths == ["small.txt"]
         assert [p for p, _ in captured.skipped] == ["huge.bin"]
         assert "capture limit" in captured.skipped[0][1]
 
 
-def test_a_big_file_that_changed_since_it_was_read_is_not_stored(
-    store: Store, root: Path
-) -> None:
+def test_a_big_file_that_changed_since_it_was_read_is_not_stored(store: Store, root: Path) -> None:
     path = root / "big.bin"
     path.write_bytes(_random(6 * MIB, seed=13))
     entry = store.repo.ws.read("big.bin")
@@ -233,3 +227,17 @@ def test_a_capture_killed_between_chunk_batches_leaves_only_chunks_gc_removes(
     store.pre_write(["big.bin"])
     with store.repo.read() as v:
         assert b"".join(v.pieces(blobs.digest(data))) == data
+
+
+def test_a_file_over_the_limit_is_named_by_its_turn_and_its_rewind(root: Path) -> None:
+    (root / "huge.bin").write_bytes(_random(6 * MIB, seed=22))
+    with Store.init(root, max_file_size=5 * MIB) as store:
+        store.begin_turn("default", "p")
+        captured = store.pre_write(["huge.bin"])
+        assert captured.paths == [] and isinstance(captured.refused[0], TooLarge)
+        (root / "huge.bin").write_bytes(b"the agent's")
+        store.end_turn()
+        result = store.rewind(1)
+        assert [w["path"] for w in result.warnings] == ["huge.bin"]
+        assert "capture limit" in result.warnings[0]["reason"]
+        assert (root / "huge.bin").read_bytes() == b"the agent's"  # never captured: left

@@ -189,8 +189,8 @@ def test_a_post_write_that_read_before_a_parallel_write_reads_again(
     real = capture.prepare
     raced = []
 
-    def racing(repo, rels, bases=None, refused=None):
-        found = real(repo, rels, bases, refused)
+    def racing(repo, rels, *args, **kwargs):
+        found = real(repo, rels, *args, **kwargs)
         if not raced:
             raced.append(True)
             store.pre_write([F], "Edit", "s")  # B starts while A is reporting
