@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
-from ..core.chunked import store_big
 from ..core.errors import NotFound, RunActive, SnapstoreError, TooLarge
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
@@ -287,6 +286,8 @@ def _write(repo: Repo, items: Iterable[_Prepared], fn: Callable[[Tx], T]) -> T:
 def _store_big(w: Locked, items: Iterable[_Prepared]) -> None:
     for item in items:
         if isinstance(item.data, Big) and item.stat is not None:
+            from ..core.chunked import store_big  # not on a small file's hook path
+
             store_big(w, w.repo.ws, item.rel, item.data, fingerprint(item.stat))
 
 

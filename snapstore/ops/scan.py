@@ -33,7 +33,6 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from ..core.chunked import store_big
 from ..core.errors import BadInput, SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
@@ -664,6 +663,8 @@ class _Committer:
         records it; False (skipped, for the next scan) when it changed meanwhile."""
         if not isinstance(item.data, Big) or item.check is None:
             return True
+        from ..core.chunked import store_big  # not on the path of a scan of small files
+
         try:
             store_big(w, self.repo.ws, item.rel, item.data, item.check)
         except BadInput as exc:

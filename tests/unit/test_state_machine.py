@@ -9,7 +9,8 @@ the model's: every turn whose edits are in the workspace is on it and rewinds by
 number, every turn taken back is off it.
 
 The model works in slots (see its docstring) so that the right answer, merges
-and conflicts included, is exact. Runs 2,000 examples; ``--slow`` runs 50,000.
+and conflicts included, is exact. Runs 2,000 examples; ``--slow`` runs 50,000. A second
+run stores the binary file in chunks.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from snapstore import NotFound, RunActive, Store
+from snapstore.core import blobs, chunked
 from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, snapshot
@@ -424,12 +426,29 @@ class Workspace(RuleBasedStateMachine):
         assert report.ok, report
 
 
-def test_state_machine(slow: bool) -> None:
+def _run(examples: int, slow: bool) -> None:
     Workspace.TestCase.settings = settings(
-        max_examples=50_000 if slow else 2_000,
+        max_examples=examples,
         stateful_step_count=40,
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=not slow,
     )
     Workspace.TestCase().runTest()
+
+
+def test_state_machine(slow: bool) -> None:
+    _run(50_000 if slow else 2_000, slow)
+
+
+def test_state_machine_with_the_binary_file_in_chunks(
+    slow: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same machine with the big-file size shrunk to 1 KiB and chunks of 64 bytes to
+    1 KiB, so that ``b.dat`` (3 KiB, mostly the same bytes in every version) is stored in
+    chunks that its versions share: rewinds, undos, conflicts and gc over chunked blobs."""
+    monkeypatch.setattr(blobs, "BIG", 1024)
+    monkeypatch.setattr(chunked, "AVERAGE", 256)
+    monkeypatch.setattr(chunked, "SMALLEST", 64)
+    monkeypatch.setattr(chunked, "LARGEST", 1024)
+    _run(5_000 if slow else 300, slow)
