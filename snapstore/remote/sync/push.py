@@ -213,6 +213,8 @@ def push(
         wanted: set[bytes] = set()
         for session in local:
             wanted |= session.blob_keys(t for s, t in new if s is session)
+        with repo.read() as v:
+            wanted |= _chunks_of(v, wanted)
         index = catalog.blob_index(tombstones.packs)
         missing = sorted(k for k in wanted if k.hex() not in index)
         result.blobs, result.bytes = _upload_blobs(repo, catalog, missing, index)
@@ -256,6 +258,16 @@ def push(
     return result
 
 
+def _chunks_of(v: View, keys: set[bytes]) -> set[bytes]:
+    """The chunks of the chunked blobs among ``keys``: no change names them, but a pull
+    needs them (each is checked against its digest when it goes up)."""
+    found: set[bytes] = set()
+    for key in keys:
+        if v.has_blob(key):  # one only the remote has is the remote's to keep whole
+            found.update(chunk for chunk, _ in v.chunks(key) or ())
+    return found
+
+
 def _upload_blobs(
     repo: Repo, catalog: Catalog, keys: list[bytes], index: dict[str, layout.BlobRef]
 ) -> tuple[int, int]:
@@ -282,12 +294,16 @@ def _upload_blobs(
     with repo.read() as v:
         for key in keys:
             value = v.blob_value(key)
-            data = v.blob(key)  # verified: a damaged local blob never goes up
             assert value is not None
             header = blobs.parse_header(value, key)
             base = header.base.hex() if header.base is not None else None
-            if base is not None and base not in going and base not in index:
-                value, base = blobs.encode(data), None  # its base is not on the remote
+            if header.encoding == blobs.CHUNKED:
+                for _ in v.pieces(key):  # a big file is verified a chunk at a time
+                    pass
+            else:
+                data = v.blob(key)  # verified: a damaged local blob never goes up
+                if base is not None and base not in going and base not in index:
+                    value, base = blobs.encode(data), None  # its base is not on the remote
             bases[key.hex()] = base
             batch.append((key.hex(), bytes(value)))
             size += len(value)
