@@ -179,13 +179,16 @@ def _fetch_blobs(
     index = catalog.blob_index()
     chunked: dict[str, _Chunked] = {}
     count, size = _fetch_round(repo, catalog, index, needed, chunked, progress)
+    chunks: set[str] = set()
     with repo.read() as v:
-        chunks = {
-            chunk.hex()
-            for _, refs in chunked.values()
-            for chunk, _ in refs
-            if chunk.hex() not in needed and not v.has_blob(chunk)
-        }
+        for blob_id, (_, refs) in sorted(chunked.items()):
+            for chunk in (c.hex() for c, _ in refs):
+                if chunk in needed or chunk in chunks or v.has_blob(bytes.fromhex(chunk)):
+                    continue
+                if chunk not in index:
+                    what = f"lists chunk {chunk[:12]}, which is in none of the remote's indexes"
+                    raise _bad_blob(catalog, index, blob_id, what)
+                chunks.add(chunk)
     more = _fetch_round(repo, catalog, index, chunks, None, progress)
     _store_chunked(repo, catalog, index, chunked)
     return count + more[0], size + more[1]
@@ -285,9 +288,9 @@ def _store_chunked(
             try:
                 for _ in v.pieces(bytes.fromhex(blob_id), value):  # a chunk at a time
                     pass
-            except StoreCorrupt:
-                pack = layout.pack_key(index[blob_id].pack)
-                raise corrupt(catalog, pack, blob_id, "(chunks that do not make it)") from None
+            except StoreCorrupt as exc:
+                what = f"lists chunks that do not make it ({exc})"
+                raise _bad_blob(catalog, index, blob_id, what) from None
 
     def commit(tx: Tx) -> None:
         for blob_id, (value, refs) in chunked.items():
