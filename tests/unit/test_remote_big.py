@@ -9,6 +9,7 @@ the pack, with nothing it lied about stored.
 
 from __future__ import annotations
 
+import json
 import random
 import time
 from collections.abc import Callable
@@ -138,6 +139,36 @@ def test_remote_gc_keeps_the_chunks_of_what_stays_live(
         assert b.pull(remote).turns == 1
         assert b.switch(new).ok and (b_root / "new.bin").read_bytes() == two
         assert b.fsck().ok
+
+
+def _config_version(remote: ObjectStore) -> int:
+    return int(json.loads(remote.get(layout.CONFIG))["version"])
+
+
+def test_a_version_1_remote_is_raised_to_2_by_the_first_push_of_a_big_file(
+    tmp_path: Path, remote: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    v1 = layout.config_bytes().replace(b'"version": 2', b'"version": 1')
+    remote.put(layout.CONFIG, v1)  # made by a snapstore of layout 1
+    a_root = _mk(tmp_path / "a")
+    with Store.init(a_root) as a:
+        _turn(a, a_root, "small.txt", b"small\n", "small")
+        a.push(remote)
+        assert _config_version(remote) == 1  # nothing it would misread: left as it was
+        big = _random(5 * MIB, seed=8)
+        _turn(a, a_root, "big.bin", big, "big")
+        a.push(remote)
+        assert _config_version(remote) == 2
+    b_root = _mk(tmp_path / "b")
+    with Store.init(b_root) as b:
+        monkeypatch.setattr(layout, "VERSION", 1)  # a snapstore of layout 1
+        monkeypatch.setattr(layout, "READS", (1,))
+        for action in (b.pull, lambda r: b.remote_gc(r, keep_days=None)):
+            with pytest.raises(RemoteError, match=r"remote format 2 is newer .* reads \(1\)"):
+                action(remote)
+        monkeypatch.undo()
+        assert b.pull(remote).turns == 2
+        assert b.remote_fsck(remote).ok
 
 
 # -- a remote that lies in a chunk list ------------------------------------------------

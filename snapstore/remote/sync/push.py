@@ -81,7 +81,7 @@ def base_turn_id(origin: str, name: str) -> str:
 def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> dict[str, Any]:
     """A turn as the remote keeps it: what never changes once it is closed."""
     return {
-        "version": layout.VERSION,
+        "version": layout.RECORD,
         "id": turn.id,
         "session": {"origin": origin, "name": name},
         "kind": turn.kind,
@@ -217,6 +217,10 @@ def push(
             wanted |= _chunks_of(v, wanted)
         index = catalog.blob_index(tombstones.packs)
         missing = sorted(k for k in wanted if k.hex() not in index)
+        if missing and catalog.version < layout.VERSION:
+            with repo.read() as v:
+                if any(v.chunks(key) is not None for key in missing if v.has_blob(key)):
+                    catalog.raise_version()  # before anything lists a chunk
         result.blobs, result.bytes = _upload_blobs(repo, catalog, missing, index)
 
         for session, turn in sorted(new, key=lambda item: (item[1].created, item[1].seq)):
@@ -239,7 +243,7 @@ def push(
         if previous is None or sessions_now != previous["sessions"]:
             seq = (own[0] if own else 0) + 1
             state = {
-                "version": layout.VERSION,
+                "version": layout.RECORD,
                 "writer": me,
                 "seq": seq,
                 "time": repo.clock(),

@@ -367,7 +367,7 @@ def remote_gc(
 
     if dropped or condemn:
         record = layout.seal(
-            {"version": layout.VERSION, "time": now, "turns": dropped, "packs": sorted(condemn)}
+            {"version": layout.RECORD, "time": now, "turns": dropped, "packs": sorted(condemn)}
         )
         catalog.create(layout.gc_key(blobs.digest_hex(record)), record)
     for turn_id in dropped:
