@@ -189,13 +189,13 @@ def test_a_damaged_turn_record_is_detected(tmp_path: Path, remote: ObjectStore) 
 def test_a_newer_remote_format_is_refused_naming_both_versions(
     tmp_path: Path, remote: ObjectStore
 ) -> None:
-    remote.put(layout.CONFIG, b'{"format": "snapstore-remote", "version": 2}\n')
+    remote.put(layout.CONFIG, b'{"format": "snapstore-remote", "version": 3}\n')
     with Store.init(mk(tmp_path / "a")) as a:
         agent_turn(a, "one", {"f.txt": "x\n"})
         for action in (a.push, a.pull, a.remote_fsck):
             with pytest.raises(RemoteError) as caught:
                 action(remote)
-            assert "remote format 2 is newer than this snapstore reads (1)" in str(caught.value)
+            assert "remote format 3 is newer than this snapstore reads (2)" in str(caught.value)
     assert [i.key for i in remote.list()] == [layout.CONFIG]  # nothing was written
 
 

@@ -75,6 +75,7 @@ class Catalog:
         self.requests: Counter[str] = Counter()
         self.cache_dir = cache_dir
         self._listings: dict[str, list[ObjectInfo]] = {}
+        self.version = layout.VERSION  # the remote's layout version, once opened
 
     # -- requests, counted -----------------------------------------------------------
 
@@ -133,8 +134,17 @@ class Catalog:
                 raw = self.get(layout.CONFIG, layout.MAX_CONFIG)
             else:
                 return True
-        layout.check_config(raw, self.url, self.name)
+        self.version = layout.check_config(raw, self.url, self.name)["version"]
         return True
+
+    def raise_version(self) -> None:
+        """Rewrite a version-1 ``config`` as this layout's (the one object ever replaced:
+        every writer writes the same bytes), so that version-1 readers refuse the remote
+        before it holds what they would misread (chunked blobs)."""
+        if self.version < layout.VERSION:
+            self.requests["put"] += 1
+            self.store.put(layout.CONFIG, layout.config_bytes())
+            self.version = layout.VERSION
 
     # -- the local cache of immutable objects ------------------------------------------
 
@@ -180,7 +190,7 @@ class Catalog:
     def state(self, key: str) -> dict[str, Any]:
         def check(raw: bytes) -> dict[str, Any]:
             state = layout.unseal(raw, self.url, key, self.name)
-            if not isinstance(state, dict) or state.get("version") != layout.VERSION:
+            if not isinstance(state, dict) or state.get("version") != layout.RECORD:
                 raise self.error("state is not one this snapstore reads", key)
             return self._checked(schema.state, state, "state", key)
 
@@ -224,7 +234,7 @@ class Catalog:
         if (
             not isinstance(record, dict)
             or record.get("id") != turn_id
-            or record.get("version") != layout.VERSION
+            or record.get("version") != layout.RECORD
         ):
             raise self.error("turn record is not the turn its key names", key)
         return self._checked(schema.turn, record, "turn record", key)

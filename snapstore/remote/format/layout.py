@@ -28,7 +28,14 @@ from ..transport.errors import CorruptObject, RemoteError
 from . import schema
 
 FORMAT = "snapstore-remote"
-VERSION = 1
+#: The layout version: 2 is 1 with chunked blob values (big files, docs/format.md §3) in
+#: packs. A version-1 reader takes their chunks for unreachable, and its gc would delete
+#: them, so a push raises a version-1 remote to 2 before its first chunked value goes up.
+VERSION = 2
+#: The layout versions this code reads.
+READS = (1, 2)
+#: The ``version`` inside records and indexes: they are unchanged since layout 1.
+RECORD = 1
 CONFIG = "config"
 PACKS, INDEXES, TURNS, STATES, GC = "packs", "indexes", "turns", "states", "gc"
 #: A pack is closed once its blobs pass this size (one PUT each; S3 takes 5 GiB in one).
@@ -76,7 +83,7 @@ def check_config(raw: bytes, remote: str, name: str | None) -> dict[str, Any]:
         raise RemoteError(
             "its config is not a snapstore remote's", remote=remote, key=CONFIG, name=name
         ) from None
-    if version != VERSION:
+    if version not in READS:
         newer = "newer than" if version > VERSION else "older than"
         raise RemoteError(
             f"remote format {version} is {newer} this snapstore reads ({VERSION})",
@@ -227,7 +234,7 @@ def build_index(refs: dict[str, BlobRef]) -> bytes:
         [blob_id, number[r.pack], r.offset, r.length, r.base] for blob_id, r in sorted(refs.items())
     ]
     return zstandard.ZstdCompressor(level=_LEVEL).compress(
-        canonical({"version": VERSION, "packs": packs, "blobs": blobs})
+        canonical({"version": RECORD, "packs": packs, "blobs": blobs})
     )
 
 

@@ -109,8 +109,7 @@ def pull(
 
     def commit(tx: Tx) -> None:
         if any(not tx.has_blob(bytes.fromhex(d)) for d in needed):
-            # a gc swept blobs this pull stored (no turn named them yet): no turn without them
-            raise StoreLocked("a gc ran during the pull and removed blobs it had fetched")
+            raise _swept()  # never a turn without its blobs
         for session, name, record, wanted in plans:
             _import(tx, session, name, record, [records[t] for t in wanted if t in records])
         tx.event(
@@ -160,11 +159,51 @@ def _fetch_turn(catalog: Catalog) -> Callable[[str], dict[str, Any] | None]:
     return fetch
 
 
+#: A fetched chunked blob: its value and its (chunk digest, size) list.
+_Chunked = tuple[bytes, list[tuple[bytes, int]]]
+
+
 def _fetch_blobs(
     repo: Repo, catalog: Catalog, needed: set[str], progress: Callable[[str], None] | None
 ) -> tuple[int, int]:
-    """Fetch, verify and store every needed blob, with the delta bases they need that the
-    store lacks; returns (blobs, bytes fetched).
+    """Fetch, verify and store every needed blob, with the delta bases and the chunks
+    they need that the store lacks; returns (blobs, bytes fetched).
+
+    In rounds: a chunked blob's value is the first news of its chunks, so the chunks
+    the store lacks are fetched in a second round (a chunk is never chunked itself:
+    there is no third). A chunked blob is stored last, once all its chunks are and its
+    whole hashes to its id (``View.pieces``), so no stored blob lists a missing chunk.
+    """
+    if not needed:
+        return 0, 0
+    index = catalog.blob_index()
+    chunked: dict[str, _Chunked] = {}
+    count, size = _fetch_round(repo, catalog, index, needed, chunked, progress)
+    chunks: set[str] = set()
+    with repo.read() as v:
+        for blob_id, (_, refs) in sorted(chunked.items()):
+            for chunk in (c.hex() for c, _ in refs):
+                if chunk in needed or chunk in chunks or v.has_blob(bytes.fromhex(chunk)):
+                    continue
+                if chunk not in index:
+                    what = f"lists chunk {chunk[:12]}, which is in none of the remote's indexes"
+                    raise _bad_blob(catalog, index, blob_id, what)
+                chunks.add(chunk)
+    more = _fetch_round(repo, catalog, index, chunks, None, progress)
+    _store_chunked(repo, catalog, index, chunked)
+    return count + more[0], size + more[1]
+
+
+def _fetch_round(
+    repo: Repo,
+    catalog: Catalog,
+    index: dict[str, layout.BlobRef],
+    needed: set[str],
+    chunked: dict[str, _Chunked] | None,
+    progress: Callable[[str], None] | None,
+) -> tuple[int, int]:
+    """Fetch, verify and store the ``needed`` blobs and the delta bases they need;
+    chunked values go to ``chunked`` unstored (None: they are refused, as chunks).
 
     One pack at a time, a few read ahead: each pack's blobs are committed before more
     are read, so memory holds about a pack (plus deltas that wait for a base in a later
@@ -172,7 +211,6 @@ def _fetch_blobs(
     """
     if not needed:
         return 0, 0
-    index = catalog.blob_index()
     want = set(needed)
     todo = list(needed)
     with repo.read() as v:
@@ -191,18 +229,17 @@ def _fetch_blobs(
         by_pack.setdefault(index[blob_id].pack, []).append(blob_id)
     if progress:
         progress(f"fetching {len(want)} blob(s) from {len(by_pack)} pack(s)")
-    pack_ends: dict[str, int] = {}
-    for ref in index.values():
-        pack_ends[ref.pack] = max(pack_ends.get(ref.pack, 0), ref.offset + ref.length)
+    ends = pack_ends(index)
     pending: dict[str, bytes] = {}
     count = size = 0
     for values in _ahead(
-        lambda p: _read_pack(catalog, p, by_pack[p], index, pack_ends[p]),
+        lambda p: read_pack(catalog, p, by_pack[p], index, ends[p]),
         _pack_order(by_pack, index),
     ):
         count += len(values)
         size += sum(len(x) for x in values.values())
         pending.update(values)
+        _set_aside(catalog, index, pending, chunked)
         _store_ready(repo, catalog, index, pending)
         faults.point("pull.pack")
     if pending:
@@ -212,6 +249,61 @@ def _fetch_blobs(
             layout.pack_key(index[blob_id].pack),
         )
     return count, size
+
+
+def _set_aside(
+    catalog: Catalog,
+    index: dict[str, layout.BlobRef],
+    pending: dict[str, bytes],
+    chunked: dict[str, _Chunked] | None,
+) -> None:
+    """Move the chunked values out of ``pending`` into ``chunked`` with their chunk lists
+    (refused if malformed, or if they came as chunks: ``chunked`` is None)."""
+    for blob_id in [b for b, value in pending.items() if value[:1] == bytes([blobs.CHUNKED])]:
+        value = pending.pop(blob_id)
+        if chunked is None:
+            raise _bad_blob(catalog, index, blob_id, "is listed as a chunk but is chunked itself")
+        header = _header(catalog, index, blob_id, value)
+        try:
+            chunked[blob_id] = (value, blobs.chunk_refs(value, header, bytes.fromhex(blob_id)))
+        except StoreCorrupt as exc:
+            raise _bad_blob(catalog, index, blob_id, f"is refused: {exc}") from None
+
+
+def _store_chunked(
+    repo: Repo, catalog: Catalog, index: dict[str, layout.BlobRef], chunked: dict[str, _Chunked]
+) -> None:
+    """Store the fetched chunked blobs whose chunks are all stored and make their whole;
+    one that does not is the remote's fault, and none of them is stored."""
+    if not chunked:
+        return
+    with repo.read() as v:
+        for blob_id, (value, refs) in sorted(chunked.items()):
+            for chunk, _ in refs:
+                if chunk.hex() in chunked:
+                    what = f"lists chunk {chunk.hex()[:12]}, which is chunked itself"
+                    raise _bad_blob(catalog, index, blob_id, what)
+                if not v.has_blob(chunk):
+                    raise _swept()
+            try:
+                for _ in v.pieces(bytes.fromhex(blob_id), value):  # a chunk at a time
+                    pass
+            except StoreCorrupt as exc:
+                what = f"lists chunks that do not make it ({exc})"
+                raise _bad_blob(catalog, index, blob_id, what) from None
+
+    def commit(tx: Tx) -> None:
+        for blob_id, (value, refs) in chunked.items():
+            if any(not tx.has_blob(chunk) for chunk, _ in refs):
+                raise _swept()
+            tx.put_blob(bytes.fromhex(blob_id), bytes(value))
+
+    repo.write(commit)
+
+
+def _swept() -> StoreLocked:
+    # no turn names a pull's blobs until its last commit: a gc may sweep them meanwhile
+    return StoreLocked("a gc ran during the pull and removed blobs it had fetched")
 
 
 def _ahead(fn: Callable[[str], dict[str, bytes]], items: list[str]) -> Iterator[dict[str, bytes]]:
@@ -253,9 +345,19 @@ def _pack_order(by_pack: dict[str, list[str]], index: dict[str, layout.BlobRef])
     return order
 
 
-def _read_pack(
+def pack_ends(index: dict[str, layout.BlobRef]) -> dict[str, int]:
+    """Where each pack's last indexed blob ends (a pack is read up to there, and its footer)."""
+    ends: dict[str, int] = {}
+    for ref in index.values():
+        ends[ref.pack] = max(ends.get(ref.pack, 0), ref.offset + ref.length)
+    return ends
+
+
+def read_pack(
     catalog: Catalog, pack: str, wanted: list[str], index: dict[str, layout.BlobRef], end: int
 ) -> dict[str, bytes]:
+    """The values of the ``wanted`` blobs of ``pack``: the whole pack (checked against its
+    name) when they are much of it, else ranges of it (each value is checked by its reader)."""
     key = layout.pack_key(pack)
     refs = sorted((index[b].offset, index[b].length, b) for b in wanted)
     if sum(length for _, length, _ in refs) >= WHOLE_PACK * end:
@@ -364,6 +466,9 @@ def _decode(
         base = None
         if header.base is not None:
             base_id = header.base.hex()
+            stored = v.blob_value(header.base)
+            if stored is not None and stored[0] == blobs.CHUNKED:
+                raise _bad_blob(catalog, index, blob_id, "is a delta on a chunked blob")
             base = decoded[base_id] if base_id in decoded else v.blob(header.base)
         return blobs.decode_payload(value, header, key, base)
     except StoreCorrupt:

@@ -81,7 +81,7 @@ def base_turn_id(origin: str, name: str) -> str:
 def turn_record(origin: str, name: str, turn: Turn, changes: list[Change]) -> dict[str, Any]:
     """A turn as the remote keeps it: what never changes once it is closed."""
     return {
-        "version": layout.VERSION,
+        "version": layout.RECORD,
         "id": turn.id,
         "session": {"origin": origin, "name": name},
         "kind": turn.kind,
@@ -213,8 +213,14 @@ def push(
         wanted: set[bytes] = set()
         for session in local:
             wanted |= session.blob_keys(t for s, t in new if s is session)
+        with repo.read() as v:
+            wanted |= _chunks_of(v, wanted)
         index = catalog.blob_index(tombstones.packs)
         missing = sorted(k for k in wanted if k.hex() not in index)
+        if missing and catalog.version < layout.VERSION:
+            with repo.read() as v:
+                if any(v.chunks(key) is not None for key in missing if v.has_blob(key)):
+                    catalog.raise_version()  # before anything lists a chunk
         result.blobs, result.bytes = _upload_blobs(repo, catalog, missing, index)
 
         for session, turn in sorted(new, key=lambda item: (item[1].created, item[1].seq)):
@@ -237,7 +243,7 @@ def push(
         if previous is None or sessions_now != previous["sessions"]:
             seq = (own[0] if own else 0) + 1
             state = {
-                "version": layout.VERSION,
+                "version": layout.RECORD,
                 "writer": me,
                 "seq": seq,
                 "time": repo.clock(),
@@ -254,6 +260,16 @@ def push(
         result.sessions = [s.local_name for s in local]
     result.requests = catalog.total_requests()
     return result
+
+
+def _chunks_of(v: View, keys: set[bytes]) -> set[bytes]:
+    """The chunks of the chunked blobs among ``keys``: no change names them, but a pull
+    needs them (each is checked against its digest when it goes up)."""
+    found: set[bytes] = set()
+    for key in keys:
+        if v.has_blob(key):  # one only the remote has is the remote's to keep whole
+            found.update(chunk for chunk, _ in v.chunks(key) or ())
+    return found
 
 
 def _upload_blobs(
@@ -282,12 +298,16 @@ def _upload_blobs(
     with repo.read() as v:
         for key in keys:
             value = v.blob_value(key)
-            data = v.blob(key)  # verified: a damaged local blob never goes up
             assert value is not None
             header = blobs.parse_header(value, key)
             base = header.base.hex() if header.base is not None else None
-            if base is not None and base not in going and base not in index:
-                value, base = blobs.encode(data), None  # its base is not on the remote
+            if header.encoding == blobs.CHUNKED:
+                for _ in v.pieces(key):  # a big file is verified a chunk at a time
+                    pass
+            else:
+                data = v.blob(key)  # verified: a damaged local blob never goes up
+                if base is not None and base not in going and base not in index:
+                    value, base = blobs.encode(data), None  # its base is not on the remote
             bases[key.hex()] = base
             batch.append((key.hex(), bytes(value)))
             size += len(value)

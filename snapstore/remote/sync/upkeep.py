@@ -36,11 +36,15 @@ from ..transport.errors import (
     RemoteUnavailable,
     RemoteUnreachable,
 )
+from .pull import pack_ends, read_pack
 
 DAY = 86400.0
 #: How old an unreferenced pack must be before gc condemns it, and a condemnation before
 #: it deletes: far longer than any push.
 DEFAULT_GRACE = DAY
+#: A chunked value is its header and one (digest, size) pair per chunk (docs/format.md §3).
+_CHUNKED_HEAD = len(blobs.encode_chunked(0, []))
+_CHUNKED = bytes([blobs.CHUNKED])
 
 
 @dataclass
@@ -183,9 +187,17 @@ def remote_fsck(catalog: Catalog) -> RemoteFsck:
             values[blob_id] = data[offset : offset + length]
         if pack not in indexed_packs:
             report.unreferenced += 1
+    chunked: dict[str, list[str]] = {}
     for blob_id in sorted(values):
-        _verify_blob(report, blob_id, values, contents)
-    report.blobs = len(contents)
+        if values[blob_id][:1] != _CHUNKED:
+            _verify_blob(report, blob_id, values, contents)
+        elif (chunks := _verify_chunked(report, blob_id, values, contents)) is not None:
+            chunked[blob_id] = chunks
+    report.blobs = len(contents) + len(chunked)
+    for blob_id, chunks in sorted(chunked.items()):
+        for chunk in chunks:
+            if blob_id in index and chunk not in index:
+                report.bad("dangling", f"blob {blob_id}", f"its chunk {chunk[:12]} is in no index")
     for blob_id, ref in index.items():
         if ref.pack not in packs:
             report.bad(
@@ -245,6 +257,9 @@ def _verify_blob(
         except StoreCorrupt as exc:
             report.bad("corrupt", f"blob {current}", str(exc))
             return None
+        if header.encoding == blobs.CHUNKED:  # a delta's base is never chunked
+            report.bad("corrupt", f"blob {blob_id}", f"its delta base {current[:12]} is chunked")
+            return None
         current = header.base.hex() if header.base is not None else None
         if len(chain) > 10_000:
             report.bad("corrupt", f"blob {blob_id}", "its delta chain loops")
@@ -259,6 +274,40 @@ def _verify_blob(
             report.bad("corrupt", f"blob {item}", str(exc))
             return None
     return contents[blob_id]
+
+
+def _verify_chunked(
+    report: RemoteFsck, blob_id: str, values: dict[str, bytes], contents: dict[str, bytes]
+) -> list[str] | None:
+    """Check a chunked blob by its chunks: each in a pack and sound, of the size listed,
+    and the whole hashing to its id. Its chunks' ids; None if it is reported."""
+    key = bytes.fromhex(blob_id)
+    try:
+        refs = blobs.chunk_refs(values[blob_id], blobs.parse_header(values[blob_id], key), key)
+    except StoreCorrupt as exc:
+        report.bad("corrupt", f"blob {blob_id}", str(exc))
+        return None
+    whole = blobs.hasher()
+    for chunk, size in refs:
+        if chunk.hex() not in values:
+            report.bad("dangling", f"blob {blob_id}", f"its chunk {chunk.hex()[:12]} is in no pack")
+            return None
+        if values[chunk.hex()][:1] == _CHUNKED:
+            report.bad("corrupt", f"blob {blob_id}", f"its chunk {chunk.hex()[:12]} is chunked")
+            return None
+        data = _verify_blob(report, chunk.hex(), values, contents)
+        if data is None:
+            return None  # the chunk's fault, reported
+        if len(data) != size:
+            report.bad(
+                "corrupt", f"blob {blob_id}", f"its chunk {chunk.hex()[:12]} is not {size} bytes"
+            )
+            return None
+        whole.update(data)
+    if whole.digest() != key:
+        report.bad("corrupt", f"blob {blob_id}", "its chunks do not make its digest")
+        return None
+    return [chunk.hex() for chunk, _ in refs]
 
 
 @dataclass
@@ -307,7 +356,7 @@ def remote_gc(
     for key in catalog.index_keys():
         for blob_id, ref in catalog.index(key).items():
             index.setdefault(blob_id, ref)
-    reachable = _reachable(kept.values(), sessions.values(), index)
+    reachable = _reachable(catalog, kept.values(), sessions.values(), index)
     pack_info = {layout.leaf(i.key): i for i in catalog.listing(layout.PACKS, fresh=True)}
     live_packs = {index[b].pack for b in reachable if b in index}
     dead = [p for p in pack_info if p not in live_packs]
@@ -318,7 +367,7 @@ def remote_gc(
 
     if dropped or condemn:
         record = layout.seal(
-            {"version": layout.VERSION, "time": now, "turns": dropped, "packs": sorted(condemn)}
+            {"version": layout.RECORD, "time": now, "turns": dropped, "packs": sorted(condemn)}
         )
         catalog.create(layout.gc_key(blobs.digest_hex(record)), record)
     for turn_id in dropped:
@@ -357,15 +406,53 @@ def remote_gc(
     return result
 
 
-def _reachable(turns: Any, sessions: Any, index: dict[str, layout.BlobRef]) -> set[str]:
-    """Blobs the kept turns and the sessions' bases name, with their delta bases."""
-    todo: list[str] = []
+def _reachable(
+    catalog: Catalog, turns: Any, sessions: Any, index: dict[str, layout.BlobRef]
+) -> set[str]:
+    """Blobs the kept turns and the sessions' bases name, with their delta bases and the
+    chunks of the chunked ones (and those chunks' delta bases)."""
+    named: list[str] = []
     for record in turns:
         for change in record["changes"]:
-            todo.extend(v[0] for v in (change["before"], change["after"]) if v is not None)
+            named.extend(v[0] for v in (change["before"], change["after"]) if v is not None)
     for session in sessions:
         for _, before, after in base_changes(session.base):
-            todo.extend(v.digest for v in (before, after) if v is not None)
+            named.extend(v.digest for v in (before, after) if v is not None)
+    reachable = _with_bases(named, index)
+    chunks = [c for refs in _chunk_lists(catalog, index, reachable).values() for c in refs]
+    return reachable | _with_bases(chunks, index)
+
+
+def _chunk_lists(
+    catalog: Catalog, index: dict[str, layout.BlobRef], blob_ids: set[str]
+) -> dict[str, list[str]]:
+    """The chunks listed by each chunked blob among ``blob_ids``. The index does not say
+    which blobs are chunked, so the values whose length could be a chunk list are read
+    (small ranges of their packs); a malformed list lists nothing (fsck reports it)."""
+    maybe: dict[str, list[str]] = {}
+    for blob_id in blob_ids:
+        ref = index.get(blob_id)
+        size = None if ref is None else ref.length - _CHUNKED_HEAD
+        if ref is not None and size and size % blobs.CHUNK_REF.size == 0:
+            maybe.setdefault(ref.pack, []).append(blob_id)
+    ends = pack_ends(index)
+    found: dict[str, list[str]] = {}
+    read = catalog.map(lambda p: read_pack(catalog, p, maybe[p], index, ends[p]), sorted(maybe))
+    for values in read:
+        for blob_id, value in values.items():
+            if value[:1] != _CHUNKED:
+                continue
+            key = bytes.fromhex(blob_id)
+            try:
+                refs = blobs.chunk_refs(value, blobs.parse_header(value, key), key)
+            except StoreCorrupt:
+                continue
+            found[blob_id] = [chunk.hex() for chunk, _ in refs]
+    return found
+
+
+def _with_bases(todo: list[str], index: dict[str, layout.BlobRef]) -> set[str]:
+    """``todo`` with the delta bases each needs, as far as the index says."""
     seen: set[str] = set()
     while todo:
         blob_id = todo.pop()
