@@ -143,6 +143,27 @@ def _poll(pid: int, peak: Peak, began: float) -> None:
         time.sleep(0.002)
 
 
+#: Forks the measured command and reports its pid, then its exit code and ru_maxrss (wait4).
+#: A process's ru_maxrss starts from the peak RSS of the memory image it was exec'd from
+#: (the kernel keeps the larger): spawned straight from this harness (tens of MiB, matplotlib
+#: and all), every command would report at least the harness's size. This spawner is a bare
+#: interpreter (-S), so what it hands on is smaller than any command measured.
+SPAWN = """
+import os, sys
+fd = int(sys.argv[1])
+pid = os.fork()
+if pid == 0:
+    try:
+        os.close(fd)
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+os.write(fd, b"%d\\n" % pid)
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, b"%d %d\\n" % (os.waitstatus_to_exitcode(status), usage.ru_maxrss))
+"""
+
+
 def measure(
     argv: list[str],
     cwd: str,
@@ -152,31 +173,40 @@ def measure(
 ) -> tuple[Peak, bytes, bytes]:
     """Run one process to its end, polling its memory; its peak, stdout (unless streamed
     to ``sink``) and stderr."""
-    with tempfile.TemporaryFile() as err:
+    read, write = os.pipe()
+    with tempfile.TemporaryFile() as err, os.fdopen(read, "rb") as report:
         began = time.perf_counter()
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err
+        spawner = subprocess.Popen(
+            [sys.executable, "-S", "-c", SPAWN, str(write), *argv],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            pass_fds=(write,),
         )
+        os.close(write)
+        pid = int(report.readline())
         peak = Peak(0.0, 0, 0)
-        poller = threading.Thread(target=_poll, args=(proc.pid, peak, began), daemon=True)
+        poller = threading.Thread(target=_poll, args=(pid, peak, began), daemon=True)
         poller.start()
-        assert proc.stdin is not None and proc.stdout is not None
+        assert spawner.stdin is not None and spawner.stdout is not None
         try:
-            proc.stdin.write(stdin)
-            proc.stdin.close()
+            spawner.stdin.write(stdin)
+            spawner.stdin.close()
         except BrokenPipeError:
             pass
         out = bytearray()
-        while chunk := proc.stdout.read(MIB):
+        while chunk := spawner.stdout.read(MIB):
             if sink is None:
                 out += chunk
             else:
                 sink(chunk)
-        poller.join()  # it stops at the zombie: the pid is not reused under it
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = peak.exit_code = os.waitstatus_to_exitcode(status)
+        poller.join()
+        code, maxrss = (int(n) for n in report.readline().split())
+        spawner.wait()
         peak.seconds = time.perf_counter() - began
-        peak.maxrss = usage.ru_maxrss * 1024  # kilobytes on Linux
+        peak.exit_code, peak.maxrss = code, maxrss * 1024  # kilobytes on Linux
         err.seek(0)
         return peak, bytes(out), err.read()
 
