@@ -38,8 +38,8 @@ repository on disk. Then ``rewind 10 --yes`` must give back the original bytes.
 
 Reproduce::
 
-    python -m bench big-files --quick    # 100 MB only (a few minutes, ~2 GB under --tmp)
-    python -m bench big-files            # 100 MB and 1 GB (~8 GB free under --tmp)
+    python -m bench big-files --quick    # 100 MB only (about a minute, ~1.5 GB under --tmp)
+    python -m bench big-files            # 100 MB and 1 GB (about 4 minutes, ~7 GB free)
 
 Results: ``bench/results/big-files.json`` (``quick/`` with ``--quick``). See
 docs/benchmarks.md.
@@ -64,6 +64,7 @@ from typing import Any, Literal
 
 import blake3
 
+from . import hook
 from .installed import clean_env
 from .peers import Restic
 from .report import Charts, Figure, size
@@ -78,7 +79,7 @@ QUICK_SIZES = ("100 MB",)
 TARGET_OVER_FLOOR = 64 * MIB
 CAP_ANON, CAP_SECONDS = 6 * 2**30, 180.0
 SNAPSTORE = os.path.join(os.path.dirname(sys.executable), "snapstore")
-FLOOR = [sys.executable, "-c", "import lmdb, blake3, zstandard"]
+FLOOR = [sys.executable, "-c", hook.FLOOR]
 FILE = "big.bin"
 SESSION = "bench-big-files"  # of the bytes-stored run's commands
 HOOK_SESSION = f"claude-code/{HOOKS_SESSION}"  # the hook payloads' session
@@ -294,13 +295,13 @@ class Workspace:
     ) -> bytes:
         """One snapstore command; kept under ``label`` (the last run wins). It must exit 0;
         a hook must also say nothing (strict mode makes its failures an exit code)."""
-        hook = args[:1] == ["hook"]
-        env = {**self.env, "SNAPSTORE_STRICT": "1"} if hook else self.env
+        is_hook = args[:1] == ["hook"]
+        env = {**self.env, "SNAPSTORE_STRICT": "1"} if is_hook else self.env
         peak, out, err = measure([SNAPSTORE, *args], self.root, env, stdin, sink)
         self.steps[label] = peak
         if peak.capped:
             raise Capped(label, peak)
-        if peak.exit_code != 0 or (hook and err.strip()):
+        if peak.exit_code != 0 or (is_hook and err.strip()):
             raise CorrectnessError(
                 f"snapstore {' '.join(args)} exited {peak.exit_code}: "
                 f"{err.decode(errors='replace').strip()[-1000:]}"
