@@ -8,6 +8,7 @@
     python -m bench processes --quick    # every command as a process, installed (about 1 min)
     python -m bench merge                # merges and line stats of large files against git
     python -m bench log                  # `snapstore log` on 1,000 turns with huge rewrites
+    python -m bench big-files --quick    # peak memory and bytes stored for a 100 MB file
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -22,12 +23,13 @@ from collections.abc import Callable
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import processes, report
+from . import big_files, processes, report
 from .suites import SUITES, Config, run_suite
 from .tree import CorrectnessError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITES["processes"] = processes.suite
+SUITES["big-files"] = big_files.suite
 QUICK = dict(
     files=[1_000],
     turns=12,
