@@ -7,7 +7,7 @@ with the real command; a fresh store then pulls them the same way. Each command 
 a process of its own, and the kernel's peak resident set size of that process
 (``wait4``) is printed beside the bytes moved, and written to
 bench/results/pull-memory.json. A pull commits the blobs pack by pack, and a push packs
-them 16 MiB at a time, so the peaks stay near a couple of packs above the interpreter,
+them 8 MiB at a time, so the peaks stay near a couple of packs above the interpreter,
 whatever the size; a pull used to hold everything until one commit (about 3x the data).
 
 Nothing is asserted: memory depends on the machine. See docs/benchmarks.md.

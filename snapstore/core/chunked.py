@@ -8,7 +8,7 @@ file's digest lists them (docs/format.md §3). Because the cut points follow the
 content, an edit in the middle of a big file changes one or two chunks, and only
 those are stored again; restic and borg cut their files the same way.
 
-Chunks are committed in batches of :data:`BATCH` bytes, so neither this process
+Chunks are committed in batches of :data:`BATCH` bytes (8 MiB), so neither this process
 nor LMDB's dirty pages hold more than a batch; the chunked blob comes last, in
 the caller's own commit or the last batch. A crash in between leaves chunks no
 record points at, which gc removes. All of this happens under one hold of the
@@ -26,8 +26,9 @@ from .repo import Locked, Tx
 
 #: FastCDC's target, least and greatest chunk sizes (restic's are 1, 0.5 and 8 MiB).
 AVERAGE, SMALLEST, LARGEST = 1024 * 1024, 256 * 1024, blobs.MAX_CHUNK
-#: Encoded chunks held before they are committed.
-BATCH = 16 * 1024 * 1024
+#: Encoded chunks held before they are committed (with LMDB's dirty pages of the commit,
+#: twice this is the most a store of a big file holds).
+BATCH = 8 * 1024 * 1024
 
 
 def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None:

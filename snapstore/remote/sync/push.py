@@ -288,11 +288,11 @@ def _upload_blobs(
     def flush() -> None:
         nonlocal batch, size, sent
         data, entries = layout.build_pack(batch)
+        batch, size = [], 0  # the pack holds the values now: never both during the upload
         digest = catalog.new_pack(data)
         for blob_id, offset, length in entries:
             refs[blob_id] = layout.BlobRef(digest, offset, length, bases[blob_id])
         sent += len(data)
-        batch, size = [], 0
         faults.point("push.pack")
 
     with repo.read() as v:
