@@ -208,7 +208,9 @@ class View:
     # -- blobs -------------------------------------------------------------------
 
     def has_blob(self, key: bytes) -> bool:
-        return self._get("blobs", key) is not None
+        """Whether the blob is stored; its value is not read (a big file's chunks are
+        looked up by the thousand, and reading each would copy it)."""
+        return bool(self._txn.cursor(db=self._dbs["blobs"]).set_key(key))
 
     def blob_values(self) -> Iterator[tuple[bytes, bytes]]:
         """Every stored blob value (header and payload), by key."""
