@@ -284,18 +284,23 @@ def plan_path(
     try:
         for step in steps:
             fold.step(step)
+        plan = fold.plan()
     except _Conflict as stop:
         stop.plan.folder = folder
         return stop.plan
     except SnapstoreError as exc:
         return PathPlan(path, ERROR, start, entry, reason=str(exc), folder=folder)
-    plan = fold.plan()
     plan.folder = folder
     return plan
 
 
 class _Fold:
-    """The state of one path while its steps are taken."""
+    """The state of one path while its steps are taken.
+
+    A step that lands on a recorded version keeps only that version: its bytes are read
+    from the store (a delta chain decoded) once, when a merge or the plan needs them, not
+    at every step a path takes on its way back.
+    """
 
     def __init__(
         self,
@@ -309,6 +314,7 @@ class _Fold:
         self.ws, self.v, self.path = ws, v, path
         self.start, self.start_entry = start, entry
         self.version, self.entry = start, entry
+        self.stored = False  # the entry is the store's bytes of ``version``, not read yet
         self.on_conflict = on_conflict
         self.merged = False
         self.gone = False  # a step found the path absent where it would have removed it
@@ -345,36 +351,44 @@ class _Fold:
         return theirs
 
     def _become(self, version: Version | None, step: Step, mode: int | None = None) -> None:
-        entry = self.v.content(version)
-        if entry is not None and entry.kind == FILE and mode is not None:
-            entry = entry._replace(mode=mode)
-        self.entry, self.version = entry, version_of(entry)
+        if version is not None and version.kind == FILE and mode is not None:
+            version = version._replace(mode=mode)
+        self.version, self.entry, self.stored = version, None, version is not None
         if version is None and not step.forward:
             self.rmdirs = max(self.rmdirs, step.change.mkdirs)
+
+    def _content(self) -> Entry | None:
+        """What the path holds at this point of the fold (its bytes verified against the
+        version's digest when they come from the store)."""
+        if self.stored:
+            self.entry, self.stored = self.v.content(self.version), False
+        return self.entry
 
     def _keep_content(self, src: Version | None, dst: Version | None) -> None:
         """The content is already at ``dst``; only the mode may still move."""
         mode = self._mode(src, dst)
         if (
-            self.entry is not None
-            and self.entry.kind == FILE
+            self.version is not None
+            and self.version.kind == FILE
             and mode is not None
-            and mode != self.entry.mode
+            and mode != self.version.mode
         ):
-            self.entry = self.entry._replace(mode=mode)
-            self.version = version_of(self.entry)
+            self.version = self.version._replace(mode=mode)
+            if self.entry is not None:
+                self.entry = self.entry._replace(mode=mode)
 
     def _merge(self, step: Step) -> None:
         if self.version is None:
             return self._conflict("the file was deleted after the agent wrote it", step)
-        assert self.entry is not None
+        ours = self._content()
+        assert ours is not None
         base, theirs = self.v.content(step.src), self.v.content(step.dst)
-        sides = [e for e in (base, self.entry, theirs) if e is not None]
+        sides = [e for e in (base, ours, theirs) if e is not None]
         if any(e.kind == LINK for e in sides):
             return self._conflict("a symlink that was changed after the agent wrote it", step)
         if any(is_binary(e.data) for e in sides):
             return self._conflict("binary file changed after the agent wrote it", step)
-        result = merge3(base.data if base else b"", self.entry.data, theirs.data if theirs else b"")
+        result = merge3(base.data if base else b"", ours.data, theirs.data if theirs else b"")
         if not result.clean:
             return self._conflict(
                 f"{result.conflicts} conflicting region(s) between your edits and the agent's",
@@ -388,7 +402,7 @@ class _Fold:
                 self.rmdirs = max(self.rmdirs, step.change.mkdirs)
             return
         mode = self._mode(step.src, step.dst)
-        self.entry = Entry(FILE, result.content, self.entry.mode if mode is None else mode)
+        self.entry = Entry(FILE, result.content, ours.mode if mode is None else mode)
         self.version = version_of(self.entry)
 
     def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
@@ -398,23 +412,31 @@ class _Fold:
             return
         plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
         if self.on_conflict == MARKERS and markers is not None:
-            assert self.entry is not None
-            plan.content = Entry(FILE, markers, self.entry.mode)
+            assert self.version is not None
+            plan.content = Entry(FILE, markers, self.version.mode)
             plan.result = version_of(plan.content)
         raise _Conflict(plan)
 
     def plan(self) -> PathPlan:
+        if not differs(self.start, self.version):  # back where it started: nothing to read
+            return PathPlan(
+                self.path,
+                KEEP,
+                self.start,
+                self.start_entry,
+                self.start,
+                self.start_entry,
+                rmdirs=self.rmdirs,
+            )
         plan = PathPlan(
             self.path,
             KEEP,
             self.start,
             self.start_entry,
             self.version,
-            self.entry,
+            self._content(),
             rmdirs=self.rmdirs,
         )
-        if not differs(self.start, self.version):
-            return plan
         plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
         if self.start is None and self.version is not None:
             plan.mkdirs = self.ws.missing_parents(self.path)

@@ -124,6 +124,8 @@ def _plan_conversation(
     operation: Operation, turn: Turn, homes: Mapping[str, str] | None, target: str | int
 ) -> None:
     """Add the conversation edit to a planned rewind (raises when it must be refused)."""
+    if not conversation.concerns(turn.session):
+        return
     shown = f"{target}" if isinstance(target, int) else turn.id
     edit = conversation.plan(
         turn.session,
@@ -396,11 +398,12 @@ def _plans(
     if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
-    plans = [
-        plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
-        for path, path_steps in steps.items()
-    ]
-    refuse_clashes(repo.ws, plans)
+    with repo.ws.holding_folders():  # sorted paths: each folder is opened once
+        plans = [
+            plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
+            for path, path_steps in steps.items()
+        ]
+        refuse_clashes(repo.ws, plans)
     return plans
 
 
