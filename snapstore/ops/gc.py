@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from ..core import blobs, faults
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from ..core.repo import Locked, Repo, Tx, View
-from .history import last_undoable
+from .branches import last_undoable
 from .session_base import base_keys
 
 DAY = 86400.0

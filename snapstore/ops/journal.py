@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import conversation
@@ -61,22 +60,22 @@ from .plan import (
 )
 
 
-@dataclass
 class Operation:
     """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
 
-    op: RewindOp
-    result: RewindResult
-    plans: list[PathPlan] = field(default_factory=list)
-    #: folders that turns made (scan mode): removed once the files are done, if empty
-    #: (the turns taken back), or made again (the turns put back, an undo)
-    remove_folders: list[str] = field(default_factory=list)
-    make_folders: list[str] = field(default_factory=list)
+    __slots__ = ("make_folders", "op", "plans", "remove_folders", "result")
 
-    def __post_init__(self) -> None:
+    def __init__(self, op: RewindOp, result: RewindResult, plans: list[PathPlan] | None = None):
+        self.op = op
+        self.result = result
+        self.plans = plans or []
+        #: folders that turns made (scan mode): removed once the files are done, if empty
+        #: (the turns taken back), or made again (the turns put back, an undo)
+        self.remove_folders: list[str] = []
+        self.make_folders: list[str] = []
         for plan in self.plans:
-            self.result.add(plan)
-        self.result.plans = self.plans
+            result.add(plan)
+        result.plans = self.plans
 
 
 def execute(w: Locked, operation: Operation) -> RewindResult:

@@ -5,7 +5,7 @@
   the session's DAG: back to the fork with the current branch, then forward
   along X's branch. A rewind is a switch to T's parent.
 - ``finish(S)`` retries, with another conflict policy, exactly the paths that the
-  session's last operation left in conflict or failed to write (``history.leftover``).
+  session's last operation left in conflict or failed to write (``branches.leftover``).
 - ``redo(U)`` takes back the undo U: it does what U undid again, planned from now.
 - ``undo(R)`` takes back a rewind or switch R. When the session's head is still
   where R left it, the head goes back too. When turns were recorded since (or
@@ -43,8 +43,7 @@ from ..core.records import (
     Turn,
 )
 from ..core.repo import Locked, Repo, View
-from .capture import finish_open_turn, writing
-from .history import (
+from .branches import (
     ancestors,
     branch,
     last_redoable,
@@ -56,6 +55,7 @@ from .history import (
     resolve_turn,
     undoable,
 )
+from .capture import finish_open_turn, writing
 from .journal import Operation, execute
 from .plan import (
     PathPlan,
