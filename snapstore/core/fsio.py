@@ -10,7 +10,10 @@ string.
 Reads and writes then walk the canonical path from an open descriptor of the
 root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
 parent between the check and the use (TOCTOU) therefore makes the operation
-fail instead of escaping the root. Writes are atomic: a temp file in the same
+fail instead of escaping the root. An operation on many paths (a rewind) may hold
+the folders it walked to open for its duration (:meth:`Workspace.holding_folders`):
+a symlink swapped in for one of them later is then never followed either, the
+writes go on into the folder that was walked to. Writes are atomic: a temp file in the same
 folder, fsync, rename over the destination (which replaces a symlink rather than
 following it), then fsync of the folder.
 
@@ -22,6 +25,7 @@ its recorded mode: a second line behind the checks where paths and modes come in
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import functools
@@ -88,9 +92,11 @@ class Workspace:
         self.durable = durable
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
-        #: Folders kept open by :meth:`holding_folders`, by path ("" is the root); None
-        #: outside such a block, where every walk opens and closes its own.
+        #: Folders kept open by :meth:`holding_folders`, by path ("" is the root), for the
+        #: thread that holds them; None outside such a block, where every walk (and every
+        #: other thread's) opens and closes its own.
         self._held: dict[str, int] | None = None
+        self._holder: int | None = None
         #: The store's folder relative to the root, when it lies inside the workspace.
         self.store_rel: str | None = None
         if store_dir is not None:
@@ -158,34 +164,40 @@ class Workspace:
         path in it (or below it) starts there: an operation on many paths (a rewind's plan,
         its writes) opens each folder once instead of once per path and level. Each folder
         is still reached by the ``O_NOFOLLOW`` walk; a folder this workspace removes is
-        forgotten at once. One thread at a time."""
-        if self._held is not None:  # already held by an enclosing block
+        forgotten at once. Other threads go on walking on their own."""
+        if self._held is not None:  # already held by an enclosing block (or another thread)
             yield
             return
-        self._held = {}
+        self._held, self._holder = {}, _thread.get_ident()
         try:
             yield
         finally:
-            held, self._held = self._held, None
+            held, self._held, self._holder = self._held, None, None
             for fd in held.values():
                 os.close(fd)
 
+    def _holding(self) -> dict[str, int] | None:
+        """The folders held for this thread, if any."""
+        return self._held if self._holder == _thread.get_ident() else None
+
     def _hold(self, folder: str, fd: int) -> int:
         """Keep ``fd`` (the folder ``folder``) open while folders are held; the fd to use."""
-        if self._held is not None:
-            self._held[folder] = fd
+        held = self._holding()
+        if held is not None:
+            held[folder] = fd
         return fd
 
     def _forget(self, folder: str) -> None:
         """A folder was removed: close what is held of it and below it."""
-        if self._held:
-            for key in [k for k in self._held if k == folder or k.startswith(folder + "/")]:
-                os.close(self._held.pop(key))
+        held = self._holding()
+        if held:
+            for key in [k for k in held if k == folder or k.startswith(folder + "/")]:
+                os.close(held.pop(key))
 
     def _start(self, parts: list[str]) -> tuple[int, int]:
         """Where a walk to the folder ``parts`` starts: the deepest held folder on the way
         (or the root, opened now), and how many of ``parts`` that is."""
-        held = self._held
+        held = self._holding()
         if held:
             for depth in range(len(parts), -1, -1):
                 fd = held.get("/".join(parts[:depth]), -1)
@@ -208,7 +220,7 @@ class Workspace:
         if any(part in ("", ".", "..") for part in parts):  # the second line: never trusted
             raise UnsafePath(f"{rel}: a path with an empty, '.' or '..' component is never used")
         parts = parts[:-1]
-        held = self._held is not None  # then the folders opened here are closed at its end
+        held = self._holding() is not None  # then what is opened here closes at its end
         fd, depth = self._start(parts)
         created = 0
         try:
