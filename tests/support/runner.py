@@ -108,10 +108,12 @@ def _dispatch(args: list[str], click: bool = False) -> int:
     from snapstore_cli import app, fast, launch
 
     try:
-        if click:
+        if click:  # the Click application alone
             code = None
+        elif args[:1] == ["hook"]:
+            code = launch._hook(args)
         else:
-            code = launch._hook(args) if args[:1] == ["hook"] else fast.run(args)
+            code = fast.run(args)
         if code is None:
             app.run(args)
             code = 0

@@ -1,9 +1,10 @@
 """The fast path reads the same command lines as the Click commands it stands for.
 
 ``snapstore_cli.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``,
-and ``rewind``, ``undo`` and ``redo``, without Click, from its own tables. These tests hold the tables to the Click declarations: an
-option added to a Click command (or to the global options) and forgotten in the tables fails
-here, as does a table entry whose value lands under another name than Click gives it.
+and ``rewind``, ``undo`` and ``redo``, without Click, from its own tables. These tests hold
+the tables to the Click declarations: an option added to a Click command (or to the global
+options) and forgotten in the tables fails here, as does a table entry whose value lands under
+another name than Click gives it, or a choice the fast path does not know.
 """
 
 from __future__ import annotations
