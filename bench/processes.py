@@ -128,7 +128,13 @@ def rewind(
         for step in (snapstore, git) if r % 2 == 0 else (git, snapstore):
             step()
         tick()
+    rewound = run.rewound_state(first)
+    counted = _rewind_instructions(cli, lambda: run.tree.check(rewound, "rewind under callgrind"))
+    if counted is not None:
+        cli.run(Step("undo", ["--session", SESSION, "undo"]))
+        run.tree.check(run.final, "snapstore undo after callgrind")
     out: dict[str, Any] = {name: Summary.of(s).to_json() for name, s in samples.items()}
+    out["instructions"] = counted
     out.update(
         files=REWIND_FILES,
         turns=len(run.plans),
@@ -145,6 +151,22 @@ def rewind(
     )
     shutil.rmtree(run.workdir, ignore_errors=True)
     return out
+
+
+def _rewind_instructions(cli: Cli, check: Callable[[], None]) -> int | None:
+    """Instructions (callgrind's Ir) of one ``rewind 50 --yes`` process, checked like the
+    timed ones; None without valgrind. Hash randomisation is pinned, as for start-up."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    step = Step(
+        "rewind",
+        ["--session", SESSION, "rewind", str(REWIND_DEPTH), "--yes"],
+        env={"PYTHONHASHSEED": "0"},
+    )
+    _, _, err = cli.run(step, (valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"))
+    check()
+    return startup.instructions_in(err)
 
 
 # -- 3. per-turn cost through processes --------------------------------------------------
@@ -539,6 +561,17 @@ def figures(results: dict[str, Any]) -> list[Figure]:
             rw["ratio"] <= TARGETS["rewind_vs_git_reset_hard"],
         )
     )
+    counts = results.get("instructions")
+    if rw.get("instructions") and counts:
+        out.append(
+            Figure(
+                "i10",
+                f"instructions, `rewind {rw['depth']} --yes` (callgrind)",
+                f"{rw['instructions'] / 1e6:.0f} M",
+                f"bare import {counts['floor'] / 1e6:.0f} M",
+                ratio(rw["instructions"], counts["floor"]),
+            )
+        )
     out.append(
         Figure(
             "i10",

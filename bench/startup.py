@@ -301,7 +301,8 @@ def importtime(ws: Workspace, first_round: int, runs: int, top: int = 10) -> dic
     }
 
 
-def _instructions(stderr: bytes) -> int:
+def instructions_in(stderr: bytes) -> int:
+    """The instruction count in callgrind's report (its stderr)."""
     found = re.search(rb"Collected\s*:\s*(\d+)", stderr)
     if not found:
         raise RuntimeError(f"no instruction count in callgrind's output: {stderr[-500:]!r}")
@@ -322,10 +323,10 @@ def instructions(ws: Workspace, first_round: int, runs: int) -> dict[str, Any] |
         for step in ws.round(first_round + r):
             if step.label in CALLGRIND:
                 step.env.update(pinned)
-                counts[step.label].append(_instructions(ws.run(step, wrap)[2]))
+                counts[step.label].append(instructions_in(ws.run(step, wrap)[2]))
             else:
                 ws.run(step)
-        floor.append(_instructions(ws.floor(wrap, **pinned)[1]))
+        floor.append(instructions_in(ws.floor(wrap, **pinned)[1]))
     base = statistics.median(floor)
     return {
         "runs": runs,

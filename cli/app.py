@@ -10,17 +10,16 @@ what is left here is Click's own: its usage errors, ``--help`` and cancelled pro
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from snapstore import NotFound, SnapstoreError, Store, __version__
+from snapstore import SnapstoreError, Store, __version__
 from snapstore.adapters import AGENT_NAMES
 
-from . import failures, runner
+from . import failures, moves, runner
 from .params import Number
 from .settings import Options
 
@@ -28,13 +27,6 @@ from .settings import Options
 def open_for_write() -> Store:
     """Open the store for a command that writes, first finishing any rewind a crash cut short."""
     return runner.open_for_write(options())
-
-
-#: How to start recording, for a store that has no turns yet.
-START = (
-    "install your agent's hooks in this project: `snapstore hook install AGENT`, AGENT "
-    "one of " + ", ".join(AGENT_NAMES)
-)
 
 
 def print_start(first: str) -> None:
@@ -50,20 +42,6 @@ def print_start(first: str) -> None:
         ),
         err=True,
     )
-
-
-def is_new(store: Store, session: str) -> bool:
-    """Whether ``session`` has no record because the store has recorded no turn at all."""
-    return not store.has_session(session) and store.latest_session() is None
-
-
-def require_turns(store: Store, session: str, nothing: str) -> None:
-    """Refuse a command that acts on a turn in a store that has none yet (exit 4, not found:
-    there is nothing to act on), saying ``nothing`` and how to start."""
-    if is_new(store, session):
-        raise NotFound(
-            f"{nothing}: this store has no turns yet; to record them, {START}", session=session
-        )
 
 
 def options() -> Options:
@@ -251,10 +229,7 @@ def _complete_ops(
 
 def emit(data: Any, human: Callable[[], None]) -> None:
     """Print ``data`` as JSON with ``--json``, else call ``human`` to render it."""
-    if options().json:
-        click.echo(json.dumps(data, indent=2, default=str))
-    else:
-        human()
+    moves.emit(options(), data, human)
 
 
 @click.group(cls=SnapstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,5 +1,5 @@
 """The capture commands without Click or rich: ``begin``, ``end``, ``pre-write``, ``post-write``,
-and ``scan``.
+and ``scan``; and ``rewind TURN``, ``undo`` and ``redo`` (their bodies are ``moves``).
 
 Agent wrappers and plugins spawn one of these for every event, so what they wait
 for is the whole process, measured against the bare-import floor
@@ -22,15 +22,17 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, Literal, cast
 
 from snapstore import SnapstoreError
+from snapstore.core.records import BOTH, MODES, POLICIES, SKIP
 
 from . import runner
 from .output.plain import printable, say
 from .settings import Options, lock_timeout, strict_hooks
 
 if TYPE_CHECKING:
+    from snapstore.core.records import Mode, Policy
     from snapstore.ops.capture import CaptureResult
     from snapstore.ops.scan import ScanResult
 
@@ -52,11 +54,29 @@ COMMAND_VALUES = {
     "pre-write": ("--tool",),
     "post-write": (),
     "scan": ("--max-file-size",),
+    "rewind": ("--mode", "--on-conflict"),
+    "undo": ("--on-conflict",),
+    "redo": ("--on-conflict",),
 }
 #: Each command's own flags.
-COMMAND_FLAGS = {"scan": ("--no-watcher",)}
+COMMAND_FLAGS = {
+    "scan": ("--no-watcher",),
+    "rewind": ("--dry-run", "--yes", "-y", "--force"),
+    "undo": ("--dry-run",),
+    "redo": ("--dry-run",),
+}
+#: Short names, and the long option each stands for.
+SHORT = {"-y": "--yes"}
+#: Options the fast path leaves to Click: a command line holding one goes there (the
+#: picker's and the rarer forms of ``rewind``).
+CLICK_ONLY = {"rewind": ("--path", "--resume", "--finish")}
+#: Options whose value is one of a few words; any other value is Click's usage error.
+CHOICES = {"--mode": MODES, "--on-conflict": POLICIES}
 #: The commands that take PATHS (one or more).
 WITH_PATHS = ("pre-write", "post-write")
+#: The commands that take one argument, its name in Click, and whether the fast path needs
+#: it (``rewind`` without TURN is the picker, Click's).
+ONE_ARGUMENT = {"rewind": ("turn", True), "undo": ("rewind_id", False), "redo": ("undo_id", False)}
 
 
 class Parsed:
@@ -123,7 +143,7 @@ def parse(args: list[str]) -> Parsed | None:
             as_json, j = True, j + 1
             continue
         if arg in COMMAND_FLAGS.get(command, ()):
-            values[arg.lstrip("-").replace("-", "_")] = "1"
+            values[SHORT.get(arg, arg).lstrip("-").replace("-", "_")] = "1"
             j += 1
             continue
         got = _option(rest, j, ("--session", "-s", *own))
@@ -132,9 +152,16 @@ def parse(args: list[str]) -> Parsed | None:
         name, value, j = got
         if name in ("--session", "-s"):
             found["session"] = value  # after the command, it wins (as in Click)
+        elif value not in CHOICES.get(name, (value,)):
+            return None  # Click says which values it takes
         else:
             values[name.lstrip("-").replace("-", "_")] = value
-    if bool(paths) != (command in WITH_PATHS) or ("prompt" in values and "prompt_file" in values):
+    if command in ONE_ARGUMENT:
+        if len(paths) > 1 or (ONE_ARGUMENT[command][1] and not paths):
+            return None
+    elif bool(paths) != (command in WITH_PATHS):
+        return None
+    if "prompt" in values and "prompt_file" in values:
         return None
     root = found.get("root")
     if root is not None and os.path.isfile(root):  # Click's "is a file" usage error
@@ -304,12 +331,43 @@ def _openable(parsed: Parsed) -> bool:
     return not os.path.isdir(path)
 
 
+def _move(parsed: Parsed) -> None:
+    """``rewind TURN``, ``undo`` or ``redo``: their bodies print their own output."""
+    from . import moves
+
+    opts, values = parsed.options, parsed.values
+    on_conflict = cast("Policy", values.get("on_conflict", SKIP))
+    dry_run = "dry_run" in values
+    if parsed.command == "rewind":
+        mode = cast("Mode", values.get("mode", BOTH))
+        moves.rewind_turn(opts, parsed.paths[0], mode, on_conflict, dry_run, "force" in values)
+    else:
+        verb: Literal["undo", "redo"] = "undo" if parsed.command == "undo" else "redo"
+        moves.undo_or_redo(opts, verb, next(iter(parsed.paths), None), on_conflict, dry_run)
+
+
+def _asks(parsed: Parsed) -> bool:
+    """Whether Click's command would ask a person first (a rewind without --yes or --dry-run,
+    on a terminal): its confirmation prompt is Click's."""
+    values = parsed.values
+    if parsed.command != "rewind" or "yes" in values or "dry_run" in values:
+        return False
+    return sys.stdin.isatty() and sys.stdout.isatty() and not parsed.options.json
+
+
 def run(args: list[str]) -> int | None:
     """Run the command line when the fast path can; its exit code, or None for Click."""
     parsed = parse(args)
-    if parsed is None or not _openable(parsed):
+    if parsed is None or not _openable(parsed) or _asks(parsed):
         return None
     if parsed.command == "scan" and not parsed.options.json and sys.stderr.isatty():
         return None  # a person may watch a long scan: Click's command draws its progress
     opts = parsed.options
-    return runner.run(opts, lambda: show(_run(parsed), opts.json), lambda: parsed.command)
+    if parsed.command in ONE_ARGUMENT:
+        work: Callable[[], object] = lambda: _move(parsed)  # noqa: E731
+    else:
+        work = lambda: show(_run(parsed), opts.json)  # noqa: E731
+    try:
+        return runner.run(opts, work, lambda: parsed.command)
+    except SystemExit as exc:  # a rewind that left something undone: exit 1, as in Click
+        return exc.code if isinstance(exc.code, int) else 1

@@ -362,7 +362,7 @@ class Store:
 
     def resolve_turn(self, ref: str | int, session: str = DEFAULT_SESSION) -> Turn:
         """A turn from a number shown by ``log`` or an id (or unique id prefix)."""
-        from .ops.history import resolve_turn
+        from .ops.branches import resolve_turn
 
         with self.repo.read() as v:
             return resolve_turn(v, ref, session)
@@ -435,7 +435,7 @@ class Store:
 
     def resolve_operation(self, ref: str) -> str:
         """The id of a rewind, switch or undo from its id or a unique prefix."""
-        from .ops.history import resolve_operation
+        from .ops.branches import resolve_operation
 
         with self.repo.read() as v:
             return resolve_operation(v, ref).id

@@ -18,7 +18,8 @@ from snapstore.core.records import Big, Entry, Turn
 from snapstore.ops.diffs import FileDiff
 from snapstore.ops.history import FileStat, RewindPoint
 
-from ..app import common_options, complete_turn, emit, is_new, options, print_start, require_turns
+from ..app import common_options, complete_turn, emit, options, print_start
+from ..moves import is_new, require_turns
 from ..output import results
 from ..output.plain import iso, printable
 

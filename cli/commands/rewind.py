@@ -6,32 +6,27 @@ no rich; only the picker and its table do.
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Literal
 
 import click
 
-from snapstore import DEFAULT_SESSION
 from snapstore.core.records import BOTH, MODES, POLICIES, SKIP, SWITCH, Mode, Policy
-from snapstore.ops.diffs import entry_diff
 from snapstore.ops.plan import RewindResult
 
+from .. import moves
 from ..app import (
     common_options,
     complete_operation,
     complete_turn,
     complete_undo,
     emit,
-    is_new,
     open_for_write,
     options,
     print_start,
-    require_turns,
 )
 from ..output import results
 from ..output.plain import say
-from ..settings import agent_homes
 
 
 def _interactive() -> bool:
@@ -42,21 +37,7 @@ def _report(
     result: RewindResult, verb: str, on_conflict: Policy = SKIP, turn: str | None = None
 ) -> None:
     """Print the result; exit 1 when it left (or, dry, would leave) anything undone."""
-    data = result.to_json()
-    finish = None
-    if result.left and not result.dry_run:
-        finish = data["finish"] = results.finish_command(result.session, on_conflict)
-
-    def human() -> None:
-        if result.dry_run:
-            for plan in result.plans:
-                if plan.writes:
-                    results.diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        results.summary(result, verb, turn=turn, finish=finish)
-
-    emit(data, human)
-    if not result.ok:
-        sys.exit(1)
+    moves.report(options(), result, verb, on_conflict, turn)
 
 
 @click.command()
@@ -132,15 +113,14 @@ def rewind(
             result = store.finish(session, on_conflict=on_conflict, dry_run=dry_run)
         _report(result, "finished", on_conflict)
         return
-    wanted = [os.path.join(os.getcwd(), p) for p in paths] or None
     shown = turn  # the turn as the user knows it, for the conversation's lines
     with open_for_write() as store:
         session = opts.session_for(store)
-        if turn is None and is_new(store, session):  # the list of rewind points is empty
+        if turn is None and moves.is_new(store, session):  # the list of rewind points is empty
             emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
             return
-        require_turns(store, session, "nothing to rewind")
         if turn is None:
+            moves.require_turns(store, session, "nothing to rewind")
             from ..picker import choose
 
             turn, choice = choose(store, session, mode, _interactive(), force)
@@ -156,27 +136,27 @@ def rewind(
                 (str(p.n) for p in store.rewind_points(session) if p.turn.id == turn), turn
             )
         if not (yes or dry_run) and _interactive():
-            preview = store.rewind(
+            preview = moves.rewind(
+                opts,
+                store,
                 turn,
-                session,
                 mode=mode,
                 on_conflict=on_conflict,
-                paths=wanted,
+                paths=paths,
                 dry_run=True,
                 force=force,
-                homes=agent_homes(),
             )
             results.summary(preview, "rewind", turn=shown)
             click.confirm("Rewind?", abort=True)
-        result = store.rewind(
+        result = moves.rewind(
+            opts,
+            store,
             turn,
-            session,
             mode=mode,
             on_conflict=on_conflict,
-            paths=wanted,
+            paths=paths,
             dry_run=dry_run,
             force=force,
-            homes=agent_homes(),
         )
     _report(result, "rewound", on_conflict, shown)
 
@@ -249,17 +229,4 @@ def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
 def _undo_or_redo(
     verb: Literal["undo", "redo"], ref: str | None, on_conflict: Policy, dry_run: bool
 ) -> None:
-    """Take back (or do again) the newest operation, of --session if given, or ``ref``: an
-    operation id from `snapstore ops`, or a unique prefix of one."""
-    opts = options()
-    with open_for_write() as store:
-        require_turns(store, opts.session or DEFAULT_SESSION, f"nothing to {verb}")
-        if ref is not None:
-            ref = store.resolve_operation(ref)
-        act = store.undo if verb == "undo" else store.redo
-        result = act(
-            ref, opts.session, on_conflict=on_conflict, dry_run=dry_run, homes=agent_homes()
-        )
-    if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
-        click.echo(f"snapstore: {verb}ing {result.target} of session {result.session}", err=True)
-    _report(result, f"{verb}ne", on_conflict)
+    moves.undo_or_redo(options(), verb, ref, on_conflict, dry_run)

@@ -20,9 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import uuid
 from collections.abc import Mapping
-from datetime import datetime, timezone
 from types import ModuleType
 from typing import Any, Literal, NamedTuple
 
@@ -88,6 +86,13 @@ def from_record(value: Mapping[str, Any]) -> Edit | None:
     return Edit(**value) if value else None
 
 
+def concerns(session: str) -> bool:
+    """Whether ``session`` is an agent's whose chat :func:`plan` knows of (else it plans
+    nothing, and a rewind need not gather what it would ask)."""
+    agent = _agent(session)[0]
+    return agent in MODULES or agent in OWN_REWIND
+
+
 def _agent(session: str) -> tuple[str, str]:
     agent, _, session_id = session.partition("/")
     return agent, session_id
@@ -123,9 +128,9 @@ def plan(
     ``unsupported`` edit, which changes nothing. A session no agent's hooks recorded has no
     conversation: None.
     """
-    agent, session_id = _agent(session)
-    if agent not in MODULES and agent not in OWN_REWIND:
+    if not concerns(session):
         return None
+    agent, session_id = _agent(session)
     if agent not in MODULES:
         own = OWN_REWIND.get(agent, "the agent's own rewind")
         return _unsupported(agent, f"the chat stays in the agent: rewind it with {own}")
@@ -204,6 +209,8 @@ def plan(
             session_id,
         )
     if fork is not None:  # a new session cut before the turn; the old one stays as it is
+        import uuid  # a fork's alone: not loaded for every rewind
+
         new_id = str(uuid.uuid4())
         edit = base._replace(
             status="rewound",
@@ -388,7 +395,7 @@ def _fork(edit: Edit) -> None:
 
 def _write_whole(path: str, data: bytes) -> None:
     """Write a file whole: a temp file, flushed, renamed into place."""
-    temp = os.path.join(os.path.dirname(path), f".{uuid.uuid4().hex}.snapstore-fork")
+    temp = os.path.join(os.path.dirname(path), f".{os.urandom(16).hex()}.snapstore-fork")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         os.write(fd, data)
@@ -457,6 +464,8 @@ def instant(text: Any) -> float | None:
     """An ISO 8601 time such as ``2026-12-01T16:16:11.655Z`` as seconds (None: none)."""
     if not isinstance(text, str):
         return None
+    from datetime import datetime  # (uuid and datetime cost a rewind a few ms to load)
+
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
@@ -466,6 +475,8 @@ def instant(text: Any) -> float | None:
 def iso(seconds: float) -> str:
     """``seconds`` since the epoch as the ISO 8601 time :func:`instant` reads: a turn's own
     time, for an agent whose begin hook stamped none."""
+    from datetime import datetime, timezone
+
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
 
 

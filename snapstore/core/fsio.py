@@ -10,7 +10,10 @@ string.
 Reads and writes then walk the canonical path from an open descriptor of the
 root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
 parent between the check and the use (TOCTOU) therefore makes the operation
-fail instead of escaping the root. Writes are atomic: a temp file in the same
+fail instead of escaping the root. An operation on many paths (a rewind) may hold
+the folders it walked to open for its duration (:meth:`Workspace.holding_folders`):
+a symlink swapped in for one of them later is then never followed either, the
+writes go on into the folder that was walked to. Writes are atomic: a temp file in the same
 folder, fsync, rename over the destination (which replaces a symlink rather than
 following it), then fsync of the folder.
 
@@ -22,6 +25,7 @@ its recorded mode: a second line behind the checks where paths and modes come in
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import errno
 import functools
@@ -92,6 +96,11 @@ class Workspace:
         self.durable = durable
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
+        #: Folders kept open by :meth:`holding_folders`, by path ("" is the root), for the
+        #: thread that holds them; None outside such a block, where every walk (and every
+        #: other thread's) opens and closes its own.
+        self._held: dict[str, int] | None = None
+        self._holder: int | None = None
         #: The store's folder relative to the root, when it lies inside the workspace.
         self.store_rel: str | None = None
         if store_dir is not None:
@@ -154,6 +163,53 @@ class Workspace:
     # -- descriptors -------------------------------------------------------------
 
     @contextmanager
+    def holding_folders(self) -> Iterator[None]:
+        """Keep every folder that a walk opens open until the block ends, so that the next
+        path in it (or below it) starts there: an operation on many paths (a rewind's plan,
+        its writes) opens each folder once instead of once per path and level. Each folder
+        is still reached by the ``O_NOFOLLOW`` walk; a folder this workspace removes is
+        forgotten at once. Other threads go on walking on their own."""
+        if self._held is not None:  # already held by an enclosing block (or another thread)
+            yield
+            return
+        self._held, self._holder = {}, _thread.get_ident()
+        try:
+            yield
+        finally:
+            held, self._held, self._holder = self._held, None, None
+            for fd in held.values():
+                os.close(fd)
+
+    def _holding(self) -> dict[str, int] | None:
+        """The folders held for this thread, if any."""
+        return self._held if self._holder == _thread.get_ident() else None
+
+    def _hold(self, folder: str, fd: int) -> int:
+        """Keep ``fd`` (the folder ``folder``) open while folders are held; the fd to use."""
+        held = self._holding()
+        if held is not None:
+            held[folder] = fd
+        return fd
+
+    def _forget(self, folder: str) -> None:
+        """A folder was removed: close what is held of it and below it."""
+        held = self._holding()
+        if held:
+            for key in [k for k in held if k == folder or k.startswith(folder + "/")]:
+                os.close(held.pop(key))
+
+    def _start(self, parts: list[str]) -> tuple[int, int]:
+        """Where a walk to the folder ``parts`` starts: the deepest held folder on the way
+        (or the root, opened now), and how many of ``parts`` that is."""
+        held = self._holding()
+        if held:
+            for depth in range(len(parts), -1, -1):
+                fd = held.get("/".join(parts[:depth]), -1)
+                if fd >= 0:
+                    return fd, depth
+        return self._hold("", os.open(self.root, _DIR_FLAGS)), 0
+
+    @contextmanager
     def _parent(
         self, rel: str, create: bool = False, links_absent: bool = False
     ) -> Iterator[tuple[int | None, int]]:
@@ -168,15 +224,18 @@ class Workspace:
         if any(part in ("", ".", "..") for part in parts):  # the second line: never trusted
             raise UnsafePath(f"{rel}: a path with an empty, '.' or '..' component is never used")
         parts = parts[:-1]
-        fd = os.open(self.root, _DIR_FLAGS)
+        held = self._holding() is not None  # then what is opened here closes at its end
+        fd, depth = self._start(parts)
         created = 0
         try:
-            for i, part in enumerate(parts):
+            for i in range(depth, len(parts)):
+                part = parts[i]
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
-                        os.close(fd)
+                        if not held:
+                            os.close(fd)
                         fd = -1
                         break
                     try:
@@ -189,7 +248,8 @@ class Workspace:
                     if not create and _stands_for_a_folder(part, fd, links_absent):
                         # A file (or, when asked, a link) stands where a folder would be:
                         # nothing is below it as far as the workspace's paths go.
-                        os.close(fd)
+                        if not held:
+                            os.close(fd)
                         fd = -1
                         break
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
@@ -200,11 +260,12 @@ class Workspace:
                     if exc.errno == errno.ENAMETOOLONG:
                         raise BadInput(f"{rel[:80]}...: a folder name is too long") from None
                     raise
-                os.close(fd)
-                fd = nfd
+                if not held:
+                    os.close(fd)
+                fd = self._hold("/".join(parts[: i + 1]), nfd)
             yield (fd if fd >= 0 else None), created
         finally:
-            if fd >= 0:
+            if fd >= 0 and not held:
                 os.close(fd)
 
     # -- reading -----------------------------------------------------------------
@@ -454,6 +515,7 @@ class Workspace:
         with self._parent(rel) as (fd, _):
             if fd is None:
                 return
+            self._forget(rel)
             _remove_empty_tree(fd, _leaf(rel))
 
     def make_folder(self, rel: str) -> bool:
@@ -476,8 +538,11 @@ class Workspace:
             raise UnsafePath(f"{rel} is inside .git, which snapstore never writes")
         return checked
 
-    def remove_empty_parents(self, rel: str, depth: int) -> list[str]:
-        """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first."""
+    def remove_empty_parents(self, rel: str, depth: int, durable: bool = True) -> list[str]:
+        """Remove up to ``depth`` parent folders of ``rel`` that are now empty, deepest first.
+
+        Without ``durable``, nothing is synced: the caller flushes the folders removed
+        (:meth:`flush` of the list returned), as it does its writes."""
         parts = rel.split("/")[:-1]
         removed = []
         for level in range(len(parts), max(len(parts) - depth, 0), -1):
@@ -485,13 +550,15 @@ class Workspace:
             with self._parent(folder) as (fd, _):
                 if fd is None:
                     continue
+                self._forget(folder)
                 try:
                     os.rmdir(parts[level - 1], dir_fd=fd)
                 except FileNotFoundError:
                     continue  # already gone: an interrupted rewind removed it
                 except OSError:
                     break
-                os.fsync(fd)
+                if durable and self.durable:
+                    os.fsync(fd)
             removed.append(folder)
         return removed
 

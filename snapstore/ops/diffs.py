@@ -15,16 +15,14 @@ from ..core.records import LINK, SCAN, Big, Entry, Source, Turn, Version, differ
 from ..core.repo import Repo, View
 from ..text.diff import is_binary
 from ..text.unified import unified_diff
+from .branches import ancestors, refuse_unchanged, resolve_turn
 from .history import (
     FileStat,
     FileStatus,
     LineCounter,
-    ancestors,
     file_stats,
     keep_counts,
     net_changes,
-    refuse_unchanged,
-    resolve_turn,
     session_turns,
 )
 

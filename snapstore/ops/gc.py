@@ -35,7 +35,7 @@ from ..core import blobs, faults
 from ..core.errors import StoreCorrupt
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from ..core.repo import Locked, Repo, Tx, View
-from .history import last_undoable
+from .branches import last_undoable
 from .session_base import base_keys
 
 DAY = 86400.0

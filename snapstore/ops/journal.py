@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from .. import conversation
 from ..core import faults
 from ..core.chunked import store_big
-from ..core.errors import SnapstoreError, StoreCorrupt, StoreFull
+from ..core.errors import SnapstoreError, StoreCorrupt
 from ..core.records import (
     APPLIED,
     CLOSED,
@@ -64,26 +62,23 @@ from .plan import (
     RewindResult,
 )
 
-#: Threads writing a rewind's files at once.
-WRITERS = 8
 
-
-@dataclass
 class Operation:
     """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
 
-    op: RewindOp
-    result: RewindResult
-    plans: list[PathPlan] = field(default_factory=list)
-    #: folders that turns made (scan mode): removed once the files are done, if empty
-    #: (the turns taken back), or made again (the turns put back, an undo)
-    remove_folders: list[str] = field(default_factory=list)
-    make_folders: list[str] = field(default_factory=list)
+    __slots__ = ("make_folders", "op", "plans", "remove_folders", "result")
 
-    def __post_init__(self) -> None:
+    def __init__(self, op: RewindOp, result: RewindResult, plans: list[PathPlan] | None = None):
+        self.op = op
+        self.result = result
+        self.plans = plans or []
+        #: folders that turns made (scan mode): removed once the files are done, if empty
+        #: (the turns taken back), or made again (the turns put back, an undo)
+        self.remove_folders: list[str] = []
+        self.make_folders: list[str] = []
         for plan in self.plans:
-            self.result.add(plan)
-        self.result.plans = self.plans
+            result.add(plan)
+        result.plans = self.plans
 
 
 def execute(w: Locked, operation: Operation) -> RewindResult:
@@ -127,12 +122,13 @@ def _journal(w: Locked, operation: Operation) -> str:
     unstored: dict[str, Entry] = {}  # big files of the workspace the store lacks
     with w.repo.read() as v:
         for plan in writes:
-            for entry in (plan.current_entry, plan.content):
-                if entry is None:
+            for version, entry in ((plan.current, plan.current_entry), (plan.result, plan.content)):
+                # A plan's version is its entry's digest: bytes the store holds (most of a
+                # rewind's) are not hashed again.
+                if entry is None or version is None or v.has_blob(version.key):
                     continue
-                if isinstance(entry.data, Big):
-                    if not v.has_blob(entry.data.key):
-                        unstored[plan.path] = entry
+                if isinstance(entry.data, Big):  # the user's big file: stored below
+                    unstored[plan.path] = entry
                     continue
                 key, value = v.encode(entry.data, v.path_digest(plan.path))
                 encoded[key] = value
@@ -193,16 +189,14 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
 
     The newer structure goes first, then the old comes back: files are deleted,
     then the folders emptied by this operation that stand where a file must come
-    back are removed, then files are written, each by an atomic rename. Nothing
-    is synced one by one: one flush makes every write durable before the
-    caller's finish commit; a crash before it leaves the operation unfinished,
-    for resume to finish (docs/format.md §5.3). The other emptied folders go last.
+    back are removed, then files are written, each by an atomic rename, then the
+    other emptied folders go. Nothing is synced one by one: one flush makes every
+    write and removal durable before the caller's finish commit; a crash before it
+    leaves the operation unfinished, for resume to finish (docs/format.md §5.3).
     """
     deletes = [p for p in plans if p.writes and p.content is None]
     writes = [p for p in plans if p.writes and p.content is not None]
     emptied = [p for p in plans if p.action == KEEP and p.result is None and p.rmdirs]
-
-    full: set[str] = set()
 
     def write(plan: PathPlan) -> str | None:
         """Write (or delete) one path; the reason it was left alone, or None."""
@@ -214,9 +208,6 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
             if plan.folder and plan.content is not None:
                 repo.ws.remove_empty_tree(plan.path)  # emptied by this operation's deletes
             _write(repo, plan.path, plan.content)
-        except StoreFull as exc:
-            full.add(plan.path)
-            return str(exc)
         except (SnapstoreError, OSError) as exc:
             return str(exc)
         faults.point("journal.wrote_path")
@@ -226,30 +217,25 @@ def _apply(repo: Repo, plans: list[PathPlan]) -> list[dict[str, str]]:
     done: list[PathPlan] = []
 
     def run(batch: list[PathPlan]) -> None:
-        for plan, failure in zip(batch, pool.map(write, batch), strict=True):
+        for plan in batch:
+            failure = write(plan)
             if failure is None:
                 done.append(plan)
             else:
                 failed[plan.path] = failure
-        # On a nearly full disk, parallel writes can starve each other: each file that
-        # found no room is tried once more alone, so only what does not fit fails.
-        for plan in [p for p in batch if p.path in full]:
-            full.discard(plan.path)
-            failure = write(plan)
-            if failure is None:
-                del failed[plan.path]
-                done.append(plan)
 
-    # Paths are independent, and most of a write is waiting for the disk.
-    with ThreadPoolExecutor(WRITERS) as pool:
+    # One path after another: the writes land in the page cache until the flush, so
+    # threads would only contend for the interpreter; each folder is opened once.
+    with repo.ws.holding_folders():
         run(deletes)
         emptied += [p for p in deletes if p.rmdirs and p.path not in failed]
         blocking = tuple(p.path + "/" for p in writes if p.folder)
         first = [p for p in emptied if p.path.startswith(blocking)]
-        _remove_emptied(repo, first)
+        removed = _remove_emptied(repo, first)
         run(writes)
-    repo.ws.flush(p.path for p in done)  # before the finish commit counts them written
-    _remove_emptied(repo, [p for p in emptied if p not in first])
+        removed += _remove_emptied(repo, [p for p in emptied if p not in first])
+        # The one flush, before the finish commit counts anything written or removed.
+        repo.ws.flush([*(p.path for p in done), *removed])
     return [{"path": path, "reason": reason} for path, reason in failed.items()]
 
 
@@ -280,12 +266,15 @@ def _quietly(action: Callable[[str], bool], rel: str) -> bool:
         return False
 
 
-def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> None:
-    """Remove the folders these plans emptied, deepest first."""
+def _remove_emptied(repo: Repo, plans: list[PathPlan]) -> list[str]:
+    """Remove the folders these plans emptied, deepest first (unsynced: the caller's flush
+    makes it durable); the folders removed."""
+    removed: list[str] = []
     for plan in sorted(plans, key=lambda p: -p.path.count("/")):
         # A folder that cannot go is only clutter, never lost work.
         with contextlib.suppress(SnapstoreError, OSError):
-            repo.ws.remove_empty_parents(plan.path, plan.rmdirs)
+            removed += repo.ws.remove_empty_parents(plan.path, plan.rmdirs, durable=False)
+    return removed
 
 
 def _unchanged(repo: Repo, plan: PathPlan) -> bool:

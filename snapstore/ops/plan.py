@@ -25,7 +25,6 @@ import copy
 import itertools
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields
 from typing import Any, Final, Literal, NamedTuple
 
 from ..core.errors import SnapstoreError
@@ -45,8 +44,6 @@ from ..core.records import (
     version_of,
 )
 from ..core.repo import View
-from ..text.diff import is_binary
-from ..text.merge import merge3
 
 #: What an operation does to one path.
 Action = Literal["restore", "delete", "merge", "conflict", "error", "keep"]
@@ -113,21 +110,52 @@ def _identical(a: Version | None, b: Version | None) -> bool:
     return not differs(a, b)
 
 
-@dataclass
 class PathPlan:
-    """What an operation will do to one path."""
+    """What an operation will do to one path.
 
-    path: str
-    action: Action
-    current: Version | None = None
-    current_entry: Entry | None = None
-    result: Version | None = None
-    content: Entry | None = None
-    reason: str = ""
-    rmdirs: int = 0  # empty parent folders to remove once the file is deleted
-    mkdirs: int = 0  # parent folders the write creates (an undo removes them again)
-    folder: bool = False  # a folder stands at the path now (counted as absent)
-    warning: str = ""  # done, but worth knowing (a hard link split)
+    Plain classes, here and below, not dataclasses: ``dataclasses`` loads ``inspect``, a
+    tenth of a ``snapstore rewind`` process (docs/benchmarks.md).
+    """
+
+    __slots__ = (
+        "action",
+        "content",
+        "current",
+        "current_entry",
+        "folder",
+        "mkdirs",
+        "path",
+        "reason",
+        "result",
+        "rmdirs",
+        "warning",
+    )
+
+    def __init__(
+        self,
+        path: str,
+        action: Action,
+        current: Version | None = None,
+        current_entry: Entry | None = None,
+        result: Version | None = None,
+        content: Entry | None = None,
+        reason: str = "",
+        rmdirs: int = 0,
+        mkdirs: int = 0,
+        folder: bool = False,
+        warning: str = "",
+    ):
+        self.path = path
+        self.action = action
+        self.current = current
+        self.current_entry = current_entry
+        self.result = result
+        self.content = content
+        self.reason = reason
+        self.rmdirs = rmdirs  # empty parent folders to remove once the file is deleted
+        self.mkdirs = mkdirs  # parent folders the write creates (an undo removes them again)
+        self.folder = folder  # a folder stands at the path now (counted as absent)
+        self.warning = warning  # done, but worth knowing (a hard link split)
 
     @property
     def writes(self) -> bool:
@@ -136,31 +164,84 @@ class PathPlan:
             self.action == CONFLICT and self.content is not None
         )
 
+    def __repr__(self) -> str:
+        return f"PathPlan({self.path!r}, {self.action!r}, reason={self.reason!r})"
 
-@dataclass
+
 class RewindResult:
     """What a rewind or undo did (or, with ``dry_run``, would do)."""
 
-    session: str
-    target: str | None
-    user_text: str
-    turns_reverted: list[str]
-    restored: list[str] = field(default_factory=list)
-    deleted: list[str] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)
-    conflicts: list[dict[str, str]] = field(default_factory=list)
-    marked: list[str] = field(default_factory=list)  # conflicts written with markers
-    errors: list[dict[str, str]] = field(default_factory=list)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-    folders_removed: list[str] = field(default_factory=list)  # emptied folders turns made
-    folders_created: list[str] = field(default_factory=list)  # folders turns made, put back
-    new_head: str | None = None
-    undo_id: str | None = None
-    dry_run: bool = False
-    conversation: dict[str, Any] | None = None  # the agent's chat (snapstore.conversation)
-    #: every write failed: nothing moved (head, turns), and the operation can be run again
-    nothing_done: bool = False
-    plans: list[PathPlan] = field(default_factory=list, repr=False)
+    #: What :meth:`to_json` holds, in its order (``plans`` aside: they hold file bytes).
+    FIELDS = (
+        "session",
+        "target",
+        "user_text",
+        "turns_reverted",
+        "restored",
+        "deleted",
+        "merged",
+        "conflicts",
+        "marked",
+        "errors",
+        "warnings",
+        "folders_removed",
+        "folders_created",
+        "new_head",
+        "undo_id",
+        "dry_run",
+        "conversation",
+        "nothing_done",
+    )
+    __slots__ = (*FIELDS, "plans")
+
+    def __init__(
+        self,
+        session: str,
+        target: str | None,
+        user_text: str,
+        turns_reverted: list[str],
+        restored: list[str] | None = None,
+        deleted: list[str] | None = None,
+        merged: list[str] | None = None,
+        conflicts: list[dict[str, str]] | None = None,
+        marked: list[str] | None = None,
+        errors: list[dict[str, str]] | None = None,
+        warnings: list[dict[str, str]] | None = None,
+        folders_removed: list[str] | None = None,
+        folders_created: list[str] | None = None,
+        new_head: str | None = None,
+        undo_id: str | None = None,
+        dry_run: bool = False,
+        conversation: dict[str, Any] | None = None,
+        nothing_done: bool = False,
+        plans: list[PathPlan] | None = None,
+    ):
+        self.session = session
+        self.target = target
+        self.user_text = user_text
+        self.turns_reverted = turns_reverted
+        self.restored = restored or []
+        self.deleted = deleted or []
+        self.merged = merged or []
+        self.conflicts = conflicts or []
+        self.marked = marked or []  # conflicts written with markers
+        self.errors = errors or []
+        self.warnings = warnings or []
+        self.folders_removed = folders_removed or []  # emptied folders turns made
+        self.folders_created = folders_created or []  # folders turns made, put back
+        self.new_head = new_head
+        self.undo_id = undo_id
+        self.dry_run = dry_run
+        self.conversation = conversation  # the agent's chat (snapstore.conversation)
+        #: every write failed: nothing moved (head, turns), and the operation can be run again
+        self.nothing_done = nothing_done
+        self.plans = plans or []
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, RewindResult) and self.to_json() == other.to_json()
+
+    def __repr__(self) -> str:
+        return f"RewindResult({self.to_json()!r})"
 
     @property
     def ok(self) -> bool:
@@ -177,10 +258,7 @@ class RewindResult:
         return [] if self.nothing_done else self.conflicts + self.errors
 
     def to_json(self) -> dict[str, Any]:
-        # Not asdict(): it would deep-copy the file bytes of every plan only to drop them.
-        return copy.deepcopy(
-            {f.name: getattr(self, f.name) for f in fields(self) if f.name != "plans"}
-        )
+        return copy.deepcopy({name: getattr(self, name) for name in self.FIELDS})
 
     def add(self, plan: PathPlan) -> None:
         """Sort one path's plan into the result lists."""
@@ -285,18 +363,23 @@ def plan_path(
     try:
         for step in steps:
             fold.step(step)
+        plan = fold.plan()
     except _Conflict as stop:
         stop.plan.folder = folder
         return stop.plan
     except SnapstoreError as exc:
         return PathPlan(path, ERROR, start, entry, reason=str(exc), folder=folder)
-    plan = fold.plan()
     plan.folder = folder
     return plan
 
 
 class _Fold:
-    """The state of one path while its steps are taken."""
+    """The state of one path while its steps are taken.
+
+    A step that lands on a recorded version keeps only that version: its bytes are read
+    from the store (a delta chain decoded) once, when a merge or the plan needs them, not
+    at every step a path takes on its way back.
+    """
 
     def __init__(
         self,
@@ -310,6 +393,7 @@ class _Fold:
         self.ws, self.v, self.path = ws, v, path
         self.start, self.start_entry = start, entry
         self.version, self.entry = start, entry
+        self.stored = False  # the entry is the store's bytes of ``version``, not read yet
         self.on_conflict = on_conflict
         self.merged = False
         self.gone = False  # a step found the path absent where it would have removed it
@@ -346,38 +430,49 @@ class _Fold:
         return theirs
 
     def _become(self, version: Version | None, step: Step, mode: int | None = None) -> None:
-        entry = self.v.content(version)
-        if entry is not None and entry.kind == FILE and mode is not None:
-            entry = entry._replace(mode=mode)
-        self.entry, self.version = entry, version_of(entry)
+        if version is not None and version.kind == FILE and mode is not None:
+            version = version._replace(mode=mode)
+        self.version, self.entry, self.stored = version, None, version is not None
         if version is None and not step.forward:
             self.rmdirs = max(self.rmdirs, step.change.mkdirs)
+
+    def _content(self) -> Entry | None:
+        """What the path holds at this point of the fold (its bytes verified against the
+        version's digest when they come from the store)."""
+        if self.stored:
+            self.entry, self.stored = self.v.content(self.version), False
+        return self.entry
 
     def _keep_content(self, src: Version | None, dst: Version | None) -> None:
         """The content is already at ``dst``; only the mode may still move."""
         mode = self._mode(src, dst)
         if (
-            self.entry is not None
-            and self.entry.kind == FILE
+            self.version is not None
+            and self.version.kind == FILE
             and mode is not None
-            and mode != self.entry.mode
+            and mode != self.version.mode
         ):
-            self.entry = self.entry._replace(mode=mode)
-            self.version = version_of(self.entry)
+            self.version = self.version._replace(mode=mode)
+            if self.entry is not None:
+                self.entry = self.entry._replace(mode=mode)
 
     def _merge(self, step: Step) -> None:
         if self.version is None:
             return self._conflict("the file was deleted after the agent wrote it", step)
-        assert self.entry is not None
+        ours = self._content()
+        assert ours is not None
         base, theirs = self.v.content(step.src), self.v.content(step.dst)
-        sides = [e for e in (base, self.entry, theirs) if e is not None]
+        from ..text.diff import is_binary  # only a merge needs them
+        from ..text.merge import merge3
+
+        sides = [e for e in (base, ours, theirs) if e is not None]
         if any(e.kind == LINK for e in sides):
             return self._conflict("a symlink that was changed after the agent wrote it", step)
         if any(isinstance(e.data, Big) for e in sides):
             return self._conflict("a big file changed after the agent wrote it", step)
         if any(is_binary(_text(e)) for e in sides):
             return self._conflict("binary file changed after the agent wrote it", step)
-        result = merge3(*(_text(e) for e in (base, self.entry, theirs)))
+        result = merge3(*(_text(e) for e in (base, ours, theirs)))
         if not result.clean:
             return self._conflict(
                 f"{result.conflicts} conflicting region(s) between your edits and the agent's",
@@ -391,7 +486,7 @@ class _Fold:
                 self.rmdirs = max(self.rmdirs, step.change.mkdirs)
             return
         mode = self._mode(step.src, step.dst)
-        self.entry = Entry(FILE, result.content, self.entry.mode if mode is None else mode)
+        self.entry = Entry(FILE, result.content, ours.mode if mode is None else mode)
         self.version = version_of(self.entry)
 
     def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
@@ -401,23 +496,31 @@ class _Fold:
             return
         plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
         if self.on_conflict == MARKERS and markers is not None:
-            assert self.entry is not None
-            plan.content = Entry(FILE, markers, self.entry.mode)
+            assert self.version is not None
+            plan.content = Entry(FILE, markers, self.version.mode)
             plan.result = version_of(plan.content)
         raise _Conflict(plan)
 
     def plan(self) -> PathPlan:
+        if not differs(self.start, self.version):  # back where it started: nothing to read
+            return PathPlan(
+                self.path,
+                KEEP,
+                self.start,
+                self.start_entry,
+                self.start,
+                self.start_entry,
+                rmdirs=self.rmdirs,
+            )
         plan = PathPlan(
             self.path,
             KEEP,
             self.start,
             self.start_entry,
             self.version,
-            self.entry,
+            self._content(),
             rmdirs=self.rmdirs,
         )
-        if not differs(self.start, self.version):
-            return plan
         plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
         if self.start is None and self.version is not None:
             plan.mkdirs = self.ws.missing_parents(self.path)

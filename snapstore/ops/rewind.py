@@ -5,7 +5,7 @@
   the session's DAG: back to the fork with the current branch, then forward
   along X's branch. A rewind is a switch to T's parent.
 - ``finish(S)`` retries, with another conflict policy, exactly the paths that the
-  session's last operation left in conflict or failed to write (``history.leftover``).
+  session's last operation left in conflict or failed to write (``branches.leftover``).
 - ``redo(U)`` takes back the undo U: it does what U undid again, planned from now.
 - ``undo(R)`` takes back a rewind or switch R. When the session's head is still
   where R left it, the head goes back too. When turns were recorded since (or
@@ -43,8 +43,7 @@ from ..core.records import (
     Turn,
 )
 from ..core.repo import Locked, Repo, View
-from .capture import finish_open_turn, writing
-from .history import (
+from .branches import (
     ancestors,
     branch,
     last_redoable,
@@ -56,6 +55,7 @@ from .history import (
     resolve_turn,
     undoable,
 )
+from .capture import finish_open_turn, writing
 from .journal import Operation, execute
 from .plan import (
     PathPlan,
@@ -124,6 +124,8 @@ def _plan_conversation(
     operation: Operation, turn: Turn, homes: Mapping[str, str] | None, target: str | int
 ) -> None:
     """Add the conversation edit to a planned rewind (raises when it must be refused)."""
+    if not conversation.concerns(turn.session):
+        return
     shown = f"{target}" if isinstance(target, int) else turn.id
     edit = conversation.plan(
         turn.session,
@@ -396,11 +398,12 @@ def _plans(
     if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
-    plans = [
-        plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
-        for path, path_steps in steps.items()
-    ]
-    refuse_clashes(repo.ws, plans)
+    with repo.ws.holding_folders():  # sorted paths: each folder is opened once
+        plans = [
+            plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
+            for path, path_steps in steps.items()
+        ]
+        refuse_clashes(repo.ws, plans)
     return plans
 
 

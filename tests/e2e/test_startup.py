@@ -308,7 +308,8 @@ def test_a_hook_through_the_console_script_loads_only_the_capture_path(
 
 def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path: Path) -> None:
     """With --json (or --yes), the read, scan and rewind commands print without rich; scan and
-    the JSON reads of history load no compression either."""
+    the JSON reads of history load no compression either; ``rewind TURN`` and ``undo`` load
+    no Click, no dataclasses and no threads (the fast path, as for the capture commands)."""
     env = hermetic_env()
     (root / "a.txt").write_text("one\n")
     for args in (["init"], ["begin", "--prompt", "first"], ["pre-write", "a.txt"]):
@@ -359,6 +360,10 @@ def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path:
             assert "zstandard" not in loaded, args
         if args[0] == "scan":
             assert "click" not in loaded and "dataclasses" not in loaded
+        if args[0] in ("rewind", "undo"):  # the fast path: no Click, no thread pool either
+            for heavy in ("click", "dataclasses", "inspect", "concurrent.futures", "threading"):
+                assert heavy not in loaded, (args, heavy)
+            assert "snapstore.ops.history" not in loaded, args
     assert (root / "a.txt").read_text() == "two\n"  # rewound, undone, switched back: all ran
 
 

@@ -56,9 +56,11 @@ def run_snapstore(
     text: bool = True,
     process: bool = False,
     timeout: float = 120,
+    click: bool = False,
 ) -> subprocess.CompletedProcess[Any]:
     """Run ``snapstore ARGS`` in ``cwd`` with exactly ``env``, as ``subprocess.run`` with
-    ``capture_output=True`` would report it (``text`` decodes the streams as it does)."""
+    ``capture_output=True`` would report it (``text`` decodes the streams as it does). With
+    ``click`` (in this process only), the Click application runs it, never a fast path."""
     if process:
         return subprocess.run(
             [*snapstore_bin(), *args],
@@ -74,7 +76,7 @@ def run_snapstore(
     data = input.encode(locale.getpreferredencoding(False)) if isinstance(input, str) else input
     argv = [os.fsdecode(arg) for arg in args]  # what Python makes of a process's argv
     with _environment(cwd, env, [snapstore_bin()[0], *argv]):
-        code, stdout, stderr = _captured(data or b"", lambda: _dispatch(argv))
+        code, stdout, stderr = _captured(data or b"", lambda: _dispatch(argv, click))
     if text:
         return subprocess.CompletedProcess(args, code, _decode(stdout), _decode(stderr))
     return subprocess.CompletedProcess(args, code, stdout, stderr)
@@ -98,14 +100,20 @@ def snapstore(
     )
 
 
-def _dispatch(args: list[str]) -> int:
+def _dispatch(args: list[str], click: bool = False) -> int:
     """What ``snapstore_cli.launch.main`` does with ``args``, without its process-wide
     start-up tweaks (the collector off, ``os._exit``), ending in the exit code. Its hook
-    branch is launch's own; tests/e2e/test_runner.py compares the rest with a process."""
+    branch is launch's own; tests/e2e/test_runner.py compares the rest with a process.
+    With ``click``, the Click application runs every command line."""
     from snapstore_cli import app, fast, launch
 
     try:
-        code = launch._hook(args) if args[:1] == ["hook"] else fast.run(args)
+        if click:  # the Click application alone
+            code = None
+        elif args[:1] == ["hook"]:
+            code = launch._hook(args)
+        else:
+            code = fast.run(args)
         if code is None:
             app.run(args)
             code = 0

@@ -1,9 +1,10 @@
-"""The capture fast path reads the same command lines as the Click commands it stands for.
+"""The fast path reads the same command lines as the Click commands it stands for.
 
-``snapstore_cli.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``
-without Click, from its own tables. These tests hold the tables to the Click declarations: an
-option added to a Click command (or to the global options) and forgotten in the tables fails
-here, as does a table entry whose value lands under another name than Click gives it.
+``snapstore_cli.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``,
+and ``rewind``, ``undo`` and ``redo``, without Click, from its own tables. These tests hold
+the tables to the Click declarations: an option added to a Click command (or to the global
+options) and forgotten in the tables fails here, as does a table entry whose value lands under
+another name than Click gives it, or a choice the fast path does not know.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _options(command: click.Command) -> tuple[dict[str, str], dict[str, str]]:
 
 def _fast_name(option: str) -> str:
     """The name the fast path stores an option's value under (``fast.parse``)."""
-    return option.lstrip("-").replace("-", "_")
+    return fast.SHORT.get(option, option).lstrip("-").replace("-", "_")
 
 
 def test_the_global_options_match() -> None:
@@ -48,26 +49,49 @@ def test_the_global_options_match() -> None:
 
 @pytest.mark.parametrize("name", sorted(fast.COMMAND_VALUES))
 def test_each_commands_options_match(name: str) -> None:
+    """Every option of the Click command is in the fast path's tables, under Click's name and
+    with its choices, or listed as one that the fast path leaves to Click."""
     command = cli.get_command(click.Context(cli), name)
     assert command is not None
     values, flags = _options(command)
-    own = {option: dest for option, dest in values.items() if option not in COMMON_VALUES}
-    assert set(values) - set(own) == COMMON_VALUES  # --session and -s go with every command
+    left = set(fast.CLICK_ONLY.get(name, ()))
+    assert left <= set(values) | set(flags)  # each names an option that Click has
+    own = {o: d for o, d in values.items() if o not in COMMON_VALUES and o not in left}
+    assert set(values) - set(own) - left == COMMON_VALUES  # --session and -s go with all
     assert {option: _fast_name(option) for option in fast.COMMAND_VALUES[name]} == own
     assert flags.pop("--json") == "json_"  # with every command, as before it
+    flags = {o: d for o, d in flags.items() if o not in left}
     assert {option: _fast_name(option) for option in fast.COMMAND_FLAGS.get(name, ())} == flags
+    for param in command.params:
+        if isinstance(param, click.Option) and isinstance(param.type, click.Choice):
+            assert all(tuple(param.type.choices) == fast.CHOICES[o] for o in param.opts)
     arguments = [p for p in command.params if isinstance(p, click.Argument)]
     if name in fast.WITH_PATHS:
         assert [(a.name, a.nargs, a.required) for a in arguments] == [("paths", -1, True)]
+    elif name in fast.ONE_ARGUMENT:
+        wanted = fast.ONE_ARGUMENT[name][0]
+        assert [(a.name, a.nargs) for a in arguments] == [(wanted, 1)]
     else:
         assert arguments == []
 
 
-def test_the_fast_path_covers_the_capture_commands() -> None:
-    """Every command the fast path takes exists in Click, and every capture command is one."""
-    assert set(fast.COMMAND_VALUES) == {"begin", "end", "pre-write", "post-write", "scan"}
+def test_the_fast_path_covers_the_capture_commands_and_the_moves() -> None:
+    """Every command the fast path takes exists in Click: the capture commands, and the
+    commands that move between turns and need no one to answer a question."""
+    assert set(fast.COMMAND_VALUES) == {
+        "begin",
+        "end",
+        "pre-write",
+        "post-write",
+        "scan",
+        "rewind",
+        "undo",
+        "redo",
+    }
     assert set(fast.WITH_PATHS) <= set(fast.COMMAND_VALUES)
+    assert set(fast.ONE_ARGUMENT) <= set(fast.COMMAND_VALUES)
     assert set(fast.COMMAND_FLAGS) <= set(fast.COMMAND_VALUES)
+    assert set(fast.CLICK_ONLY) <= set(fast.COMMAND_VALUES)
 
 
 @pytest.mark.parametrize(

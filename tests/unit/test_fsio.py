@@ -109,6 +109,49 @@ def test_delete_and_remove_empty_parents(ws: Workspace, root: Path) -> None:
     assert (root / "a" / "keep.txt").exists() and not (root / "a" / "b").exists()
 
 
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_folders_held_for_many_paths_follow_what_the_block_removes_and_makes(
+    ws: Workspace, root: Path
+) -> None:
+    """Inside ``holding_folders`` each folder is opened once; one the workspace removes is
+    forgotten, so a later write below it makes it again (rather than writing into the removed
+    folder), and every folder is closed once the block ends."""
+    before = _open_fds()
+    with ws.holding_folders():
+        ws.write("a/b/c.txt", Entry("file", b"x", 0o644))
+        ws.write("a/b/d.txt", Entry("file", b"y", 0o644))
+        assert ws.read("a/b/c.txt") == Entry("file", b"x", 0o644, ws.lstat("a/b/c.txt"))
+        ws.write("a/b/c.txt", None)
+        ws.write("a/b/d.txt", None)
+        assert ws.remove_empty_parents("a/b/c.txt", 2, durable=False) == ["a/b", "a"]
+        assert not (root / "a").exists()
+        ws.write("a/b/e.txt", Entry("file", b"z", 0o600))
+        ws.flush(["a/b/e.txt", "a/b", "a"])
+    assert (root / "a" / "b" / "e.txt").read_bytes() == b"z"
+    assert _open_fds() == before
+
+
+def test_a_held_folder_swapped_for_a_symlink_is_never_followed(
+    ws: Workspace, root: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "a").mkdir()
+    with ws.holding_folders():
+        ws.write("a/one.txt", Entry("file", b"1", 0o644))
+        (root / "a").rename(root / "gone")
+        (root / "a").symlink_to(outside)
+        ws.write("a/two.txt", Entry("file", b"2", 0o644))  # into the folder it holds
+        ws.write("a/sub/three.txt", Entry("file", b"3", 0o644))  # and below it
+    with pytest.raises(UnsafePath):  # outside the block, a new walk meets the link: refused
+        ws.write("a/four.txt", Entry("file", b"4", 0o644))
+    assert list(outside.iterdir()) == []
+    assert sorted(p.name for p in (root / "gone").iterdir()) == ["one.txt", "sub", "two.txt"]
+
+
 def test_reading_a_folder_or_fifo_is_bad_input(ws: Workspace, root: Path) -> None:
     (root / "dir").mkdir()
     os.mkfifo(root / "pipe")
