@@ -110,13 +110,26 @@ class Version(NamedTuple):
         return other is not None and other.digest == self.digest and other.kind == self.kind
 
 
-class Big(NamedTuple):
+class Big(tuple[bytes, int]):
     """A big file's content, named but not held: its digest and size. Its bytes stay in
     the workspace file or in the store's chunks, and are streamed from there
-    (``core/chunked.py``), so memory stays bounded whatever the size."""
+    (``core/chunked.py``), so memory stays bounded whatever the size.
 
-    key: bytes
-    size: int
+    A plain tuple, not a NamedTuple: making a NamedTuple class costs every hook's start-up
+    about 0.7 M instructions (docs/benchmarks.md)."""
+
+    __slots__ = ()
+
+    def __new__(cls, key: bytes, size: int) -> "Big":
+        return super().__new__(cls, (key, size))
+
+    @property
+    def key(self) -> bytes:
+        return self[0]
+
+    @property
+    def size(self) -> int:
+        return self[1]
 
 
 class Entry(NamedTuple):
