@@ -41,8 +41,9 @@ WHOLE_PACK = 0.5
 RANGE_GAP = 256 * 1024
 #: Packs fetched or being fetched at once; each is committed before the next is used.
 PACKS_AHEAD = 2
-#: A pull commits blobs in batches of about this much content.
-BATCH = 32 * 1024 * 1024
+#: A pull commits blobs in batches of about this much content (a batch is held twice at its
+#: commit: decoded, and as LMDB's dirty pages), so memory stays bounded as a capture's does.
+BATCH = 8 * 1024 * 1024
 #: A pack read whole may be this much longer than its blobs: its footer.
 FOOTER_ALLOWANCE = 1024 * 1024
 
