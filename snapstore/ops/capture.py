@@ -418,7 +418,11 @@ def pre_write(
     rels = resolve_paths(repo, paths, refused)
     prepared = prepare(repo, rels, refused=refused, limit=limit)
     rels = [rel for rel in rels if rel in prepared]
-    too_large = {rel: str(exc) for rel, exc in refused.items() if isinstance(exc, TooLarge)}
+    too_large = {
+        rel: f"larger than the capture limit ({limit} bytes)"
+        for rel, exc in refused.items()
+        if isinstance(exc, TooLarge)
+    }
     if refused and not rels and not too_large:
         raise next(iter(refused.values()))  # nothing to capture: the error is the answer
 

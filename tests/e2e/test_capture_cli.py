@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 from ..support import read, write
+from ..support.runner import hermetic_env, run_snapstore
 
 BEFORE = "alpha\nbeta\ngamma\ndelta\n"
 FIRST = "ALPHA\nbeta\ngamma\ndelta\n"  # the first tool call's edit
@@ -77,3 +79,51 @@ def test_pre_write_captures_the_good_paths_and_lists_the_others(cli, root: Path)
     assert cli("end").code == 0
     assert cli("rewind", "1", "--yes").code == 0
     assert read(root, "a.txt") == BEFORE.encode()
+
+
+def test_a_big_file_through_the_commands_comes_back_byte_for_byte(cli, root: Path) -> None:
+    """A file over the big-file size goes through pre-write, post-write, cat and rewind
+    in chunks, and comes back exactly; ``cat --json`` gives its size, not its bytes."""
+    original = random.Random(1).randbytes(6 * 1024 * 1024)
+    edited = original[:3_000_000] + b"the agent's edit" + original[3_000_000:]
+    write(root, "big.bin", original)
+    assert cli("init").code == 0
+    assert cli("begin", "--prompt", "edit the big file").code == 0
+    assert cli("pre-write", "big.bin").code == 0
+    write(root, "big.bin", edited)
+    assert cli("post-write", "big.bin").code == 0
+    assert cli("end").code == 0
+    before = run_snapstore(
+        ["cat", "--before", "1", "big.bin"], cwd=root, env=hermetic_env(), text=False
+    )
+    assert before.returncode == 0 and before.stdout == original
+    shown = cli("--json", "cat", "1", "big.bin")
+    assert shown.json["size"] == len(edited) and shown.json["base64"] is None
+    rewound = cli("--json", "rewind", "1", "--yes")
+    assert rewound.code == 0 and rewound.json["restored"] == ["big.bin"], rewound.stderr
+    assert read(root, "big.bin") == original
+    assert cli("undo").code == 0
+    assert read(root, "big.bin") == edited
+
+
+def test_a_file_over_the_capture_limit_is_reported_by_the_hook_show_and_rewind(
+    cli, root: Path
+) -> None:
+    write(root, "huge.bin", b"x" * 3 * 1024 * 1024)
+    assert cli("init", "--no-track-shell").code == 0
+    (root / ".snapstore" / "config").write_text("[capture]\nmax_file_size = 2MiB\n")
+    assert cli("config", "trust").code == 0
+    assert cli("begin", "--prompt", "touch the huge file").code == 0
+    captured = cli("--json", "pre-write", "huge.bin")
+    assert captured.code == 0, captured.stderr
+    assert captured.json["skipped"] == [
+        {"path": "huge.bin", "reason": "huge.bin is larger than the capture limit (2097152 bytes)"}
+    ]
+    write(root, "huge.bin", b"the agent's")
+    assert cli("end").code == 0
+    shown = cli("show", "1")
+    assert "not captured  huge.bin: larger than the capture limit (2097152 bytes)" in shown.stdout
+    rewound = cli("--json", "rewind", "1", "--yes")
+    assert rewound.code == 0, rewound.stderr
+    assert [w["path"] for w in rewound.json["warnings"]] == ["huge.bin"]
+    assert read(root, "huge.bin") == b"the agent's"
