@@ -9,11 +9,10 @@ content, an edit in the middle of a big file changes one or two chunks, and only
 those are stored again; restic and borg cut their files the same way.
 
 Chunks are committed in batches of :data:`BATCH` bytes (8 MiB), so neither this process
-nor LMDB's dirty pages hold more than a batch; the chunked blob comes last, in
-the caller's own commit or the last batch. A crash in between leaves chunks no
-record points at, which gc removes. All of this happens under one hold of the
-write lock, so gc cannot take the chunks away before the blob that lists them
-is committed.
+nor LMDB's dirty pages hold more than a batch; the chunked blob comes last, with the
+last batch. A crash in between leaves chunks no record points at, which gc removes.
+The caller holds the write lock from the first batch to its own commit that records
+the file, so gc cannot take the chunks away before a record names them.
 """
 
 from __future__ import annotations
@@ -39,9 +38,8 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
     (its stat fingerprint or its digest moved): what is stored is always what
     the read named.
     """
-    with w.repo.read() as v:
-        if v.has_blob(big.key):
-            return
+    if _stored(w, big.key):
+        return
     from pyfastcdc import FastCDC  # only big files pay for loading it
 
     cutter = FastCDC(AVERAGE, min_size=SMALLEST, max_size=LARGEST)
