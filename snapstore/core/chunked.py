@@ -18,7 +18,7 @@ the file, so gc cannot take the chunks away before a record names them.
 from __future__ import annotations
 
 from . import blobs, faults
-from .errors import BadInput
+from .errors import FileChanged
 from .fsio import Workspace
 from .records import Big
 from .repo import Locked, Tx
@@ -34,7 +34,7 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
     """Store the big file ``rel``, which a read found to be ``big`` with the stat
     fingerprint ``seen``, unless the store has it.
 
-    Refused with :class:`BadInput` if the file no longer holds what was read
+    Refused with :class:`FileChanged` if the file no longer holds what was read
     (its stat fingerprint or its digest moved): what is stored is always what
     the read named.
     """
@@ -62,7 +62,7 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
                 faults.point("chunked.batch")
     size = sum(n for _, n in refs)
     if whole.digest() != big.key or size != big.size:
-        raise BadInput(f"{rel} changed while it was being captured")
+        raise FileChanged(f"{rel} changed while it was being captured", path=rel)
     batch[big.key] = blobs.encode_chunked(size, refs)
     _commit(w, batch)
 

@@ -66,6 +66,11 @@ class TooLarge(BadInput):
     code = "too_large"
 
 
+class FileChanged(BadInput):
+    """A big file that changed while it was being stored: nothing of it was recorded, and a
+    capture that can read it again does."""
+
+
 class NotOnBranch(BadInput):
     """A turn that is not on the session's current branch (fields: ``turn``, ``session``,
     ``state``)."""

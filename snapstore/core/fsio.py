@@ -39,7 +39,7 @@ from typing import BinaryIO
 
 from . import blobs, faults
 from .db import STORE_DIRNAME
-from .errors import BadInput, SnapstoreError, StoreFull, TooLarge, UnsafePath
+from .errors import BadInput, FileChanged, SnapstoreError, StoreFull, TooLarge, UnsafePath
 from .records import FILE, LINK, Big, Entry, fingerprint
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -301,16 +301,16 @@ class Workspace:
     @contextmanager
     def reading(self, rel: str, seen: bytes) -> Iterator[BinaryIO]:
         """``rel`` open for reading in pieces (a big file's chunks), refused with
-        :class:`BadInput` unless it is still the regular file whose stat fingerprint a
+        :class:`FileChanged` unless it is still the regular file whose stat fingerprint a
         read saw (``seen``)."""
         with self._parent(rel) as (fd, _):
             st = None if fd is None else self.lstat(rel)
             if fd is None or st is None or fingerprint(st) != seen:
-                raise BadInput(f"{rel} changed while it was being captured")
+                raise FileChanged(f"{rel} changed while it was being captured", path=rel)
             handle, now = _open_regular(fd, _leaf(rel), rel, st)
             with handle:
                 if fingerprint(now) != seen:
-                    raise BadInput(f"{rel} changed while it was being captured")
+                    raise FileChanged(f"{rel} changed while it was being captured", path=rel)
                 yield handle
 
     def read_state(

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ..core import faults
-from ..core.errors import NotFound, RunActive, SnapstoreError, TooLarge
+from ..core.errors import FileChanged, NotFound, RunActive, SnapstoreError, TooLarge
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
     CLOSED,
@@ -271,6 +271,9 @@ def _after_reading(
             return _write(repo, read.prepared.values(), run)
         except _Moved:
             continue
+        except FileChanged:  # a big file moved before it was stored: read it again
+            if not check:
+                raise
     raise AssertionError("unreachable: the last attempt does not check")
 
 
@@ -504,7 +507,12 @@ def post_write(
         ) -> CaptureResult | None:
             return _commit_post(tx, repo, session, tool, list(prepared), prepared, check)
 
-        result = _write(repo, prepared.values(), commit)
+        try:
+            result = _write(repo, prepared.values(), commit)
+        except FileChanged:  # a big file moved before it was stored: read it again
+            if not check:
+                raise
+            continue
         if result is not None:
             return _reporting(result, {**refused, **unread})
     raise AssertionError("unreachable: the last attempt does not check")

@@ -33,7 +33,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
 
-from ..core.errors import BadInput, SnapstoreError
+from ..core.errors import FileChanged, SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
     CLOSED,
@@ -667,7 +667,7 @@ class _Committer:
 
         try:
             store_big(w, self.repo.ws, item.rel, item.data, item.check)
-        except BadInput as exc:
+        except FileChanged as exc:
             self.result.skipped.append({"path": item.rel, "reason": str(exc)})
             return False
         return True
