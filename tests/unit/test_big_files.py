@@ -241,3 +241,33 @@ def test_a_file_over_the_limit_is_named_by_its_turn_and_its_rewind(root: Path) -
         assert [w["path"] for w in result.warnings] == ["huge.bin"]
         assert "capture limit" in result.warnings[0]["reason"]
         assert (root / "huge.bin").read_bytes() == b"the agent's"  # never captured: left
+
+
+def test_a_post_write_reads_a_big_file_again_when_it_changed_before_it_was_stored(
+    store: Store, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from snapstore.ops import capture
+
+    original = _random(6 * MIB, seed=23)
+    (root / "big.bin").write_bytes(original)
+    store.begin_turn("default", "p")
+    store.pre_write(["big.bin"])
+    (root / "big.bin").write_bytes(_edited(original, 24))
+    final = _edited(original, 25)
+    real, raced = capture.prepare, []
+
+    def racing(*args, **kwargs):  # another write lands between the read and the store
+        found = real(*args, **kwargs)
+        if not raced:
+            raced.append(True)
+            (root / "big.bin").write_bytes(final)
+        return found
+
+    monkeypatch.setattr(capture, "prepare", racing)
+    assert store.post_write(["big.bin"]).paths == ["big.bin"]
+    store.end_turn()
+    with store.repo.read() as v:
+        (change,) = v.changes(store.rewind_points()[0].turn.id)
+        assert change.after is not None and change.after.key == blobs.digest(final)
+    assert store.rewind(1).ok
+    assert (root / "big.bin").read_bytes() == original
