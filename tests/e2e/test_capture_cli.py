@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
-from ..support import read, write
+from ..support import random_bytes, read, write
 from ..support.runner import hermetic_env, run_snapstore
 
 BEFORE = "alpha\nbeta\ngamma\ndelta\n"
@@ -84,7 +83,7 @@ def test_pre_write_captures_the_good_paths_and_lists_the_others(cli, root: Path)
 def test_a_big_file_through_the_commands_comes_back_byte_for_byte(cli, root: Path) -> None:
     """A file over the big-file size goes through pre-write, post-write, cat and rewind
     in chunks, and comes back exactly; ``cat --json`` gives its size, not its bytes."""
-    original = random.Random(1).randbytes(6 * 1024 * 1024)
+    original = random_bytes(6 * 1024 * 1024, seed=1)
     edited = original[:3_000_000] + b"the agent's edit" + original[3_000_000:]
     write(root, "big.bin", original)
     assert cli("init").code == 0

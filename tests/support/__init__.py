@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import time
 from collections.abc import Callable
@@ -78,6 +79,22 @@ chmod +x run.sh
 mkdir -p gen/deep
 for i in $(seq 1 50); do printf 'generated %s\\n' "$i" > gen/deep/g$i.txt; done
 """
+
+
+def random_bytes(size: int, seed: int) -> bytes:
+    """Incompressible bytes, the same for the same seed: a big file's worst case."""
+    return random.Random(seed).randbytes(size)
+
+
+def edited_in_the_middle(data: bytes, seed: int) -> bytes:
+    """``data`` with 1 KiB overwritten and 100 bytes inserted, both in the middle: an edit
+    of a big file that chunks cut by content keep to one or two chunks."""
+    rng = random.Random(seed)
+    at = len(data) // 2
+    out = bytearray(data)
+    out[at : at + 1024] = rng.randbytes(1024)
+    out[at + 5000 : at + 5000] = rng.randbytes(100)
+    return bytes(out)
 
 
 def make_tree(root: Path) -> None:

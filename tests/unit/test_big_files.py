@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import textwrap
@@ -17,11 +16,9 @@ from snapstore.core.chunked import store_big
 from snapstore.core.errors import TooLarge
 from snapstore.core.records import Big, fingerprint
 
+from ..support import edited_in_the_middle, random_bytes
+
 MIB = 1024 * 1024
-
-
-def _random(size: int, seed: int) -> bytes:
-    return random.Random(seed).randbytes(size)
 
 
 def _agent_turn(store: Store, root: Path, rel: str, data: bytes, prompt: str) -> None:
@@ -37,18 +34,8 @@ def _blob_keys(store: Store) -> set[bytes]:
         return {key for key, _ in v.blob_values()}
 
 
-def _edited(data: bytes, seed: int) -> bytes:
-    """``data`` with 1 KiB overwritten and 100 bytes inserted, both in the middle."""
-    rng = random.Random(seed)
-    at = len(data) // 2
-    out = bytearray(data)
-    out[at : at + 1024] = rng.randbytes(1024)
-    out[at + 5000 : at + 5000] = rng.randbytes(100)
-    return bytes(out)
-
-
 def test_a_big_file_is_stored_as_chunks_named_by_its_whole_digest(store: Store, root: Path) -> None:
-    data = _random(12 * MIB, seed=1)
+    data = random_bytes(12 * MIB, seed=1)
     _agent_turn(store, root, "big.bin", data, "p")
     key = blobs.digest(data)
     with store.repo.read() as v:
@@ -64,10 +51,10 @@ def test_a_big_file_is_stored_as_chunks_named_by_its_whole_digest(store: Store, 
 def test_an_edit_in_the_middle_of_a_big_file_stores_only_the_chunks_it_touched(
     store: Store, root: Path
 ) -> None:
-    data = _random(24 * MIB, seed=2)
+    data = random_bytes(24 * MIB, seed=2)
     _agent_turn(store, root, "big.bin", data, "first")
     before = _blob_keys(store)
-    _agent_turn(store, root, "big.bin", _edited(data, 3), "edit")
+    _agent_turn(store, root, "big.bin", edited_in_the_middle(data, 3), "edit")
     added = _blob_keys(store) - before
     # the new version's chunked blob, and the one or two chunks around each edit
     assert 2 <= len(added) <= 5
@@ -77,9 +64,9 @@ def test_an_edit_in_the_middle_of_a_big_file_stores_only_the_chunks_it_touched(
 
 
 def test_rewind_and_undo_restore_a_big_file_byte_for_byte(store: Store, root: Path) -> None:
-    original = _random(10 * MIB, seed=4)
+    original = random_bytes(10 * MIB, seed=4)
     (root / "big.bin").write_bytes(original)
-    _agent_turn(store, root, "big.bin", _edited(original, 5), "edit")
+    _agent_turn(store, root, "big.bin", edited_in_the_middle(original, 5), "edit")
     edited = (root / "big.bin").read_bytes()
     result = store.rewind(1)
     assert result.ok and result.restored == ["big.bin"]
@@ -92,7 +79,7 @@ def test_rewind_and_undo_restore_a_big_file_byte_for_byte(store: Store, root: Pa
 def test_a_big_file_the_agent_created_is_deleted_by_the_rewind_and_back_by_undo(
     store: Store, root: Path
 ) -> None:
-    data = _random(6 * MIB, seed=6)
+    data = random_bytes(6 * MIB, seed=6)
     _agent_turn(store, root, "new.bin", data, "create")
     assert store.rewind(1).ok
     assert not (root / "new.bin").exists()
@@ -103,10 +90,10 @@ def test_a_big_file_the_agent_created_is_deleted_by_the_rewind_and_back_by_undo(
 def test_a_big_file_the_user_changed_since_is_a_conflict_and_left_alone(
     store: Store, root: Path
 ) -> None:
-    original = _random(6 * MIB, seed=7)
+    original = random_bytes(6 * MIB, seed=7)
     (root / "big.bin").write_bytes(original)
-    _agent_turn(store, root, "big.bin", _edited(original, 8), "edit")
-    mine = _edited((root / "big.bin").read_bytes(), 9)
+    _agent_turn(store, root, "big.bin", edited_in_the_middle(original, 8), "edit")
+    mine = edited_in_the_middle((root / "big.bin").read_bytes(), 9)
     (root / "big.bin").write_bytes(mine)
     result = store.rewind(1)
     assert [c["path"] for c in result.conflicts] == ["big.bin"]
@@ -115,9 +102,9 @@ def test_a_big_file_the_user_changed_since_is_a_conflict_and_left_alone(
 
 
 def test_a_damaged_chunk_is_never_written_and_fsck_names_it(store: Store, root: Path) -> None:
-    original = _random(8 * MIB, seed=10)
+    original = random_bytes(8 * MIB, seed=10)
     (root / "big.bin").write_bytes(original)
-    _agent_turn(store, root, "big.bin", _edited(original, 11), "edit")
+    _agent_turn(store, root, "big.bin", edited_in_the_middle(original, 11), "edit")
     edited = (root / "big.bin").read_bytes()
     with store.repo.read() as v:
         refs = v.chunks(blobs.digest(original))
@@ -136,7 +123,7 @@ def test_a_damaged_chunk_is_never_written_and_fsck_names_it(store: Store, root: 
 
 
 def test_a_file_over_the_capture_limit_is_refused_and_says_so(root: Path) -> None:
-    (root / "huge.bin").write_bytes(_random(6 * MIB, seed=12))
+    (root / "huge.bin").write_bytes(random_bytes(6 * MIB, seed=12))
     (root / "small.txt").write_text("x\n")
     with Store.init(root, max_file_size=5 * MIB) as store:
         store.begin_turn("default", "p")
@@ -148,10 +135,10 @@ def test_a_file_over_the_capture_limit_is_refused_and_says_so(root: Path) -> Non
 
 def test_a_big_file_that_changed_since_it_was_read_is_not_stored(store: Store, root: Path) -> None:
     path = root / "big.bin"
-    path.write_bytes(_random(6 * MIB, seed=13))
+    path.write_bytes(random_bytes(6 * MIB, seed=13))
     entry = store.repo.ws.read("big.bin")
     assert entry is not None and isinstance(entry.data, Big) and entry.stat is not None
-    path.write_bytes(_random(6 * MIB, seed=14))
+    path.write_bytes(random_bytes(6 * MIB, seed=14))
     with store.repo.lock() as w, pytest.raises(BadInput, match="changed while"):
         store_big(w, store.repo.ws, "big.bin", entry.data, fingerprint(entry.stat))
     assert entry.data.key not in _blob_keys(store)
@@ -162,25 +149,25 @@ def test_gc_keeps_a_live_big_files_chunks_and_sweeps_a_dropped_ones(
 ) -> None:
     from snapstore.ops.gc import GcPolicy
 
-    first = _random(6 * MIB, seed=15)
+    first = random_bytes(6 * MIB, seed=15)
     (root / "big.bin").write_bytes(first)
-    _agent_turn(store, root, "big.bin", _random(6 * MIB, seed=16), "one")
-    _agent_turn(store, root, "big.bin", _random(6 * MIB, seed=17), "two")
-    _agent_turn(store, root, "big.bin", _random(6 * MIB, seed=18), "three")
+    _agent_turn(store, root, "big.bin", random_bytes(6 * MIB, seed=16), "one")
+    _agent_turn(store, root, "big.bin", random_bytes(6 * MIB, seed=17), "two")
+    _agent_turn(store, root, "big.bin", random_bytes(6 * MIB, seed=18), "three")
     with store.repo.read() as v:
         dropped = {blobs.digest(first), *(c for c, _ in v.chunks(blobs.digest(first)) or [])}
     store.gc(GcPolicy(keep_turns=1))
     assert not dropped & _blob_keys(store)  # the dropped version went with its chunks ...
     assert store.fsck().ok  # ... while the kept turn's chunks all stand
     assert store.rewind(1).ok
-    assert (root / "big.bin").read_bytes() == _random(6 * MIB, seed=17)
+    assert (root / "big.bin").read_bytes() == random_bytes(6 * MIB, seed=17)
 
 
 def test_a_scan_records_a_big_files_change_in_chunks(store: Store, root: Path) -> None:
-    original = _random(9 * MIB, seed=19)
+    original = random_bytes(9 * MIB, seed=19)
     (root / "big.bin").write_bytes(original)
     store.scan()  # the baseline
-    edited = _edited(original, 20)
+    edited = edited_in_the_middle(original, 20)
     (root / "big.bin").write_bytes(edited)
     result = store.scan()
     assert result.changed == ["big.bin"] and result.turn is not None
@@ -213,7 +200,7 @@ _KILLED_CAPTURE = textwrap.dedent(
 def test_a_capture_killed_between_chunk_batches_leaves_only_chunks_gc_removes(
     store: Store, root: Path
 ) -> None:
-    data = _random(40 * MIB, seed=21)  # more than one batch of chunks
+    data = random_bytes(40 * MIB, seed=21)  # more than one batch of chunks
     (root / "big.bin").write_bytes(data)
     keys_before = _blob_keys(store)
     child = subprocess.run([sys.executable, "-c", _KILLED_CAPTURE, str(root)], check=False)
@@ -230,7 +217,7 @@ def test_a_capture_killed_between_chunk_batches_leaves_only_chunks_gc_removes(
 
 
 def test_a_file_over_the_limit_is_named_by_its_turn_and_its_rewind(root: Path) -> None:
-    (root / "huge.bin").write_bytes(_random(6 * MIB, seed=22))
+    (root / "huge.bin").write_bytes(random_bytes(6 * MIB, seed=22))
     with Store.init(root, max_file_size=5 * MIB) as store:
         store.begin_turn("default", "p")
         captured = store.pre_write(["huge.bin"])
@@ -248,12 +235,12 @@ def test_a_post_write_reads_a_big_file_again_when_it_changed_before_it_was_store
 ) -> None:
     from snapstore.ops import capture
 
-    original = _random(6 * MIB, seed=23)
+    original = random_bytes(6 * MIB, seed=23)
     (root / "big.bin").write_bytes(original)
     store.begin_turn("default", "p")
     store.pre_write(["big.bin"])
-    (root / "big.bin").write_bytes(_edited(original, 24))
-    final = _edited(original, 25)
+    (root / "big.bin").write_bytes(edited_in_the_middle(original, 24))
+    final = edited_in_the_middle(original, 25)
     real, raced = capture.prepare, []
 
     def racing(*args, **kwargs):  # another write lands between the read and the store

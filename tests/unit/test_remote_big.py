@@ -10,7 +10,6 @@ the pack, with nothing it lied about stored.
 from __future__ import annotations
 
 import json
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,23 +22,9 @@ from snapstore.core.blobs import digest_hex
 from snapstore.remote import ObjectStore, RemoteError
 from snapstore.remote.format import layout
 
-from ..support import Clock
+from ..support import Clock, edited_in_the_middle, random_bytes
 
 MIB = 1024 * 1024
-
-
-def _random(size: int, seed: int) -> bytes:
-    return random.Random(seed).randbytes(size)
-
-
-def _edited(data: bytes, seed: int) -> bytes:
-    """``data`` with 1 KiB overwritten and 100 bytes inserted, in the middle."""
-    rng = random.Random(seed)
-    at = len(data) // 2
-    out = bytearray(data)
-    out[at : at + 1024] = rng.randbytes(1024)
-    out[at + 5000 : at + 5000] = rng.randbytes(100)
-    return bytes(out)
 
 
 def _turn(store: Store, root: Path, rel: str, data: bytes, prompt: str) -> str:
@@ -67,8 +52,8 @@ def _chunks(store: Store, data: bytes) -> list[tuple[bytes, int]]:
 def test_a_big_file_edited_between_turns_round_trips_into_a_fresh_store(
     tmp_path: Path, remote: ObjectStore
 ) -> None:
-    one = _random(12 * MIB, seed=1)
-    two = _edited(one, seed=2)
+    one = random_bytes(12 * MIB, seed=1)
+    two = edited_in_the_middle(one, seed=2)
     a_root = _mk(tmp_path / "a")
     with Store.init(a_root) as a:
         first = _turn(a, a_root, "data/big.bin", one, "write it")
@@ -97,8 +82,8 @@ def test_a_big_file_edited_between_turns_round_trips_into_a_fresh_store(
 def test_a_second_pull_fetches_only_the_chunks_it_lacks(
     tmp_path: Path, remote: ObjectStore
 ) -> None:
-    one = _random(6 * MIB, seed=3)
-    two = _edited(one, seed=4)
+    one = random_bytes(6 * MIB, seed=3)
+    two = edited_in_the_middle(one, seed=4)
     a_root, b_root = _mk(tmp_path / "a"), _mk(tmp_path / "b")
     with Store.init(a_root) as a, Store.init(b_root) as b:
         _turn(a, a_root, "big.bin", one, "write it")
@@ -115,8 +100,8 @@ def test_remote_gc_keeps_the_chunks_of_what_stays_live(
     tmp_path: Path, remote: ObjectStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(layout, "PACK_TARGET", 1)  # one pack per blob: gc can drop any
-    one = _random(6 * MIB, seed=5)
-    two = _edited(one, seed=6)
+    one = random_bytes(6 * MIB, seed=5)
+    two = edited_in_the_middle(one, seed=6)
     clock = Clock(time.time())
     a_root = _mk(tmp_path / "a")
     with Store.init(a_root, clock=clock) as a:
@@ -155,7 +140,7 @@ def test_a_version_1_remote_is_raised_to_2_by_the_first_push_of_a_big_file(
         _turn(a, a_root, "small.txt", b"small\n", "small")
         a.push(remote)
         assert _config_version(remote) == 1  # nothing it would misread: left as it was
-        big = _random(5 * MIB, seed=8)
+        big = random_bytes(5 * MIB, seed=8)
         _turn(a, a_root, "big.bin", big, "big")
         a.push(remote)
         assert _config_version(remote) == 2
@@ -176,7 +161,7 @@ def test_a_version_1_remote_is_raised_to_2_by_the_first_push_of_a_big_file(
 
 def _pushed_big(tmp_path: Path, remote: ObjectStore) -> tuple[bytes, list[tuple[bytes, int]]]:
     """A big file pushed from a store of its own: its content and its chunks."""
-    data = _random(5 * MIB, seed=7)
+    data = random_bytes(5 * MIB, seed=7)
     a_root = _mk(tmp_path / "a")
     with Store.init(a_root) as a:
         _turn(a, a_root, "big.bin", data, "write it")
