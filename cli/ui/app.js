@@ -196,7 +196,13 @@ function showDiff(data) {
     if (f.truncated) pre.append(el("span", "hunk", "… (cut)\n"));
     box.append(pre);
   }
-  if (!data.files.length) box.append(el("p", "hint", "This turn changed no file."));
+  for (const u of data.uncaptured) {
+    box.append(el("p", "hint uncaptured",
+      `${u.path}: never captured (${u.reason}); no rewind can restore it`));
+  }
+  if (!data.files.length && !data.uncaptured.length) {
+    box.append(el("p", "hint", "This turn changed no file."));
+  }
 }
 
 function showResult(type, data) {

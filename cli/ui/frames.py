@@ -218,6 +218,9 @@ def diff(store: Store, session: str | None, frame: dict[str, Any]) -> tuple[str,
             }
             for stat, lines in files
         ],
+        # files the turn changed that were never captured (over the capture limit, a
+        # scan's unreadable ones): no rewind can restore them, and the page says so
+        "uncaptured": [{"path": path, "reason": reason} for path, reason in turn.skipped],
     }
 
 

@@ -71,7 +71,9 @@ def test_a_turn_that_arrives_appears_and_its_diff_shows(
     page.goto(ui.url)
     expect(page.locator("#turns li.turn")).to_have_count(3, timeout=SHOWN)
     store.begin_turn("default", "a fourth prompt", "m4")
-    store.pre_write(["app.py"], "Write", "default")
+    write(root, "build.log", "x" * 8192)
+    store.max_file_size = 4096  # build.log is over the capture limit: never captured
+    store.pre_write(["app.py", "build.log"], "Write", "default")
     write(root, "app.py", SHOUT + "# four\n")
     store.post_write(["app.py"], "default")
     store.end_turn("default")
@@ -79,6 +81,10 @@ def test_a_turn_that_arrives_appears_and_its_diff_shows(
     assert turns_of(page)[0] == "a fourth prompt"
     page.locator("#turns li.turn[data-n='1'] button", has_text="diff").click()
     expect(page.locator("#diff .patch .add")).to_have_text(["+++ b/app.py", "+# four"])
+    expect(page.locator("#diff .uncaptured")).to_have_text(
+        "build.log: never captured (larger than the capture limit (4096 bytes)); "
+        "no rewind can restore it"
+    )
 
 
 def test_two_pages_on_two_sessions_rewind_at_once(
