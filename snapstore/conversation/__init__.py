@@ -460,6 +460,17 @@ def _span(tested: tuple[tuple[int, ...], tuple[int, ...]]) -> str:
     return low if low == high else f"{low} to {high}"
 
 
+def branch(by_uuid: Mapping[str, dict[str, Any]], leaf: Any) -> list[dict[str, Any]]:
+    """The records from ``leaf`` back along their ``parentUuid``, oldest first (Claude Code
+    and Qwen Code link a transcript's messages so); a cycle, or a missing parent, ends it."""
+    chain, seen = [], set()
+    while leaf in by_uuid and leaf not in seen:
+        seen.add(leaf)
+        chain.append(by_uuid[leaf])
+        leaf = by_uuid[leaf].get("parentUuid")
+    return chain[::-1]
+
+
 def instant(text: Any) -> float | None:
     """An ISO 8601 time such as ``2026-12-01T16:16:11.655Z`` as seconds (None: none)."""
     if not isinstance(text, str):

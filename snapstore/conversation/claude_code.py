@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-from . import newest_release, registered
+from . import branch, newest_release, registered
 
 NAME = "claude-code"
 TITLE = "Claude Code"
@@ -70,12 +70,7 @@ def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             by_uuid[record["uuid"]] = record
             if not record.get("isSidechain"):
                 leaf = record["uuid"]
-    chain, seen = [], set()
-    while leaf in by_uuid and leaf not in seen:
-        seen.add(leaf)
-        chain.append(by_uuid[leaf])
-        leaf = by_uuid[leaf].get("parentUuid")
-    return chain[::-1]
+    return branch(by_uuid, leaf)
 
 
 def live(records: list[dict[str, Any]]) -> list[str]:

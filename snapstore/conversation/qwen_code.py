@@ -16,7 +16,7 @@ import time
 import uuid
 from typing import Any
 
-from . import instant, newest_release, registered
+from . import branch, instant, newest_release, registered
 
 NAME = "qwen-code"
 TITLE = "Qwen Code"
@@ -68,12 +68,7 @@ def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             by_uuid[record["uuid"]] = record
             if record.get("subtype") not in OUTSIDE:
                 leaf = record["uuid"]
-    chain, seen = [], set()
-    while leaf in by_uuid and leaf not in seen:
-        seen.add(leaf)
-        chain.append(by_uuid[leaf])
-        leaf = by_uuid[leaf].get("parentUuid")
-    return chain[::-1]
+    return branch(by_uuid, leaf)
 
 
 def live(records: list[dict[str, Any]]) -> list[str]:
