@@ -220,13 +220,14 @@ class View:
     def blob_value(self, key: bytes) -> bytes | None:
         return self._get("blobs", key)
 
-    def blob(self, key: bytes) -> bytes:
+    def blob(self, key: bytes, chunked: bool = True) -> bytes:
         """The verified bytes of a blob, following its delta chain.
 
         Every level of the chain decodes to its recorded size and hashes to its
         key, and each delta records its base's depth plus one; anything else is
-        :class:`StoreCorrupt`. A chunked blob is joined from :meth:`pieces`: what
-        may meet a big file streams it instead.
+        :class:`StoreCorrupt`. A chunked blob is joined from :meth:`pieces` (what
+        may meet a big file streams it instead), unless ``chunked`` is false: then
+        it is refused, as a chunk or a delta base that is chunked always is.
         """
         chain: list[tuple[bytes, bytes, blobs.BlobHeader]] = []
         current: bytes | None = key
@@ -236,7 +237,7 @@ class View:
                 what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
                 raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
             header = blobs.parse_header(value, current)
-            if header.encoding == blobs.CHUNKED and current == key:
+            if header.encoding == blobs.CHUNKED and current == key and chunked:
                 return b"".join(self.pieces(key))
             if chain and chain[-1][2].depth != header.depth + 1:
                 raise StoreCorrupt(f"blob {chain[-1][0].hex()[:12]} records a wrong delta depth")
@@ -270,10 +271,7 @@ class View:
             return
         whole = blobs.hasher()
         for n, (chunk, size) in enumerate(refs):
-            stored = self._get("blobs", chunk)
-            if stored is not None and stored[0] == blobs.CHUNKED:
-                raise StoreCorrupt(f"blob {key.hex()[:12]} lists a chunk that is chunked itself")
-            data = self.blob(chunk)
+            data = self.blob(chunk, chunked=False)  # read once; a chunked chunk is refused
             if len(data) != size:
                 raise StoreCorrupt(f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged")
             whole.update(data)
