@@ -425,23 +425,36 @@ def trusted(store_dir: str, name: str) -> bool:
 
 def trust(store_dir: str, *names: str) -> None:
     """Record the store's files ``names`` as they are now as written by this user here
-    (snapstore's own writes, and `snapstore config trust`)."""
-    record = _record(store_dir)
-    record["store"] = os.path.realpath(store_dir)
-    for name in names:
-        digest = _file_digest(os.path.join(store_dir, name))
-        if digest is None:
-            record.pop(name, None)
-        else:
-            record[name] = digest
+    (snapstore's own writes, and `snapstore config trust`).
+
+    The record holds every file's digest, so its read, change and write happen under an
+    flock of ``<record>.lock``: a daemon trusting its new ``serve.secret`` while `hook
+    install` trusts the config it just wrote would otherwise write back the record it read
+    before, and the config, no longer trusted, would be ignored by every hook."""
+    import fcntl
+
+    from snapstore.core.locks import flock
+
     path = _record_path(store_dir)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(record, handle, indent=1)
-        os.replace(tmp, path)
+        lock = flock(f"{path}.lock", fcntl.LOCK_EX, 10.0, "the trust record", create=0o600)
+        try:
+            record = _record(store_dir)
+            record["store"] = os.path.realpath(store_dir)
+            for name in names:
+                digest = _file_digest(os.path.join(store_dir, name))
+                if digest is None:
+                    record.pop(name, None)
+                else:
+                    record[name] = digest
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(record, handle, indent=1)
+            os.replace(tmp, path)
+        finally:
+            os.close(lock)
     except OSError as exc:
         raise BadInput(
             f"cannot record the store's settings as yours in {trust_dir()}: {exc.strerror} "

@@ -228,3 +228,40 @@ def test_an_older_store_is_made_private_when_it_is_next_opened(cli, root: Path) 
         path.chmod(0o755 if path.is_dir() else 0o644)
     assert cli("status").code == 0
     assert modes(store) == private(store)
+
+
+def test_two_trusts_at_once_keep_both_files_trusted(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon trusting its new serve.secret while `hook install` trusts the config: the
+    record holds both, so each read, change and write of it must be whole. Here the first
+    trust stops for a while between reading the record and writing it; the second runs in
+    that window, and must not be lost when the first writes."""
+    import threading
+    import time
+
+    from snapstore_cli import settings
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    store = root / ".snapstore"
+    store.mkdir()
+    (store / "config").write_text("[capture]\n")
+    (store / "serve.secret").write_text("0" * 64 + "\n")
+    real_record = settings._record
+    first = threading.Event()
+
+    def slow_record(store_dir: str) -> dict[str, str]:
+        record = real_record(store_dir)
+        if not first.is_set():  # the first trust only
+            first.set()
+            time.sleep(0.3)
+        return record
+
+    monkeypatch.setattr(settings, "_record", slow_record)
+    secret = threading.Thread(target=settings.trust, args=(str(store), "serve.secret"))
+    secret.start()
+    assert first.wait(5)
+    settings.trust(str(store), "config")  # in the first one's window
+    secret.join()
+    monkeypatch.setattr(settings, "_record", real_record)
+    assert settings.trusted(str(store), "config") and settings.trusted(str(store), "serve.secret")
