@@ -211,7 +211,7 @@ def import_breakdown(runs: int = 5, top: int = 25) -> dict[str, Any]:
 
 def _work_in_process(root: str, rels: list[str]) -> dict[str, Any]:
     """The hook's own work with every import already loaded: run_hook, called in-process."""
-    from snapstore_cli.hooks import run_hook
+    from snapstore_cli.doors.hook import run_hook
 
     samples = []
     for rel in rels:

@@ -190,7 +190,7 @@ def _django(server: Any, tmp: str, trees: list[str], restic: bool) -> dict[str, 
 
 
 def _big_tree(server: Any, tmp: str, files: int, restic: bool, reps: int = 3) -> dict[str, Any]:
-    from snapstore_cli.settings import set_remote
+    from snapstore_cli.settings.config import set_remote
 
     from snapstore import Store
     from tests.support.seaweed import ACCESS_KEY, BUCKET, SECRET_KEY

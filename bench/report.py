@@ -20,7 +20,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from snapstore_cli.settings import format_size
+from snapstore_cli.settings.values import format_size
 
 console = Console(stderr=True)
 

@@ -113,7 +113,7 @@ def git_status(root: str, env: dict[str, str], rounds: int) -> list[float]:
 
 def daemon_up(root: str, env: dict[str, str], timeout: float = 600.0) -> int:
     """Start the daemon as a session's start does, and wait for its watcher."""
-    from snapstore_cli.daemon import info
+    from snapstore_cli.doors.daemon import info
 
     from snapstore.ops.watchlink import watcher_info
 

@@ -32,14 +32,14 @@ def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["hook"]:  # an agent's event, or a short hook command through Click
         _exit(_hook(args))
-    from .fast import run
+    from .doors.fast import run
 
     code = run(args)
     if code is not None:
         _exit(code)
     gc.freeze()
     gc.enable()
-    from .app import run as run_click
+    from .doors.click.app import run as run_click
 
     run_click(args)
 
@@ -50,10 +50,10 @@ def _hook(args: list[str]) -> object:
     from snapstore.adapters import AGENT_NAMES
 
     if len(args) >= 2 and args[1] in AGENT_NAMES and not {"--help", "-h"} & set(args[2:]):
-        from .hooks import run_hook
+        from .doors.hook import run_hook
 
         return run_hook(args[1], args[2:])
-    from .app import run as run_click
+    from .doors.click.app import run as run_click
 
     try:
         run_click(args)

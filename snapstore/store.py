@@ -548,14 +548,22 @@ class Store:
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
         homes: Mapping[str, str] | None = None,
+        mode: Mode = BOTH,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
         the newest in the store. The result names the session it acted on. A conversation
-        the rewind changed goes back too (``homes``: as for :meth:`rewind`)."""
+        the rewind changed goes back too (``homes``: as for :meth:`rewind`), unless ``mode``
+        is ``code``: the files only."""
         from .ops.rewind import undo
 
         return undo(
-            self.repo, rewind_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
+            self.repo,
+            rewind_id,
+            session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=homes,
+            mode=mode,
         )
 
     def redo(

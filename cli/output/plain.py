@@ -9,11 +9,12 @@ the raw strings. ``rich`` re-exports it for the rich side.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import sys
-from collections.abc import Sequence
-from typing import TextIO
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 #: What a terminal acts on instead of showing: C0 and C1 controls and DEL, the line and
 #: paragraph separators, the bidirectional controls that reorder what follows them
@@ -118,3 +119,11 @@ def short(turn_id: str | None, n: int | None = None) -> str:
     if turn_id is None:
         return "-"
     return f"{n} {turn_id[:8]}" if n is not None else turn_id[:8]
+
+
+def emit(as_json: bool, data: Any, human: Callable[[], None]) -> None:
+    """Print ``data`` as one JSON document on stdout with ``--json``, else call ``human``."""
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
+    else:
+        human()

@@ -10,17 +10,16 @@ git prints it, and lines are never wrapped.
 
 from __future__ import annotations
 
-import shlex
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from snapstore.core.records import DEFAULT_SESSION, Policy
-
-from .plain import Segment, colour, paint, printable, say
+from .plain import Segment, colour, emit, paint, printable, say
 
 if TYPE_CHECKING:
     from snapstore.ops.plan import RewindResult
     from snapstore.ops.scan import ScanResult
+
+    from ..operations.outcome import Outcome
 
 
 def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
@@ -49,11 +48,36 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
-def finish_command(session: str, on_conflict: Policy) -> str:
-    """The one command that retries what an operation left, with the next policy."""
-    policy = "theirs" if on_conflict == "markers" else "markers"
-    where = "" if session == DEFAULT_SESSION else f" --session {shlex.quote(session)}"
-    return f"snapstore{where} rewind --finish --on-conflict {policy}"
+def report(outcome: Outcome, as_json: bool) -> int:
+    """Print a move's outcome: its notes on stderr, then its JSON document or its lines for
+    people on stdout (a dry run's diffs first). The exit code: 1 when it left (or, dry,
+    would leave) a path not put back."""
+    for note in outcome.notes:
+        say(f"snapstore: {printable(note, quote=False)}")
+
+    def human() -> None:
+        for result in outcome.resumed:
+            summary(result, outcome.verb)
+        if outcome.result is None:
+            if not outcome.resumed:
+                say("no interrupted rewind to resume")
+            return
+        if outcome.result.dry_run:
+            from snapstore.ops.diffs import entry_diff
+
+            for plan in outcome.result.plans:
+                if plan.writes:
+                    diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+        summary(
+            outcome.result,
+            outcome.verb,
+            turn=outcome.turn,
+            finish=outcome.finish,
+            prompt=outcome.prompt,
+        )
+
+    emit(as_json, outcome.to_json(), human)
+    return 0 if outcome.ok else 1
 
 
 def summary(
@@ -62,11 +86,12 @@ def summary(
     stream: TextIO | None = None,
     turn: str | None = None,
     finish: str | None = None,
+    prompt: str | None = None,
 ) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
     what it warns of (a hard link it split), and where the head is; ``finish`` is the
     command that retries what it left; then what it did to the agent's conversation
-    (``turn``: the turn as the user named it)."""
+    (``turn``: the turn as the user named it), and the ``prompt`` it hands back."""
     out = stream or sys.stdout
     styled = colour(out)
     prefix = "would be " if result.dry_run else ""
@@ -116,32 +141,31 @@ def summary(
             lines.append([(f"{len(result.left)} path(s) left; finish with: {finish}", "yellow")])
         if result.undo_id and verb in ("rewound", "redone"):
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
-    lines += _conversation(result, verb, turn or result.target or "")
+    lines += _conversation(result, verb, turn or result.target or "", prompt)
     for segments in lines:
         out.write(paint(segments, styled) + "\n")
 
 
-def _conversation(result: RewindResult, verb: str, turn: str) -> list[list[Segment]]:
-    """The conversation's lines: what happened to the chat, the rewound prompt to edit and
-    send again, and the command that resumes the session."""
+def _conversation(
+    result: RewindResult, verb: str, turn: str, prompt: str | None
+) -> list[list[Segment]]:
+    """The conversation's lines: what happened to the chat, the prompt to edit and send again
+    (for every session that had one), and the command that resumes the session."""
     chat = result.conversation
-    if chat is None:
-        return []
-    if chat["status"] != "rewound":
+    lines: list[list[Segment]] = []
+    if chat is not None and chat["status"] != "rewound":
         state = "unchanged" if chat["status"] == "unchanged" else "not rewound"
-        return [[(f"conversation {state}: ", "bold"), (printable(chat["note"], quote=False), "")]]
+        lines = [[(f"conversation {state}: ", "bold"), (printable(chat["note"], quote=False), "")]]
+    if prompt:
+        lines.append([(f"your prompt from turn {turn}, to edit and send again:", "bold")])
+        lines += [[(f"  > {printable(line, quote=False)}", "")] for line in prompt.splitlines()]
+    if chat is None or chat["status"] != "rewound":
+        return lines
     if verb == "undone":
         said = "would be put back" if result.dry_run else "put back as it was before the rewind"
-        lines = [[("conversation: ", "bold"), (said, "")]]
     else:
-        said = "would be rewound" if result.dry_run else "rewound"
-        lines = [[("conversation: ", "bold"), (f"{said} to before turn {turn}", "")]]
-        if result.user_text:
-            lines.append([(f"your prompt from turn {turn}, to edit and send again:", "bold")])
-            lines += [
-                [(f"  > {printable(line, quote=False)}", "")]
-                for line in result.user_text.splitlines()
-            ]
+        said = ("would be rewound" if result.dry_run else "rewound") + f" to before turn {turn}"
+    lines.insert(0, [("conversation: ", "bold"), (said, "")])
     lines.append([("resume it with: ", ""), (chat["resume_command"], "bold")])
     return lines
 

@@ -179,11 +179,15 @@ def undo(
     on_conflict: Policy = SKIP,
     dry_run: bool = False,
     homes: Mapping[str, str] | None = None,
+    mode: Mode = BOTH,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session. A conversation the rewind changed goes
-    back too (``homes``: as for :func:`rewind`)."""
-    check_choices(BOTH, on_conflict)
+    back too (``homes``: as for :func:`rewind`), unless ``mode`` is ``code``: the files
+    alone, for when the agent has written to its chat since."""
+    check_choices(mode, on_conflict)
+    if mode == CONVERSATION:
+        raise BadInput("an undo takes --mode both or code: the files always go back")
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
@@ -198,7 +202,7 @@ def undo(
             operation = _plan_undo(repo, v, record, on_conflict)
         assert record.op is not None
         edit = conversation.from_record(record.op.conversation)
-        if edit is not None and edit.status == "rewound":
+        if edit is not None and edit.status == "rewound" and mode != CODE:
             back = conversation.plan_undo(edit, homes)
             operation.op = operation.op._replace(conversation=back._asdict())
             operation.result.conversation = back.to_json()

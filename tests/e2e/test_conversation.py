@@ -92,7 +92,7 @@ def crash_at(s, session: str, turn: str, point: str) -> int:
         "import os, signal, sys\n"
         "from snapstore import Store\n"
         "from snapstore.core import faults\n"
-        "from snapstore_cli.settings import agent_homes\n"
+        "from snapstore_cli.settings.environment import agent_homes\n"
         "def kill(name):\n"
         f"    if name == {point!r}: os.kill(os.getpid(), signal.SIGKILL)\n"
         "faults.install(kill)\n"

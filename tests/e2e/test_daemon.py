@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from snapstore_cli.daemon import info
-from snapstore_cli.lifecycle import SESSIONS_DIR
+from snapstore_cli.doors.daemon import info
+from snapstore_cli.operations.lifecycle import SESSIONS_DIR
 
 from ..support import hermetic_env, reaper, snapstore_bin, wait_until
 from .test_hooks import ok, payload, shell_only_turn, snapstore, workspace_files

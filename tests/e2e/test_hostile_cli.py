@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
-from snapstore_cli.app import cli as cli_app
+from snapstore_cli.doors.click.app import cli as cli_app
 
 from snapstore.core.db import SCHEMA_VERSION
 

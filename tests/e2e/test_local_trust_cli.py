@@ -240,14 +240,14 @@ def test_two_trusts_at_once_keep_both_files_trusted(
     import threading
     import time
 
-    from snapstore_cli import settings
+    from snapstore_cli.settings import trust as settings
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     store = root / ".snapstore"
     store.mkdir()
     (store / "config").write_text("[capture]\n")
     (store / "serve.secret").write_text("0" * 64 + "\n")
-    real_record = settings._record
+    real_record = settings.record
     first = threading.Event()
 
     def slow_record(store_dir: str) -> dict[str, str]:
@@ -257,11 +257,11 @@ def test_two_trusts_at_once_keep_both_files_trusted(
             time.sleep(0.3)
         return record
 
-    monkeypatch.setattr(settings, "_record", slow_record)
+    monkeypatch.setattr(settings, "record", slow_record)
     secret = threading.Thread(target=settings.trust, args=(str(store), "serve.secret"))
     secret.start()
     assert first.wait(5)
     settings.trust(str(store), "config")  # in the first one's window
     secret.join()
-    monkeypatch.setattr(settings, "_record", real_record)
+    monkeypatch.setattr(settings, "record", real_record)
     assert settings.trusted(str(store), "config") and settings.trusted(str(store), "serve.secret")

@@ -1,7 +1,7 @@
 """``rewind TURN``, ``undo`` and ``redo`` answer the same through the fast path as through Click.
 
-The console script runs these command lines without Click (``snapstore_cli.fast``, bodies in
-``snapstore_cli.moves``) when it reads them exactly as Click would. Two copies of one
+The console script runs these command lines without Click (``snapstore_cli.doors.fast``, bodies in
+``snapstore_cli.operations.moves``) when it reads them exactly as Click would. Two copies of one
 workspace (the same store, so the same turn and operation ids) take the same commands, one
 copy through the console script's dispatch and the other through the Click application
 alone; each step must print the same bytes on stdout and stderr, exit with the same code and
@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from snapstore_cli import fast
+from snapstore_cli.doors import fast
 
 from ..support import hermetic_env, run_snapstore, snapshot
 

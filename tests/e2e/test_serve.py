@@ -252,7 +252,7 @@ def test_a_peer_that_is_not_loopback_is_refused(daemon: Daemon, root: Path) -> N
     with pytest.raises(ConnectionRefusedError):
         socket.create_connection((address, daemon.port), timeout=5).close()
     # and a request that reaches the handler from another address is refused there too
-    from snapstore_cli.daemon import _Server
+    from snapstore_cli.doors.daemon import _Server
 
     class Exposed(_Server):  # the same server, bound to the other address for this test
         def server_bind(self) -> None:

@@ -37,10 +37,16 @@ HOOK_MODULES = {
     "snapstore.core.repo",
     "snapstore.store",
     "snapstore_cli",
-    "snapstore_cli.hooks",
+    "snapstore_cli.doors",
+    "snapstore_cli.doors.hook",
     "snapstore_cli.launch",
-    "snapstore_cli.runner",
+    "snapstore_cli.operations",
+    "snapstore_cli.operations.runner",
     "snapstore_cli.settings",
+    "snapstore_cli.settings.config",
+    "snapstore_cli.settings.environment",
+    "snapstore_cli.settings.trust",
+    "snapstore_cli.settings.values",
 }
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
 #: the console script turns the collector off, and ``gc`` is built into the interpreter.
@@ -213,11 +219,12 @@ def test_in_scan_mode_a_file_tool_hook_loads_no_more(
 
 
 #: snapstore's own modules behind the capture commands: the hook path's, without the adapters.
-CAPTURE_MODULES = (HOOK_MODULES - {"snapstore.adapters", "snapstore_cli.hooks"}) | {
-    "snapstore_cli.autogc",
-    "snapstore_cli.fast",
+CAPTURE_MODULES = (HOOK_MODULES - {"snapstore.adapters", "snapstore_cli.doors.hook"}) | {
+    "snapstore_cli.operations.autogc",
+    "snapstore_cli.doors.fast",
     "snapstore_cli.output",
     "snapstore_cli.output.plain",
+    "snapstore_cli.settings.options",
 }
 #: Never loaded by a command an agent or its wrapper starts for each event.
 HEAVY = (
@@ -355,7 +362,7 @@ def test_reads_scans_and_rewinds_for_programs_load_no_rich(root: Path, tmp_path:
         assert code == 0, args
         assert not any(m == "rich" or m.startswith("rich.") for m in loaded), args
         assert not any(m.split(".")[0] in ("websockets", "asyncio") for m in loaded), args
-        assert "snapstore_cli.ui" not in loaded, args
+        assert "snapstore_cli.doors.ui" not in loaded, args
         if args[0] in ("log", "status", "scan"):
             assert "zstandard" not in loaded, args
         if args[0] == "scan":
@@ -393,5 +400,5 @@ def test_python_dash_m_takes_the_console_scripts_fast_paths(root: Path) -> None:
         imported = _imported(done.stderr)
         assert "snapstore_cli.launch" in imported, args
         if args[0] != "init":  # init is not a capture command: Click runs it
-            assert "snapstore_cli.fast" in imported and "click" not in imported, args
+            assert "snapstore_cli.doors.fast" in imported and "click" not in imported, args
     assert "captured 1 path(s) in turn" in done.stderr

@@ -105,7 +105,9 @@ def _dispatch(args: list[str], click: bool = False) -> int:
     start-up tweaks (the collector off, ``os._exit``), ending in the exit code. Its hook
     branch is launch's own; tests/e2e/test_runner.py compares the rest with a process.
     With ``click``, the Click application runs every command line."""
-    from snapstore_cli import app, fast, launch
+    from snapstore_cli import launch
+    from snapstore_cli.doors import fast
+    from snapstore_cli.doors.click import app
 
     try:
         if click:  # the Click application alone

@@ -1,6 +1,6 @@
 """The fast path reads the same command lines as the Click commands it stands for.
 
-``snapstore_cli.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``,
+``snapstore_cli.doors.fast`` parses ``begin``, ``end``, ``pre-write``, ``post-write`` and ``scan``,
 and ``rewind``, ``undo`` and ``redo``, without Click, from its own tables. These tests hold
 the tables to the Click declarations: an option added to a Click command (or to the global
 options) and forgotten in the tables fails here, as does a table entry whose value lands under
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import click
 import pytest
-from snapstore_cli import fast
-from snapstore_cli.app import cli
+from snapstore_cli.doors import fast
+from snapstore_cli.doors.click.app import cli
 
 from snapstore import BadInput
 
@@ -113,7 +113,7 @@ def test_the_config_reads_as_configparser_reads_it(text: str) -> None:
     values as configparser gives, on every form, its own output or not."""
     import configparser
 
-    from snapstore_cli.settings import _sections
+    from snapstore_cli.settings.config import _sections
 
     parser = configparser.ConfigParser()
     parser.read_string(text)
@@ -124,7 +124,7 @@ def test_the_config_reads_as_configparser_reads_it(text: str) -> None:
     "text", ["[a]\nk = v\n[a]\nj = w\n", "[a]\nk = v\nk = w\n", "[a]\nk = 50%\n", "k = v\n"]
 )
 def test_a_config_configparser_refuses_is_refused_with_one_line(text: str) -> None:
-    from snapstore_cli.settings import _sections
+    from snapstore_cli.settings.config import _sections
 
     with pytest.raises(BadInput, match=r"^config is not a valid settings file: "):
         _sections("config", text.encode())

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from snapstore_cli.hooks import run_hook
+from snapstore_cli.doors.hook import run_hook
 
 from snapstore import SnapstoreError, Store
 from snapstore.core.fsio import Entry

@@ -30,6 +30,10 @@ def test_every_package_in_the_tree_is_installed() -> None:
 
 
 def test_the_pages_files_are_installed() -> None:
-    page = {p.name for p in (ROOT / "cli" / "ui").iterdir() if p.suffix in {".html", ".js", ".css"}}
+    page = {
+        p.name
+        for p in (ROOT / "cli" / "doors" / "ui").iterdir()
+        if p.suffix in {".html", ".js", ".css"}
+    }
     listed = re.search(r"^snapstore_cli = (\[.*?\])$", (ROOT / "pyproject.toml").read_text(), re.M)
-    assert listed and set(re.findall(r'"ui/([^"]+)"', listed.group(1))) == page
+    assert listed and set(re.findall(r'"doors/ui/([^"]+)"', listed.group(1))) == page

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from snapstore_cli.failures import exit_code
+from snapstore_cli.operations.failures import exit_code
 
 from snapstore.core.errors import BadInput
 from snapstore.remote import ObjectMissing, RemoteURL, open_object_store, parse_url

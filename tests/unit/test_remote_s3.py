@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from snapstore_cli.failures import exit_code
+from snapstore_cli.operations.failures import exit_code
 
 from snapstore.remote import (
     AwsChain,

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from snapstore_cli.failures import exit_code
+from snapstore_cli.operations.failures import exit_code
 
 from snapstore.core.blobs import digest_hex
 from snapstore.remote import (

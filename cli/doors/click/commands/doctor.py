@@ -1,0 +1,66 @@
+"""The doctor command: are the agents' hooks installed, and do they run?"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from snapstore.core.errors import NoStore
+
+from ....operations.checks import check, hook_reports
+from ....output.rich import console, printable
+from ....settings.environment import project_root
+from ..app import common_options, emit, options
+
+
+@click.command()
+@common_options
+def doctor() -> None:
+    """Check each agent's snapstore hooks: installed, able to start, trusted, recording.
+
+    Exits 1 when a hook has a problem (one that would leave its agent's turns
+    unrecorded), or has never recorded a turn here; 0 otherwise.
+    """
+    opts = options()
+    try:
+        root = opts.find_root()
+    except NoStore:
+        root = None
+    start = os.path.realpath(opts.root or os.getcwd())
+    if root is None and opts.env.store_dir is None:
+        reports = check(project_root(start), [], None, os.path.expanduser("~"), os.environ)
+        where = project_root(start)
+    else:
+        with opts.open_store() as store:
+            where = store.root
+            reports = hook_reports(store, where)
+    problems = sum(len(r["problems"]) + r["unrecorded"] for r in reports)
+
+    def human() -> None:
+        out = console()
+        if not reports:
+            out.print(
+                f"No agent hooks name snapstore for {printable(where)}: install them "
+                "with `snapstore hook install AGENT`."
+            )
+        for report in reports:
+            mark = "!! " if report["problems"] or report["unrecorded"] else "ok "
+            out.print(
+                f"{mark} {report['agent']} ({report['scope']}): "
+                f"{printable(report['file'])}, {report['sessions']} session(s) recorded"
+            )
+            unrecorded = (
+                [f"no {report['agent']} turn has been recorded here"]
+                if report["unrecorded"]
+                else []
+            )
+            for problem in report["problems"] + unrecorded:
+                out.print(f"     - {printable(problem, quote=False)}")
+            for tip in report["advice"]:
+                out.print(f"     > {printable(tip, quote=False)}")
+
+    emit({"root": where, "hooks": reports, "problems": problems, "ok": problems == 0}, human)
+    if problems:
+        sys.exit(1)

@@ -1,0 +1,214 @@
+"""Commands that move between turns: rewind, switch, undo and redo.
+
+Each builds a :class:`~snapstore_cli.operations.requests.Move` and hands it to the operation
+layer, as every door does, and prints the outcome. What they print is plain text
+(``output.results``): with ``--yes`` or ``--json`` they load no rich; only the picker and its
+table do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Literal
+
+import click
+
+from snapstore.core.records import BOTH, CODE, MODES, POLICIES, SKIP, Mode, Policy
+
+from ....operations.context import Context
+from ....operations.moves import is_new, perform, run
+from ....operations.outcome import Outcome
+from ....operations.requests import Move
+from ....output import results
+from ..app import (
+    common_options,
+    complete_operation,
+    complete_turn,
+    complete_undo,
+    emit,
+    options,
+    print_start,
+)
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
+
+
+def _report(outcome: Outcome) -> None:
+    """Print the outcome; exit 1 when it left (or, dry, would leave) anything undone."""
+    code = results.report(outcome, options().json)
+    if code:
+        sys.exit(code)
+
+
+@click.command()
+@click.argument("turn", required=False, shell_complete=complete_turn)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default=BOTH,
+    show_default=True,
+    help="Take back files and conversation, only code, or only the conversation.",
+)
+@click.option(
+    "--on-conflict",
+    type=click.Choice(POLICIES),
+    default=SKIP,
+    show_default=True,
+    help="skip: leave the file alone; markers: write conflict markers; "
+    "theirs: force the version from before the turn.",
+)
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="P",
+    help="Take back only this file (repeatable); the head stays.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
+@click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
+@click.option(
+    "--finish",
+    "finish",
+    is_flag=True,
+    help="Retry what the last rewind, switch or undo left in conflict or failed to write, "
+    "with --on-conflict (see `snapstore status`).",
+)
+@common_options
+def rewind(
+    turn: str | None,
+    mode: Mode,
+    on_conflict: Policy,
+    paths: tuple[str, ...],
+    dry_run: bool,
+    yes: bool,
+    force: bool,
+    resume: bool,
+    finish: bool,
+) -> None:
+    """Take back TURN and everything after it on the current branch.
+
+    TURN is a number from `snapstore log` (1 is the newest) or a turn id.
+    Without TURN, list the rewind points.
+    """
+    opts = options()
+    ctx = Context.of(opts)
+    absolute = tuple(os.path.join(os.getcwd(), p) for p in paths)
+    request = Move(
+        "rewind", turn, opts.session, mode, on_conflict, absolute, dry_run=dry_run, force=force
+    )
+    if resume or finish:
+        if resume and finish:
+            raise click.UsageError("--resume and --finish do not go together")
+        action: Literal["resume", "finish"] = "resume" if resume else "finish"
+        extra = turn is not None or paths or mode != BOTH
+        if extra:
+            raise click.UsageError(f"--{action} takes no TURN, --path or --mode")
+        _report(perform(ctx, request._replace(action=action, target=None)))
+        return
+    with ctx.open() as store:
+        if turn is None:
+            session = opts.session_for(store)
+            if is_new(store, session):  # the list of rewind points is empty
+                emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
+                return
+            from ...picker import choose
+
+            picked = choose(store, ctx, request._replace(session=session), _interactive())
+            if picked is not None:
+                _report(picked)
+            return
+        if not (yes or dry_run) and _interactive():
+            preview = run(store, ctx, request._replace(dry_run=True))
+            assert preview.result is not None
+            results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
+            click.confirm("Rewind?", abort=True)
+        outcome = run(store, ctx, request)
+    _report(outcome)
+
+
+@click.command()
+@click.argument("turn", shell_complete=complete_turn)
+@click.option(
+    "--on-conflict",
+    type=click.Choice(POLICIES),
+    default=SKIP,
+    show_default=True,
+    help="skip: leave the file alone; markers: write conflict markers; "
+    "theirs: force the turn's version.",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
+@common_options
+def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool) -> None:
+    """Make the workspace what it was right after TURN: back, forward, or on another branch.
+
+    TURN is a number from `snapstore log` or the id of any turn, rewound ones included
+    (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
+    """
+    opts = options()
+    ctx = Context.of(opts)
+    request = Move("switch", turn, opts.session, on_conflict=on_conflict, force=force)
+    with ctx.open() as store:
+        if not (yes or dry_run) and _interactive():
+            preview = run(store, ctx, request._replace(dry_run=True))
+            assert preview.result is not None
+            results.summary(preview.result, "switch")
+            click.confirm("Switch?", abort=True)
+        outcome = run(store, ctx, request._replace(dry_run=dry_run))
+    _report(outcome)
+
+
+@click.command()
+@click.argument("rewind_id", required=False, shell_complete=complete_operation)
+@click.option(
+    "--mode",
+    type=click.Choice((BOTH, CODE)),
+    default=BOTH,
+    show_default=True,
+    help="Put back files and conversation, or only the files (when the agent wrote to its "
+    "chat since the rewind).",
+)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common_options
+def undo(rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool) -> None:
+    """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
+
+    With --session, the last one of that session. When turns came after it, the undo
+    becomes a turn of its own on top of them, which `snapstore rewind` can take back.
+    REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
+    """
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, mode)
+
+
+@click.command()
+@click.argument("undo_id", required=False, shell_complete=complete_undo)
+@click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@common_options
+def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+    """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
+
+    With --session, the last undo of that session. The files are merged as for a rewind,
+    and `snapstore undo` takes the redo back. Refused once turns came after the undo.
+    UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
+    """
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run)
+
+
+def _undo_or_redo(
+    verb: Literal["undo", "redo"],
+    ref: str | None,
+    on_conflict: Policy,
+    dry_run: bool,
+    mode: Mode = BOTH,
+) -> None:
+    opts = options()
+    request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run)
+    _report(perform(Context.of(opts), request))

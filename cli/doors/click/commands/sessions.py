@@ -1,0 +1,133 @@
+"""Commands that list what happened in the store: sessions and the operation log.
+
+Both print aligned columns, one line per item, never wrapped (``output.plain.columns``).
+"""
+
+from __future__ import annotations
+
+import click
+
+from snapstore.adapters import agent_of
+from snapstore.core.records import APPLIED, FAILED, PLANNED, Status
+from snapstore.ops.history import Operation, SessionInfo
+
+from ....output.plain import columns, iso, printable, say, short
+from ....settings.environment import agent_homes
+from ..app import common_options, emit, options
+
+#: What ``ops`` says after an operation's action, by its status.
+_NOTES: dict[Status, str] = {
+    APPLIED: "",
+    PLANNED: " (unfinished)",
+    FAILED: " (failed: nothing moved)",
+}
+
+
+def session_json(info: SessionInfo) -> dict[str, object]:
+    return {
+        "session": info.name,
+        "agent": agent_of(info.name),
+        "agent_session": info.agent_session if agent_of(info.name) else "",
+        "created": iso(info.created),
+        "last_activity": iso(info.last_activity),
+        "turns": info.turns,
+        "all_turns": info.all_turns,
+        "head": info.head,
+        "head_n": info.head_n,
+        "open_turn": info.open_turn,
+        "running": info.running,
+    }
+
+
+@click.command()
+@common_options
+def sessions() -> None:
+    """List the sessions, the most recently active first: agent, turns, head, running."""
+    with options().open_store() as store:
+        listed = store.sessions(homes=agent_homes())
+        now = store.clock()
+
+    def human() -> None:
+        from ....output.rich import relative_time
+
+        if not listed:
+            say("no sessions yet: this store has recorded nothing")
+            return
+        rows = [
+            (
+                printable(s.name),
+                agent_of(s.name) or "-",
+                f"{s.turns}" + (f" ({s.all_turns} in all)" if s.all_turns != s.turns else ""),
+                relative_time(s.last_activity, now),
+                short(s.head, s.head_n),
+                short(s.open_turn),
+                "yes" if s.running else "no",
+            )
+            for s in listed
+        ]
+        header = ("session", "agent", "turns", "last active", "head", "open turn", "running")
+        click.echo(columns(header, rows), nl=False)
+
+    emit([session_json(s) for s in listed], human)
+
+
+def operation_json(op: Operation) -> dict[str, object]:
+    return {
+        "id": op.id,
+        "action": op.action,
+        "session": op.session,
+        "time": iso(op.time),
+        "target": op.target,
+        "target_n": op.target_n,
+        "mode": op.mode,
+        "status": op.status,
+        "files": op.files,
+        "conflicts": op.conflicts,
+        "errors": op.errors,
+        "new_head": op.new_head,
+        "undoes": op.undoes,
+        "undone_by": op.undone_by,
+        "redoes": op.redoes,
+        "redone_by": op.redone_by,
+    }
+
+
+def _taken_back(op: Operation) -> str:
+    """Which operation took ``op`` back: the undo of a rewind, the redo of an undo."""
+    if op.undone_by:
+        return f"by {op.undone_by[:8]}"
+    return f"redone by {op.redone_by[:8]}" if op.redone_by else "-"
+
+
+@click.command()
+@common_options
+def ops() -> None:
+    """List every rewind, switch, undo and redo, newest first (with --session: that session's)."""
+    opts = options()
+    with opts.open_store() as store:
+        listed = store.operations(opts.session)
+        now = store.clock()
+
+    def human() -> None:
+        from ....output.rich import relative_time
+
+        if not listed:
+            say("no rewind, switch or undo yet")
+            return
+        rows = [
+            (
+                op.id[:8],
+                relative_time(op.time, now),
+                printable(op.session),
+                op.action + (" (redo)" if op.redoes else "") + _NOTES[op.status],
+                short(op.target, op.target_n),
+                str(len(op.files)),
+                str(len(op.conflicts)),
+                _taken_back(op),
+            )
+            for op in listed
+        ]
+        header = ("op", "when", "session", "action", "target", "files", "conflicts", "undone")
+        click.echo(columns(header, rows), nl=False)
+
+    emit([operation_json(op) for op in listed], human)

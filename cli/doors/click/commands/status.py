@@ -1,0 +1,109 @@
+"""The status command: what the store holds."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import click
+
+from ....operations.outcome import finish_command
+from ....output.plain import printable
+from ....settings.values import format_size
+from ..app import common_options, emit, options
+
+
+@click.command()
+@common_options
+def status() -> None:
+    """Show the store's size, dedup ratio, sessions, open turn and head."""
+    opts = options()
+    with opts.open_store() as store:
+        session = opts.session_for(store)
+        st = store.status(session)
+        read_only = store.repo.read_only
+        from ....operations.checks import hook_reports
+
+        hooks = [
+            f"{r['agent']}: {problem}"
+            for r in hook_reports(store, st.root)
+            for problem in r["problems"]
+        ]
+    data = {
+        "root": st.root,
+        "store": st.store,
+        "sessions": st.sessions,
+        "turns": st.turns,
+        "open_turn": st.open_turn,
+        "head": st.head,
+        "blobs": st.blobs,
+        "stored_bytes": st.stored_bytes,
+        "logical_bytes": st.logical_bytes,
+        "dedup_ratio": round(st.dedup_ratio, 3),
+        "disk_bytes": st.disk_bytes,
+        "read_only": read_only,
+        "hook_problems": hooks,
+        "unattributed": [asdict(item) for item in st.unattributed],
+        "left": st.left and {**st.left, "finish": finish_command(session, "skip")},
+        "uncaptured": st.uncaptured,
+    }
+
+    def human() -> None:
+        from rich.text import Text
+
+        from ....output.rich import console
+
+        out = console()
+        out.print(f"workspace  {printable(st.root)}")
+        out.print(
+            f"store      {printable(st.store)}  ({format_size(st.disk_bytes)} on disk"
+            f"{f'; read-only: {read_only}' if read_only else ''})"
+        )
+        out.print(
+            f"blobs      {st.blobs}: {format_size(st.stored_bytes)} stored for "
+            f"{format_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)"
+        )
+        out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
+        out.print(
+            f"session    {printable(session)}: head {st.head or '-'}, "
+            f"open turn {st.open_turn or '-'}"
+        )
+        if st.unattributed:
+            count = sum(len(item.paths) for item in st.unattributed)
+            out.print(
+                f"unattributed {count} change(s) seen while shell calls of several "
+                "sessions ran at once (or one whose end never came): kept as yours, "
+                "no rewind takes them back",
+                style="yellow",
+            )
+            for item in st.unattributed:
+                for path in item.paths:
+                    sessions = ", ".join(printable(name) for name in item.sessions)
+                    out.print(Text(f"  {printable(path)}  (turn {item.turn}; {sessions})"))
+        if st.left:
+            out.print(
+                f"left       {len(st.left['paths'])} path(s) by {st.left['action']} "
+                f"{st.left['operation']}",
+                style="yellow",
+            )
+            out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
+            for left in st.left["paths"]:
+                out.print(
+                    Text(f"  {printable(left['path'])}: {printable(left['reason'], quote=False)}")
+                )
+        if st.uncaptured:
+            out.print(
+                f"uncaptured {len(st.uncaptured)} file(s) changed on this branch were never "
+                "captured: no rewind can restore them",
+                style="yellow",
+            )
+            for file in st.uncaptured:
+                out.print(
+                    Text(
+                        f"  {printable(file['path'])}: {printable(file['reason'], quote=False)}"
+                        f"  (turn {file['turn']})"
+                    )
+                )
+        if hooks:
+            out.print(f"hooks      {len(hooks)} problem(s): see `snapstore doctor`")
+
+    emit(data, human)

@@ -1,0 +1,517 @@
+"""``snapstore serve``: the local daemon that agents' HTTP hooks post their events to.
+
+Claude Code (2.1.63 and newer) can POST a hook's JSON to a URL instead of starting
+a process for it. A process costs an agent 30-50 ms per event; a POST to a daemon
+that has the store open costs about a millisecond. What the daemon accepts:
+
+- connections on the loopback address only (it binds 127.0.0.1, and checks the
+  peer again), with a ``Host`` of ``127.0.0.1`` or ``localhost`` and its port (a
+  web page whose own name resolves to 127.0.0.1 is refused);
+- ``POST /snapstore/hook/AGENT`` with the workspace's secret in ``X-Snapstore-Secret``,
+  compared in constant time. A browser cannot send that header without a CORS
+  preflight, which nothing here answers. The secret is ``<store>/serve.secret``
+  (mode 0600), made on first use and never printed;
+- a body of at most :data:`~snapstore.adapters.MAX_PAYLOAD` bytes with a
+  ``Content-Length`` (no chunked bodies), read within :data:`TIMEOUT` seconds;
+- capture events only: the agent's adapter turns the payload into a turn's
+  begin or end, or a capture before or after a write, exactly as the hook
+  command does, and everything else is ignored. Nothing a request says can
+  change the workspace, and events from outside it are refused.
+
+The reply is the agent's hook output: an empty body, go ahead. When snapstore
+itself fails, the failure goes to ``<store>/hook.log`` and the agent shows a
+``systemMessage``; with ``SNAPSTORE_STRICT=1`` a prompt or a write is blocked
+instead, as the hook command blocks it. When the daemon is not running, nothing
+answers: ``snapstore hook install claude-code --http`` sets ``onFailure:
+block``, so that a write waits rather than go unprotected.
+
+Requests are served one at a time (a lock around the store), each on its
+connection's thread. The store stays open between requests and is closed after
+:data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
+``<store>/serve.lock`` (its pid and port) while it runs.
+
+It is the workspace's one daemon: in scan mode it also runs the watcher
+(snapstore.ops.watch), so that the scans around each shell call ask it instead
+of walking the tree. The hooks start it at a session's start (snapstore_cli.lifecycle)
+and it exits once the last session has ended, or after ``[serve] idle_minutes``
+(30) without a hook event, a scan asking its watcher, or a prompt.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import json
+import os
+import secrets
+import sys
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from snapstore import BadInput, Store
+from snapstore.adapters import (
+    BEGIN,
+    IGNORE,
+    MAX_PAYLOAD,
+    PRE,
+    START,
+    HookAction,
+    load_payload,
+    parse,
+)
+from snapstore.core.db import FILE_MODE
+from snapstore.core.errors import ServeRunning
+from snapstore.core.locks import holder_info
+from snapstore.ops.watchlink import REQUEST_DIR
+
+from ..operations.lifecycle import live_sessions
+from ..operations.runner import failure, record
+from ..settings.config import Config, set_serve_port
+from ..settings.environment import Environment, strict_hooks
+from ..settings.trust import SECRET_FILE, trust, trusted
+from .hook import agent_table, log_line
+
+LOCK_FILE = "serve.lock"
+HEADER = "X-Snapstore-Secret"
+#: The environment variable that carries the secret into the agent's header.
+SECRET_VAR = "SNAPSTORE_HOOK_SECRET"
+#: Seconds a connection may take to send one request.
+TIMEOUT = 10.0
+#: Seconds without a request after which the store is closed (it reopens on the next one).
+IDLE = 2.0
+LOOPBACK = ("127.0.0.1", "::1")
+#: The agents whose HTTP hooks this daemon answers.
+AGENTS = ("claude-code",)
+
+
+def secret(store_dir: str) -> str:
+    """The workspace's secret: made on first use (mode 0600, atomically), never printed.
+    One this user did not make here (it came with a clone: others know it) is refused."""
+    path = os.path.join(store_dir, SECRET_FILE)
+    if os.path.exists(path) and not trusted(store_dir, SECRET_FILE):
+        raise BadInput(
+            f"{path} was not made by snapstore for you here (a clone or a copy: others may "
+            "know it): remove it, then run `snapstore hook install claude-code --http` "
+            "again (or run `snapstore config trust` if it is yours)"
+        )
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_hex(32) + "\n")
+        try:
+            os.link(tmp, path)  # fails if another process made it first: theirs stands
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+        trust(store_dir, SECRET_FILE)
+    if os.stat(path).st_mode & 0o077:
+        os.chmod(path, 0o600)
+    with open(path, encoding="ascii") as handle:
+        value = handle.read().strip()
+    if len(value) < 32:
+        raise BadInput(f"{path} does not hold a secret; remove it to make a new one")
+    return value
+
+
+def port(store_dir: str) -> int:
+    """The port the workspace's daemon listens on: ``[serve] port`` in the store's config,
+    else a free one, chosen now and saved there (the HTTP hooks name it)."""
+    configured = Config.load(store_dir).serve_port
+    if configured:
+        return configured
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        chosen = int(probe.getsockname()[1])
+    set_serve_port(store_dir, chosen)
+    return chosen
+
+
+def info(store_dir: str) -> dict[str, Any] | None:
+    """What a running daemon wrote into its lock (pid, port, root), or None when none runs."""
+    return holder_info(os.path.join(store_dir, LOCK_FILE))
+
+
+class Daemon:
+    """The work behind the HTTP front: one store, its settings, and the events it records."""
+
+    def __init__(
+        self,
+        env: Environment,
+        root: str | None,
+        store_dir: str,
+        key: str,
+        log: Callable[[str], None] | None = None,
+    ):
+        self.env, self.root, self.store_dir, self.key = env, root, store_dir, key
+        self.strict = strict_hooks()
+        self.lock = threading.Lock()
+        self.store: Store | None = None
+        self.config = Config()
+        self._config_stamp: float | None = None
+        self.last = time.monotonic()
+        self.agents = {name: agent_table(name) for name in AGENTS}
+        self._cwds: dict[str, bool] = {}  # cwd -> inside the workspace (a realpath each)
+        self.log = log or (lambda text: None)
+
+    # -- the store, open while requests come ------------------------------------------
+
+    def _open(self) -> Store:
+        path = os.path.join(self.store_dir, "config")
+        stamp = os.stat(path).st_mtime if os.path.exists(path) else None
+        if self.store is None or stamp != self._config_stamp:
+            self.close()
+            warnings: list[str] = []
+            self.store, self.config = self.env.open_with_config(self.root, warn=warnings.append)
+            self._config_stamp = stamp
+            for text in warnings:
+                self._note("serve", text)
+        return self.store
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+
+    def close_if_idle(self) -> None:
+        with self.lock:
+            if self.store is not None and time.monotonic() - self.last >= IDLE:
+                self.close()
+
+    # -- one event ----------------------------------------------------------------------
+
+    def handle(self, agent: str, body: bytes) -> bytes:
+        """Record one hook event; the agent's hook output to send back."""
+        spec = self.agents[agent]
+        action = HookAction(IGNORE)
+        try:
+            action = parse(spec, load_payload(body))
+            if action.kind in (IGNORE, START):
+                return spec.silent.encode()
+            self._inside(action.cwd)
+            with self.lock:
+                self.last = time.monotonic()
+                warnings = record(self._open(), self.config, action, self.strict)
+                self.last = time.monotonic()
+            for text in warnings:
+                self._note(agent, text)
+            if warnings:
+                return _message("; ".join(f"snapstore: {w}" for w in warnings))
+            return spec.silent.encode()
+        except Exception as exc:  # an event must never take the daemon down
+            text = failure(exc)[0]
+        self._note(agent, text)
+        if self.strict and action.kind in (BEGIN, PRE):
+            return _block(action, f"snapstore: {text}")
+        return _message(f"snapstore: {text}")
+
+    def _inside(self, cwd: str) -> None:
+        """Refuse an event from outside this daemon's workspace: its store is another one."""
+        root = self.root or (self.store.root if self.store is not None else None)
+        if root is None:
+            return
+        inside = self._cwds.get(cwd)
+        if inside is None:
+            real = os.path.realpath(cwd)
+            inside = real == root or real.startswith(root.rstrip(os.sep) + os.sep)
+            if len(self._cwds) < 1024:
+                self._cwds[cwd] = inside
+        if not inside:
+            raise BadInput(f"an event from {cwd}, outside this daemon's workspace {root}")
+
+    def _note(self, agent: str, text: str) -> None:
+        """A failure or warning: into hook.log, as the hook command logs it (`snapstore
+        doctor` reads it), and into the daemon's own log."""
+        log_line(self.store_dir, agent, text)
+        self.log(f"{agent}: {text}")
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has Linux kill the child when the daemon dies, even by SIGKILL
+    (``PR_SET_PDEATHSIG``); None elsewhere (the child then outlives a killed daemon)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+    import signal
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    parent = os.getpid()
+
+    def arm() -> None:
+        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # the daemon died between the fork and the prctl
+            os._exit(1)
+
+    return arm
+
+
+def _monotonic(stamps: list[float]) -> list[float]:
+    """Wall-clock times (file mtimes) on the monotonic clock the daemon keeps."""
+    offset = time.monotonic() - time.time()
+    return [stamp + offset for stamp in stamps]
+
+
+def _message(text: str) -> bytes:
+    """Go ahead, and show the user this line."""
+    return json.dumps({"systemMessage": text}).encode()
+
+
+def _block(action: HookAction, reason: str) -> bytes:
+    """Stop the prompt or the write (strict mode): Claude Code's decision fields."""
+    if action.kind == PRE:
+        return json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            }
+        ).encode()
+    return json.dumps({"decision": "block", "reason": reason}).encode()
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Refuses everything but an authenticated capture event from loopback."""
+
+    server: _Server
+    _headers_buffer: list[bytes]  # http.server's, undeclared in its stubs: _send appends to it
+    protocol_version = "HTTP/1.1"  # keep-alive: an agent may post many events on one
+    timeout = TIMEOUT
+    disable_nagle_algorithm = True  # a reply is one small write: send it now
+    server_version = "snapstore"
+    sys_version = ""
+
+    def do_POST(self) -> None:
+        """Every method comes here: all but an authenticated POST get a JSON refusal."""
+        refusal = self._refusal()
+        if refusal is not None:
+            status, why = refusal
+            self.server.refused(f"{status} {why} ({self.client_address[0]} {self.path!r})")
+            # closed: the body of a refused request is never read, so nothing else may follow
+            self._send(status, json.dumps({"error": why}).encode(), close=True)
+            return
+        length = int(self.headers["Content-Length"])
+        body = self.rfile.read(length)
+        if len(body) != length:
+            self.close_connection = True
+            return
+        agent = self.path.split("/")[3]
+        self._send(200, self.server.daemon.handle(agent, body))
+
+    do_GET = do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_CONNECT = do_TRACE = do_POST
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's refusals (a malformed request, an unknown method, headers
+        too long) in JSON, as every other answer, not its HTML page."""
+        why = message or self.responses.get(code, ("error",))[0]
+        self._send(code, json.dumps({"error": why}).encode(), close=True)
+
+    def _refusal(self) -> tuple[int, str] | None:
+        """Why this request is refused, or None."""
+        if self.client_address[0] not in LOOPBACK:
+            return 403, "not from this machine"
+        host = (self.headers.get("Host") or "").strip().lower()
+        if host not in self.server.hosts:
+            return 403, "wrong Host"
+        parts = self.path.split("/")
+        if len(parts) != 4 or parts[1:3] != ["snapstore", "hook"] or parts[3] not in AGENTS:
+            return 404, "no such hook"
+        if self.command != "POST":
+            return 405, f"a hook event is a POST, not {self.command}"
+        given = self.headers.get(HEADER)
+        if not given:
+            return 401, f"no {HEADER} header"
+        if not hmac.compare_digest(given.encode(), self.server.daemon.key.encode()):
+            return 403, f"wrong {HEADER}"
+        if self.headers.get("Transfer-Encoding"):
+            return 411, "a body needs a Content-Length"
+        length = self.headers.get("Content-Length", "")
+        if not length.isdigit():
+            return 411, "a body needs a Content-Length"
+        if int(length) > MAX_PAYLOAD:
+            return 413, f"a hook event is at most {MAX_PAYLOAD} bytes"
+        return None
+
+    def _send(self, status: int, body: bytes, close: bool = False) -> None:
+        """The reply in one write: status line, headers and body."""
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self._headers_buffer.append(b"\r\n" + body)
+        self.flush_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # requests are not logged; refusals are (Server.refused)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # SO_REUSEADDR: a restart binds at once, though the last daemon's connections linger in
+    # TIME_WAIT for a minute (HTTP hooks block the agent's writes until the daemon answers).
+    # Two daemons cannot share the port: Linux still refuses a second listener.
+    allow_reuse_address = True
+
+    def __init__(self, port: int, daemon: Daemon, log: Callable[[str], None]):
+        self.daemon = daemon
+        self.refused = log
+        super().__init__(("127.0.0.1", port), _Handler)
+        port = self.server_address[1]
+        self.hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
+
+
+class Serving:
+    """A running daemon: its lock, its socket and its threads. Stop it with :meth:`stop`."""
+
+    def __init__(
+        self,
+        env: Environment,
+        root: str | None,
+        store_dir: str,
+        port: int,
+        log: Callable[[str], None] | None = None,
+        lock_fd: int | None = None,
+    ):
+        self.store_dir = store_dir
+        self.log = log or (lambda text: None)
+        self._lock_fd = self._lock() if lock_fd is None else self._adopt(lock_fd)
+        try:
+            self.daemon = Daemon(env, root, store_dir, secret(store_dir), self.log)
+            self.daemon._open()  # fail now, not at the first event, if the store cannot open
+            self.daemon.root = self.daemon.root or self.daemon.store.root  # type: ignore[union-attr]
+            try:
+                self.server = _Server(port, self.daemon, self.log)
+            except OSError as exc:
+                raise BadInput(f"cannot listen on 127.0.0.1:{port}: {exc.strerror}") from None
+            self.port = self.server.server_address[1]
+            os.ftruncate(self._lock_fd, 0)
+            os.pwrite(
+                self._lock_fd,
+                json.dumps(
+                    {"pid": os.getpid(), "port": self.port, "root": self.daemon.root}
+                ).encode(),
+                0,
+            )
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
+        self._stopped = threading.Event()
+        self.idle_exit = self.daemon.config.serve_idle_minutes * 60
+        self._for_sessions = lock_fd is not None  # a session's hook started it
+        self.exit_reason = ""
+
+    def _adopt(self, fd: int) -> int:
+        """The lock a hook took for this daemon (snapstore_cli.lifecycle), handed down open:
+        it must be this store's serve.lock, and still held."""
+        path = os.path.join(self.store_dir, LOCK_FILE)
+        mine, there = os.fstat(fd), os.stat(path)
+        if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
+            raise BadInput(f"file descriptor {fd} is not {path}")
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: this does not block
+        os.set_inheritable(fd, False)
+        return fd
+
+    def _lock(self) -> int:
+        path = os.path.join(self.store_dir, LOCK_FILE)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            running = info(self.store_dir) or {}
+            raise ServeRunning(
+                f"snapstore serve is already running for this store (pid "
+                f"{running.get('pid', '?')}, port {running.get('port', '?')})",
+                pid=running.get("pid"),
+                port=running.get("port"),
+                what="the serve lock",
+                timeout=0,
+            ) from None
+        return fd
+
+    def run(self, watch: bool = False) -> None:
+        """Serve until :meth:`stop`, and with ``watch`` (scan mode) run the watcher; closes
+        the store whenever it has been idle a while, and stops once the last session has
+        ended or nothing has come for ``idle_exit`` seconds."""
+        threads = [threading.Thread(target=self._reap, name="snapstore-idle", daemon=True)]
+        if watch:
+            threads.append(threading.Thread(target=self._watch, name="snapstore-watch"))
+        for thread in threads:
+            thread.start()
+        try:
+            self.server.serve_forever(poll_interval=0.2)
+        finally:
+            self._stopped.set()
+            self.server.server_close()
+            for thread in threads[1:]:
+                thread.join()
+            with self.daemon.lock:
+                self.daemon.close()
+            os.close(self._lock_fd)
+
+    def _watch(self) -> None:
+        """The watcher (`snapstore watch`), as a process of the daemon's own: the store's
+        database may be open only once per process, and the watcher writes on its own. It
+        dies with the daemon, stops when the daemon stops, and is never needed for
+        correctness: when it cannot run (a `snapstore watch` of the user's runs already),
+        scans walk the tree or ask that one."""
+        import subprocess
+
+        try:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "snapstore_cli", "--root", str(self.daemon.root), "watch"],
+                cwd=self.daemon.root,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent(),
+            )
+        except OSError as exc:
+            self.log(f"watch: not started: {exc}")
+            return
+        self.log(f"watch: started (pid {child.pid})")
+        self._stopped.wait()
+        child.terminate()
+        try:
+            child.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+    def _asked(self) -> float:
+        """When a scan last asked the watcher (its request folder changes with each)."""
+        try:
+            return os.stat(os.path.join(self.store_dir, REQUEST_DIR)).st_mtime
+        except OSError:
+            return 0.0
+
+    def _reap(self) -> None:
+        had_sessions = self._for_sessions  # they may all have ended before this first look
+        while not self._stopped.wait(IDLE / 2):
+            self.daemon.close_if_idle()
+            sessions = live_sessions(self.store_dir)
+            if sessions:
+                had_sessions = True
+            elif had_sessions:
+                self._exit("the last session has ended")
+                return
+            last = max([self.daemon.last, *_monotonic([*sessions, self._asked()])])
+            if self.idle_exit > 0 and time.monotonic() - last >= self.idle_exit:
+                self._exit(f"idle for {self.idle_exit / 60:g} minutes")
+                return
+
+    def _exit(self, why: str) -> None:
+        self.exit_reason = why
+        self.log(f"stopping: {why}")
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving (from a signal handler or another thread)."""
+        threading.Thread(target=self.server.shutdown, daemon=True).start()

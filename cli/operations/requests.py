@@ -1,0 +1,58 @@
+"""What a door asks the operation layer to do: one request record per move between turns.
+
+Every front end (the Click commands, the fast path, the picker, the page's socket, ``snapstore
+mcp``) builds a :class:`Move` from its own input and hands it to ``operations.moves``; none
+calls the Store's moves itself. So a request means the same through every door, and its
+checks (which options go together) are made here, once.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from snapstore import BadInput
+from snapstore.core.records import BOTH, SKIP, Mode, Policy
+
+#: The moves: back (rewind), anywhere (switch), taking one back (undo), doing it again (redo),
+#: retrying what one left (finish), and finishing one a crash cut short (resume).
+Action = Literal["rewind", "switch", "undo", "redo", "finish", "resume"]
+
+
+class Move(NamedTuple):
+    """One move, as a door read it from its user.
+
+    ``target`` is a turn (a number from ``log``, or an id or a unique prefix of one) for a
+    rewind or a switch, an operation id (or a prefix) for an undo or a redo, and None for the
+    rest (an undo or redo of the newest). ``session`` is the one the user named, or None: the
+    layer then chooses as ``log`` does (the turn's own session for a turn id). ``paths`` are
+    absolute. ``shown`` is the turn as the user saw it (the picker's number), for the lines
+    that name it."""
+
+    action: Action
+    target: str | None = None
+    session: str | None = None
+    mode: Mode = BOTH
+    on_conflict: Policy = SKIP
+    paths: tuple[str, ...] = ()
+    dry_run: bool = False
+    force: bool = False
+    shown: str | None = None
+
+
+def check(move: Move) -> None:
+    """Refuse what no door may ask (BadInput, exit 2): options that do not go with the move."""
+    action = move.action
+    if action == "resume":
+        if move.target or move.paths or move.mode != BOTH or move.dry_run or move.force:
+            raise BadInput("--resume takes no TURN, --path, --mode, --dry-run or --force")
+        return
+    if action == "finish" and (move.target is not None or move.paths or move.mode != BOTH):
+        raise BadInput("--finish takes no TURN, --path or --mode")
+    if action in ("rewind", "switch") and not (move.target or "").strip():
+        raise BadInput(f"{action} needs a turn: a number from `snapstore log`, or a turn id")
+    if move.paths and action != "rewind":
+        raise BadInput(f"--path goes with rewind, not {action}")
+    if move.mode != BOTH and action not in ("rewind", "undo"):
+        raise BadInput(f"--mode goes with rewind and undo, not {action}")
+    if move.force and action not in ("rewind", "switch"):
+        raise BadInput(f"--force goes with rewind and switch, not {action}")
