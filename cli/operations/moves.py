@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, NotFound
-from snapstore.core.errors import UnknownTurn
+from snapstore.core.errors import UnknownOperation, UnknownTurn
 
 from ..settings.options import choose_session
 from . import runner
@@ -81,9 +81,20 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
     action, policy = move.action, move.on_conflict
     if action in ("undo", "redo"):
         require_turns(store, move.session or DEFAULT_SESSION, f"nothing to {action}")
-        ref = None if move.target is None else store.resolve_operation(move.target)
-        act = store.undo if action == "undo" else store.redo
-        result = act(ref, move.session, on_conflict=policy, dry_run=move.dry_run, homes=ctx.homes)
+        ref = None if move.target is None else _operation_of(store, move)
+        if action == "undo":
+            result = store.undo(
+                ref,
+                move.session,
+                on_conflict=policy,
+                dry_run=move.dry_run,
+                homes=ctx.homes,
+                mode=move.mode,
+            )
+        else:
+            result = store.redo(
+                ref, move.session, on_conflict=policy, dry_run=move.dry_run, homes=ctx.homes
+            )
         chose = move.session is None  # the store's newest: say which
         return result, f"{action}ing {result.target} of session {result.session}" if chose else None
     target = move.target or ""
@@ -122,3 +133,17 @@ def _session_of(store: Store, move: Move, target: str) -> tuple[str, str | None]
             )
         return turn.session, None
     return choose_session(store, move.session)
+
+
+def _operation_of(store: Store, move: Move) -> str:
+    """The operation an undo or redo names (an id or a unique prefix), refused when the user
+    named a session it is not of."""
+    assert move.target is not None
+    op_id = store.resolve_operation(move.target)
+    if move.session is not None:
+        owner = store.resolve_turn(op_id, move.session).session
+        if owner != move.session:
+            raise UnknownOperation(
+                f"operation {op_id} is of session {owner}, not {move.session}", ref=move.target
+            )
+    return op_id

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from snapstore import SnapstoreError, Store
 from snapstore.adapters import agent_of
 from snapstore.core.errors import UnknownOperation, UnknownSession, UnknownTurn
-from snapstore.core.records import MODES, POLICIES
+from snapstore.core.records import BOTH, CODE, MODES, POLICIES
 from snapstore.ops.history import RewindPoint
 
 from ...operations.context import Context
@@ -337,7 +337,11 @@ def undo(
     if operation is not None and (not isinstance(operation, str) or not operation.strip()):
         raise FrameError("bad_frame", "operation_id must be an operation's id")
     move = Move(
-        "undo", operation, session, on_conflict=_choice(frame, "on_conflict", POLICIES, "skip")
+        "undo",
+        operation,
+        session,
+        mode=_choice(frame, "mode", (BOTH, CODE), BOTH),
+        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
     )
     return "undo_result", _move(store, ctx, move)
 

@@ -1,0 +1,442 @@
+"""One behaviour through every door: a table of scenarios, each run through each front end.
+
+Every door (the Click application, the fast path, the interactive picker, the page's socket and
+the Python API) hands a move to the operation layer (``snapstore_cli.operations``) and renders
+its outcome; this table proves that the same request gives the same answer through each. For
+every scenario and every door, a fresh workspace is built the same way, the move is made, and
+then compared with every other door's: the files on disk, the agent's transcript, the operation
+log and the reply's fields (ids and folders written as the workspace's own, so that stores
+built apart compare). Each scenario also says what that answer must be, so that the doors
+cannot agree on a wrong one. A new door joins by adding one entry to :data:`DOORS`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+from snapstore_cli.operations.outcome import public
+
+from snapstore import SnapstoreError, Store
+
+from ..support import agent_turn, agent_write, hermetic_env, read, run_snapstore, write
+from ..support.transcripts import PROMPTS, session_of
+from ..support.trees import snapshot
+from ..support.ui import ask, open_socket, running_ui
+
+CLAUDE = "claude-code/sid"
+
+
+class Built(NamedTuple):
+    """A scenario's workspace, ready for the move: the folder, the agents' homes (and their
+    environment variables), the session and the transcript (or None)."""
+
+    ws: Path
+    homes: dict[str, str]
+    env: dict[str, str]
+    session: str
+    transcript: Path | None
+
+
+class Request(NamedTuple):
+    """The move every door is asked for."""
+
+    action: str  # rewind or undo
+    turn: str | None = None  # a number from `snapstore log`
+    mode: str = "both"
+
+
+class Reply(NamedTuple):
+    """A door's answer: the outcome's fields (or ``{"error": code}``) and, for the doors that
+    are command lines, the exit code."""
+
+    data: dict[str, Any]
+    exit: int | None = None
+
+
+# -- the scenarios ------------------------------------------------------------------------
+
+
+def _plain(b: Built, store: Store) -> None:
+    for i in range(3):
+        agent_turn(store, PROMPTS[i], {"notes.txt": f"version {i}\n"}, session=b.session)
+
+
+def _merge(b: Built, store: Store) -> None:
+    base = "".join(f"line {i}\n" for i in range(20))
+    agent_turn(store, "make the file", {"app.txt": base}, session=b.session)
+    agent_turn(store, "edit the top", {"app.txt": base.replace("line 1\n", "agent\n")}, b.session)
+    write(b.ws, "app.txt", read(b.ws, "app.txt").replace(b"line 18\n", b"mine\n"))  # the user's
+
+
+def _conflict(b: Built, store: Store) -> None:
+    agent_turn(store, "make the file", {"app.txt": "a\nb\nc\n"}, session=b.session)
+    agent_turn(store, "edit b", {"app.txt": "a\nagent\nc\n", "other.txt": "x\n"}, b.session)
+    write(b.ws, "app.txt", "a\nmine\nc\n")  # the user edited the agent's line
+
+
+def _partial(b: Built, store: Store) -> None:
+    agent_turn(store, "make them", {"gone.txt": "keep me\n", "kept.txt": "1\n"}, b.session)
+    agent_turn(store, "delete one", {"gone.txt": None, "kept.txt": "2\n"}, b.session)
+    write(b.ws, "gone.txt/mine.txt", "the user's folder now\n")  # where the file must come back
+
+
+def _claude(b: Built, store: Store) -> None:
+    assert b.transcript is not None
+    session_of(store, "claude-code", b.transcript)
+
+
+def _running(b: Built, store: Store) -> None:
+    _claude(b, store)
+    live = subprocess.Popen(["sleep", "600"])
+    _LIVE.append(live)
+    registry = Path(b.homes["claude-code"]) / "sessions"
+    registry.mkdir()
+    (registry / f"{live.pid}.json").write_text(json.dumps({"pid": live.pid, "sessionId": "sid"}))
+
+
+def _compacted(b: Built, store: Store) -> None:
+    _claude(b, store)
+    assert b.transcript is not None
+    with open(b.transcript, "a") as f:
+        f.write(json.dumps({"type": "system", "subtype": "compact_boundary", "uuid": "c"}) + "\n")
+
+
+def _wrote_since(b: Built, store: Store) -> None:
+    _claude(b, store)
+    store.rewind(2, b.session, homes=b.homes)
+    assert b.transcript is not None
+    resumed = {"type": "user", "uuid": "u9", "parentUuid": "a0", "promptId": "p9"}
+    with open(b.transcript, "a") as f:  # the user resumed Claude Code and sent a prompt
+        f.write(json.dumps({**resumed, "message": {"content": "again"}}) + "\n")
+
+
+def _no_transcript(b: Built, store: Store) -> None:
+    for i in range(3):
+        store.begin_turn(b.session, PROMPTS[i], f"p{i}")  # a hook that gave no transcript
+        agent_write(store, "notes.txt", f"version {i}\n", session=b.session)
+        store.end_turn(b.session)
+
+
+class Scenario(NamedTuple):
+    build: Callable[[Built, Store], None]
+    session: str
+    request: Request
+    expect: Callable[[Built, Reply], None]
+    transcript: bool = False
+
+
+def _expect_plain(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["notes.txt"] and r.data["errors"] == []
+    assert r.data["user_text"] == PROMPTS[1]  # the prompt comes back: no transcript needed
+    assert read(b.ws, "notes.txt") == b"version 0\n"
+
+
+def _expect_merge(b: Built, r: Reply) -> None:
+    assert r.data["merged"] == ["app.txt"] and r.data["errors"] == []
+    assert read(b.ws, "app.txt") == b"".join(
+        b"mine\n" if i == 18 else f"line {i}\n".encode() for i in range(20)
+    )
+
+
+def _expect_conflict(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["other.txt"] or r.data["deleted"] == ["other.txt"]
+    assert [c["path"] for c in r.data["conflicts"]] == ["app.txt"]
+    assert [(e["path"], e["kind"]) for e in r.data["errors"]] == [("app.txt", "conflict")]
+    assert read(b.ws, "app.txt") == b"a\nmine\nc\n"  # left alone
+    assert r.exit in (1, None)
+
+
+def _expect_partial(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["kept.txt"]
+    assert [(e["path"], e["kind"]) for e in r.data["errors"]] == [("gone.txt", "failed")]
+    assert read(b.ws, "gone.txt/mine.txt") == b"the user's folder now\n"
+    assert r.exit in (1, None)
+
+
+def _expect_claude(b: Built, r: Reply) -> None:
+    assert r.data["conversation"]["status"] == "rewound"
+    assert r.data["user_text"] == PROMPTS[1]
+    assert read(b.ws, "notes.txt") == b"version 0\n"
+
+
+def _refused(code: str) -> Callable[[Built, Reply], None]:
+    def expect(b: Built, r: Reply) -> None:
+        assert r.data == {"error": code}
+        assert r.exit in (3, None)
+        assert read(b.ws, "notes.txt") == b"version 2\n"  # nothing changed
+
+    return expect
+
+
+def _expect_undo_refused(b: Built, r: Reply) -> None:
+    assert r.data == {"error": "conversation_refused"}
+    assert read(b.ws, "notes.txt") == b"version 0\n"  # the rewind stays
+
+
+def _expect_undo_code(b: Built, r: Reply) -> None:
+    assert r.data["conversation"] is None and r.data["restored"] == ["notes.txt"]
+    assert read(b.ws, "notes.txt") == b"version 2\n"
+
+
+def _expect_no_transcript(b: Built, r: Reply) -> None:
+    assert r.data["user_text"] == PROMPTS[1] and r.data["restored"] == ["notes.txt"]
+    assert r.data["conversation"]["status"] != "rewound"
+
+
+SCENARIOS = {
+    "plain rewind": Scenario(_plain, "default", Request("rewind", "2"), _expect_plain),
+    "merge": Scenario(_merge, "default", Request("rewind", "1"), _expect_merge),
+    "conflict": Scenario(_conflict, "default", Request("rewind", "1"), _expect_conflict),
+    "partial failure": Scenario(_partial, "default", Request("rewind", "1"), _expect_partial),
+    "conversation": Scenario(_claude, CLAUDE, Request("rewind", "2"), _expect_claude, True),
+    "running agent": Scenario(
+        _running, CLAUDE, Request("rewind", "2"), _refused("run_active"), True
+    ),
+    "compaction": Scenario(
+        _compacted, CLAUDE, Request("rewind", "2"), _refused("conversation_refused"), True
+    ),
+    "undo after the agent wrote": Scenario(
+        _wrote_since, CLAUDE, Request("undo"), _expect_undo_refused, True
+    ),
+    "undo of the files alone": Scenario(
+        _wrote_since, CLAUDE, Request("undo", mode="code"), _expect_undo_code, True
+    ),
+    "no transcript": Scenario(
+        _no_transcript, CLAUDE, Request("rewind", "2"), _expect_no_transcript
+    ),
+}
+_LIVE: list[subprocess.Popen[bytes]] = []
+
+
+@pytest.fixture(autouse=True)
+def _stop_live_processes() -> Iterator[None]:
+    yield
+    while _LIVE:
+        live = _LIVE.pop()
+        live.kill()
+        live.wait()
+
+
+# -- the doors ------------------------------------------------------------------------------
+
+
+def _args(b: Built, request: Request) -> list[str]:
+    args = ["--json", "--session", b.session, request.action]
+    if request.turn is not None:
+        args += [request.turn, "--yes"]
+    if request.mode != "both":
+        args += ["--mode", request.mode]
+    return args
+
+
+def _command_line(b: Built, request: Request, click: bool) -> Reply:
+    done = run_snapstore(_args(b, request), cwd=b.ws, env=b.env, click=click)
+    data = json.loads(done.stdout)
+    if "error" in data:
+        assert done.stderr.startswith("snapstore: "), done.stderr
+        return Reply({"error": data["error"]["code"]}, done.returncode)
+    return Reply(data, done.returncode)
+
+
+def click_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    return _command_line(b, request, click=True)
+
+
+def fast_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    return _command_line(b, request, click=False)
+
+
+def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
+    """`snapstore rewind` with no TURN on a terminal: the first menu chooses the turn, the
+    second the mode whose label names it (the picker offers only what it can do)."""
+    from snapstore_cli.doors import picker
+    from snapstore_cli.doors.click.commands import rewind
+    from snapstore_cli.output import results
+
+    if request.action != "rewind":
+        return _command_line(b, request, click=True)  # the picker chooses turns, not undos
+    assert request.turn is not None
+    offered: list[list[Any]] = []  # each mode menu's (mode, label) choices, as the picker made them
+
+    def mode_choices(*args: Any) -> list[Any]:
+        offered.append(real_choices(*args))
+        return offered[-1]
+
+    def menu(title: str, items: list[str], details: object = None) -> int | None:
+        if not offered:
+            return int(request.turn or 0) - 1  # the list is newest first, as `log` numbers it
+        modes = [mode for mode, _label in offered[-1]]
+        return modes.index(request.mode) if request.mode in modes else len(items) - 1  # Cancel
+
+    reported: list[Any] = []
+
+    def report(outcome: Any, as_json: bool) -> int:
+        reported.append(outcome.to_json())
+        return real_report(outcome, as_json)
+
+    real_report, real_choices = results.report, picker.mode_choices
+    mp.setattr(picker, "menu", menu)
+    mp.setattr(picker, "mode_choices", mode_choices)
+    mp.setattr(rewind, "_interactive", lambda: True)
+    mp.setattr(results, "report", report)
+    done = run_snapstore(["--session", b.session, "rewind"], cwd=b.ws, env=b.env, click=True)
+    if not reported:  # the mode asked for was not offered: what the menu said instead
+        refused = [label for _mode, label in offered[-1] if "cannot go back" in label]
+        assert refused, offered
+        code = "run_active" if "exit claude first" in refused[0] else "conversation_refused"
+        return Reply({"error": code}, 3)
+    return Reply(reported[0], done.returncode)
+
+
+def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    """The page's WebSocket, through a real `snapstore ui` with the same environment."""
+    frame: dict[str, Any] = {"action": request.action, "session_id": b.session}
+    if request.turn is not None:
+        frame["turn"] = int(request.turn)
+    frame["mode"] = request.mode
+    extra = {k: v for k, v in b.env.items() if k not in hermetic_env()}
+    with running_ui(b.ws, **extra) as ui, open_socket(ui) as ws:
+        answer = ask(ws, frame)
+    data = dict(answer["data"])
+    if answer["type"] == "error":
+        return Reply({"error": data["code"]})
+    data.pop("request_id")
+    data["session"] = data.pop("session_id")
+    data["undo_id"] = data.pop("operation_id")
+    data["new_head"] = data.pop("new_head_id")
+    assert data.pop("restored_paths") == sorted(data["restored"] + data["merged"] + data["deleted"])
+    return Reply(data)
+
+
+def python_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    """The library itself (it reads no environment: the homes are passed)."""
+    with Store.open(b.ws) as store:
+        try:
+            if request.action == "rewind":
+                assert request.turn is not None
+                result = store.rewind(
+                    int(request.turn),
+                    b.session,
+                    mode=request.mode,
+                    homes=b.homes,  # type: ignore[arg-type]
+                )
+            else:
+                result = store.undo(None, b.session, homes=b.homes, mode=request.mode)  # type: ignore[arg-type]
+        except SnapstoreError as exc:
+            return Reply({"error": exc.code})
+    return Reply(public(result))
+
+
+Door = Callable[[Built, Request, pytest.MonkeyPatch], Reply]
+DOORS: dict[str, Door] = {
+    "click": click_door,
+    "fast path": fast_door,
+    "picker": picker_door,
+    "socket": socket_door,
+    "python": python_door,
+}
+
+
+# -- running and comparing -------------------------------------------------------------------
+
+
+def _build(tmp: Path, scenario: Scenario) -> Built:
+    ws = tmp / "ws"
+    ws.mkdir(parents=True)
+    homes = {a: str(tmp / "homes" / a) for a in ("claude-code", "codex", "gemini-cli", "qwen-code")}
+    homes.update(copilot=str(tmp / "homes" / "copilot"), opencode=str(tmp / "homes" / "opencode"))
+    for home in homes.values():
+        os.makedirs(home)
+    env = hermetic_env(
+        HOME=str(tmp / "homes"),
+        CLAUDE_CONFIG_DIR=homes["claude-code"],
+        CODEX_HOME=homes["codex"],
+        COPILOT_HOME=homes["copilot"],
+        XDG_DATA_HOME=str(tmp / "homes"),
+    )
+    transcript = Path(homes["claude-code"]) / "t.jsonl" if scenario.transcript else None
+    built = Built(ws.resolve(), homes, env, scenario.session, transcript)
+    from ..support import Clock
+
+    with Store.init(built.ws, clock=Clock()) as store:
+        scenario.build(built, store)
+    return built
+
+
+def _state(b: Built) -> dict[str, Any]:
+    """What the move left: files, transcript (its records, less the agent's own time
+    stamps), and the operation log."""
+    records = []
+    if b.transcript is not None:
+        for line in b.transcript.read_text().splitlines():
+            record = json.loads(line)
+            record.pop("timestamp", None)
+            records.append(record)
+    with Store.open(b.ws) as store:
+        ops = [
+            (op.action, op.session, op.target, op.files, op.conflicts, op.errors, op.status)
+            for op in store.operations()
+        ]
+    return {"files": snapshot(b.ws), "transcript": records, "ops": ops}
+
+
+def _same_across_stores(b: Built, value: Any) -> Any:
+    """``value`` with the store's turn ids as their sequence numbers, and the workspace's
+    folders named, so that workspaces built apart compare."""
+    with Store.open(b.ws) as store, store.repo.read() as v:
+        ids = {t.id: f"turn#{t.seq}" for t in v.turns()}
+    text = json.dumps(value, sort_keys=True, default=list)
+    for turn_id, name in ids.items():
+        text = text.replace(turn_id, name)
+    return json.loads(text.replace(str(b.ws.parent), "<tmp>"))
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_door_gives_the_same_answer(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scenario = SCENARIOS[name]
+    seen: dict[str, tuple[Any, Any, int | None]] = {}
+    for door, make in DOORS.items():
+        built = _build(tmp_path / door.replace(" ", "-"), scenario)
+        reply = make(built, scenario.request, monkeypatch)
+        monkeypatch.undo()
+        scenario.expect(built, reply)
+        data = {k: v for k, v in reply.data.items() if k != "finish"}
+        seen[door] = (
+            _same_across_stores(built, data),
+            _same_across_stores(built, _state(built)),
+            reply.exit,
+        )
+    first, (data, state, _code) = next(iter(seen.items()))
+    for door, (other_data, other_state, _other) in seen.items():
+        assert other_data == data, f"{door} answers otherwise than {first}"
+        assert other_state == state, f"{door} leaves otherwise than {first}"
+    codes = {door: code for door, (_d, _s, code) in seen.items() if code is not None}
+    assert len(set(codes.values())) == 1, codes
+
+
+def test_no_door_makes_a_move_on_the_store_itself() -> None:
+    """Only the operation layer calls the Store's moves: a door that did would drift."""
+    import ast
+
+    doors = Path(__file__).parents[2] / "cli" / "doors"
+    moves = {"rewind", "switch", "undo", "redo", "finish", "resume"}
+    calls = []
+    for path in doors.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in moves
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "store"
+            ):
+                calls.append(f"{path.relative_to(doors)}:{node.lineno} store.{node.func.attr}")
+    assert calls == []
