@@ -3,8 +3,12 @@
 
 from __future__ import annotations
 
+import base64
 import http.client
 import json
+import os
+import socket
+import struct
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -91,7 +95,11 @@ def test_the_read_frames_answer_with_their_session(store: Store, root: Path) -> 
         ('{"action": "diff", "session_id": "default", "turn": "../../etc/passwd"}', "unknown_turn"),
         ('{"action": "undo", "session_id": "default"}', "not_found"),
         ('{"action": "undo", "session_id": "default", "operation_id": "abc"}', "unknown_operation"),
+        ("[" * 30_000 + "]" * 30_000, "bad_json"),  # nested past Python's stack
+        ('{"action": "sessions", "session_id": "default", "request_id": [[1]]}', "bad_frame"),
+        ('{"action": "sessions", "request_id": "' + "r" * 300 + '"}', "bad_frame"),
     ],
+    ids=lambda value: value[:60] if isinstance(value, str) else value,
 )
 def test_bad_input_gets_an_error_frame_and_the_socket_stays(
     store: Store, root: Path, ui: Ui, frame: str, code: str
@@ -105,6 +113,7 @@ def test_bad_input_gets_an_error_frame_and_the_socket_stays(
         assert answer["data"]["code"] == code
         message = answer["data"]["message"]
         assert "\n" not in message and "Traceback" not in message
+        assert "request_id" not in answer["data"]  # a bad one is never echoed
         sent = json.loads(frame) if code != "bad_json" else None
         expected = sent.get("session_id") if isinstance(sent, dict) else None
         assert answer["data"]["session_id"] == expected
@@ -285,3 +294,50 @@ def test_a_busy_store_answers_locked_and_the_socket_stays(store: Store, root: Pa
         done = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})
         assert done["type"] == "rewind_result"
     assert read(root, "app.py") == FAREWELL.encode()
+
+
+def _stalled_socket(ui: Ui, frame: dict) -> socket.socket:
+    """A WebSocket client that subscribes with ``frame``, then never reads: a tab the browser
+    froze, with a small receive buffer so that the server's sends soon block on it."""
+    conn = socket.socket()
+    conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    conn.connect(("127.0.0.1", ui.port))
+    key = base64.b64encode(os.urandom(16)).decode()
+    conn.sendall(
+        f"GET /ws?token={ui.token} HTTP/1.1\r\nHost: 127.0.0.1:{ui.port}\r\n"
+        f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n".encode()
+    )
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += conn.recv(1)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    payload, mask = json.dumps(frame).encode(), os.urandom(4)
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    conn.sendall(bytes([0x81, 0x80 | 126]) + struct.pack("!H", len(payload)) + mask + masked)
+    return conn
+
+
+def test_a_stalled_client_never_delays_another_and_is_dropped_with_a_close_frame(
+    store: Store, root: Path, ui: Ui
+) -> None:
+    big = "x" * 100_000  # prompts are shown whole: each session frame is megabytes
+    for n in range(20):
+        store.begin_turn("default", f"{n} {big}")
+        store.end_turn("default")
+    subscribe = {"action": "load_session", "session_id": "default", "request_id": "s"}
+    stalled = _stalled_socket(ui, subscribe)
+    with open_socket(ui, max_size=None) as live:
+        ask(live, {**subscribe, "request_id": "live"})
+        for n in range(12):  # each new turn is pushed to both: the stalled one falls behind
+            store.begin_turn("default", f"more {n} {big}")
+            store.end_turn("default")
+            pushed = json.loads(live.recv(timeout=WAIT))
+            assert pushed["type"] == "session" and len(pushed["data"]["turns"]) == 21 + n
+    stalled.settimeout(WAIT)
+    received = b""
+    while chunk := stalled.recv(1 << 20):  # read it out: the server ends it with a close frame
+        received += chunk
+    stalled.close()
+    close = bytes([0x88, 2 + len(b"fell too far behind; reconnect")]) + struct.pack("!H", 1008)
+    assert close in received[-64:]

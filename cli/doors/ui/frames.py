@@ -51,11 +51,25 @@ class FrameError(Exception):
 
 
 def reply(kind: str, session: str | None, data: dict[str, Any], request: dict[str, Any]) -> str:
-    """A reply frame, as text: ``data`` with the session and the client's request id."""
+    """A reply frame, as text: ``data`` with the session and the client's request id (one
+    that :func:`parse` accepted: a short string or a number)."""
     body = {"session_id": session, **data}
-    if "request_id" in request:
+    if _request_id(request) is not None:
         body["request_id"] = request["request_id"]
     return json.dumps({"type": kind, "data": body})
+
+
+#: The longest request id echoed back (a client's own name for its request).
+MAX_REQUEST_ID = 200
+
+
+def _request_id(request: dict[str, Any]) -> str | int | None:
+    value = request.get("request_id")
+    if isinstance(value, str) and len(value) <= MAX_REQUEST_ID:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def error(code: str, message: str, request: dict[str, Any]) -> str:
@@ -74,10 +88,16 @@ def parse(text: str | bytes) -> dict[str, Any]:
     """A request frame's JSON object; anything else is a ``bad_json`` or ``bad_frame``."""
     try:
         frame = json.loads(text)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # nested past Python's stack
         raise FrameError("bad_json", "the frame is not JSON") from None
     if not isinstance(frame, dict):
         raise FrameError("bad_frame", "a frame is a JSON object")
+    if "request_id" in frame and _request_id(frame) is None:
+        raise FrameError(
+            "bad_frame",
+            f"request_id must be a number or a string of at most {MAX_REQUEST_ID} characters",
+            {k: frame[k] for k in ("session_id", "action") if k in frame},
+        )
     if not isinstance(frame.get("action"), str):
         raise FrameError("bad_frame", "the frame has no action", frame)
     return frame

@@ -52,6 +52,12 @@ from . import frames
 POLL = 0.5
 #: Nanoseconds after a write to the data file during which it is read again at each look.
 RECENT = 2 * int(POLL * 1e9)
+#: Frames, and bytes, waiting to be sent to one client; a client that falls this far behind
+#: is dropped.
+QUEUE = 64
+QUEUE_BYTES = 8 * 1024 * 1024
+#: The close code for a dropped client (1008: policy violation, RFC 6455 §7.4.1).
+CLOSE_BEHIND = 1008
 #: The largest request frame accepted (frames name sessions and turns, never file bodies).
 MAX_FRAME = 64 * 1024
 #: The page's files: name -> content type.
@@ -76,7 +82,7 @@ class UiServer:
         self.port = port
         self.token = secrets.token_urlsafe(32)
         self.worker = ThreadPoolExecutor(1, thread_name_prefix="snapstore-ui")
-        self.clients: dict[ServerConnection, dict[str, str]] = {}  # subscription -> last sent
+        self.clients: dict[ServerConnection, _Client] = {}
 
     @property
     def url(self) -> str:
@@ -126,23 +132,26 @@ class UiServer:
     # -- the socket ---------------------------------------------------------------------
 
     async def handle(self, connection: ServerConnection) -> None:
-        """Answer each frame in turn; a live request is also answered again when it changes."""
-        subscriptions: dict[str, str] = {}
-        self.clients[connection] = subscriptions
+        """Answer each frame in turn; a live request is also answered again when it changes.
+        What goes to the client goes through its own queue (:class:`_Client`)."""
+        client = _Client(connection)
+        self.clients[connection] = client
+        sender = asyncio.create_task(client.send_all())
         try:
             async for message in connection:
                 try:
                     frame = frames.parse(message)
                 except frames.FrameError as exc:
-                    await connection.send(frames.error(exc.code, exc.message, exc.request))
+                    client.push(frames.error(exc.code, exc.message, exc.request))
                     continue
                 (text,) = await self._answer([frame])
                 if frame["action"] in frames.LIVE and json.loads(text)["type"] != "error":
-                    subscriptions[json.dumps(_live_key(frame))] = text
-                await connection.send(text)
+                    client.subscriptions[json.dumps(_live_key(frame))] = text
+                client.push(text)
         except ConnectionClosed:
             pass
         finally:
+            sender.cancel()
             del self.clients[connection]
 
     async def _answer(self, requests: list[dict[str, Any]]) -> list[str]:
@@ -175,18 +184,15 @@ class UiServer:
                 last = now
                 continue
             last = now
-            wanted = sorted({key for subs in self.clients.values() for key in subs})
+            wanted = sorted({key for c in self.clients.values() for key in c.subscriptions})
             answers = await self._answer([json.loads(k) for k in wanted])
             fresh = dict(zip(wanted, answers, strict=True))
-            for connection, subs in list(self.clients.items()):
-                for key, old in list(subs.items()):
+            for client in list(self.clients.values()):
+                for key, old in list(client.subscriptions.items()):
                     text = fresh.get(key)
                     if text is not None and text != old:
-                        subs[key] = text
-                        try:
-                            await connection.send(text)
-                        except ConnectionClosed:
-                            break
+                        client.subscriptions[key] = text
+                        client.push(text)
 
     async def run(self, ready: Callable[[UiServer], None], stop: asyncio.Event) -> None:
         """Serve until ``stop`` is set; ``ready`` is called once the port is bound."""
@@ -207,6 +213,47 @@ class UiServer:
                 watcher.cancel()
                 server.close()
         self.worker.shutdown(wait=True)
+
+
+class _Client:
+    """One socket's subscriptions and its own queue of frames to send, drained by its own
+    task: a client that reads slowly (a stalled tab, a paused program) delays nobody else,
+    and one that falls :data:`QUEUE` frames behind is dropped with a close frame."""
+
+    __slots__ = ("connection", "dropped", "queue", "queued", "subscriptions")
+
+    def __init__(self, connection: ServerConnection):
+        self.connection = connection
+        self.queue: asyncio.Queue[str] = asyncio.Queue(QUEUE)
+        self.queued = 0  # bytes in the queue
+        self.dropped = False
+        self.subscriptions: dict[str, str] = {}  # live request -> its answer last sent
+
+    def push(self, text: str) -> None:
+        """Queue ``text`` for the client, or drop the client when its queue is full."""
+        if self.dropped:
+            return
+        if self.queued + len(text) <= QUEUE_BYTES or not self.queued:
+            try:
+                self.queue.put_nowait(text)
+                self.queued += len(text)
+                return
+            except asyncio.QueueFull:
+                pass
+        self.dropped = True
+        self.subscriptions.clear()  # nothing more is queued for it
+        asyncio.get_running_loop().create_task(
+            self.connection.close(CLOSE_BEHIND, "fell too far behind; reconnect")
+        )
+
+    async def send_all(self) -> None:
+        while True:
+            text = await self.queue.get()
+            self.queued -= len(text)
+            try:
+                await self.connection.send(text)
+            except ConnectionClosed:
+                return
 
 
 def _live_key(frame: dict[str, Any]) -> dict[str, Any]:
