@@ -12,8 +12,10 @@ not used at all until the user reviews it and runs ``snapstore config trust``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 
 from snapstore import BadInput
 from snapstore.core.blobs import digest_hex
@@ -24,17 +26,51 @@ SECRET_FILE = "serve.secret"  # the HTTP hooks' secret (snapstore_cli.doors.daem
 SETTINGS_FILES = (CONFIG_FILE, SECRET_FILE)
 
 
-def trust_dir() -> str:
-    """Where this user's trust records live: ``$XDG_STATE_HOME/snapstore/trusted``
-    (``~/.local/state/snapstore/trusted``), outside every workspace. A relative
-    ``XDG_STATE_HOME`` is refused (the XDG spec calls it invalid): it would put the records
-    in whatever folder the command runs in, a workspace included."""
+class Unrecorded(BadInput):
+    """The trust record could not be written (the state folder is not writable, or not
+    safe): the file written is there, but snapstore will not obey it."""
+
+
+#: A trust record is a few digests; a larger file is not one of snapstore's.
+MAX_RECORD = 64 * 1024
+
+
+def state_dir() -> str:
+    """This user's snapstore state folder: ``$XDG_STATE_HOME/snapstore``
+    (``~/.local/state/snapstore``), outside every workspace. A relative ``XDG_STATE_HOME``
+    is refused (the XDG spec calls it invalid): it would put the records in whatever folder
+    the command runs in, a workspace included."""
     state = os.environ.get("XDG_STATE_HOME")
     if state and not os.path.isabs(state):
         raise BadInput(f"XDG_STATE_HOME takes an absolute path, not {state!r}")
     return os.path.join(
-        state or os.path.join(os.path.expanduser("~"), ".local", "state"), "snapstore", "trusted"
+        state or os.path.join(os.path.expanduser("~"), ".local", "state"), "snapstore"
     )
+
+
+def trust_dir() -> str:
+    """Where this user's trust records live: ``<state>/trusted``."""
+    return os.path.join(state_dir(), "trusted")
+
+
+def unsafe(folder: str) -> str | None:
+    """Why ``folder`` (one of snapstore's own under the state folder) may not hold trust: it
+    is a symlink, not a folder, not this user's, or writable by others; None when it may (or
+    does not exist yet)."""
+    for path in (os.path.dirname(folder), folder):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            return f"{path}: {exc.strerror}"
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            return f"{path} is not a folder (a symlink is never followed)"
+        if st.st_uid != os.geteuid():
+            return f"{path} belongs to another user"
+        if st.st_mode & 0o022:
+            return f"{path} is writable by others (chmod go-w it)"
+    return None
 
 
 def _record_path(store_dir: str) -> str:
@@ -42,13 +78,29 @@ def _record_path(store_dir: str) -> str:
 
 
 def record(store_dir: str) -> dict[str, str]:
-    """The store's trust record: each settings file's digest as snapstore last wrote it."""
+    """The store's trust record: each settings file's digest as snapstore last wrote it; none
+    from a folder or a file that another user could have written (:func:`unsafe`)."""
+    path = _record_path(store_dir)
+    if unsafe(os.path.dirname(path)) is not None:
+        return {}
+    return _read(path)
+
+
+def _read(path: str) -> dict[str, str]:
     try:
-        with open(_record_path(store_dir), "rb") as handle:
-            record = json.loads(handle.read())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            return {}
+        found = json.loads(os.read(fd, MAX_RECORD))
     except (OSError, ValueError):
         return {}
-    return record if isinstance(record, dict) else {}
+    finally:
+        os.close(fd)
+    return found if isinstance(found, dict) else {}
 
 
 def _file_digest(path: str) -> str | None:
@@ -79,12 +131,16 @@ def trust(store_dir: str, *names: str) -> None:
     from snapstore.core.locks import flock
 
     path = _record_path(store_dir)
+    folder = os.path.dirname(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        why = unsafe(folder)
+        if why is not None:
+            raise Unrecorded(f"cannot record the store's settings as yours: {why}")
         lock = flock(f"{path}.lock", fcntl.LOCK_EX, 10.0, "the trust record", create=0o600)
         try:
-            kept = record(store_dir)
+            kept = _read(path)
             kept["store"] = os.path.realpath(store_dir)
             for name in names:
                 digest = _file_digest(os.path.join(store_dir, name))
@@ -98,8 +154,23 @@ def trust(store_dir: str, *names: str) -> None:
             os.replace(tmp, path)
         finally:
             os.close(lock)
+        prune(folder)
     except OSError as exc:
-        raise BadInput(
+        raise Unrecorded(
             f"cannot record the store's settings as yours in {trust_dir()}: {exc.strerror} "
             "(set XDG_STATE_HOME to a folder you can write)"
         ) from None
+
+
+def prune(folder: str) -> None:
+    """Remove the records of stores that are gone (each write of a record does this), so that
+    the folder holds two files per store that still exists, not per store ever made."""
+    for name in os.listdir(folder):
+        if len(name) != 32:  # a record is named by 32 hex digits; its lock and temp files
+            continue  # go with it
+        store = _read(os.path.join(folder, name)).get("store")
+        if isinstance(store, str) and os.path.isdir(store):
+            continue
+        for gone in (name, f"{name}.lock"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(folder, gone))

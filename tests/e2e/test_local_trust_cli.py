@@ -247,21 +247,86 @@ def test_two_trusts_at_once_keep_both_files_trusted(
     store.mkdir()
     (store / "config").write_text("[capture]\n")
     (store / "serve.secret").write_text("0" * 64 + "\n")
-    real_record = settings.record
+    real_record = settings._read
     first = threading.Event()
 
-    def slow_record(store_dir: str) -> dict[str, str]:
-        record = real_record(store_dir)
+    def slow_record(path: str) -> dict[str, str]:
+        record = real_record(path)
         if not first.is_set():  # the first trust only
             first.set()
             time.sleep(0.3)
         return record
 
-    monkeypatch.setattr(settings, "record", slow_record)
+    monkeypatch.setattr(settings, "_read", slow_record)
     secret = threading.Thread(target=settings.trust, args=(str(store), "serve.secret"))
     secret.start()
     assert first.wait(5)
     settings.trust(str(store), "config")  # in the first one's window
     secret.join()
-    monkeypatch.setattr(settings, "record", real_record)
+    monkeypatch.setattr(settings, "_read", real_record)
     assert settings.trusted(str(store), "config") and settings.trusted(str(store), "serve.secret")
+
+
+def _state(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    state = tmp_path / "state"
+    return {"XDG_STATE_HOME": str(state)}, state / "snapstore" / "trusted"
+
+
+@pytest.mark.parametrize("how", ["writable by others", "a symlink", "another user's"])
+def test_a_trust_folder_others_could_write_is_never_used(
+    cli, root: Path, tmp_path: Path, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from snapstore_cli.settings.config import Config
+
+    env, trusted = _state(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", env["XDG_STATE_HOME"])
+    assert cli("init", "--no-track-shell", env=env).code == 0
+    assert cli("--json", "hook", "install", "claude-code", env=env).code == 0  # writes the config
+    assert "track_shell = true" in (root / ".snapstore" / "config").read_text()
+    assert Config.load(str(root / ".snapstore")).track_shell  # trusted: scan mode is on
+    if how == "writable by others":
+        trusted.chmod(0o777)
+    elif how == "a symlink":
+        elsewhere = tmp_path / "elsewhere"
+        trusted.rename(elsewhere)
+        trusted.symlink_to(elsewhere)
+    else:
+        os.chown(trusted, 65534, 65534)  # nobody's: the tests run as root, which may chown
+    config = Config.load(str(root / ".snapstore"))  # no record is read from there
+    assert not config.track_shell and "not written by snapstore" in (config.refused or "")
+    refused = cli("config", "trust", env=env)
+    assert refused.code == 2
+    why = {"writable by others": "writable by others", "a symlink": "is not a folder"}
+    assert why.get(how, "belongs to another user") in refused.stderr
+    assert refused.stderr.count("\n") == 1
+
+
+def test_records_of_stores_that_are_gone_are_pruned(cli, root: Path, tmp_path: Path) -> None:
+    env, trusted = _state(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    assert cli("init", env=env, cwd=other).code == 0
+    assert cli("init", env=env).code == 0
+    records = {p.name for p in trusted.iterdir()}
+    assert len([n for n in records if not n.endswith(".lock")]) == 2
+    import shutil
+
+    shutil.rmtree(other / ".snapstore")
+    assert cli("config", "trust", env=env).code == 0  # any write of a record prunes
+    left = [p.name for p in trusted.iterdir()]
+    assert len(left) == 2 and {n.removesuffix(".lock") for n in left} == {left[0][:32]}
+
+
+def test_init_works_when_the_state_folder_cannot_be_written(
+    cli, root: Path, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    done = cli("--json", "init", env={"XDG_STATE_HOME": str(blocked)})
+    assert done.code == 0, done.stderr
+    [warning] = done.json["warnings"]
+    assert "scan mode is off" in warning and "XDG_STATE_HOME" in warning
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("snapstore: cannot record")
+    assert (root / ".snapstore").is_dir()
+    # the store works: a turn is recorded and rewound
+    assert cli("begin", "--prompt", "p", env={"XDG_STATE_HOME": str(blocked)}).code == 0

@@ -14,8 +14,10 @@ import click
 
 from snapstore.core.db import data_file
 
+from ....output.plain import say
 from ....output.rich import console, printable
 from ....settings.config import Config
+from ....settings.trust import Unrecorded
 from ... import fast
 from ..app import common_options, emit, options
 from .scan import track_shell_on
@@ -44,7 +46,16 @@ def init(track_shell: bool | None) -> None:
         # above say why); asked for, scan mode is refused there with the reason
         if track_shell is None:
             track_shell = Config.load(store.store_dir).refused is None
-        baseline = track_shell_on(store) if track_shell else None
+        try:
+            baseline = track_shell_on(store) if track_shell else None
+        except Unrecorded as exc:  # a read-only HOME, another user's under sudo: the store
+            baseline = None  # works, with the defaults; scan mode needs the settings file
+            data["warnings"] = [
+                f"{exc.message.split(' (set XDG_STATE_HOME')[0]}, so they are not used and "
+                "scan mode is off: set XDG_STATE_HOME to a folder you can write, then run "
+                "`snapstore config trust`"
+            ]
+            say(f"snapstore: {printable(data['warnings'][0], quote=False)}")
         if baseline is not None:
             data["scan"] = baseline.to_json()
         data["track_shell"] = shell = Config.load(store.store_dir).track_shell
