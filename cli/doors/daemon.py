@@ -67,6 +67,7 @@ from snapstore.core.errors import ServeRunning
 from snapstore.core.locks import holder_info
 from snapstore.ops.watchlink import REQUEST_DIR
 
+from ..operations import daemons
 from ..operations.lifecycle import live_sessions
 from ..operations.runner import failure, record
 from ..settings.config import Config, set_serve_port
@@ -251,6 +252,15 @@ def _die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    """A folder's identity (device, inode); None once it is gone."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def _monotonic(stamps: list[float]) -> list[float]:
     """Wall-clock times (file mtimes) on the monotonic clock the daemon keeps."""
     offset = time.monotonic() - time.time()
@@ -405,6 +415,7 @@ class Serving:
             os.close(self._lock_fd)
             raise
         self._stopped = threading.Event()
+        self._home = _identity(store_dir), _identity(str(self.daemon.root))
         self.idle_exit = self.daemon.config.serve_idle_minutes * 60
         self._for_sessions = lock_fd is not None  # a session's hook started it
         self.exit_reason = ""
@@ -441,7 +452,8 @@ class Serving:
     def run(self, watch: bool = False) -> None:
         """Serve until :meth:`stop`, and with ``watch`` (scan mode) run the watcher; closes
         the store whenever it has been idle a while, and stops once the last session has
-        ended or nothing has come for ``idle_exit`` seconds."""
+        ended, nothing has come for ``idle_exit`` seconds, or the workspace is gone."""
+        listed = daemons.register(os.getpid(), str(self.daemon.root), self.store_dir)
         threads = [threading.Thread(target=self._reap, name="snapstore-idle", daemon=True)]
         if watch:
             threads.append(threading.Thread(target=self._watch, name="snapstore-watch"))
@@ -457,6 +469,7 @@ class Serving:
             with self.daemon.lock:
                 self.daemon.close()
             os.close(self._lock_fd)
+            daemons.unregister(listed)
 
     def _watch(self) -> None:
         """The watcher (`snapstore watch`), as a process of the daemon's own: the store's
@@ -495,6 +508,9 @@ class Serving:
     def _reap(self) -> None:
         had_sessions = self._for_sessions  # they may all have ended before this first look
         while not self._stopped.wait(IDLE / 2):
+            if (_identity(self.store_dir), _identity(str(self.daemon.root))) != self._home:
+                self._exit("its workspace or store was removed or replaced")
+                return
             self.daemon.close_if_idle()
             sessions = live_sessions(self.store_dir)
             if sessions:

@@ -148,3 +148,64 @@ def test_a_shell_only_turn_is_recorded_and_rewound_exactly_with_the_daemon_up_or
     rewind = snapstore(root, "--json", "rewind", "1", "--yes")
     assert rewind.returncode == 0, rewind.stderr
     assert workspace_files(root) == before
+
+
+@pytest.mark.parametrize("started", ["by a session", "by serve --detach"])
+@pytest.mark.parametrize("gone", ["workspace removed", "store replaced"])
+def test_a_daemon_ends_with_its_workspace(root: Path, store: Path, gone: str, started: str) -> None:
+    """Removed, or its store replaced by another: the daemon and its watcher end within
+    seconds (a bound against a hang), and leave no entry in the user's list of daemons;
+    also one that no session started, which would otherwise wait for its idle time."""
+    import shutil
+
+    if started == "by a session":
+        session(root, "SessionStart", "one", **UP)
+    else:
+        assert snapstore(root, "serve", "--detach").returncode == 0
+    pid = daemon_up(store)
+    watcher = watcher_pid(store)
+    listed = Path(os.environ["XDG_STATE_HOME"]) / "snapstore" / "daemons" / f"{pid}.json"
+    assert json.loads(listed.read_text())["root"] == str(root)
+    if gone == "workspace removed":
+        shutil.rmtree(root)
+    else:
+        shutil.rmtree(store)
+        assert snapstore(root, "init", "--no-track-shell").returncode == 0
+    wait_until(lambda: not alive(pid) and not (watcher and alive(watcher)), timeout=10)
+    assert not listed.exists()
+
+
+def test_sessions_and_doctor_name_a_daemon_whose_workspace_is_gone(
+    root: Path, tmp_path: Path
+) -> None:
+    """One that does not end on its own (hung, or of an older release): its entry names a
+    live process and a workspace that is gone; an entry whose process died is pruned."""
+    assert snapstore(root, "init").returncode == 0
+    folder = Path(os.environ["XDG_STATE_HOME"]) / "snapstore" / "daemons"
+    folder.mkdir(parents=True, exist_ok=True)
+    hung = subprocess.Popen(["sleep", "300"])
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    gone = str(tmp_path / "deleted-workspace")
+    try:
+        for proc in (hung, dead):
+            entry = {
+                "pid": proc.pid,
+                "root": gone,
+                "store": gone + "/.snapstore",
+                "dev": 1,
+                "ino": 2,
+            }
+            (folder / f"{proc.pid}.json").write_text(json.dumps(entry))
+        listed = snapstore(root, "sessions")
+        assert listed.returncode == 0
+        line = f"snapstore serve (pid {hung.pid}) still runs for {gone}, which is gone"
+        assert line in listed.stderr
+        doctor = snapstore(root, "--json", "doctor")
+        assert json.loads(doctor.stdout)["stray_daemons"] == [
+            {"pid": hung.pid, "root": gone, "store": gone + "/.snapstore"}
+        ]
+        assert not (folder / f"{dead.pid}.json").exists()  # pruned as it was read
+    finally:
+        hung.kill()
+        hung.wait()

@@ -10,6 +10,7 @@ import click
 from snapstore.core.errors import NoStore
 
 from ....operations.checks import check, hook_reports
+from ....operations.daemons import orphan_line, orphans
 from ....output.rich import console, printable
 from ....settings.environment import project_root
 from ..app import common_options, emit, options
@@ -37,6 +38,7 @@ def doctor() -> None:
             where = store.root
             reports = hook_reports(store, where)
     problems = sum(len(r["problems"]) + r["unrecorded"] for r in reports)
+    stray = orphans()
 
     def human() -> None:
         out = console()
@@ -60,7 +62,10 @@ def doctor() -> None:
                 out.print(f"     - {printable(problem, quote=False)}")
             for tip in report["advice"]:
                 out.print(f"     > {printable(tip, quote=False)}")
+        for orphan in stray:
+            out.print(f"note: {printable(orphan_line(orphan), quote=False)}")
 
-    emit({"root": where, "hooks": reports, "problems": problems, "ok": problems == 0}, human)
+    data = {"root": where, "hooks": reports, "problems": problems, "ok": problems == 0}
+    emit({**data, "stray_daemons": [o._asdict() for o in stray]}, human)
     if problems:
         sys.exit(1)

@@ -11,6 +11,7 @@ from snapstore.adapters import agent_of
 from snapstore.core.records import APPLIED, FAILED, PLANNED, Status
 from snapstore.ops.history import Operation, SessionInfo
 
+from ....operations.daemons import orphan_line, orphans
 from ....output.plain import columns, iso, printable, say, short
 from ....settings.environment import agent_homes
 from ..app import common_options, emit, options
@@ -46,6 +47,8 @@ def sessions() -> None:
     with options().open_store() as store:
         listed = store.sessions(homes=agent_homes())
         now = store.clock()
+    for orphan in orphans():  # a person's note, beside the JSON too
+        say(f"snapstore: note: {printable(orphan_line(orphan), quote=False)}")
 
     def human() -> None:
         from ....output.rich import relative_time
