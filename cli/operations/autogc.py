@@ -19,7 +19,6 @@ from snapstore.core.db import store_size
 
 from ..settings.config import Config
 from ..settings.options import Options
-from ..settings.values import format_size
 
 #: gc brings the store this far under its quota, so it does not run again at once.
 LOW_WATER = 0.9
@@ -48,6 +47,8 @@ def run_if_due(store: Store, config: Config) -> str | None:
         )
     except SnapstoreError as exc:
         return f"automatic gc failed: {exc}"
+    from ..settings.values import format_size  # only once a gc runs
+
     quota = format_size(config.gc_max_size)
     note = (
         f"the store passed its quota ({format_size(before)} > {quota}); "

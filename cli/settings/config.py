@@ -22,7 +22,6 @@ from snapstore.core.blobs import digest_hex
 from snapstore.core.fsio import DEFAULT_MAX_FILE_SIZE
 
 from .trust import CONFIG_FILE, record, trust
-from .values import parse_number, parse_size
 
 if TYPE_CHECKING:
     import configparser
@@ -134,7 +133,11 @@ class Config:
         def number(section: str, key: str, takes: str, whole: bool = False) -> float | None:
             value = get(section, key)
             name = f"{path}: [{section}] {key}"
-            return None if value is None else parse_number(value, name, takes, whole=whole)
+            if value is None:
+                return None
+            from .values import parse_number
+
+            return parse_number(value, name, takes, whole=whole)
 
         try:
             max_size = get("gc", "max_size")
@@ -147,11 +150,9 @@ class Config:
                 track_shell=_boolean(get("capture", "track_shell")),
                 max_file_size=DEFAULT_MAX_FILE_SIZE
                 if file_size is None
-                else parse_size(file_size, f"{path}: [capture] max_file_size"),
+                else _size(file_size, f"{path}: [capture] max_file_size"),
                 gc_auto=_boolean(get("gc", "auto")),
-                gc_max_size=None
-                if max_size is None
-                else parse_size(max_size, f"{path}: [gc] max_size"),
+                gc_max_size=None if max_size is None else _size(max_size, f"{path}: [gc] max_size"),
                 gc_keep_days=cls().gc_keep_days if keep_days is None else keep_days,
                 gc_keep_turns=None if keep_turns is None else int(keep_turns),
                 remotes={
@@ -271,6 +272,16 @@ def _sections(path: str, data: bytes) -> dict[str, dict[str, str]]:
         return {section: dict(parser[section]) for section in parser.sections()}
     except configparser.Error as exc:  # a bad interpolation, met when the value is read
         raise BadInput(f"{path} is not a valid settings file: {exc}") from None
+
+
+def _size(value: str, name: str) -> int:
+    """A size from the file: as snapstore writes it, a number of bytes (read here, without
+    loading ``values``, on every hook); as a person may write it, ``500MiB``."""
+    if value.isdigit():
+        return int(value)
+    from .values import parse_size
+
+    return parse_size(value, name)
 
 
 def _boolean(value: str | None) -> bool:

@@ -24,7 +24,6 @@ from snapstore.core.db import STORE_DIRNAME
 from snapstore.core.errors import NoStore
 
 from .config import Config
-from .values import parse_number
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 
@@ -75,7 +74,7 @@ class Environment:
             os.path.abspath(store_dir) if store_dir else None,
             env.get("SNAPSTORE_SESSION") or None,
             lock_timeout(timeout, "SNAPSTORE_LOCK_TIMEOUT") if timeout else DEFAULT_LOCK_TIMEOUT,
-            parse_number(now, "SNAPSTORE_NOW", "a Unix time in seconds") if now else None,
+            _number(now, "SNAPSTORE_NOW", "a Unix time in seconds") if now else None,
         )
 
     def clock(self) -> Callable[[], float]:
@@ -136,7 +135,21 @@ class Environment:
 
 def lock_timeout(text: str, name: str) -> float:
     """Seconds to wait for a busy store (``--lock-timeout``, ``SNAPSTORE_LOCK_TIMEOUT``)."""
-    return parse_number(text, name, "a number of seconds to wait for a busy store")
+    return _number(text, name, "a number of seconds to wait for a busy store")
+
+
+def _number(text: str, name: str, takes: str) -> float:
+    """A variable's or option's number, 0 or more; ``values`` (its one line when it is not
+    one) loads only for a bad one, off every hook's path."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if 0 <= value < float("inf"):
+        return value
+    from .values import parse_number
+
+    return parse_number(text, name, takes)
 
 
 def strict_hooks(environ: Mapping[str, str] | None = None) -> bool:

@@ -46,7 +46,6 @@ HOOK_MODULES = {
     "snapstore_cli.settings.config",
     "snapstore_cli.settings.environment",
     "snapstore_cli.settings.trust",
-    "snapstore_cli.settings.values",
 }
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
 #: the console script turns the collector off, and ``gc`` is built into the interpreter.
