@@ -464,14 +464,17 @@ def trust(store_dir: str, *names: str) -> None:
 
 def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Each agent's home folder, where its transcripts and its registry of running sessions
-    are: what a conversation rewind reads (snapstore.conversation)."""
+    are: what a conversation rewind reads (snapstore.conversation). Gemini CLI's
+    ``GEMINI_CLI_HOME`` stands for the user's home (``.gemini`` is made in it); Qwen Code's
+    ``QWEN_HOME`` is its folder, the registry's (``QWEN_RUNTIME_DIR`` moves only the
+    transcripts, whose folder a rewind takes from the transcript's own path)."""
     env = os.environ if environ is None else environ
     home = env.get("HOME") or os.path.expanduser("~")
     return {
         "claude-code": env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
         "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
-        "gemini-cli": os.path.join(home, ".gemini"),
-        "qwen-code": os.path.join(home, ".qwen"),
+        "gemini-cli": os.path.join(env.get("GEMINI_CLI_HOME") or home, ".gemini"),
+        "qwen-code": env.get("QWEN_HOME") or os.path.join(home, ".qwen"),
         "copilot": env.get("COPILOT_HOME") or os.path.join(home, ".copilot"),
         "opencode": os.path.join(
             env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "opencode"
