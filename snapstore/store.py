@@ -580,11 +580,13 @@ class Store:
         """Rewinds or undos that were interrupted before they finished."""
         return self.repo.unfinished()
 
-    def resume(self) -> list[RewindResult]:
-        """Finish every interrupted rewind or undo."""
+    def resume(self, run_agents: bool = True) -> list[RewindResult]:
+        """Finish every interrupted rewind or undo; without ``run_agents``, leave one whose
+        conversation edit runs the agent's own CLI (opencode's import) for a later call, so
+        that this one ends in bounded time (a hook's, before it records its event)."""
         from .ops.journal import resume
 
-        return resume(self.repo)
+        return resume(self.repo, run_agents)
 
     # -- maintenance (snapstore.ops.fsck, snapstore.ops.gc) -------------------------------
 

@@ -30,7 +30,7 @@ from snapstore.conversation import (
 )
 from snapstore.core.errors import AgentRunning, ConversationRefused, ConversationUnreadable
 
-from ..support import agent_write, read
+from ..support import agent_write, hermetic_env, read, run_snapstore
 from ..support.transcripts import (
     chat_session_of,
     live_of,
@@ -553,3 +553,52 @@ def test_an_opencode_export_over_the_cap_is_not_read(
     session = session_of(store, "opencode", Path(homes["opencode"]) / "opencode.db")
     refused(store, session, homes, "opencode export gave over 64 MiB")
 
+
+def test_a_hook_event_leaves_an_operation_that_runs_opencode_for_the_next_command(
+    store: Store, tmp_path: Path, homes: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An interrupted opencode rewind (its fork to import through opencode, which may take
+    minutes): a hook event of another agent in the workspace finishes no such operation, so
+    it never waits for opencode (a program standing in for it imports for 300 s); the next
+    command does."""
+    exported = opencode_export(3)
+    (tmp_path / "export.json").write_text(json.dumps(exported))
+    calls = tmp_path / "calls"
+    program = tmp_path / "bin" / "opencode"
+    program.parent.mkdir()
+    program.write_text(
+        f'#!/bin/sh\necho "$1" >> {calls}\n'
+        f'[ "$1" = export ] && exec /bin/cat {tmp_path / "export.json"}\nexec /bin/sleep 300\n'
+    )
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{program.parent}{os.pathsep}{os.environ['PATH']}")
+    session = "opencode/sid"
+    users = [m["info"]["id"] for m in exported["messages"] if m["info"]["role"] == "user"]
+    for i, key in enumerate(users):
+        store.begin_turn(session, f"prompt {i}", key)
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    crashed_after_the_journal(store, session, homes)
+    [pending] = store.unfinished_operations()
+    assert calls.read_text() == "export\n"
+    event = {
+        "hook_event_name": "UserPromptSubmit",
+        "session_id": "other",
+        "cwd": store.root,
+        "prompt": "next",
+        "prompt_id": "q1",
+    }
+    hook = run_snapstore(
+        ["hook", "claude-code"],
+        cwd=store.root,
+        env=hermetic_env(PATH=os.environ["PATH"]),
+        input=json.dumps(event),
+        process=True,
+        timeout=60,
+    )
+    assert hook.returncode == 0, hook.stderr
+    assert calls.read_text() == "export\n"  # no import: the hook did not run opencode
+    assert store.unfinished_operations() == [pending]
+    assert notes(store) == b"version 2\n"
+    with store.repo.read() as v:  # the hook recorded its event
+        assert [t.prompt for t in v.turns() if t.session == "claude-code/other"] == ["next"]
