@@ -498,7 +498,9 @@ class Store:
         agent has a conversation module: ``homes`` maps each agent to its home folder
         (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
         registry of running sessions is. Without it, the chat stays in the agent
-        (``result.conversation["status"]`` is ``unsupported``).
+        (``result.conversation["status"]`` is ``unsupported``); when the transcript, or a
+        file beside it, cannot be read safely, the chat stays too (``refused``, with the
+        reason as ``note``) and the files still go back.
         """
         from .ops.rewind import rewind
 

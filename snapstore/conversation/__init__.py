@@ -458,31 +458,38 @@ def _fork(mod: ModuleType, edit: Edit) -> None:
             f"{edit.transcript} changed since the rewind; left as it is", path=edit.transcript
         )
     folder = os.path.dirname(edit.transcript)
-    own_folder = bool(edit.files)
+    own = getattr(mod, "FORK_FILES", ())  # a fork in a folder of its own, with these files
+    extras = [os.path.join(folder, name) for name in own]
     if edit.cut:
-        for path, _ in edit.files:
+        for path in [*extras, edit.transcript]:
             files.remove(path)
-        files.remove(edit.transcript)
-        if own_folder:
+        if own:
             with contextlib.suppress(OSError):  # the agent put something else there: it stays
                 os.rmdir(folder)
             folder = os.path.dirname(folder)
     elif held:
         return  # already written
     else:
+        written = edit.files
+        if own and not edit.digest:  # recorded by an earlier release, which read them now
+            written = mod.fork_files(edit.source, edit.transcript, [_above(edit.source)])
         os.makedirs(folder, mode=0o700, exist_ok=True)
         try:
-            for path, text in edit.files:
+            for path, text in written:
                 files.write_whole(path, [text.encode()])
             files.write_whole(edit.transcript, _fork_bytes(mod, edit))
         except BaseException:  # a refusal: nothing of the fork stays (a kill -9 is resumed)
-            for path, _ in edit.files:
+            for path in extras:
                 files.remove(path)
-            if own_folder:
+            if own:
                 with contextlib.suppress(OSError):
                     os.rmdir(folder)
             raise
     files.flush_folder(folder)
+
+
+def _above(path: str) -> str:
+    return os.path.dirname(os.path.dirname(path))
 
 
 def _fork_bytes(mod: ModuleType, edit: Edit) -> Iterator[bytes]:

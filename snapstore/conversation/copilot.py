@@ -31,6 +31,8 @@ LAYOUT = (2, "session-state")
 WORDS = ("copilot",)
 #: Copilot has no rewind record: every rewind is a fork, in every release.
 FORK_ALWAYS = True
+#: A fork is a session folder of its own: these files go in it beside the log.
+FORK_FILES = ("workspace.yaml",)
 #: Events that compact the history the model is sent.
 COMPACTIONS = ("session.compaction_start", "session.compaction_complete")
 
@@ -107,12 +109,14 @@ def fork_files(source: str, transcript: str, folders: list[str]) -> tuple[tuple[
     writes): the session's ``workspace.yaml`` (its working folder), the old id (the
     folder's name) replaced by the new one."""
     old, new = (os.path.basename(os.path.dirname(p)) for p in (source, transcript))
-    path = os.path.join(os.path.dirname(source), "workspace.yaml")
-    if not os.path.lexists(path):
-        return ()
-    raw = files.read_small(path, folders)
-    try:
-        text = raw.decode()
-    except UnicodeDecodeError:
-        raise files.refuse(path, "is not UTF-8 text") from None
-    return ((os.path.join(os.path.dirname(transcript), "workspace.yaml"), text.replace(old, new)),)
+    found = []
+    for name in FORK_FILES:
+        path = os.path.join(os.path.dirname(source), name)
+        if not os.path.lexists(path):
+            continue
+        try:
+            text = files.read_small(path, folders).decode()
+        except UnicodeDecodeError:
+            raise files.refuse(path, "is not UTF-8 text") from None
+        found.append((os.path.join(os.path.dirname(transcript), name), text.replace(old, new)))
+    return tuple(found)
