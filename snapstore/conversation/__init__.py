@@ -187,7 +187,8 @@ def plan(
         if plan_edit is not None and key:  # a history kept in a database, edited by its CLI
             refuse_running(mod, session_id, where, None)
             return plan_edit(base, homes[agent], number)
-        if not transcript or not (key or (getattr(mod, "Chat", None) and prompt and when)):
+        keyless = getattr(mod, "KEYLESS", False)  # its hooks carry no key: prompt and time
+        if not transcript or not (key or (keyless and prompt and when)):
             return _unsupported(
                 agent,
                 f"snapstore did not record where this turn is in {mod.TITLE}'s transcript; "

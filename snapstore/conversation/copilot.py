@@ -25,6 +25,8 @@ NAME = "copilot"
 TITLE = "Copilot CLI"
 COMMAND = "copilot"
 OWN = "/rewind in Copilot CLI"
+#: Its hooks carry no message id: the turn's message is found by its prompt and time.
+KEYLESS = True
 TESTED = ((1, 0, 102), (1, 0, 102))
 #: Where a log lies in the agent's folder: ``session-state/<session>/events.jsonl``.
 LAYOUT = (2, "session-state")

@@ -26,6 +26,8 @@ NAME = "gemini-cli"
 TITLE = "Gemini CLI"
 COMMAND = "gemini"
 OWN = "/rewind in Gemini CLI"
+#: Its hooks carry no message id: the turn's message is found by its prompt and time.
+KEYLESS = True
 TESTED = ((0, 61, 0), (0, 61, 0))
 #: Where a chat lies in the agent's folder: ``tmp/<project>/chats/session-….jsonl``.
 LAYOUT = (3, "tmp")

@@ -24,6 +24,8 @@ NAME = "qwen-code"
 TITLE = "Qwen Code"
 COMMAND = "qwen"
 OWN = "/rewind in Qwen Code"
+#: Its hooks carry no message id: the turn's message is found by its prompt and time.
+KEYLESS = True
 TESTED = ((0, 24, 4), (0, 24, 4))
 #: Where a transcript lies in the agent's folder: ``projects/<project>/chats/<session>.jsonl``.
 LAYOUT = (3, "projects")

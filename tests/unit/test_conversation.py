@@ -21,6 +21,7 @@ from ..support import agent_write, read
 from ..support.transcripts import (
     PROMPTS,
     claude_transcript,
+    claude_turn,
     copilot_turn,
     live_of,
     opencode_export,
@@ -388,4 +389,22 @@ def test_an_opencode_that_cannot_run_leaves_the_chat_and_rewinds_the_files(
         "cannot run opencode: No such file or directory, so the chat stays as it is; "
         "rewind it with /undo in opencode"
     )
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+
+
+def test_a_turn_recorded_without_its_key_leaves_the_chat_of_an_agent_whose_hooks_give_one(
+    store: Store, homes: dict[str, str]
+) -> None:
+    """Claude Code's hooks give each prompt's id: a turn recorded without one (an older
+    hook) is not looked for by its prompt's text, and the chat stays."""
+    transcript = transcript_in(homes, "claude-code")
+    session = "claude-code/sid"
+    for i in range(3):
+        store.begin_turn(session, PROMPTS[i], None, transcript=str(transcript))
+        claude_turn(transcript, i)
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert "snapstore did not record where this turn is" in chat["note"]
     assert read(Path(store.root), "notes.txt") == b"version 0\n"
