@@ -36,7 +36,7 @@ from typing import Any
 
 from snapstore import Store
 from tests.support.runner import hermetic_env
-from tests.support.transcripts import chat_session_of, session_of
+from tests.support.transcripts import chat_session_of, session_of, transcript_in
 
 from .report import machine
 
@@ -50,8 +50,7 @@ def workspace(agent: str, where: Path, pad: int) -> tuple[Path, dict[str, str]]:
     """A workspace with the agent's three-turn session, and the environment to run it in."""
     root, home = where / "ws", where / "home"
     root.mkdir(parents=True)
-    (home / HOMES[agent]).mkdir(parents=True)
-    transcript = home / HOMES[agent] / "transcript.jsonl"
+    transcript = transcript_in({agent: str(home / HOMES[agent])}, agent)
     if pad and agent == "claude-code":  # records its loader passes over
         filler = {"type": "queue-operation", "operation": "dequeue", "content": "x" * 200}
         transcript.write_text("".join(json.dumps(filler) + "\n" for _ in range(pad)))
@@ -76,7 +75,7 @@ def _run(args: list[str], root: Path, env: dict[str, str]) -> float:
 
 def one_agent(agent: str, rounds: int, pad: int, where: Path) -> dict[str, Any]:
     root, env = workspace(agent, where / agent, pad)
-    transcript = Path(env["HOME"]) / HOMES[agent] / "transcript.jsonl"
+    transcript = transcript_in({agent: os.path.join(env["HOME"], HOMES[agent])}, agent)
     times: dict[str, list[float]] = {"both": [], "code": []}
     for r in range(rounds):
         for mode in ("both", "code") if r % 2 == 0 else ("code", "both"):

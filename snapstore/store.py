@@ -498,7 +498,9 @@ class Store:
         agent has a conversation module: ``homes`` maps each agent to its home folder
         (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
         registry of running sessions is. Without it, the chat stays in the agent
-        (``result.conversation["status"]`` is ``unsupported``).
+        (``result.conversation["status"]`` is ``unsupported``); when the transcript, or a
+        file beside it, cannot be read safely, the chat stays too (``refused``, with the
+        reason as ``note``) and the files still go back.
         """
         from .ops.rewind import rewind
 
@@ -588,11 +590,13 @@ class Store:
         """Rewinds or undos that were interrupted before they finished."""
         return self.repo.unfinished()
 
-    def resume(self) -> list[RewindResult]:
-        """Finish every interrupted rewind or undo."""
+    def resume(self, run_agents: bool = True) -> list[RewindResult]:
+        """Finish every interrupted rewind or undo; without ``run_agents``, leave one whose
+        conversation edit runs the agent's own CLI (opencode's import) for a later call, so
+        that this one ends in bounded time (a hook's, before it records its event)."""
         from .ops.journal import resume
 
-        return resume(self.repo)
+        return resume(self.repo, run_agents)
 
     # -- maintenance (snapstore.ops.fsck, snapstore.ops.gc) -------------------------------
 

@@ -80,15 +80,17 @@ def run(
     return 0
 
 
-def resume(store: Store) -> list[str]:
-    """Finish the rewinds a crash cut short (before anything else writes); a note for each."""
+def resume(store: Store, run_agents: bool = True) -> list[str]:
+    """Finish the rewinds a crash cut short (before anything else writes); a note for each.
+    Without ``run_agents`` (a hook event), one that must run an agent's CLI waits for the
+    next command."""
     if not store.unfinished_operations():
         return []
     return [
         f"finished interrupted operation {result.undo_id} "
         f"({len(result.restored) + len(result.merged) + len(result.deleted)} file(s), "
         f"{len(result.errors)} left alone)"
-        for result in store.resume()
+        for result in store.resume(run_agents)
     ]
 
 
@@ -121,7 +123,7 @@ def record(store: Store, config: Config, action: HookAction, strict: bool = Fals
     every other path of it is captured."""
     from snapstore.adapters import BEGIN, END, apply  # loaded: the event was parsed with it
 
-    resume(store)  # the agent's user did not ask for it: nothing to tell them
+    resume(store, run_agents=False)  # the user did not ask for it: nothing to tell them
     outcome = apply(store, action, scan=config.track_shell)
     if strict and outcome.refused:
         raise outcome.refused[0]

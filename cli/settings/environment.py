@@ -9,8 +9,9 @@ Environment variables (docs/cli.md):
 - ``SNAPSTORE_LOCK_TIMEOUT``: seconds to wait for a busy store (default 10);
 - ``SNAPSTORE_NOW``: a fixed clock (hermetic tests, reproducible demos);
 - ``SNAPSTORE_STRICT=1``: hooks exit 2 on their own failures instead of 0;
-- the agents' own: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``COPILOT_HOME``, ``XDG_DATA_HOME``
-  (opencode), for where their transcripts and registries of running sessions are.
+- the agents' own: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``GEMINI_CLI_HOME``, ``QWEN_HOME``,
+  ``COPILOT_HOME``, ``XDG_DATA_HOME`` (opencode), for where their transcripts and registries
+  of running sessions are.
 """
 
 from __future__ import annotations
@@ -30,14 +31,17 @@ DEFAULT_LOCK_TIMEOUT = 10.0
 
 def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """Each agent's home folder, where its transcripts and its registry of running sessions
-    are: what a conversation rewind reads (snapstore.conversation)."""
+    are: what a conversation rewind reads (snapstore.conversation). Gemini CLI's
+    ``GEMINI_CLI_HOME`` stands for the user's home (``.gemini`` is made in it); Qwen Code's
+    ``QWEN_HOME`` is its folder, the registry's (``QWEN_RUNTIME_DIR`` moves only the
+    transcripts, whose folder a rewind takes from the transcript's own path)."""
     env = os.environ if environ is None else environ
     home = env.get("HOME") or os.path.expanduser("~")
     return {
         "claude-code": env.get("CLAUDE_CONFIG_DIR") or os.path.join(home, ".claude"),
         "codex": env.get("CODEX_HOME") or os.path.join(home, ".codex"),
-        "gemini-cli": os.path.join(home, ".gemini"),
-        "qwen-code": os.path.join(home, ".qwen"),
+        "gemini-cli": os.path.join(env.get("GEMINI_CLI_HOME") or home, ".gemini"),
+        "qwen-code": env.get("QWEN_HOME") or os.path.join(home, ".qwen"),
         "copilot": env.get("COPILOT_HOME") or os.path.join(home, ".copilot"),
         "opencode": os.path.join(
             env.get("XDG_DATA_HOME") or os.path.join(home, ".local", "share"), "opencode"

@@ -11,17 +11,22 @@ releases get a fork, a new session cut before the turn, which Claude Code resume
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-from . import branch, newest_release, registered
+from .files import Opened
+from .jsonl import Chat as Base
+from .jsonl import branch, dumps, listed, obj, records, release, string
+from .liveness import registered
 
 NAME = "claude-code"
 TITLE = "Claude Code"
 COMMAND = "claude"
 OWN = "/rewind in Claude Code"
 TESTED = ((2, 1, 197), (2, 1, 332))
+#: Where a transcript lies in the agent's folder: ``projects/<project>/<session>.jsonl``.
+LAYOUT = (2, "projects")
+#: What a live Claude Code's command holds (its native binary, or ``node …/claude-code``).
+WORDS = ("claude",)
 #: Message records: they chain, and the newest is the leaf a resume walks back from.
 MESSAGES = ("user", "assistant", "attachment", "system")
 
@@ -30,107 +35,118 @@ def resume_command(session_id: str) -> str:
     return f"claude --resume {session_id}"
 
 
-def running(session_id: str, home: str) -> str:
-    """A live Claude Code on the session: ``HOME/sessions/<pid>.json`` names it with a pid
-    that is alive (the file outlives a killed process: the pid decides)."""
-    return registered(os.path.join(home, "sessions"), session_id)
-
-
-version = newest_release  # the transcript's records carry the release that wrote them
+def running(session_id: str, folders: list[str], transcript: str | None) -> str:
+    """A live Claude Code on the session: ``sessions/<pid>.json`` in its folder names it with
+    a pid that is still the process that wrote it."""
+    return registered(folders, session_id, WORDS)
 
 
 def _is_prompt(record: dict[str, Any]) -> bool:
     """A prompt the user typed: not a tool result, not meta, not a compaction summary."""
-    if record.get("type") != "user" or not record.get("promptId"):
+    if record.get("type") != "user" or not string(record.get("promptId")):
         return False
     if record.get("isMeta") or record.get("isCompactSummary") or record.get("isSidechain"):
         return False
-    content = (record.get("message") or {}).get("content")
+    content = obj(record.get("message")).get("content")
     if isinstance(content, list):
         return not any(isinstance(p, dict) and p.get("type") == "tool_result" for p in content)
     return isinstance(content, str)
 
 
-def _prompt(records: list[dict[str, Any]], key: str) -> dict[str, Any] | None:
-    return next((r for r in records if _is_prompt(r) and r.get("promptId") == key), None)
-
-
-def mentions(records: list[dict[str, Any]], key: str) -> bool:
-    return _prompt(records, key) is not None
-
-
-def _chain(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The live branch, oldest first: from the leaf back along ``parentUuid``."""
-    by_uuid: dict[str, dict[str, Any]] = {}
-    leaf = None
-    for record in records:
-        if record.get("type") == "last-prompt" and record.get("leafUuid"):
-            leaf = record["leafUuid"]
-        elif record.get("type") in MESSAGES and record.get("uuid"):
-            by_uuid[record["uuid"]] = record
-            if not record.get("isSidechain"):
-                leaf = record["uuid"]
-    return branch(by_uuid, leaf)
-
-
-def live(records: list[dict[str, Any]]) -> list[str]:
-    """The prompts a resumed session holds, as their ``promptId``s, oldest first."""
-    return [r["promptId"] for r in _chain(records) if _is_prompt(r)]
-
-
-def compacted_after(records: list[dict[str, Any]], key: str) -> bool:
-    """Whether a ``compact_boundary`` comes after the turn's prompt record."""
-    prompt = _prompt(records, key)
-    at = records.index(prompt) if prompt is not None else len(records)
-    return any(
-        r.get("type") == "system" and r.get("subtype") == "compact_boundary"
-        for r in records[at + 1 :]
-    )
-
-
-def rewind_record(records: list[dict[str, Any]], key: str, session_id: str) -> str:
-    """The ``last-prompt`` record Claude Code's own /rewind appends: the leaf is the anchor,
-    the nearest user or assistant message before the turn's prompt."""
-    chain = _chain(records)
-    at = next(i for i, r in enumerate(chain) if _is_prompt(r) and r.get("promptId") == key)
-    anchor = next(r for r in reversed(chain[:at]) if r.get("type") in ("user", "assistant"))
-    last = next(r for r in reversed(chain[:at]) if _is_prompt(r))
-    record = {
-        "type": "last-prompt",
-        "lastPrompt": _text(last),
-        "leafUuid": anchor["uuid"],
-        "explicit": True,
-        "rewound": True,
-        "cutUuid": chain[at]["uuid"],
-        "sessionId": session_id,
-    }
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
-
-
-def fork(records: list[dict[str, Any]], key: str, session_id: str) -> str:
-    """A new session's transcript: the records before the turn's prompt, without the queue
-    records that hold its text, under the new session id (what ``--fork-session`` does, cut
-    at a turn). It does not depend on ``last-prompt`` semantics: the way for releases not
-    tested with the appended record."""
-    prompt = _prompt(records, key)
-    kept = records[: records.index(prompt)] if prompt is not None else []
-    while kept and kept[-1].get("type") == "queue-operation":
-        kept.pop()
-    return "".join(
-        json.dumps(
-            {**r, "sessionId": session_id} if "sessionId" in r else r,
-            separators=(",", ":"),
-            ensure_ascii=False,
-        )
-        + "\n"
-        for r in kept
-    )
-
-
 def _text(record: dict[str, Any]) -> str:
-    content = (record.get("message") or {}).get("content")
+    content = obj(record.get("message")).get("content")
     if isinstance(content, str):
         return content
     return "".join(
-        p.get("text", "") for p in content or () if isinstance(p, dict) and p.get("type") == "text"
+        p["text"]
+        for p in listed(content)
+        if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
     )
+
+
+class Chat(Base):
+    """The message tree as ids and links (each message's parent, kind and offset), its leaf,
+    and where the turn's prompt is."""
+
+    def __init__(self, key: str, size: int, prompt: str, when: str):
+        super().__init__(key, size, prompt, when)
+        self.parents: dict[str, str | None] = {}
+        self.kinds: dict[str, tuple[str, str | None, int]] = {}  # type, promptId, offset
+        self.leaf: str | None = None
+        self.opened: Opened | None = None  # the file, to read the anchor's prompt again
+        self.target_uuid = ""
+        self.queued_from = -1  # the offset of the queue records just before this one
+        self.cut = 0  # a fork ends here: before the prompt, and the queue records with it
+
+    def feed(self, record: dict[str, Any], at: int) -> None:
+        kind = record.get("type")
+        found = release(record.get("version"))
+        if found is not None:
+            self.version = found
+        if kind == "queue-operation":
+            self.queued_from = at if self.queued_from < 0 else self.queued_from
+            return
+        queued, self.queued_from = self.queued_from, -1
+        if kind == "last-prompt":
+            leaf = string(record.get("leafUuid"))
+            self.leaf = leaf or self.leaf
+            return
+        uuid = string(record.get("uuid"))
+        if kind not in MESSAGES or not uuid:
+            return
+        prompt = _is_prompt(record)
+        prompt_id = string(record.get("promptId")) if prompt else None
+        self.parents[uuid] = string(record.get("parentUuid"))
+        self.kinds[uuid] = (str(kind), prompt_id, at)
+        if not record.get("isSidechain"):
+            self.leaf = uuid
+        if self.target is None and prompt_id == self.key and at >= self.size:
+            self.target, self.target_at, self.target_uuid = prompt_id, at, uuid
+            self.cut = queued if queued >= 0 else at
+        elif self.target is not None and kind == "system":
+            self.compaction |= record.get("subtype") == "compact_boundary"
+
+    def _chain(self) -> list[str]:
+        return branch(self.parents, self.leaf)
+
+    def live(self) -> list[str]:
+        """The prompts a resumed session holds, as their ``promptId``s, oldest first."""
+        return [p for p in (self.kinds[u][1] for u in self._chain()) if p is not None]
+
+    def rewind_record(self, session_id: str) -> str:
+        """The ``last-prompt`` record Claude Code's own /rewind appends: the leaf is the
+        anchor, the nearest user or assistant message before the turn's prompt."""
+        chain = self._chain()
+        at = next(i for i, u in enumerate(chain) if self.kinds[u][1] == self.target)
+        before = chain[:at][::-1]
+        anchor = next(u for u in before if self.kinds[u][0] in ("user", "assistant"))
+        last = next(u for u in before if self.kinds[u][1] is not None)
+        record = {
+            "type": "last-prompt",
+            "lastPrompt": self._text_at(self.kinds[last][2]),
+            "leafUuid": anchor,
+            "explicit": True,
+            "rewound": True,
+            "cutUuid": chain[at],
+            "sessionId": session_id,
+        }
+        return dumps(record)
+
+    def _text_at(self, offset: int) -> str:
+        """The text of the prompt recorded at ``offset``, read again (never kept)."""
+        assert self.opened is not None
+        for _, record in records(self.opened, offset, self.opened.size):
+            return _text(record)
+        return ""
+
+    def fork_cut(self) -> tuple[int, str]:
+        """Where a fork ends (before the prompt, and the queue records that hold its text),
+        and the old session id its lines replace ("": each record's ``sessionId`` is set)."""
+        return self.cut, ""
+
+
+def fork_line(record: dict[str, Any], old: str, new: str) -> str:
+    """A record of the fork: as it was, under the new session id (what ``--fork-session``
+    does, cut at a turn). It does not depend on ``last-prompt`` semantics: the way for
+    releases not tested with the appended record."""
+    return dumps({**record, "sessionId": new} if "sessionId" in record else record)

@@ -16,15 +16,25 @@ import json
 import os
 from typing import Any
 
-from . import instant, pid_alive, release
+from . import files
+from .jsonl import Chat as Base
+from .jsonl import obj, release, string
+from .liveness import alive
 
 NAME = "copilot"
 TITLE = "Copilot CLI"
 COMMAND = "copilot"
 OWN = "/rewind in Copilot CLI"
+#: Its hooks carry no message id: the turn's message is found by its prompt and time.
+KEYLESS = True
 TESTED = ((1, 0, 102), (1, 0, 102))
+#: Where a log lies in the agent's folder: ``session-state/<session>/events.jsonl``.
+LAYOUT = (2, "session-state")
+WORDS = ("copilot",)
 #: Copilot has no rewind record: every rewind is a fork, in every release.
 FORK_ALWAYS = True
+#: A fork is a session folder of its own: these files go in it beside the log.
+FORK_FILES = ("workspace.yaml",)
 #: Events that compact the history the model is sent.
 COMPACTIONS = ("session.compaction_start", "session.compaction_complete")
 
@@ -33,64 +43,61 @@ def resume_command(session_id: str) -> str:
     return f"copilot --resume {session_id}"
 
 
-def running(session_id: str, home: str) -> str:
+def running(session_id: str, folders: list[str], transcript: str | None) -> str:
     """A live Copilot on the session: its in-use lock ``inuse.<pid>.lock`` in the session's
-    folder, whose pid is alive (the file outlives a killed process: the pid decides)."""
-    folder = os.path.join(home, "session-state", session_id)
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return ""
-    for name in names:
-        head, _, tail = name.partition(".")
-        pid = tail.removesuffix(".lock")
-        if head == "inuse" and tail.endswith(".lock") and pid.isdigit() and pid_alive(int(pid)):
-            return f"pid {pid}"
+    folder, whose pid is still the process that made it (only its name and time are
+    read)."""
+    for folder in folders:
+        state = os.path.join(folder, "session-state", session_id)
+        for name in sorted(files.listdir(state)):
+            head, _, tail = name.partition(".")
+            pid = tail.removesuffix(".lock")
+            if head != "inuse" or not tail.endswith(".lock") or not pid.isdigit():
+                continue
+            try:
+                made = os.lstat(os.path.join(state, name)).st_mtime
+            except OSError:
+                continue
+            if alive(int(pid), made, WORDS):
+                return f"pid {pid}"
     return ""
 
 
-def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:
-    """The newest release that started or resumed the session."""
-    for record in reversed(records):
-        if record.get("type") in ("session.start", "session.resume"):
-            found = release((record.get("data") or {}).get("copilotVersion"))
-            if found is not None:
-                return found
-    return None
+class Chat(Base):
+    """The ``user.message`` ids (the log is replayed whole), the newest release, and the
+    session id the log names."""
+
+    def __init__(self, key: str, size: int, prompt: str, when: str):
+        super().__init__(key, size, prompt, when)
+        self.prompts: list[str] = []
+        self.old_id = ""  # the first session.start's sessionId: a fork replaces it
+
+    def feed(self, record: dict[str, Any], at: int) -> None:
+        kind, data = record.get("type"), obj(record.get("data"))
+        if kind in ("session.start", "session.resume"):
+            self.version = release(data.get("copilotVersion")) or self.version
+            if kind == "session.start" and not self.old_id:
+                self.old_id = string(data.get("sessionId")) or ""
+        elif kind == "user.message" and string(record.get("id")):
+            self.prompts.append(record["id"])
+            content = data.get("content")
+            if isinstance(content, str):
+                self.locate(record["id"], content, record.get("timestamp"), at)
+        elif self.target is not None and kind in COMPACTIONS:
+            self.compaction = True
+
+    def live(self) -> list[str]:
+        return list(self.prompts)
+
+    def fork_cut(self) -> tuple[int, str]:
+        """A fork ends before the turn's ``user.message``; each line's old session id is
+        replaced by the new one."""
+        return self.target_at, self.old_id
 
 
-def _prompts(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [r for r in records if r.get("type") == "user.message" and r.get("id")]
-
-
-def locate(records: list[dict[str, Any]], prompt: str, when: str) -> str | None:
-    """The id of the first ``user.message`` whose text is ``prompt``, stamped at or after
-    ``when`` (an equal prompt earlier is another turn; equal prompts are never counted)."""
-    since = instant(when)
-    if since is None:
-        return None
-    for record in _prompts(records):
-        stamp = instant(record.get("timestamp"))
-        content = (record.get("data") or {}).get("content")
-        if content == prompt and stamp is not None and stamp >= since:
-            return record["id"]
-    return None
-
-
-def mentions(records: list[dict[str, Any]], key: str) -> bool:
-    return any(r["id"] == key for r in _prompts(records))
-
-
-def live(records: list[dict[str, Any]]) -> list[str]:
-    """The prompts a resumed session holds, as their event ids, oldest first: the log is
-    replayed whole."""
-    return [r["id"] for r in _prompts(records)]
-
-
-def compacted_after(records: list[dict[str, Any]], key: str) -> bool:
-    ids = [r.get("id") for r in records]
-    at = ids.index(key) if key in ids else len(records)
-    return any(r.get("type") in COMPACTIONS for r in records[at + 1 :])
+def fork_line(record: dict[str, Any], old: str, new: str) -> str:
+    line = json.dumps(record, separators=(",", ":"), ensure_ascii=False)
+    return (line.replace(old, new) if old else line) + "\n"
 
 
 def fork_path(transcript: str, session_id: str) -> str:
@@ -99,30 +106,19 @@ def fork_path(transcript: str, session_id: str) -> str:
     return os.path.join(state, session_id, "events.jsonl")
 
 
-def fork(records: list[dict[str, Any]], key: str, session_id: str) -> str:
-    """The fork's log: the events before the turn's ``user.message``, the session's id
-    replaced by the new one wherever an event holds it."""
-    ids = [r.get("id") for r in records]
-    kept = records[: ids.index(key)]
-    old = next(
-        ((r.get("data") or {}).get("sessionId") for r in kept if r.get("type") == "session.start"),
-        None,
-    )
-    lines = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in kept]
-    if isinstance(old, str) and old:
-        lines = [line.replace(old, session_id) for line in lines]
-    return "".join(line + "\n" for line in lines)
-
-
-def fork_files(source: str, transcript: str) -> dict[str, bytes]:
-    """The files a fork's folder needs besides its log: the session's ``workspace.yaml``
-    (its working folder), with the old id replaced by the new one."""
-    old = os.path.basename(os.path.dirname(source))
-    new = os.path.basename(os.path.dirname(transcript))
-    try:
-        with open(os.path.join(os.path.dirname(source), "workspace.yaml"), "rb") as f:
-            raw = f.read()
-    except OSError:
-        return {}
-    path = os.path.join(os.path.dirname(transcript), "workspace.yaml")
-    return {path: raw.replace(old.encode(), new.encode())}
+def fork_files(source: str, transcript: str, folders: list[str]) -> tuple[tuple[str, str], ...]:
+    """The files a fork's folder needs besides its log, read at the plan (the apply only
+    writes): the session's ``workspace.yaml`` (its working folder), the old id (the
+    folder's name) replaced by the new one."""
+    old, new = (os.path.basename(os.path.dirname(p)) for p in (source, transcript))
+    found = []
+    for name in FORK_FILES:
+        path = os.path.join(os.path.dirname(source), name)
+        if not os.path.lexists(path):
+            continue
+        try:
+            text = files.read_small(path, folders).decode()
+        except UnicodeDecodeError:
+            raise files.refuse(path, "is not UTF-8 text") from None
+        found.append((os.path.join(os.path.dirname(transcript), name), text.replace(old, new)))
+    return tuple(found)

@@ -14,17 +14,25 @@ whose loader was proved to honour ``$rewindTo`` (docs/integrations/gemini-cli.md
 from __future__ import annotations
 
 import glob
-import json
 import os
 from typing import Any
 
-from . import instant
+from . import files
+from .jsonl import Chat as Base
+from .jsonl import dumps, listed
+from .liveness import processes
 
 NAME = "gemini-cli"
 TITLE = "Gemini CLI"
 COMMAND = "gemini"
 OWN = "/rewind in Gemini CLI"
+#: Its hooks carry no message id: the turn's message is found by its prompt and time.
+KEYLESS = True
 TESTED = ((0, 61, 0), (0, 61, 0))
+#: Where a chat lies in the agent's folder: ``tmp/<project>/chats/session-….jsonl``.
+LAYOUT = (3, "tmp")
+#: The programs a live Gemini CLI runs as (``node …/gemini`` or ``…/bundle/gemini.js``).
+WORDS = ("gemini", "gemini.js")
 #: What a user message starting so is to the loader: no prompt (commands, injected context).
 IGNORED = ("/", "?", "<session_context>", "<hook_context>")
 
@@ -33,49 +41,31 @@ def resume_command(session_id: str) -> str:
     return f"gemini --resume {session_id}"
 
 
-def running(session_id: str, home: str) -> str:
+def running(session_id: str, folders: list[str], transcript: str | None) -> str:
     """A live Gemini CLI in the session's project. Gemini CLI keeps no registry of running
     sessions, so the process list stands for one: a process running ``gemini`` whose
-    working folder is the project (``HOME/tmp/<project>/.project_root``) that holds the
-    session's chat. It can only name a process that is alive; without ``/proc`` it finds
-    nothing, and snapstore's own open turn is the signal left (the rewind checks it)."""
+    working folder is the project (``tmp/<project>/.project_root``) that holds the
+    session's chat (the transcript's, or any chat of the session in the agent's folders)."""
+    if transcript is not None:
+        projects = [os.path.dirname(os.path.dirname(transcript))]
+    else:
+        pattern = f"session-*-{glob.escape(session_id[:8])}*.jsonl"
+        projects = [
+            os.path.dirname(chats)
+            for folder in folders
+            for chats in glob.glob(os.path.join(glob.escape(folder), "tmp", "*", "chats"))
+            if glob.glob(os.path.join(glob.escape(chats), pattern))
+        ]
     roots = set()
-    for chats in glob.glob(os.path.join(glob.escape(home), "tmp", "*", "chats")):
-        if glob.glob(os.path.join(glob.escape(chats), f"session-*-{session_id[:8]}*.jsonl")):
-            try:
-                with open(os.path.join(os.path.dirname(chats), ".project_root")) as f:
-                    roots.add(os.path.realpath(f.read().strip()))
-            except OSError:
-                continue
-    for pid, cwd in _gemini_processes():
+    for project in projects:
+        marker = os.path.join(project, ".project_root")
+        if os.path.lexists(marker):
+            text = files.read_small(marker, folders).decode("utf-8", "replace").strip()
+            roots.add(os.path.realpath(text))
+    for pid, cwd in processes(WORDS) if roots else ():
         if cwd in roots:
             return f"pid {pid} in {cwd}"
     return ""
-
-
-def _gemini_processes() -> list[tuple[int, str]]:
-    """Every process running the ``gemini`` command (``node …/gemini`` or
-    ``…/bundle/gemini.js``), with its working folder."""
-    found = []
-    for name in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")[:2]
-            cwd = os.readlink(f"/proc/{name}/cwd")
-        except OSError:
-            continue
-        if any(os.path.basename(arg) in (b"gemini", b"gemini.js") for arg in argv):
-            found.append((int(name), os.path.realpath(cwd)))
-    return found
-
-
-def version(records: list[dict[str, Any]]) -> tuple[int, ...] | None:
-    """The tested release when the chat is in its format (it records no release)."""
-    head = records[0] if records else {}
-    known = all(isinstance(head.get(k), str) for k in ("sessionId", "projectHash", "kind"))
-    return TESTED[1] if known else None
 
 
 def _text(message: dict[str, Any]) -> str:
@@ -83,7 +73,7 @@ def _text(message: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return "".join(
-        p["text"] for p in content or () if isinstance(p, dict) and isinstance(p.get("text"), str)
+        p["text"] for p in listed(content) if isinstance(p, dict) and isinstance(p.get("text"), str)
     )
 
 
@@ -93,68 +83,56 @@ def _is_prompt(message: dict[str, Any]) -> bool:
     return message.get("type") == "user" and bool(text) and not text.startswith(IGNORED)
 
 
-def _replay(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The messages a resume loads, by id, in order (``loadConversationRecord``)."""
-    messages: dict[str, dict[str, Any]] = {}
-    for record in records:
+class Chat(Base):
+    """The replay (``loadConversationRecord``): each message id in order, and whether it is a
+    prompt; the target's fate (a checkpoint without it is a compaction, a ``$rewindTo``
+    the user's own rewind)."""
+
+    def __init__(self, key: str, size: int, prompt: str, when: str):
+        super().__init__(key, size, prompt, when)
+        self.messages: dict[str, bool] = {}  # id -> a prompt
+        self.first = True
+        self.rewound = False  # a $rewindTo after the target
+
+    def feed(self, record: dict[str, Any], at: int) -> None:
+        if self.first:  # the chat format proved: session metadata first
+            self.first = False
+            known = all(
+                isinstance(record.get(k), str) for k in ("sessionId", "projectHash", "kind")
+            )
+            self.version = TESTED[1] if known else None
         target = record.get("$rewindTo")
         if isinstance(target, str):
-            if target in messages:
-                ids = list(messages)
+            if target in self.messages:
+                ids = list(self.messages)
                 for gone in ids[ids.index(target) :]:
-                    del messages[gone]
+                    del self.messages[gone]
             else:
-                messages.clear()
+                self.messages.clear()
+            self.rewound |= self.target is not None
         elif isinstance(record.get("id"), str):
-            messages[record["id"]] = record
+            self.messages[record["id"]] = _is_prompt(record)
+            if record.get("type") == "user" and _is_prompt(record):
+                self.locate(record["id"], _text(record), record.get("timestamp"), at)
         elif isinstance(record.get("$set"), dict) or "projectHash" in record:
-            listed = (record.get("$set") or record).get("messages")
-            if isinstance(listed, list):
+            update = record.get("$set")
+            messages = (update if isinstance(update, dict) and update else record).get("messages")
+            if isinstance(messages, list):
                 if "$set" in record:
-                    messages.clear()
-                for message in listed:
+                    self.messages.clear()
+                for message in messages:
                     if isinstance(message, dict) and isinstance(message.get("id"), str):
-                        messages[message["id"]] = message
-    return messages
+                        self.messages[message["id"]] = _is_prompt(message)
 
+    def compacted(self) -> bool:
+        """Whether the history lost the turn's message other than by a rewind: a checkpoint
+        (compression, masking) replaced the history without it. Gemini writes a checkpoint
+        at every start too, with the whole history: only the replay's end tells."""
+        return self.target is not None and self.target not in self.messages and not self.rewound
 
-def live(records: list[dict[str, Any]]) -> list[str]:
-    """The prompts a resumed session holds, as their message ids, oldest first."""
-    return [key for key, message in _replay(records).items() if _is_prompt(message)]
+    def live(self) -> list[str]:
+        return [key for key, prompt in self.messages.items() if prompt]
 
-
-def locate(records: list[dict[str, Any]], prompt: str, when: str) -> str | None:
-    """The id of the first user message with the prompt's text stamped at or after ``when``
-    (equal prompts are never counted: the time tells them apart)."""
-    start = instant(when)
-    if start is None:
-        return None
-    for record in records:
-        stamp = instant(record.get("timestamp"))
-        if (
-            isinstance(record.get("id"), str)
-            and _is_prompt(record)
-            and _text(record) == prompt
-            and stamp is not None
-            and stamp >= start
-        ):
-            return record["id"]
-    return None
-
-
-def mentions(records: list[dict[str, Any]], key: str) -> bool:
-    return any(r.get("id") == key and r.get("type") == "user" for r in records)
-
-
-def compacted_after(records: list[dict[str, Any]], key: str) -> bool:
-    """Whether the history lost the turn's message other than by a rewind: a checkpoint
-    (compression, masking) replaced the history without it. Gemini writes a checkpoint at
-    every start too, with the whole history: only the replay's end tells."""
-    at = next((i for i, r in enumerate(records) if r.get("id") == key), len(records))
-    rewound = any(isinstance(r.get("$rewindTo"), str) for r in records[at + 1 :])
-    return key not in _replay(records) and not rewound
-
-
-def rewind_record(records: list[dict[str, Any]], key: str, session_id: str) -> str:
-    """``{"$rewindTo": id}``: what Gemini CLI's own /rewind appends."""
-    return json.dumps({"$rewindTo": key}, separators=(",", ":")) + "\n"
+    def rewind_record(self, session_id: str) -> str:
+        """``{"$rewindTo": id}``: what Gemini CLI's own /rewind appends."""
+        return dumps({"$rewindTo": self.target})

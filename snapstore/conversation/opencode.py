@@ -20,8 +20,9 @@ import subprocess
 import tempfile
 from typing import Any
 
-from ..core.errors import ConversationRefused
-from . import Edit, release
+from ..core.errors import ConversationRefused, ConversationUnreadable
+from . import Edit
+from .jsonl import release
 
 NAME = "opencode"
 TITLE = "opencode"
@@ -30,6 +31,8 @@ OWN = "/undo in opencode"
 TESTED = ((1, 18, 33), (1, 18, 33))
 #: How long one opencode command may take (it starts the whole program).
 TIMEOUT = 300
+#: The largest export read (64 MiB): a bigger session's chat is left as it is.
+EXPORT_CAP = 64 << 20
 _TAIL = string.ascii_letters + string.digits
 
 
@@ -37,7 +40,7 @@ def resume_command(session_id: str) -> str:
     return f"opencode -s {session_id}"
 
 
-def running(session_id: str, home: str) -> str:
+def running(session_id: str, folders: list[str], transcript: str | None) -> str:
     """opencode keeps no registry of running sessions: nothing to add to snapstore's own
     open turn."""
     return ""
@@ -48,20 +51,31 @@ class Missing(ConversationRefused):
 
 
 def _opencode(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run an opencode command without its plugins (snapstore's own would record it)."""
-    try:
-        return subprocess.run(
-            ["opencode", *args, "--pure"],
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except OSError as exc:
-        raise Missing(f"cannot run opencode: {exc.strerror}") from None
-    except subprocess.TimeoutExpired:
-        raise ConversationRefused(f"opencode {args[0]} took over {TIMEOUT} s") from None
+    """Run an opencode command without its plugins (snapstore's own would record it). Its
+    output goes to a file and is read only up to :data:`EXPORT_CAP`."""
+    with tempfile.TemporaryFile() as out:
+        try:
+            done = subprocess.run(
+                ["opencode", *args, "--pure"],
+                stdout=out,
+                stderr=subprocess.PIPE,
+                timeout=TIMEOUT,
+                stdin=subprocess.DEVNULL,
+                check=False,
+            )
+        except OSError as exc:
+            raise Missing(f"cannot run opencode: {exc.strerror}") from None
+        except subprocess.TimeoutExpired:
+            raise ConversationRefused(f"opencode {args[0]} took over {TIMEOUT} s") from None
+        if out.tell() > EXPORT_CAP:
+            raise ConversationUnreadable(
+                f"opencode {args[0]} gave over {EXPORT_CAP >> 20} MiB, so the chat is left as it is"
+            )
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, text, done.stderr.decode("utf-8", "replace")
+    )
 
 
 def export(session_id: str) -> dict[str, Any] | None:
@@ -73,10 +87,36 @@ def export(session_id: str) -> dict[str, Any] | None:
         raise ConversationRefused(f"opencode export {session_id} failed: {_last(done.stderr)}")
     try:
         found = json.loads(done.stdout)
-    except ValueError:
-        raise ConversationRefused(f"opencode export {session_id} gave no JSON") from None
+    except (ValueError, RecursionError):
+        raise ConversationUnreadable(f"opencode export {session_id} gave no JSON") from None
+    return checked(found, session_id)
+
+
+def checked(found: Any, session_id: str) -> dict[str, Any]:
+    """An export whose ids and links have the types opencode writes (every message's and
+    part's ``id`` a string, ``parentID`` a string or absent), else refused: a fork renames
+    every id."""
+
+    def bad(what: str) -> ConversationUnreadable:
+        return ConversationUnreadable(
+            f"opencode export {session_id} has {what}, so the chat is left as it is"
+        )
+
     if not isinstance(found, dict) or not isinstance(found.get("messages"), list):
-        raise ConversationRefused(f"opencode export {session_id} is not a session")
+        raise bad("no session")
+    if not isinstance(found.get("info"), dict) or not isinstance(found["info"].get("id"), str):
+        raise bad("no session id")
+    for message in found["messages"]:
+        info = message.get("info") if isinstance(message, dict) else None
+        if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+            raise bad("a message without an id")
+        if not isinstance(info.get("parentID", ""), str):
+            raise bad(f"a message {info['id']} whose parent is no id")
+        parts = message.get("parts", [])
+        if not isinstance(parts, list) or not all(
+            isinstance(p, dict) and isinstance(p.get("id"), str) for p in parts
+        ):
+            raise bad(f"a message {info['id']} with a part without an id")
     return found
 
 
@@ -86,11 +126,7 @@ def _last(text: str) -> str:
 
 
 def _ids(session: dict[str, Any], role: str | None = None) -> list[str]:
-    return [
-        m["info"]["id"]
-        for m in session["messages"]
-        if isinstance(m, dict) and role in (None, (m.get("info") or {}).get("role"))
-    ]
+    return [m["info"]["id"] for m in session["messages"] if role in (None, m["info"].get("role"))]
 
 
 def live(session: dict[str, Any]) -> list[str]:
@@ -103,9 +139,9 @@ def compacted_after(session: dict[str, Any], key: str) -> bool:
     message after the turn's user message."""
     ids = _ids(session)
     for message in session["messages"][ids.index(key) + 1 :] if key in ids else ():
-        if (message.get("info") or {}).get("summary") is True:
+        if message["info"].get("summary") is True:
             return True
-        if any(p.get("type") == "compaction" for p in message.get("parts") or ()):
+        if any(p.get("type") == "compaction" for p in message.get("parts", [])):
             return True
     return False
 
@@ -130,7 +166,7 @@ def fork(session: dict[str, Any], key: str, number: str) -> dict[str, Any]:
             info["parentID"] = renamed[info["parentID"]]
         parts = [
             {**p, "id": _new_id(p["id"]), "sessionID": new_session, "messageID": info["id"]}
-            for p in message.get("parts") or ()
+            for p in message.get("parts", [])
         ]
         messages.append({"info": info, "parts": parts})
     title = f"{session['info'].get('title') or 'session'} (rewound before turn {number})"

@@ -103,6 +103,12 @@ class ConversationRefused(SnapstoreError):
     path: str | None = None
 
 
+class ConversationUnreadable(ConversationRefused):
+    """A file the conversation edit must read cannot be read safely or understood (not a
+    regular file, over its size cap, outside the agent's folder, a record it cannot make
+    sense of): the chat is left as it is, and a rewind still takes the files back."""
+
+
 class Unfinished(RunActive):
     """Refused because a rewind or undo was interrupted and is not finished
     (field: ``operation``)."""

@@ -374,8 +374,11 @@ def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:
     return result
 
 
-def resume(repo: Repo) -> list[RewindResult]:
-    """Finish every interrupted operation, rolling each path forward to its plan."""
+def resume(repo: Repo, run_agents: bool = True) -> list[RewindResult]:
+    """Finish every interrupted operation, rolling each path forward to its plan. Without
+    ``run_agents``, an operation whose conversation edit runs the agent's own CLI (which may
+    take minutes) is left for a later call: the rest only writes, so it ends in bounded time
+    (what a hook event needs before it records)."""
     results = []
     with repo.lock() as w:
         for op_id in repo.unfinished():
@@ -385,6 +388,9 @@ def resume(repo: Repo) -> list[RewindResult]:
                     raise StoreCorrupt(
                         f"unfinished operation {op_id} has no record", operation=op_id
                     )
+                edit = conversation.from_record(turn.op.conversation)
+                if not run_agents and edit is not None and conversation.needs_agent(edit):
+                    continue
                 rmdirs = dict(turn.op.result.get("rmdirs", {}))
                 plans = [
                     _resume_plan(repo, v, change, rmdirs.pop(change.path, 0))

@@ -23,7 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .. import conversation
-from ..core.errors import BadInput, NotFound, NotOnBranch, RunActive, Unfinished
+from ..core.errors import (
+    BadInput,
+    ConversationRefused,
+    NotFound,
+    NotOnBranch,
+    RunActive,
+    Unfinished,
+)
 from ..core.records import (
     BOTH,
     BRANCH_KINDS,
@@ -123,7 +130,9 @@ def rewind(
 def _plan_conversation(
     operation: Operation, turn: Turn, homes: Mapping[str, str] | None, target: str | int
 ) -> None:
-    """Add the conversation edit to a planned rewind (raises when it must be refused)."""
+    """Add the conversation edit to a planned rewind (raises when it must be refused). A chat
+    whose files cannot be read safely is left as it is while the files go back; in mode
+    ``conversation`` nothing would go back, so that is refused."""
     if not conversation.concerns(turn.session):
         return
     shown = f"{target}" if isinstance(target, int) else turn.id
@@ -139,6 +148,8 @@ def _plan_conversation(
     )
     if edit is None:
         return
+    if edit.status == "refused" and operation.op.mode == CONVERSATION:
+        raise ConversationRefused(edit.note, path=edit.transcript)
     operation.op = operation.op._replace(conversation=edit._asdict())
     operation.result.conversation = edit.to_json()
 

@@ -5,8 +5,9 @@ The fake model's request log is the proof: after `rewind 2` the resumed session 
 turn 1's messages and nothing of turns 2 and 3; after `undo`, all three again. One agent session
 serves every check (these CLIs are slow to start): `--mode code` and `--mode conversation`, a
 refusal while the agent runs the session (its registry entry, or its writer lock, held by a live
-process: the test's own `sleep`), a kill -9 in the middle of the conversation edit finished by
-`rewind --resume`, and an undo refused once the agent has written since.
+process: the test's own `sleep`, under the agent's name), a kill -9 in the middle of the
+conversation edit finished by `rewind --resume`, and an undo refused once the agent has written
+since.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pytest
 from ..support import snapstore_bin
 from ..support.agents.fake_model import Turn
 from ..support.agents.session import Session
+from ..support.transcripts import pose
 from .test_agents_hooks import (  # on_path: a fixture
     NOTES,
     SCRIPT,
@@ -150,7 +152,7 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
         assert path.read_bytes() == whole
 
         # the agent still runs the session: refused, nothing changed, files included
-        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        sleeper = pose(s.base, "claude")
         try:
             if agent == "claude-code":
                 registry = s.home / ".claude" / "sessions"
@@ -342,7 +344,7 @@ def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Pat
         assert sorted(p.name for p in state.iterdir()) == folders
 
         # Copilot still runs the session (its in-use lock, held by a live pid): refused
-        sleeper = subprocess.Popen(["sleep", "300"], start_new_session=True)
+        sleeper = pose(s.base, "copilot")
         lock = path.parent / f"inuse.{sleeper.pid}.lock"
         try:
             lock.touch()

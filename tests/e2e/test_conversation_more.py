@@ -21,6 +21,7 @@ import pytest
 from snapstore.conversation import gemini_cli
 
 from ..support.agents.session import Session
+from ..support.transcripts import pose
 from .test_agents_hooks import (  # on_path: a fixture
     NOTES,
     SCRIPT,
@@ -127,10 +128,11 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
         resumed_remembers_turn_one(s, out["session_id"])
 
         # the agent runs the session: refused, nothing changed. Qwen Code's registry names
-        # it with a live pid (the test's own `sleep`); Gemini CLI keeps none: the real Gemini
-        # CLI, interactive on a terminal in the workspace, is found in the process list
+        # it with a live pid (the test's own `sleep`, under qwen's name); Gemini CLI keeps
+        # none: the real Gemini CLI, interactive on a terminal in the workspace, is found in
+        # the process list
         if agent == "qwen-code":
-            running = subprocess.Popen(["sleep", "300"], start_new_session=True)
+            running = pose(s.base, "qwen")
             registry = s.home / ".qwen" / "sessions"
             registry.mkdir(parents=True, exist_ok=True)
             entry = {"pid": running.pid, "sessionId": sid, "cwd": str(s.workspace)}
@@ -164,7 +166,7 @@ def _wait_for_gemini(sid: str, home: Path) -> None:
     """Wait until a Gemini CLI process runs in the session's project."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if gemini_cli.running(sid, str(home)):
+        if gemini_cli.running(sid, [str(home)], None):
             return
         time.sleep(0.2)
     raise AssertionError("Gemini CLI never started")

@@ -25,7 +25,7 @@ from snapstore_cli.operations.outcome import public
 from snapstore import SnapstoreError, Store
 
 from ..support import agent_turn, agent_write, hermetic_env, read, run_snapstore, write
-from ..support.transcripts import PROMPTS, session_of
+from ..support.transcripts import PROMPTS, pose, session_of
 from ..support.trees import snapshot
 from ..support.ui import ask, open_socket, running_ui
 
@@ -93,7 +93,7 @@ def _claude(b: Built, store: Store) -> None:
 
 def _running(b: Built, store: Store) -> None:
     _claude(b, store)
-    live = subprocess.Popen(["sleep", "600"])
+    live = pose(b.ws.parent, "claude")  # a live process that the running check takes for Claude
     _LIVE.append(live)
     registry = Path(b.homes["claude-code"]) / "sessions"
     registry.mkdir()

@@ -16,7 +16,7 @@ import pytest
 from snapstore import Store
 
 from ..support import hermetic_env, snapstore_bin
-from ..support.transcripts import session_of
+from ..support.transcripts import posing_as, session_of, transcript_in
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -188,7 +188,7 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
     """A Claude Code session: the second menu names the resume command; while Claude Code runs
     the session, only the code can go back, and the menu says why."""
     home = tmp_path / "home"
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in({"claude-code": str(home / ".claude")}, "claude-code")
     with Store.init(root) as store:
         session = session_of(store, "claude-code", transcript)
     env = {"HOME": str(home), "SNAPSTORE_SESSION": session}
@@ -210,13 +210,14 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
 
     registry = home / ".claude" / "sessions"
     registry.mkdir(parents=True)
-    (registry / "1.json").write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
-    term = Terminal([*snapstore_bin(), "--session", session, "rewind"], root, HOME=str(home))
-    try:
-        term.wait_for("Rewind to before which turn?")
-        term.keys("Enter")  # turn 1, the one left
-        screen = term.wait_for("Cancel")
-        assert "Rewind code only (the chat cannot go back: Claude Code is running" in screen
-        assert "Rewind code and conversation" not in screen
-    finally:
-        term.close()
+    with posing_as(tmp_path, "claude") as claude:
+        (registry / "1.json").write_text(json.dumps({"pid": claude.pid, "sessionId": "sid"}))
+        term = Terminal([*snapstore_bin(), "--session", session, "rewind"], root, HOME=str(home))
+        try:
+            term.wait_for("Rewind to before which turn?")
+            term.keys("Enter")  # turn 1, the one left
+            screen = term.wait_for("Cancel")
+            assert "Rewind code only (the chat cannot go back: Claude Code is running" in screen
+            assert "Rewind code and conversation" not in screen
+        finally:
+            term.close()

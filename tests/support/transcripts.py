@@ -4,9 +4,16 @@ a conversation rewind reads (tests/e2e/test_conversation*.py run the real CLIs).
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from snapstore import Store
 
@@ -36,14 +43,19 @@ def claude_turn(path: Path, i: int, version: str = "2.1.332") -> None:
     _append(path, [prompt, answer, leaf])
 
 
-def codex_turn(path: Path, i: int, version: str = "0.171.0") -> None:
-    """Codex's records of turn ``i`` (after ``session_meta`` for the first): ``task_started``
-    and ``turn_context``, each with the next ordinal."""
+def codex_turn(path: Path, i: int, version: str = "0.171.0", steered: int = 0) -> None:
+    """Codex's records of turn ``i`` (after ``session_meta`` for the first): ``task_started``,
+    ``turn_context`` and the completed ``UserMessage`` item of its prompt (and of each of
+    ``steered`` more messages the user steered it with), each with the next ordinal."""
     started = {"type": "task_started", "turn_attribution": {"turn_id": f"t{i}"}}
     records = [
         {"type": "event_msg", "payload": started},
         {"type": "turn_context", "payload": {"turn_id": f"t{i}"}},
     ]
+    for n in range(1 + steered):
+        item = {"type": "UserMessage", "id": f"m{i}" + "s" * n}
+        completed = {"type": "item_completed", "turn_id": f"t{i}", "item": item}
+        records.append({"type": "event_msg", "payload": completed})
     if i == 0:
         records.insert(0, {"type": "session_meta", "payload": {"cli_version": version}})
     before = len(path.read_text().splitlines()) if path.exists() else 0
@@ -155,6 +167,65 @@ def _append(path: Path, records: list[dict]) -> None:
         f.writelines(json.dumps(r) + "\n" for r in records)
 
 
+#: Where each agent keeps session ``sid``'s transcript in its folder (as its layout has it).
+LAYOUTS = {
+    "claude-code": "projects/-ws/sid.jsonl",
+    "codex": "sessions/2026/12/01/rollout-2026-12-01T10-00-00-sid.jsonl",
+    "gemini-cli": "tmp/ws/chats/session-2026-12-01T10-00-sid.jsonl",
+    "qwen-code": "projects/-ws/chats/sid.jsonl",
+    "copilot": "session-state/sid/events.jsonl",
+}
+
+
+def transcript_in(homes: Mapping[str, str], agent: str) -> Path:
+    """The path of session ``sid``'s transcript in the agent's folder (its folders made)."""
+    path = Path(homes[agent]) / LAYOUTS[agent]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def pose(folder: Path, command: str, cwd: str | None = None) -> subprocess.Popen:
+    """A live process, in a session of its own, whose command is ``command`` (``sleep``
+    under that name, as argv[0]): what the running check takes for the agent."""
+    program = folder / "bin" / command
+    program.parent.mkdir(parents=True, exist_ok=True)
+    if not program.exists():
+        program.symlink_to("/bin/sleep")
+    child = subprocess.Popen([str(program), "300"], cwd=cwd, start_new_session=True)
+    wait_exec(child.pid, program)
+    return child
+
+
+@contextlib.contextmanager
+def posing_as(folder: Path, command: str, cwd: str | None = None) -> Iterator[subprocess.Popen]:
+    """:func:`pose`, killed at the end of the block."""
+    child = pose(folder, command, cwd)
+    try:
+        yield child
+    finally:
+        child.kill()
+        child.wait()
+
+
+def wait_exec(pid: int, program: Path) -> None:
+    """Wait until the child's command line is the program's: Popen can return while the
+    kernel is still setting up the exec'd image."""
+    import psutil
+
+    for _ in range(500):
+        with contextlib.suppress(psutil.Error):
+            if psutil.Process(pid).cmdline()[:1] == [str(program)]:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"{program} never started")
+
+
+def written_before(path: Path, seconds: float = 3600) -> None:
+    """Date a sign (a registry entry, a lock) back: written before any process started now."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
 def claude_transcript(path: Path, turns: int) -> None:
     """A Claude Code transcript of ``turns`` turns."""
     for i in range(turns):
@@ -182,3 +253,16 @@ def session_of(
         agent_write(store, "notes.txt", f"version {i}\n", session=session)
         store.end_turn(session)
     return session
+
+
+def live_of(module: ModuleType, path: Path, prompt: str = "", when: str = "") -> Any:
+    """The agent's model of ``path`` as the agent loads it (``.live()``: its live history;
+    ``.target``: the message of the turn with ``prompt`` at or after ``when``)."""
+    chat = module.Chat("", 0, prompt, when)
+    with open(path, "rb") as f:
+        for at, line in enumerate(f):
+            with contextlib.suppress(ValueError):
+                record = json.loads(line)
+                if isinstance(record, dict):
+                    chat.feed(record, at)
+    return chat

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,9 +21,13 @@ from ..support import agent_write, read
 from ..support.transcripts import (
     PROMPTS,
     claude_transcript,
+    claude_turn,
     copilot_turn,
+    live_of,
     opencode_export,
+    posing_as,
     session_of,
+    transcript_in,
 )
 
 
@@ -65,7 +68,7 @@ def test_records_written_before_keep_decoding() -> None:
 def test_rewind_appends_one_record_and_undo_cuts_it(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, agent)
     session = session_of(store, agent, transcript)
     whole = transcript.read_bytes()
     result = store.rewind(2, session, homes=homes)
@@ -76,7 +79,7 @@ def test_rewind_appends_one_record_and_undo_cuts_it(
         assert record["leafUuid"] == "a0" and record["cutUuid"] == "u1"
         assert record["lastPrompt"] == PROMPTS[0] and record["rewound"] is True
     else:
-        assert record["ordinal"] == 7 and record["payload"] == {
+        assert record["ordinal"] == 10 and record["payload"] == {
             "type": "thread_rolled_back",
             "num_turns": 2,
         }
@@ -101,31 +104,32 @@ def test_rewind_appends_one_record_and_undo_cuts_it(
 def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "claude-code")
     session = session_of(store, "claude-code", transcript)
     whole = transcript.read_bytes()
     registry = Path(homes["claude-code"]) / "sessions"
     registry.mkdir()
     entry = registry / "1.json"
-    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
-    with pytest.raises(AgentRunning, match=r"exit claude first, or use --mode code") as refused:
-        store.rewind(2, session, homes=homes)
-    assert isinstance(refused.value, RunActive) and refused.value.code == "run_active"
-    assert transcript.read_bytes() == whole
-    assert read(Path(store.root), "notes.txt") == b"version 2\n"
-    # --mode code never looks at the agent
-    assert store.rewind(2, session, mode="code", dry_run=True, homes=homes).conversation is None
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
+    with posing_as(tmp_path, "claude") as claude:
+        entry.write_text(json.dumps({"pid": claude.pid, "sessionId": "sid"}))
+        with pytest.raises(AgentRunning, match=r"exit claude first, or use --mode code") as no:
+            store.rewind(2, session, homes=homes)
+        assert isinstance(no.value, RunActive) and no.value.code == "run_active"
+        assert transcript.read_bytes() == whole
+        assert read(Path(store.root), "notes.txt") == b"version 2\n"
+        # --mode code never looks at the agent
+        chat = store.rewind(2, session, mode="code", dry_run=True, homes=homes).conversation
+        assert chat is None
+    entry.write_text(json.dumps({"pid": claude.pid, "sessionId": "sid"}))  # it is gone now
     assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
     rewound = transcript.read_bytes()
-    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
-    with pytest.raises(AgentRunning) as refused:  # the undo too, and it has no files-only way
-        store.undo(homes=homes)
-    assert str(refused.value).endswith("exit claude first")
-    assert transcript.read_bytes() == rewound
-    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+    with posing_as(tmp_path, "claude") as claude:
+        entry.write_text(json.dumps({"pid": claude.pid, "sessionId": "sid"}))
+        with pytest.raises(AgentRunning) as refused:  # the undo too: it has no files-only way
+            store.undo(homes=homes)
+        assert str(refused.value).endswith("exit claude first")
+        assert transcript.read_bytes() == rewound
+        assert read(Path(store.root), "notes.txt") == b"version 0\n"
     entry.unlink()
     store.undo(homes=homes)
     assert transcript.read_bytes() == whole
@@ -135,7 +139,7 @@ def test_a_live_registry_entry_refuses_and_a_stale_one_does_not(
 def test_a_compaction_after_the_turn_refuses_before_any_change(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, agent)
     session = session_of(store, agent, transcript)
     if agent == "claude-code":
         compaction = {
@@ -159,7 +163,7 @@ def test_a_compaction_after_the_turn_refuses_before_any_change(
 def test_an_untested_release_leaves_the_chat_and_says_how_to_rewind_it(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "codex")
     session = session_of(store, "codex", transcript, version="0.99.0")
     whole = transcript.read_bytes()
     result = store.rewind(2, session, homes=homes)
@@ -175,7 +179,7 @@ def test_an_untested_release_leaves_the_chat_and_says_how_to_rewind_it(
 def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "claude-code")
     session = session_of(store, "claude-code", transcript)
     whole = transcript.read_bytes()
     chat = store.rewind(2, session).conversation  # no homes: the Python API
@@ -198,7 +202,7 @@ def test_other_agents_and_the_python_api_leave_the_chat_in_the_agent(
 def test_undo_refuses_once_the_agent_wrote_since(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "codex")
     session = session_of(store, "codex", transcript)
     store.rewind(2, session, homes=homes)
     with open(transcript, "a") as f:
@@ -213,11 +217,11 @@ def test_undo_refuses_once_the_agent_wrote_since(
 def test_a_rewind_already_made_in_the_agent_leaves_the_chat_unchanged(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "codex")
     session = session_of(store, "codex", transcript)
     with open(transcript, "a") as f:  # the user's own rollback of turns 2 and 3
         f.write(
-            '{"ordinal":7,"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}\n'
+            '{"ordinal":10,"type":"event_msg","payload":{"type":"thread_rolled_back","num_turns":2}}\n'
         )
     whole = transcript.read_bytes()
     chat = store.rewind(2, session, homes=homes).conversation
@@ -228,19 +232,20 @@ def test_a_rewind_already_made_in_the_agent_leaves_the_chat_unchanged(
 def test_an_untested_claude_release_gets_a_fork_and_undo_drops_it(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    transcript = tmp_path / "sid.jsonl"
+    transcript = transcript_in(homes, "claude-code")
     session = session_of(store, "claude-code", transcript, version="2.9.0")
     whole = transcript.read_bytes()
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and (chat["status"], chat["how"]) == ("rewound", "forked")
     new = chat["session_id"]
     assert new != "sid" and chat["resume_command"] == f"claude --resume {new}"
-    assert chat["transcript"] == str(tmp_path / f"{new}.jsonl")
+    assert chat["transcript"] == str(transcript.parent / f"{new}.jsonl")
     assert "Claude Code 2.9.0 is not a release snapstore was tested with" in chat["note"]
     assert transcript.read_bytes() == whole
     fork = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
     assert [r.get("uuid") for r in fork] == ["u0", "a0", None]
-    assert fork[0]["sessionId"] == new and claude_code.live(fork) == ["p0"]
+    assert fork[0]["sessionId"] == new
+    assert live_of(claude_code, Path(chat["transcript"])).live() == ["p0"]
     assert read(Path(store.root), "notes.txt") == b"version 0\n"
     store.undo(homes=homes)
     assert not Path(chat["transcript"]).exists() and transcript.read_bytes() == whole
@@ -251,7 +256,7 @@ def test_a_key_whose_message_came_before_the_turn_began_is_refused(
 ) -> None:
     """The turn's message lies after the transcript's size at its begin hook: a key found only
     before it maps the turn to another message, and nothing is changed."""
-    transcript = tmp_path / "t.jsonl"
+    transcript = transcript_in(homes, "claude-code")
     session = session_of(store, "claude-code", transcript)
     store.begin_turn(session, "again", "p1", transcript=str(transcript))  # p1 is turn 2's
     agent_write(store, "notes.txt", "version 3\n", session=session)
@@ -286,7 +291,8 @@ def test_copilot_forks_a_session_folder_cut_before_the_turn_and_undo_drops_it(
     assert log.read_bytes() == whole
     events = [json.loads(line) for line in (fork / "events.jsonl").read_text().splitlines()]
     assert [e["id"] for e in events] == ["e0", "e1", "e2", "e3"]
-    assert events[0]["data"]["sessionId"] == new and copilot.live(events) == ["e1"]
+    assert events[0]["data"]["sessionId"] == new
+    assert live_of(copilot, fork / "events.jsonl").live() == ["e1"]
     assert (fork / "workspace.yaml").read_text() == f"id: {new}\ncwd: /w\n"
     assert read(Path(store.root), "notes.txt") == b"version 0\n"
     store.undo(homes=homes)
@@ -308,27 +314,24 @@ def test_copilot_maps_the_first_equal_prompt_at_or_after_the_begin_hook(
         store.end_turn(session)
     chat = store.rewind(1, session, homes=homes).conversation  # 1: the newest turn
     assert chat is not None and chat["status"] == "rewound", chat["note"]
-    events = [json.loads(line) for line in Path(chat["transcript"]).read_text().splitlines()]
-    assert copilot.live(events) == ["e1", "e4"]  # the third "again" is cut, not the first
-    assert (
-        copilot.locate(events, "again", conversation.iso(begun.created + 1)) is None
-    )  # none at or after
+    fork = Path(chat["transcript"])
+    assert live_of(copilot, fork).live() == ["e1", "e4"]  # the third "again" is cut, not the first
+    later = conversation.iso(begun.created + 1)
+    assert live_of(copilot, fork, "again", later).target is None  # none at or after
 
 
 def test_copilot_in_use_lock_refuses_while_its_pid_lives(
-    store: Store, homes: dict[str, str]
+    store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     log = copilot_log(homes)
     session = session_of(store, "copilot", log)
-    lock = log.parent / f"inuse.{os.getpid()}.lock"
-    lock.touch()
-    with pytest.raises(AgentRunning, match=r"exit copilot first, or use --mode code"):
-        store.rewind(2, session, homes=homes)
-    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
-    assert read(Path(store.root), "notes.txt") == b"version 2\n"
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    lock.rename(log.parent / f"inuse.{gone.pid}.lock")
+    with posing_as(tmp_path, "copilot") as copilot_cli:
+        lock = log.parent / f"inuse.{copilot_cli.pid}.lock"
+        lock.touch()
+        with pytest.raises(AgentRunning, match=r"exit copilot first, or use --mode code"):
+            store.rewind(2, session, homes=homes)
+        assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+        assert read(Path(store.root), "notes.txt") == b"version 2\n"
     assert store.rewind(2, session, homes=homes).conversation["status"] == "rewound"
 
 
@@ -386,4 +389,22 @@ def test_an_opencode_that_cannot_run_leaves_the_chat_and_rewinds_the_files(
         "cannot run opencode: No such file or directory, so the chat stays as it is; "
         "rewind it with /undo in opencode"
     )
+    assert read(Path(store.root), "notes.txt") == b"version 0\n"
+
+
+def test_a_turn_recorded_without_its_key_leaves_the_chat_of_an_agent_whose_hooks_give_one(
+    store: Store, homes: dict[str, str]
+) -> None:
+    """Claude Code's hooks give each prompt's id: a turn recorded without one (an older
+    hook) is not looked for by its prompt's text, and the chat stays."""
+    transcript = transcript_in(homes, "claude-code")
+    session = "claude-code/sid"
+    for i in range(3):
+        store.begin_turn(session, PROMPTS[i], None, transcript=str(transcript))
+        claude_turn(transcript, i)
+        agent_write(store, "notes.txt", f"version {i}\n", session=session)
+        store.end_turn(session)
+    chat = store.rewind(2, session, homes=homes).conversation
+    assert chat is not None and chat["status"] == "unsupported"
+    assert "snapstore did not record where this turn is" in chat["note"]
     assert read(Path(store.root), "notes.txt") == b"version 0\n"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -17,11 +16,10 @@ from snapstore import Store
 from snapstore.adapters import apply, parse
 from snapstore.adapters.gemini_cli import AGENT as GEMINI
 from snapstore.conversation import gemini_cli, qwen_code
-from snapstore.conversation import parse as records_of
 from snapstore.core.errors import AgentRunning, ConversationRefused
 
 from ..support import read
-from ..support.transcripts import chat_session_of
+from ..support.transcripts import chat_session_of, live_of, posing_as, transcript_in, wait_exec
 
 AGENTS = ["gemini-cli", "qwen-code"]
 MODULE = {"gemini-cli": gemini_cli, "qwen-code": qwen_code}
@@ -53,7 +51,7 @@ def test_the_begin_hook_keeps_its_own_time(store: Store, tmp_path: Path) -> None
 def test_rewind_appends_the_agents_own_record_and_undo_cuts_it(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
-    transcript = tmp_path / "chat.jsonl"
+    transcript = transcript_in(homes, agent)
     session = chat_session_of(store, agent, transcript)
     whole = transcript.read_bytes()
     chat = store.rewind(2, session, homes=homes).conversation
@@ -70,7 +68,7 @@ def test_rewind_appends_the_agents_own_record_and_undo_cuts_it(
         )
     mod = MODULE[agent]
     kept = "m0" if agent == "gemini-cli" else "u0"
-    assert mod.live(records_of(transcript.read_bytes())) == [kept]
+    assert live_of(mod, transcript).live() == [kept]
     assert read(Path(store.root), "notes.txt") == b"version 0\n"
     store.undo(homes=homes)
     assert transcript.read_bytes() == whole
@@ -83,18 +81,18 @@ def test_equal_prompts_are_told_apart_by_the_hooks_time(
 ) -> None:
     """The first and the third turn have the same prompt: rewinding the third (the newest:
     rewind point 1) keeps the first two."""
-    transcript = tmp_path / "chat.jsonl"
+    transcript = transcript_in(homes, agent)
     session = chat_session_of(store, agent, transcript, ("again", "other", "again"))
     store.rewind(1, session, homes=homes)
     kept = ["m0", "m1"] if agent == "gemini-cli" else ["u0", "u1"]
-    assert MODULE[agent].live(records_of(transcript.read_bytes())) == kept
+    assert live_of(MODULE[agent], transcript).live() == kept
 
 
 @pytest.mark.parametrize("agent", AGENTS)
 def test_a_compression_after_the_turn_refuses_before_any_change(
     store: Store, tmp_path: Path, homes: dict[str, str], agent: str
 ) -> None:
-    transcript = tmp_path / "chat.jsonl"
+    transcript = transcript_in(homes, agent)
     session = chat_session_of(store, agent, transcript)
     if agent == "gemini-cli":  # a checkpoint with a summary in place of the history
         summary = {"id": "sum", "type": "user", "content": [{"text": "summary"}]}
@@ -115,7 +113,7 @@ def test_a_prompt_whose_message_is_not_after_the_hooks_time_is_refused(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
     """The Qwen Code message of turn 2 is stamped before its hook: it maps to nothing."""
-    transcript = tmp_path / "chat.jsonl"
+    transcript = transcript_in(homes, "qwen-code")
     session = chat_session_of(store, "qwen-code", transcript)
     text = transcript.read_text().replace("10:00:10.050Z", "09:59:59.000Z")
     transcript.write_text(text)
@@ -127,13 +125,13 @@ def test_a_prompt_whose_message_is_not_after_the_hooks_time_is_refused(
 def test_an_untested_qwen_release_and_an_unknown_gemini_format_leave_the_chat(
     store: Store, tmp_path: Path, homes: dict[str, str]
 ) -> None:
-    qwen = tmp_path / "qwen.jsonl"
+    qwen = transcript_in(homes, "qwen-code")
     session = chat_session_of(store, "qwen-code", qwen)
     qwen.write_text(qwen.read_text().replace('"0.24.4"', '"0.30.0"'))
     chat = store.rewind(2, session, homes=homes, dry_run=True).conversation
     assert chat is not None and chat["status"] == "unsupported"
     assert "Qwen Code 0.30.0 is not a release snapstore was tested with (0.24.4)" in chat["note"]
-    gemini = tmp_path / "gemini.jsonl"
+    gemini = transcript_in(homes, "gemini-cli")
     session = chat_session_of(store, "gemini-cli", gemini)
     lines = gemini.read_text().splitlines(keepends=True)
     gemini.write_text("".join(lines[1:]))  # no session metadata first: another format
@@ -147,20 +145,18 @@ def test_qwen_codes_registry_refuses_while_its_process_lives(
 ) -> None:
     """``~/.qwen/sessions/<pid>.json`` (what ``qwen sessions ps`` lists) names the session:
     refused while that pid lives, nothing changed; once it is gone, the entry no longer counts."""
-    transcript = tmp_path / "chat.jsonl"
+    transcript = transcript_in(homes, "qwen-code")
     session = chat_session_of(store, "qwen-code", transcript)
     whole = transcript.read_bytes()
     registry = Path(homes["qwen-code"]) / "sessions"
     registry.mkdir()
     entry = registry / "1.json"
-    entry.write_text(json.dumps({"pid": os.getpid(), "sessionId": "sid"}))
-    with pytest.raises(AgentRunning, match=r"exit qwen first, or use --mode code"):
-        store.rewind(2, session, homes=homes)
-    assert transcript.read_bytes() == whole
-    assert read(Path(store.root), "notes.txt") == b"version 2\n"
-    gone = subprocess.Popen(["true"])
-    gone.wait()
-    entry.write_text(json.dumps({"pid": gone.pid, "sessionId": "sid"}))
+    with posing_as(tmp_path, "qwen") as qwen:
+        entry.write_text(json.dumps({"pid": qwen.pid, "sessionId": "sid"}))
+        with pytest.raises(AgentRunning, match=r"exit qwen first, or use --mode code"):
+            store.rewind(2, session, homes=homes)
+        assert transcript.read_bytes() == whole
+        assert read(Path(store.root), "notes.txt") == b"version 2\n"
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and chat["status"] == "rewound"
 
@@ -179,7 +175,7 @@ def test_a_gemini_process_in_the_sessions_project_refuses_while_it_lives(
     gemini.parent.mkdir()
     gemini.symlink_to("/bin/sleep")
     running = subprocess.Popen([str(gemini), "60"], cwd=store.root)
-    _wait_exec(running.pid, gemini)
+    wait_exec(running.pid, gemini)
     try:
         with pytest.raises(AgentRunning, match=rf"pid {running.pid} in .*exit gemini first"):
             store.rewind(2, session, homes=homes)
@@ -189,14 +185,3 @@ def test_a_gemini_process_in_the_sessions_project_refuses_while_it_lives(
     assert read(Path(store.root), "notes.txt") == b"version 2\n"
     chat = store.rewind(2, session, homes=homes).conversation
     assert chat is not None and chat["status"] == "rewound"
-
-
-def _wait_exec(pid: int, exe: Path) -> None:
-    """Wait until the child's command line is the program's: Popen can return while the
-    kernel is still setting up the exec'd image."""
-    for _ in range(500):
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            if f.read().startswith(bytes(exe)):
-                return
-        time.sleep(0.01)
-    raise AssertionError(f"{exe} never started")

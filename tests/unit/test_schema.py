@@ -1,4 +1,4 @@
-"""Schema versions: a schema-1, 2 or 3 store is upgraded in place; an unknown one is
+"""Schema versions: a schema-1 to 4 store is upgraded in place; an unknown one is
 refused untouched."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from snapstore.core.db import SCHEMA_VERSION
 
 from ..support import Clock, agent_turn, read, write
 from ..support.rawdb import drop_table, raw_put, raw_values
+from ..support.transcripts import session_of, transcript_in
 
 
 def _as_schema_1(store: Store) -> None:
@@ -119,9 +120,50 @@ def test_a_schema_3_store_is_upgraded_and_its_whole_blobs_still_read(
         agent_turn(store, "first", {"f.txt": "two\n"})
         raw_put(store, b"schema", b"3", "meta")
     with Store.open(root, clock=clock) as store:
-        assert raw_values(store, "meta")[b"schema"] == b"4"
-        assert [e["schema"] for e in store.events() if e["type"] == "upgrade"] == [4]
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
+        assert [e["schema"] for e in store.events() if e["type"] == "upgrade"] == [SCHEMA_VERSION]
         agent_turn(store, "big", {"big.bin": os.urandom(5 * 1024 * 1024)})
         assert store.rewind(2).ok
         assert read(root, "f.txt") == b"one\n" and read(root, "big.bin") is None
         assert store.fsck().ok
+
+
+def test_a_schema_4_stores_conversation_edits_are_taken_back_as_they_were_made(
+    root: Path, clock: Clock, tmp_path: Path
+) -> None:
+    """Schema 5 added a conversation edit's ``ident``, ``digest``, ``length``, ``old_id`` and
+    ``files``: a fork recorded by an earlier release held its whole log in ``data`` (and an
+    append had no identity). After the upgrade their undo still takes each back whole."""
+    homes = {"copilot": str(tmp_path / "copilot"), "claude-code": str(tmp_path / "claude")}
+    with Store.init(root, clock=clock) as store:
+        log = transcript_in(homes, "copilot")
+        (log.parent / "workspace.yaml").write_text("id: sid\ncwd: /w\n")
+        copilot = session_of(store, "copilot", log)
+        fork = Path(store.rewind(2, copilot, homes=homes).conversation["transcript"])
+        transcript = transcript_in(homes, "claude-code")
+        whole = transcript_of(store, transcript)
+        store.rewind(2, "claude-code/sid", homes=homes)
+        for key, raw in raw_values(store, "turns").items():  # the records as schema 4 had them
+            data = json.loads(raw)
+            edit = (data.get("op") or {}).get("conversation")
+            if edit:
+                for name in ("ident", "digest", "length", "old_id", "files"):
+                    del edit[name]
+                if edit["how"] == "forked":
+                    edit.update(offset=0, data=fork.read_text())
+                raw_put(store, key, json.dumps(data).encode(), "turns")
+        raw_put(store, b"schema", b"4", "meta")
+    with Store.open(root, clock=clock) as store:
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
+        assert store.undo(session="claude-code/sid", homes=homes).conversation["status"] == (
+            "rewound"
+        )
+        assert transcript.read_bytes() == whole
+        store.undo(session=copilot, homes=homes)
+    assert sorted(os.listdir(log.parent.parent)) == ["sid"]
+
+
+def transcript_of(store: Store, transcript: Path) -> bytes:
+    """A Claude Code session of three turns in ``transcript``; its bytes."""
+    session_of(store, "claude-code", transcript)
+    return transcript.read_bytes()
