@@ -25,6 +25,7 @@ from ..support import snapstore_bin
 from ..support.agents.fake_model import Turn
 from ..support.agents.session import Session
 from ..support.transcripts import pose
+from ..support.ui import ask, open_socket, running_ui
 from .test_agents_hooks import (  # on_path: a fixture
     NOTES,
     SCRIPT,
@@ -82,6 +83,23 @@ def resumed_remembers_turn_one(s, session_id: str) -> None:
     assert SCRIPT[0].prompt in sent and "Created." in sent
     for gone in (*(t.prompt for t in SCRIPT[1:]), FOURTH.prompt, "Edited.", "Appended."):
         assert gone not in sent, (gone, sent)
+
+
+def through_the_page(s, session: str, prompt: str = SCRIPT[1].prompt, turn: int | str = 2) -> dict:
+    """Rewind turn 2, then undo it, through the page's socket (a real `snapstore ui` with the
+    agent's environment): the chat goes back and comes back as from the command line (the
+    operation layer is the same door); the rewind's conversation object."""
+    with running_ui(s.workspace, **s.env()) as ui, open_socket(ui) as ws:
+        # a bound against a hang: opencode's own export and import take a while
+        done = ask(ws, {"action": "rewind", "session_id": session, "turn": turn}, timeout=300)
+        assert done["type"] == "rewind_result", done
+        assert done["data"]["user_text"] == prompt
+        assert done["data"]["conversation"]["status"] == "rewound", done
+        assert tree(s)["notes.txt"] == NOTES
+        undone = ask(ws, {"action": "undo", "session_id": session}, timeout=300)
+        assert undone["type"] == "undo_result", undone
+        assert undone["data"]["conversation"]["status"] == "rewound", undone
+    return done["data"]["conversation"]
 
 
 def rewind(s, session: str, *args: str) -> subprocess.CompletedProcess:
@@ -199,10 +217,15 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
             assert snap(s, "undo").returncode == 0
             assert tree(s) == after_3 and path.read_bytes() == whole
 
+        # through the page's socket: the chat goes back and comes back whole
+        paged = through_the_page(s, session)
+        assert tree(s) == after_3 and path.read_bytes() == whole
+
         # rewind 2 (both), undo right after it, then resume: the model sees turns 1 to 3
         done = rewind(s, session, "2")
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)
+        assert out["conversation"] == paged  # the same answer through both doors
         assert out["user_text"] == SCRIPT[1].prompt
         assert out["conversation"] == {
             "agent": agent,
@@ -371,6 +394,10 @@ def test_a_real_copilot_session_rewinds_its_conversation_by_a_fork(tmp_path: Pat
             assert snap(s, "undo").returncode == 0
             assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
 
+        # through the page's socket: a fork, and the undo drops it
+        assert through_the_page(s, session)["how"] == "forked"
+        assert tree(s) == after_3 and sorted(p.name for p in state.iterdir()) == folders
+
         # rewind 2, undo right after it, then resume the session: turns 1 to 3
         done = rewind(s, session, "2")
         assert done.returncode == 0, done.stderr
@@ -482,6 +509,11 @@ def test_a_real_opencode_session_rewinds_its_conversation_by_export_and_import(
             assert tree(s)["notes.txt"] == NOTES
             assert snap(s, "undo").returncode == 0
             assert tree(s) == after_3
+
+        # through the page's socket: a fork by export and import, and the undo deletes it
+        paged = through_the_page(s, session, f'"{SCRIPT[1].prompt}"', second)
+        assert paged["how"] == "forked" and opencode_messages(s, paged["session_id"]) is None
+        assert tree(s) == after_3
 
         # rewind 2, undo right after it, then resume the session: turns 1 to 3
         done = rewind(s, session, second)

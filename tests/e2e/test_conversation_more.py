@@ -38,6 +38,7 @@ from .test_conversation import (
     resumed_remembers_every_turn,
     resumed_remembers_turn_one,
     rewind,
+    through_the_page,
     tree,
 )
 
@@ -103,10 +104,15 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
             assert snap(s, "undo").returncode == 0
             assert tree(s) == after_3 and path.read_bytes() == whole
 
+        # through the page's socket: the chat goes back and comes back whole
+        paged = through_the_page(s, session)
+        assert tree(s) == after_3 and path.read_bytes() == whole
+
         # rewind 2, undo right after it, then resume: the model sees turns 1 to 3
         done = rewind(s, session, "2")
         assert done.returncode == 0, done.stderr
         out = json.loads(done.stdout)
+        assert out["conversation"] == paged  # the same answer through both doors
         assert out["user_text"] == SCRIPT[1].prompt
         assert out["conversation"] == {
             "agent": agent,

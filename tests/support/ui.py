@@ -122,16 +122,16 @@ def agent_turns(store: Store, session: str = "default") -> list[str]:
 _ids = itertools.count(1)
 
 
-def ask(ws: ClientConnection, frame: dict[str, Any]) -> dict[str, Any]:
+def ask(ws: ClientConnection, frame: dict[str, Any], timeout: float = WAIT) -> dict[str, Any]:
     """Send one request and return its reply (matched on its request id; pushes are skipped)."""
     request_id = f"t{next(_ids)}"
     ws.send(json.dumps({**frame, "request_id": request_id}))
-    return reply_to(ws, request_id)
+    return reply_to(ws, request_id, timeout)
 
 
-def reply_to(ws: ClientConnection, request_id: str) -> dict[str, Any]:
+def reply_to(ws: ClientConnection, request_id: str, timeout: float = WAIT) -> dict[str, Any]:
     while True:
-        frame = json.loads(ws.recv(timeout=WAIT))
+        frame = json.loads(ws.recv(timeout=timeout))
         if frame["data"].get("request_id") == request_id:
             return frame
 
