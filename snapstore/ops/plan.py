@@ -29,6 +29,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
+from ..core import faults
 from ..core.errors import FileChanged, SnapstoreError
 from ..core.fsio import Workspace
 from ..core.records import (
@@ -526,6 +527,7 @@ class _Fold:
                 b, o, t = (self._source(entry, held) for entry in (base, ours, theirs))
                 outcome = merge_big(b, o, t, spool.write, markers=self.on_conflict == MARKERS)
             data = spool.content() if outcome.written else None
+            faults.point("plan.big_merged")
         except BaseException:
             spool.close()
             raise
