@@ -19,9 +19,9 @@ base and one side can change:
   git diffs the whole files: the trimmed middle is the same, and git's choice of the lines
   that take part in its search looks only at the whole files' line counts, which one
   streaming pass over each file gives. The result is ours around the merged window. The
-  three windows may hold at most :data:`WINDOW` bytes (the memory budget), and a diff that
-  left git's alignment (a dense rewrite past the search budget, ``text/diff.py``) counts
-  as a conflict.
+  three windows may hold at most :data:`WINDOW` bytes and :data:`WINDOW_LINES` lines
+  (the memory budget), and a diff that left git's alignment (a dense rewrite past the
+  search budget, ``text/diff.py``) counts as a conflict.
 
 Binary files (a NUL byte in the first 8 KiB) and files over git's own limit (1023 MiB)
 are conflicts, as git refuses them; so is anything else that could differ from git's
@@ -40,11 +40,12 @@ from typing import BinaryIO, Protocol
 from .diff import is_binary, split_lines
 from .merge import merge_window
 
-__all__ = ["WINDOW", "BigMerge", "Bytes", "Handle", "Source", "merge_big"]
+__all__ = ["WINDOW", "WINDOW_LINES", "BigMerge", "Bytes", "Handle", "Source", "merge_big"]
 
-#: The three windows of a line-by-line merge hold at most this many bytes: merging takes
-#: about four times as much again (docs/benchmarks.md).
+#: The three windows of a line-by-line merge hold at most this many bytes and lines: the
+#: merge's memory goes with the lines, about half a KiB each (docs/merge.md).
 WINDOW = 6 * 1024 * 1024
+WINDOW_LINES = 75_000
 #: How far a zone is widened, each way, at most: beyond, it runs to the file's end.
 REACH_LINES = 4096
 REACH_BYTES = 1024 * 1024
@@ -196,22 +197,27 @@ def _merge_window(
 ) -> BigMerge:
     """Merge line by line the window of base that holds both zones (and a line more each
     way), cut at the same lines of ours and theirs; ours around it."""
+    sides = (base, ours, theirs)
     start = _line_start(base, max(0, min(z[0] for z in zones) - 1))
     end = _next_line(base, max(z[1] for z in zones))
     shifts = (0, ours.size - base.size, theirs.size - base.size)
     total = sum(end - start + shift for shift in shifts)
-    if total > WINDOW:
+    windows = []
+    if total <= WINDOW:
+        windows = [
+            side.read(start, end - start + shift) for side, shift in zip(sides, shifts, strict=True)
+        ]
+    if total > WINDOW or sum(w.count(b"\n") for w in windows) > WINDOW_LINES:
         return BigMerge(
             1,
             f"your edits and the agent's in this big file are interleaved over "
             f"{_mib(end - start)}, more than a big file merges line by line "
-            f"({_mib(WINDOW)} for its three versions); left as it is",
+            f"({_mib(WINDOW)} or {WINDOW_LINES:,} lines for its three versions); "
+            "left as it is",
             False,
         )
-    b, o, t = (
-        split_lines(side.read(start, end - start + shift))
-        for side, shift in zip((base, ours, theirs), shifts, strict=True)
-    )
+    b, o, t = (split_lines(window) for window in windows)
+    del windows
     lines_b, in_b = _count(base, {*o, *t})
     lines_o, in_o = _count(ours, set(b))
     lines_t, in_t = _count(theirs, set(b))
@@ -448,6 +454,8 @@ def _count(
         pieces = (source.read(pos, min(PIECE, end - pos)) for pos in range(start, end, PIECE))
     found: Counter[bytes] = Counter()
     total, carry, skipping = 0, b"", False
+    # a chunk (up to 4 MiB) is split a piece at a time: the list of its lines is the peak
+    pieces = (chunk[at : at + PIECE] for chunk in pieces for at in range(0, len(chunk), PIECE))
     for piece in pieces:
         total += piece.count(b"\n")
         if skipping:

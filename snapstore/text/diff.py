@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from itertools import accumulate, chain, compress, count, pairwise
 
 __all__ = [
+    "Counts",
     "Hunk",
     "Whole",
     "align",
@@ -127,7 +128,7 @@ def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
 
 
 def _search_mask(
-    lines: list[int], lo: int, hi: int, other: Mapping[int, int], size: int
+    lines: list[int], lo: int, hi: int, other: Mapping[int, int] | Counts, size: int
 ) -> list[bool]:
     """Say which of ``lines[lo:hi]`` take part in the Myers search.
 
@@ -451,6 +452,17 @@ class _Slider:
                 pass
 
 
+class Counts(list[int]):
+    """How often each line, by its id, occurs in a whole file (see :class:`Whole`): a list,
+    read as the search reads a Counter. A dict of a window's lines would take several times
+    the window's own memory."""
+
+    __slots__ = ()
+
+    def get(self, line: int, default: int = 0) -> int:
+        return self[line] if line < len(self) else default
+
+
 class Whole:
     """The whole files around two windows ``a`` and ``b`` cut from them, as far as git's
     choice of the lines that take part in its search looks at them: each file's length in
@@ -463,9 +475,7 @@ class Whole:
 
     __slots__ = ("in_a", "in_b", "lines_a", "lines_b")
 
-    def __init__(
-        self, lines_a: int, lines_b: int, in_a: Mapping[int, int], in_b: Mapping[int, int]
-    ):
+    def __init__(self, lines_a: int, lines_b: int, in_a: Counts, in_b: Counts):
         self.lines_a, self.lines_b = lines_a, lines_b
         self.in_a = in_a  # the lines of window b, counted in the whole of file a
         self.in_b = in_b  # the lines of window a, counted in the whole of file b
@@ -481,9 +491,11 @@ def _changes(
     ahi = len(a) - _common_suffix(a, b, min(len(a), len(b)) - lo)
     bhi = ahi + len(b) - len(a)
     if whole is None:
-        whole = Whole(len(a), len(b), Counter(a), Counter(b))
-    keep_a = _search_mask(a, lo, ahi, whole.in_b, whole.lines_a)
-    keep_b = _search_mask(b, lo, bhi, whole.in_a, whole.lines_b)
+        keep_a = _search_mask(a, lo, ahi, Counter(b), len(a))
+        keep_b = _search_mask(b, lo, bhi, Counter(a), len(b))
+    else:
+        keep_a = _search_mask(a, lo, ahi, whole.in_b, whole.lines_a)
+        keep_b = _search_mask(b, lo, bhi, whole.in_a, whole.lines_b)
     changed_a[lo:ahi] = map(operator.not_, keep_a)
     changed_b[lo:bhi] = map(operator.not_, keep_b)
     # Run the search on the remaining lines only, then map its verdicts back.

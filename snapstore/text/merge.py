@@ -20,8 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 
-from .diff import Hunk, Whole, align, is_binary, line_ids, split_lines
+from .diff import Counts, Hunk, Whole, align, is_binary, line_ids, split_lines
 
 __all__ = ["MergeResult", "merge3", "merge_window"]
 
@@ -170,14 +171,17 @@ def _merge_lines(
     whole_o = whole_t = None
     if wholes is not None:
         (size_b, size_o, size_t), (in_b, in_o, in_t) = wholes
-        base_in_o = {n: in_o[line] for n, line in zip(ib, b, strict=True)}
-        base_in_t = {n: in_t[line] for n, line in zip(ib, b, strict=True)}
-        whole_o = Whole(
-            size_b, size_o, {n: in_b[line] for n, line in zip(io, o, strict=True)}, base_in_o
-        )
-        whole_t = Whole(
-            size_b, size_t, {n: in_b[line] for n, line in zip(it, t, strict=True)}, base_in_t
-        )
+        ids = 1 + max(chain(ib, io, it), default=-1)
+
+        def counts(numbers: list[int], lines: list[bytes], found: Mapping[bytes, int]) -> Counts:
+            out = Counts([0] * ids)
+            for n, line in zip(numbers, lines, strict=True):
+                out[n] = found.get(line, 0)
+            return out
+
+        base_in_b = (counts(io, o, in_b), counts(it, t, in_b))
+        whole_o = Whole(size_b, size_o, base_in_b[0], counts(ib, b, in_o))
+        whole_t = Whole(size_b, size_t, base_in_b[1], counts(ib, b, in_t))
     (hunks_o, gits_o), (hunks_t, gits_t) = align(ib, io, whole_o), align(ib, it, whole_t)
     out: list[bytes] = []
     conflicts = 0

@@ -198,6 +198,7 @@ def test_with_a_small_window_the_big_merge_refuses_rather_than_differs(
     """Where the zones meet over more than the window, or a zone's reach is cut short, the
     merge is a conflict; where it merges, it is still git's merge, byte for byte."""
     monkeypatch.setattr(bigmerge, "WINDOW", 3000)
+    monkeypatch.setattr(bigmerge, "WINDOW_LINES", 300)
     monkeypatch.setattr(bigmerge, "REACH_LINES", 6)
     monkeypatch.setattr(bigmerge, "PIECE", 97)  # reads cut across lines and chunks
     tally = _compare(store.repo, make_cases(250), tmp_path, git_env, both_ways=False)
