@@ -198,7 +198,6 @@ def test_with_a_small_window_the_big_merge_refuses_rather_than_differs(
     """Where the zones meet over more than the window, or a zone's reach is cut short, the
     merge is a conflict; where it merges, it is still git's merge, byte for byte."""
     monkeypatch.setattr(bigmerge, "WINDOW", 3000)
-    monkeypatch.setattr(bigmerge, "WINDOW_LINES", 300)
     monkeypatch.setattr(bigmerge, "REACH_LINES", 6)
     monkeypatch.setattr(bigmerge, "PIECE", 97)  # reads cut across lines and chunks
     tally = _compare(store.repo, make_cases(250), tmp_path, git_env, both_ways=False)
@@ -300,6 +299,21 @@ def test_prop_a_big_merge_is_gits_or_a_conflict(
         assert status == 0 and out == git_out
     else:
         assert status != 0  # files this small always fit in the window
+
+
+def test_a_window_of_too_many_lines_is_refused(
+    shrunk: None, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window is bounded in lines as well as bytes: the merge's memory goes with them."""
+    base = [b"%d\n" % n for n in range(2000)]
+    ours, theirs = list(base), list(base)
+    ours[1000], theirs[1001] = b"mine\n", b"the agent's\n"  # adjacent: they meet
+    case = Case(2, "lf", *(b"".join(side) for side in (base, ours, theirs)))
+    assert big_merge(store.repo, case)[0].how == "window"
+    monkeypatch.setattr(bigmerge, "WINDOW_LINES", 10)
+    result, out = big_merge(store.repo, Case(3, "lf", case.base, case.ours, case.theirs))
+    assert (result.conflicts, result.written, out) == (1, False, b"")
+    assert "10 lines" in result.reason
 
 
 def test_markers_in_a_big_window_are_merge3s(shrunk: None, store: Store) -> None:
