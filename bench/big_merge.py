@@ -1,7 +1,7 @@
 """``python -m bench big-merge``: rewinds that merge a big text file, against git merge-file.
 
 For each size (10, 100 and 500 MB; ``--quick``: 10 and 100 MB) an SQL dump of that size
-is generated (one ``INSERT`` a line, about 45 bytes, every line distinct), and three
+is generated (one ``INSERT`` a line, about 45 bytes, every line distinct), and four
 rewinds are run on it, each in a workspace of its own, every command a process of its own
 (the console script, daemon off, as ``bench/big_files.py`` runs them):
 
@@ -9,6 +9,8 @@ rewinds are run on it, each in a workspace of its own, every command a process o
   takes the agent's edit out by splicing (``text/bigmerge.py``);
 - **window**: the agent edits two rows 200 apart in the middle, the user the row halfway
   between; the rewind merges that stretch line by line;
+- **wide window**: the same with the agent's rows 24,000 apart, so that the window holds
+  72,000 lines, near the most a big merge takes line by line (its memory goes with them);
 - **conflict**: both edit the same row: a conflict, and the file is left alone.
 
 The agent's turn is ``begin``, ``pre-write``, ``post-write``, ``end``; then the user's
@@ -58,6 +60,9 @@ FILE = "dump.sql"
 SESSION = "bench-big-merge"
 ROWS_PER_WRITE = 100_000
 GIT = shutil.which("git") or "git"  # the spawner execs a path
+#: Rows between the agent's two edits of the wide window: its three versions then hold
+#: 72,000 lines, near the 75,000 a big merge takes line by line (text/bigmerge.py).
+WIDE = 24_000
 
 
 def row(n: int) -> bytes:
@@ -87,6 +92,10 @@ def scenarios(nbytes: int) -> dict[str, Edits]:
         "window": (
             {middle: b"-- the agent's row\n", middle + 200: b"-- and another\n"},
             {middle + 100: b"-- my row\n"},
+        ),
+        "wide window": (
+            {middle: b"-- the agent's row\n", middle + WIDE: b"-- and another\n"},
+            {middle + WIDE // 2: b"-- my row\n"},
         ),
         "conflict": ({middle: b"-- the agent's row\n"}, {middle: b"-- my row\n"}),
     }
@@ -140,7 +149,7 @@ def one(base: str, before: str, nbytes: int, name: str, edits: Edits) -> dict[st
 
 def suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
     labels = QUICK_SIZES if cfg.quick else tuple(SIZES)
-    tick = step("big merge: rewinds of a big text file", len(labels) * 3)
+    tick = step("big merge: rewinds of a big text file", len(labels) * len(scenarios(MB)))
     results: dict[str, Any] = {"runs": {}}
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-merge-", dir=cfg.tmp) as tmp:
         results["floor"] = floor(environment(tmp), tmp)

@@ -599,6 +599,7 @@ class _Fold:
 
     def plan(self) -> PathPlan:
         if not differs(self.start, self.version):  # back where it started: nothing to read
+            self.drop_spool()
             return PathPlan(
                 self.path,
                 KEEP,
