@@ -1,7 +1,7 @@
 """``python -m bench big-merge``: rewinds that merge a big text file, against git merge-file.
 
 For each size (10, 100 and 500 MB; ``--quick``: 10 and 100 MB) an SQL dump of that size
-is generated (one ``INSERT`` a line, about 45 bytes, every line distinct), and four
+is generated (one ``INSERT`` a line, about 50 bytes, every line distinct), and four
 rewinds are run on it, each in a workspace of its own, every command a process of its own
 (the console script, daemon off, as ``bench/big_files.py`` runs them):
 
