@@ -9,6 +9,7 @@
     python -m bench merge                # merges and line stats of large files against git
     python -m bench log                  # `snapstore log` on 1,000 turns with huge rewrites
     python -m bench big-files --quick    # peak memory and bytes stored for a 100 MB file
+    python -m bench big-merge            # rewinds that merge 10-500 MB text files, against git
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -23,13 +24,14 @@ from collections.abc import Callable
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import big_files, processes, report
+from . import big_files, big_merge, processes, report
 from .suites import SUITES, Config, run_suite
 from .tree import CorrectnessError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SUITES["processes"] = processes.suite
 SUITES["big-files"] = big_files.suite
+SUITES["big-merge"] = big_merge.suite
 QUICK = dict(
     files=[1_000],
     turns=12,

@@ -292,16 +292,18 @@ class Workspace:
         args: list[str],
         stdin: bytes = b"",
         sink: Callable[[bytes], object] | None = None,
+        codes: tuple[int, ...] = (0,),
     ) -> bytes:
-        """One snapstore command; kept under ``label`` (the last run wins). It must exit 0;
-        a hook must also say nothing (strict mode makes its failures an exit code)."""
+        """One snapstore command; kept under ``label`` (the last run wins). It must exit
+        with one of ``codes``; a hook must also say nothing (strict mode makes its failures
+        an exit code)."""
         is_hook = args[:1] == ["hook"]
         env = {**self.env, "SNAPSTORE_STRICT": "1"} if is_hook else self.env
         peak, out, err = measure([SNAPSTORE, *args], self.root, env, stdin, sink)
         self.steps[label] = peak
         if peak.capped:
             raise Capped(label, peak)
-        if peak.exit_code != 0 or (is_hook and err.strip()):
+        if peak.exit_code not in codes or (is_hook and err.strip()):
             raise CorrectnessError(
                 f"snapstore {' '.join(args)} exited {peak.exit_code}: "
                 f"{err.decode(errors='replace').strip()[-1000:]}"
@@ -311,25 +313,25 @@ class Workspace:
     def hook(self, label: str, payload: bytes) -> None:
         self.run(label, ["hook", "claude-code"], payload)
 
-    def json(self, label: str, args: list[str]) -> Any:
-        return json.loads(self.run(label, ["--json", *args]))
+    def json(self, label: str, args: list[str], codes: tuple[int, ...] = (0,)) -> Any:
+        return json.loads(self.run(label, ["--json", *args], codes=codes))
 
     @property
     def path(self) -> str:
         return os.path.join(self.root, FILE)
 
 
-def _env(home: str) -> dict[str, str]:
+def environment(home: str) -> dict[str, str]:
     """No daemon (everything happens in the measured process), trust records under ``home``."""
     return clean_env(
         HOME=home, XDG_STATE_HOME=os.path.join(home, "state"), SNAPSTORE_DAEMON="off", NO_COLOR="1"
     )
 
 
-def _workspace(base: str, name: str, track_shell: bool) -> Workspace:
+def workspace(base: str, name: str, track_shell: bool) -> Workspace:
     root = os.path.join(base, name)
     os.makedirs(root)
-    ws = Workspace(root, _env(base))
+    ws = Workspace(root, environment(base))
     ws.run("init", ["init"] if track_shell else ["init", "--no-track-shell"])
     if track_shell:  # raise the scan's size cap, as a user does: edit the config, trust it
         config = os.path.join(root, ".snapstore", "config")
@@ -364,7 +366,7 @@ def _check(path: str, expected: str, what: str) -> None:
 def memory(mode: Mode, nbytes: int, base: str, seed: int) -> dict[str, Any]:
     """One file of ``nbytes`` through capture, record, rewind and push (then the checks:
     pull and cat in a fresh workspace); every process's peak memory."""
-    ws = _workspace(base, "w", track_shell=mode == "scan")
+    ws = workspace(base, "w", track_shell=mode == "scan")
     original = write_random(ws.path, nbytes, f"big-files:{seed}:{nbytes}")
     out: dict[str, Any] = {"mode": mode, "bytes": nbytes, "steps": ws.steps}
     try:
@@ -405,7 +407,7 @@ def _check_pulled(
     base: str, remote: str, original: str, changed: str, steps: dict[str, Peak]
 ) -> None:
     """A fresh workspace pulls the push; the turn's file, before and after, read back."""
-    clone = _workspace(base, "clone", track_shell=False)
+    clone = workspace(base, "clone", track_shell=False)
     clone.steps = steps
     clone.run("remote add", ["remote", "add", "origin", f"file://{remote}"])
     clone.json("pull", ["pull"])
@@ -422,7 +424,7 @@ def _check_pulled(
 
 def stored(nbytes: int, base: str, seed: int, with_restic: bool) -> dict[str, Any]:
     """Ten edits of one file, a turn each: the store's size against restic's repository."""
-    ws = _workspace(base, "w", track_shell=False)
+    ws = workspace(base, "w", track_shell=False)
     original = write_random(ws.path, nbytes, f"big-files:{seed}:{nbytes}")
     peer = Restic(ws.root, os.path.join(base, "restic"), (".snapstore",)) if with_restic else None
     if peer:
@@ -475,7 +477,7 @@ def suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
     tick = step("big files: memory, then bytes stored", 2 * len(labels) + 1)
     results: dict[str, Any] = {"memory": {}, "restic": with_restic}
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-big-", dir=cfg.tmp) as tmp:
-        results["floor"] = floor(_env(tmp), tmp)
+        results["floor"] = floor(environment(tmp), tmp)
         for label in labels:
             for mode in ("hook", "scan"):
                 base = os.path.join(tmp, f"{mode}-{SIZES[label]}")

@@ -13,15 +13,24 @@ nor LMDB's dirty pages hold more than a batch; the chunked blob comes last, with
 last batch. A crash in between leaves chunks no record points at, which gc removes.
 The caller holds the write lock from the first batch to its own commit that records
 the file, so gc cannot take the chunks away before a record names them.
+
+A big merge (``text/bigmerge.py``) reads its stored sides through :class:`Stored`, a
+chunk at a time, and writes its result to a :class:`Spool`, which the rewind's journal
+stores like a file (:func:`store_spool`) before anything is written to the workspace.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections.abc import Iterator
+from typing import BinaryIO
+
 from . import blobs, faults
-from .errors import FileChanged
+from .errors import FileChanged, StoreCorrupt
 from .fsio import Workspace
 from .records import Big
-from .repo import Locked, Tx
+from .repo import Locked, Tx, View
 
 #: FastCDC's target, least and greatest chunk sizes (restic's are 1, 0.5 and 8 MiB).
 AVERAGE, SMALLEST, LARGEST = 1024 * 1024, 256 * 1024, blobs.MAX_CHUNK
@@ -40,31 +49,137 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
     """
     if _stored(w, big.key):
         return
+    with ws.reading(rel, seen) as handle:
+        stored = _store_chunks(w, handle, big)
+    if not stored:
+        raise FileChanged(f"{rel} changed while it was being captured", path=rel)
+
+
+def store_spool(w: Locked, spool: Spool) -> None:
+    """Store a big merge's result from its spool, unless the store has it; refused with
+    :class:`StoreCorrupt` if the spool no longer holds what was written to it."""
+    big = spool.big()
+    if _stored(w, big.key):
+        return
+    spool.file.seek(0)
+    if not _store_chunks(w, spool.file, big):
+        raise StoreCorrupt("a merged big file changed in its temp file before it was stored")
+
+
+def _store_chunks(w: Locked, handle: BinaryIO, big: Big) -> bool:
+    """Cut what ``handle`` reads into chunks, store those the store lacks (in batches), and
+    last the chunked blob: only if the whole hashes to ``big`` (whether it did)."""
     from pyfastcdc import FastCDC  # only big files pay for loading it
 
     cutter = FastCDC(AVERAGE, min_size=SMALLEST, max_size=LARGEST)
     whole, refs = blobs.hasher(), []
     batch: dict[bytes, bytes] = {}
     held = 0
-    with ws.reading(rel, seen) as handle:
-        for chunk in cutter.cut_stream(handle):
-            data = bytes(chunk.data)  # the view is only good until the next chunk
-            whole.update(data)
-            key = blobs.digest(data)
-            refs.append((key, len(data)))
-            if key in batch or _stored(w, key):
-                continue
-            batch[key] = blobs.encode(data)
-            held += len(batch[key])
-            if held >= BATCH:
-                _commit(w, batch)
-                batch, held = {}, 0
-                faults.point("chunked.batch")
+    for chunk in cutter.cut_stream(handle):
+        data = bytes(chunk.data)  # the view is only good until the next chunk
+        whole.update(data)
+        key = blobs.digest(data)
+        refs.append((key, len(data)))
+        if key in batch or _stored(w, key):
+            continue
+        batch[key] = blobs.encode(data)
+        held += len(batch[key])
+        if held >= BATCH:
+            _commit(w, batch)
+            batch, held = {}, 0
+            faults.point("chunked.batch")
     size = sum(n for _, n in refs)
     if whole.digest() != big.key or size != big.size:
-        raise FileChanged(f"{rel} changed while it was being captured", path=rel)
+        return False
     batch[big.key] = blobs.encode_chunked(size, refs)
     _commit(w, batch)
+    return True
+
+
+class Stored:
+    """A chunked blob read at any offset, for a big merge: a chunk is decoded (and checked
+    against its digest) when a read needs it, and the last one is kept."""
+
+    def __init__(self, v: View, key: bytes):
+        refs = v.chunks(key)
+        if refs is None:
+            raise StoreCorrupt(f"blob {key.hex()[:12]} is not chunked")
+        self.v, self.key, self.refs = v, key, refs
+        self.offsets = list(itertools.accumulate((n for _, n in refs), initial=0))
+        self._held: tuple[int, bytes] = (-1, b"")
+
+    @property
+    def size(self) -> int:
+        return self.offsets[-1]
+
+    def read(self, offset: int, length: int) -> bytes:
+        parts, end = [], min(offset + length, self.size)
+        while offset < end:
+            n = bisect.bisect_right(self.offsets, offset) - 1
+            at = offset - self.offsets[n]
+            part = self._chunk(n)[at : at + end - offset]
+            parts.append(part)
+            offset += len(part)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _chunk(self, n: int) -> bytes:
+        if self._held[0] != n:
+            key, size = self.refs[n]
+            data = self.v.blob(key, chunked=False)
+            if len(data) != size:
+                raise StoreCorrupt(
+                    f"chunk {key.hex()[:12]} of blob {self.key.hex()[:12]} is damaged"
+                )
+            self._held = (n, data)
+        return self._held[1]
+
+    def chunks(self) -> list[tuple[bytes, int]]:
+        return self.refs
+
+    def pieces(self) -> Iterator[bytes]:
+        return self.v.pieces(self.key)
+
+    def verify(self) -> None:
+        """Read every chunk: the whole must hash to the blob's digest."""
+        for _ in self.pieces():
+            pass
+
+
+class Spool:
+    """Where a big merge writes its result: an unnamed temp file in ``folder`` (the store's),
+    which goes with its last handle whatever happens, hashed as it is written."""
+
+    def __init__(self, folder: str):
+        import tempfile  # only a big merge needs one
+
+        self.file = tempfile.TemporaryFile(dir=folder)  # noqa: SIM115 (closed by close())
+        self.hasher, self.size = blobs.hasher(), 0
+
+    def write(self, data: bytes) -> None:
+        self.file.write(data)
+        self.hasher.update(data)
+        self.size += len(data)
+
+    def big(self) -> Big:
+        """What was written, named: its digest and size."""
+        self.file.flush()
+        return Big(self.hasher.digest(), self.size)
+
+    def content(self) -> bytes | Big:
+        """What was written: its bytes when it is no big file (the spool is then closed),
+        else :meth:`big`."""
+        big = self.big()
+        if big.size > blobs.BIG:
+            return big
+        self.file.seek(0)
+        data = self.file.read()
+        self.close()
+        if blobs.digest(data) != big.key:
+            raise StoreCorrupt("a merged file changed in its temp file")
+        return data
+
+    def close(self) -> None:
+        self.file.close()
 
 
 def _stored(w: Locked, key: bytes) -> bool:

@@ -28,7 +28,7 @@ from typing import Any
 
 from .. import conversation
 from ..core import faults
-from ..core.chunked import store_big
+from ..core.chunked import store_big, store_spool
 from ..core.errors import SnapstoreError, StoreCorrupt
 from ..core.records import (
     APPLIED,
@@ -119,7 +119,7 @@ def _describe(op: RewindOp) -> str:
 def _journal(w: Locked, operation: Operation) -> str:
     writes = [p for p in operation.plans if p.writes]
     encoded = {}
-    unstored: dict[str, Entry] = {}  # big files of the workspace the store lacks
+    unstored: list[tuple[PathPlan, Entry]] = []  # big files the store lacks
     with w.repo.read() as v:
         for plan in writes:
             for version, entry in ((plan.current, plan.current_entry), (plan.result, plan.content)):
@@ -127,14 +127,18 @@ def _journal(w: Locked, operation: Operation) -> str:
                 # rewind's) are not hashed again.
                 if entry is None or version is None or v.has_blob(version.key):
                     continue
-                if isinstance(entry.data, Big):  # the user's big file: stored below
-                    unstored[plan.path] = entry
+                if isinstance(entry.data, Big):  # stored below, in chunks
+                    unstored.append((plan, entry))
                     continue
                 key, value = v.encode(entry.data, v.path_digest(plan.path))
                 encoded[key] = value
-    for path, entry in unstored.items():
-        assert isinstance(entry.data, Big) and entry.stat is not None
-        store_big(w, w.repo.ws, path, entry.data, fingerprint(entry.stat))
+    for plan, entry in unstored:
+        assert isinstance(entry.data, Big)
+        if entry is plan.content and plan.spool is not None:  # a big merge's result
+            store_spool(w, plan.spool)
+        else:  # the user's big file
+            assert entry.stat is not None
+            store_big(w, w.repo.ws, plan.path, entry.data, fingerprint(entry.stat))
     summary = operation.result.to_json()
     # Every path that ends absent with folders to remove, written or already gone.
     summary["rmdirs"] = {p.path: p.rmdirs for p in operation.plans if p.rmdirs}

@@ -21,13 +21,16 @@ Planning only reads. ``snapstore.ops.journal`` makes the plan durable and applie
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 import itertools
+import os
 import stat
 from collections.abc import Iterable, Iterator
-from typing import Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
-from ..core.errors import SnapstoreError
+from ..core import faults
+from ..core.errors import FileChanged, SnapstoreError
 from ..core.fsio import Workspace
 from ..core.records import (
     FILE,
@@ -40,10 +43,15 @@ from ..core.records import (
     Policy,
     Version,
     differs,
+    fingerprint,
     same,
     version_of,
 )
 from ..core.repo import View
+
+if TYPE_CHECKING:
+    from ..core.chunked import Spool
+    from ..text.bigmerge import Source
 
 #: What an operation does to one path.
 Action = Literal["restore", "delete", "merge", "conflict", "error", "keep"]
@@ -128,6 +136,7 @@ class PathPlan:
         "reason",
         "result",
         "rmdirs",
+        "spool",
         "warning",
     )
 
@@ -156,6 +165,8 @@ class PathPlan:
         self.mkdirs = mkdirs  # parent folders the write creates (an undo removes them again)
         self.folder = folder  # a folder stands at the path now (counted as absent)
         self.warning = warning  # done, but worth knowing (a hard link split)
+        #: where a big merge's result (``content``) waits to be stored (``core/chunked.py``)
+        self.spool: Spool | None = None
 
     @property
     def writes(self) -> bool:
@@ -334,6 +345,14 @@ def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:
             )
 
 
+def release(plans: Iterable[PathPlan]) -> None:
+    """Let go of the big merge results the plans hold (once applied, or never to be)."""
+    for plan in plans:
+        if plan.spool is not None:
+            plan.spool.close()
+            plan.spool = None
+
+
 class _Conflict(Exception):
     """One path's fold cannot go on; carries the plan to report."""
 
@@ -348,10 +367,12 @@ def plan_path(
     path: str,
     steps: list[Step],
     on_conflict: Policy,
+    scratch: str,
     busy: str | None = None,
 ) -> PathPlan:
-    """Fold ``steps`` from what the path holds now. ``busy`` says who else is writing the
-    path right now: then it is left alone, whatever the policy."""
+    """Fold ``steps`` from what the path holds now. ``scratch`` is the folder where a big
+    merge writes its result (the store's). ``busy`` says who else is writing the path right
+    now: then it is left alone, whatever the policy."""
     try:
         entry, folder = ws.read_state(path, links_absent=True)
     except SnapstoreError as exc:
@@ -359,15 +380,17 @@ def plan_path(
     start = version_of(entry)
     if busy:
         return PathPlan(path, CONFLICT, start, entry, reason=busy, folder=folder)
-    fold = _Fold(ws, v, path, start, entry, on_conflict)
+    fold = _Fold(ws, v, path, start, entry, on_conflict, scratch)
     try:
         for step in steps:
             fold.step(step)
         plan = fold.plan()
     except _Conflict as stop:
+        fold.drop_spool()
         stop.plan.folder = folder
         return stop.plan
     except SnapstoreError as exc:
+        fold.drop_spool()
         return PathPlan(path, ERROR, start, entry, reason=str(exc), folder=folder)
     plan.folder = folder
     return plan
@@ -389,12 +412,15 @@ class _Fold:
         start: Version | None,
         entry: Entry | None,
         on_conflict: Policy,
+        scratch: str,
     ):
         self.ws, self.v, self.path = ws, v, path
         self.start, self.start_entry = start, entry
         self.version, self.entry = start, entry
         self.stored = False  # the entry is the store's bytes of ``version``, not read yet
+        self.spool: Spool | None = None  # where the entry's bytes are: a big merge's result
         self.on_conflict = on_conflict
+        self.scratch = scratch
         self.merged = False
         self.gone = False  # a step found the path absent where it would have removed it
         self.rmdirs = 0
@@ -432,6 +458,7 @@ class _Fold:
     def _become(self, version: Version | None, step: Step, mode: int | None = None) -> None:
         if version is not None and version.kind == FILE and mode is not None:
             version = version._replace(mode=mode)
+        self.drop_spool()
         self.version, self.entry, self.stored = version, None, version is not None
         if version is None and not step.forward:
             self.rmdirs = max(self.rmdirs, step.change.mkdirs)
@@ -456,6 +483,12 @@ class _Fold:
             if self.entry is not None:
                 self.entry = self.entry._replace(mode=mode)
 
+    def drop_spool(self) -> None:
+        """Let go of the big merge result the fold's content was (it moved on)."""
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
+
     def _merge(self, step: Step) -> None:
         if self.version is None:
             return self._conflict("the file was deleted after the agent wrote it", step)
@@ -469,7 +502,7 @@ class _Fold:
         if any(e.kind == LINK for e in sides):
             return self._conflict("a symlink that was changed after the agent wrote it", step)
         if any(isinstance(e.data, Big) for e in sides):
-            return self._conflict("a big file changed after the agent wrote it", step)
+            return self._merge_big(step, base, ours, theirs)
         if any(is_binary(_text(e)) for e in sides):
             return self._conflict("binary file changed after the agent wrote it", step)
         result = merge3(*(_text(e) for e in (base, ours, theirs)))
@@ -479,17 +512,79 @@ class _Fold:
                 step,
                 result.content,
             )
+        self._merged(step, ours, result.content)
+
+    def _merge_big(self, step: Step, base: Entry | None, ours: Entry, theirs: Entry | None) -> None:
+        """A merge where a side is a big file: streamed, in bounded memory, git's answer or
+        a conflict (``text/bigmerge.py``); the result waits in a spool until the journal
+        stores it."""
+        from ..core.chunked import Spool
+        from ..text.bigmerge import merge_big
+
+        spool = Spool(self.scratch)
+        try:
+            with contextlib.ExitStack() as held:
+                b, o, t = (self._source(entry, held) for entry in (base, ours, theirs))
+                outcome = merge_big(b, o, t, spool.write, markers=self.on_conflict == MARKERS)
+            data = spool.content() if outcome.written else None
+            faults.point("plan.big_merged")
+        except BaseException:
+            spool.close()
+            raise
+        if data is None or not isinstance(data, Big):
+            spool.close()
+        if outcome.conflicts:
+            return self._conflict(outcome.reason, step, data, spool)
+        assert data is not None
+        self._merged(step, ours, data, spool)
+
+    def _source(self, entry: Entry | None, held: contextlib.ExitStack) -> Source:
+        """One side of a big merge, read where its bytes are: in memory, in the store's
+        chunks, in this fold's spool, or in the workspace (which must not change meanwhile)."""
+        from ..core.chunked import Stored
+        from ..text.bigmerge import Bytes, Handle
+
+        if entry is None:
+            return Bytes(b"")
+        if not isinstance(entry.data, Big):
+            return Bytes(entry.data)
+        if entry is self.entry and self.spool is not None:
+            return Handle(self.spool.file, entry.data.size)
+        if entry.stat is None:
+            return Stored(self.v, entry.data.key)
+        seen = fingerprint(entry.stat)
+        handle = held.enter_context(self.ws.reading(self.path, seen))
+
+        def unchanged(failed: type[BaseException] | None, *_: object) -> None:
+            if failed is None and fingerprint(os.fstat(handle.fileno())) != seen:
+                raise FileChanged(f"{self.path} changed while it was being merged", path=self.path)
+
+        held.push(unchanged)
+        return Handle(handle, entry.data.size)
+
+    def _merged(
+        self, step: Step, ours: Entry, content: bytes | Big, spool: Spool | None = None
+    ) -> None:
+        """The merge was clean: its result is the path's content now."""
         self.merged = True
-        if step.dst is None and not result.content:
+        self.drop_spool()
+        if step.dst is None and not (content.size if isinstance(content, Big) else content):
             self.version, self.entry = None, None
             if not step.forward:
                 self.rmdirs = max(self.rmdirs, step.change.mkdirs)
             return
         mode = self._mode(step.src, step.dst)
-        self.entry = Entry(FILE, result.content, ours.mode if mode is None else mode)
+        self.entry = Entry(FILE, content, ours.mode if mode is None else mode)
         self.version = version_of(self.entry)
+        self.spool = spool if isinstance(content, Big) else None
 
-    def _conflict(self, reason: str, step: Step, markers: bytes | None = None) -> None:
+    def _conflict(
+        self,
+        reason: str,
+        step: Step,
+        markers: bytes | Big | None = None,
+        spool: Spool | None = None,
+    ) -> None:
         """Stop the fold with a conflict, unless the policy forces the step's ``dst``."""
         if self.on_conflict == THEIRS:
             self._become(step.dst, step, mode=None if step.dst is None else step.dst.mode)
@@ -499,10 +594,12 @@ class _Fold:
             assert self.version is not None
             plan.content = Entry(FILE, markers, self.version.mode)
             plan.result = version_of(plan.content)
+            plan.spool = spool if isinstance(markers, Big) else None
         raise _Conflict(plan)
 
     def plan(self) -> PathPlan:
         if not differs(self.start, self.version):  # back where it started: nothing to read
+            self.drop_spool()
             return PathPlan(
                 self.path,
                 KEEP,
@@ -521,6 +618,7 @@ class _Fold:
             self._content(),
             rmdirs=self.rmdirs,
         )
+        plan.spool, self.spool = self.spool, None
         plan.action = DELETE if self.version is None else MERGE if self.merged else RESTORE
         if self.start is None and self.version is not None:
             plan.mkdirs = self.ws.missing_parents(self.path)
@@ -539,7 +637,7 @@ class _Fold:
 
 
 def _text(entry: Entry | None) -> bytes:
-    """A merge side's bytes (an absent side is empty; big files never reach a merge)."""
+    """A merge side's bytes (an absent side is empty; big files take :meth:`_Fold._merge_big`)."""
     if entry is None:
         return b""
     assert not isinstance(entry.data, Big)

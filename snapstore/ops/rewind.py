@@ -70,6 +70,7 @@ from .plan import (
     Step,
     plan_path,
     refuse_clashes,
+    release,
     steps_by_path,
 )
 
@@ -373,10 +374,13 @@ def _op_steps(v: View, record: Turn) -> dict[str, list[Step]]:
 
 
 def _run(w: Locked, operation: Operation, dry_run: bool) -> RewindResult:
-    if dry_run:
-        operation.result.dry_run = True
-        return operation.result
-    return execute(w, operation)
+    try:
+        if dry_run:
+            operation.result.dry_run = True
+            return operation.result
+        return execute(w, operation)
+    finally:
+        release(operation.plans)
 
 
 def _end_open_turn(w: Locked, session: str, force: bool, dry_run: bool) -> None:
@@ -413,12 +417,19 @@ def _plans(
     if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
-    with repo.ws.holding_folders():  # sorted paths: each folder is opened once
-        plans = [
-            plan_path(repo.ws, v, path, path_steps, on_conflict, busy.get(path))
-            for path, path_steps in steps.items()
-        ]
-        refuse_clashes(repo.ws, plans)
+    plans: list[PathPlan] = []
+    try:
+        with repo.ws.holding_folders():  # sorted paths: each folder is opened once
+            for path, path_steps in steps.items():
+                plans.append(
+                    plan_path(
+                        repo.ws, v, path, path_steps, on_conflict, repo.store_dir, busy.get(path)
+                    )
+                )
+            refuse_clashes(repo.ws, plans)
+    except BaseException:
+        release(plans)
+        raise
     return plans
 
 

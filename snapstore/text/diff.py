@@ -31,10 +31,14 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections import Counter
+from collections.abc import Mapping
 from itertools import accumulate, chain, compress, count, pairwise
 
 __all__ = [
+    "Counts",
     "Hunk",
+    "Whole",
+    "align",
     "diff_ids",
     "diff_lines",
     "diff_opcodes",
@@ -123,9 +127,12 @@ def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
     return lo
 
 
-def _search_mask(lines: list[int], lo: int, hi: int, other: Counter[int]) -> list[bool]:
+def _search_mask(
+    lines: list[int], lo: int, hi: int, other: Mapping[int, int] | Counts, size: int
+) -> list[bool]:
     """Say which of ``lines[lo:hi]`` take part in the Myers search.
 
+    ``other`` counts the lines in the other file, ``size`` is this file's length in lines.
     A line that does not occur in the other file can never match, so it is left out. A line
     that occurs very often in the other file (at least a power of two between sqrt(n) and
     2 * sqrt(n) times, n being this file's length, and at most 1024) is left out too when it
@@ -134,7 +141,7 @@ def _search_mask(lines: list[int], lo: int, hi: int, other: Counter[int]) -> lis
     one; at most 100 lines each way are looked at. Such lines would only produce coincidental
     matches in the middle of rewritten text. Linear time: prefix sums replace the scans.
     """
-    limit = min(_bogosqrt(len(lines)), _MAX_EQUAL)
+    limit = min(_bogosqrt(size), _MAX_EQUAL)
     count = other.get
     # 0: never matches, 1: ordinary, 2: common
     kinds = [0 if (c := count(line, 0)) == 0 else 2 if c >= limit else 1 for line in lines[lo:hi]]
@@ -318,9 +325,10 @@ def _anchors(a: list[int], b: list[int], box: Hunk) -> tuple[list[tuple[int, int
     return _chain(pairs), excess
 
 
-def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bool]) -> None:
+def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bool]) -> bool:
     """Mark in ``changed_a``/``changed_b`` the lines of a and b left out of the common
     subsequence: git's divide and conquer, within a search budget (see the module notes).
+    Return whether every box was git's, so that the lines marked are the ones git marks.
 
     A box is "git's" when git would cut the files the same way up to it. Such a box is cut
     where git cuts it when the search ends within budget. Otherwise, and in every box below
@@ -333,6 +341,7 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
     rounds = min(cap, max(_ROUNDS_MIN, _WORK // size))
     fwd, bwd = [0] * size, [0] * size
     stack = [(0, len(a), 0, len(b), True)]
+    exact = True
     while stack:
         alo, ahi, blo, bhi, gits = stack.pop()
         while alo < ahi and blo < bhi and a[alo] == b[blo]:
@@ -354,7 +363,7 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
             if gits and floor <= 2 * rounds:
                 cut = _split(a, b, fwd, bwd, box, rounds)
             if not (cut and cut[2]):
-                gits = False
+                gits = exact = False
                 if anchors:
                     for (x0, y0), (x1, y1) in pairwise([(alo - 1, blo - 1), *anchors, (ahi, bhi)]):
                         stack.append((x0 + 1, x1, y0 + 1, y1, False))
@@ -362,6 +371,7 @@ def _myers(a: list[int], b: list[int], changed_a: list[bool], changed_b: list[bo
         x, y, _ = cut or _split(a, b, fwd, bwd, box, rounds)
         stack.append((x, ahi, y, bhi, gits))
         stack.append((alo, x, blo, y, gits))
+    return exact
 
 
 class _Slider:
@@ -442,26 +452,62 @@ class _Slider:
                 pass
 
 
-def _changes(a: list[int], b: list[int]) -> tuple[list[bool], list[bool]]:
-    """Flag the lines of a and b that are not on the common subsequence git would choose."""
+class Counts(list[int]):
+    """How often each line, by its id, occurs in a whole file (see :class:`Whole`): a list,
+    read as the search reads a Counter. A dict of a window's lines would take several times
+    the window's own memory."""
+
+    __slots__ = ()
+
+    def get(self, line: int, default: int = 0) -> int:
+        return self[line] if line < len(self) else default
+
+
+class Whole:
+    """The whole files around two windows ``a`` and ``b`` cut from them, as far as git's
+    choice of the lines that take part in its search looks at them: each file's length in
+    lines, and how often each line of one window occurs in the whole other file. With it, a
+    window that holds every line the two files differ in (and the same lines either side)
+    is diffed as the whole files are (``text/bigmerge.py``).
+
+    A plain class: a NamedTuple here would cost every process that loads the diff a
+    ForwardRef's compile (see ``core/records.py``)."""
+
+    __slots__ = ("in_a", "in_b", "lines_a", "lines_b")
+
+    def __init__(self, lines_a: int, lines_b: int, in_a: Counts, in_b: Counts):
+        self.lines_a, self.lines_b = lines_a, lines_b
+        self.in_a = in_a  # the lines of window b, counted in the whole of file a
+        self.in_b = in_b  # the lines of window a, counted in the whole of file b
+
+
+def _changes(
+    a: list[int], b: list[int], whole: Whole | None
+) -> tuple[list[bool], list[bool], bool]:
+    """Flag the lines of a and b that are not on the common subsequence git would choose;
+    and whether the search stayed git's."""
     changed_a, changed_b = [False] * len(a), [False] * len(b)
     lo = _common_prefix(a, b)
     ahi = len(a) - _common_suffix(a, b, min(len(a), len(b)) - lo)
     bhi = ahi + len(b) - len(a)
-    keep_a = _search_mask(a, lo, ahi, Counter(b))
-    keep_b = _search_mask(b, lo, bhi, Counter(a))
+    if whole is None:
+        keep_a = _search_mask(a, lo, ahi, Counter(b), len(a))
+        keep_b = _search_mask(b, lo, bhi, Counter(a), len(b))
+    else:
+        keep_a = _search_mask(a, lo, ahi, whole.in_b, whole.lines_a)
+        keep_b = _search_mask(b, lo, bhi, whole.in_a, whole.lines_b)
     changed_a[lo:ahi] = map(operator.not_, keep_a)
     changed_b[lo:bhi] = map(operator.not_, keep_b)
     # Run the search on the remaining lines only, then map its verdicts back.
     pos_a = list(compress(range(lo, ahi), keep_a))
     pos_b = list(compress(range(lo, bhi), keep_b))
     sub_a, sub_b = [False] * len(pos_a), [False] * len(pos_b)
-    _myers(list(map(a.__getitem__, pos_a)), list(map(b.__getitem__, pos_b)), sub_a, sub_b)
+    gits = _myers(list(map(a.__getitem__, pos_a)), list(map(b.__getitem__, pos_b)), sub_a, sub_b)
     for i in compress(pos_a, sub_a):
         changed_a[i] = True
     for j in compress(pos_b, sub_b):
         changed_b[j] = True
-    return changed_a, changed_b
+    return changed_a, changed_b, gits
 
 
 def line_ids(*sides: list[bytes]) -> list[list[int]]:
@@ -470,9 +516,12 @@ def line_ids(*sides: list[bytes]) -> list[list[int]]:
     return [list(map(table.__getitem__, side)) for side in sides]
 
 
-def diff_ids(a: list[int], b: list[int]) -> list[Hunk]:
-    """Diff two numbered files the way git's default (Myers) diff does."""
-    changed_a, changed_b = _changes(a, b)
+def align(a: list[int], b: list[int], whole: Whole | None = None) -> tuple[list[Hunk], bool]:
+    """Diff two numbered files (or two windows of them: ``whole``) the way git's default
+    (Myers) diff does; and whether the alignment is git's by construction (False: past the
+    search budget, some stretch was cut at anchors, where git may align it otherwise; see
+    the module notes)."""
+    changed_a, changed_b, gits = _changes(a, b, whole)
     _Slider(a, changed_a, changed_b).run()
     _Slider(b, changed_b, changed_a).run()
     # The unchanged lines pair up; a hunk sits between two pairs where either side skips.
@@ -481,10 +530,16 @@ def diff_ids(a: list[int], b: list[int]) -> list[Hunk]:
     steps = map(
         operator.add, map(operator.sub, kept_a[1:], kept_a), map(operator.sub, kept_b[1:], kept_b)
     )
-    return [
+    hunks = [
         (kept_a[t] + 1, kept_a[t + 1], kept_b[t] + 1, kept_b[t + 1])
         for t in compress(count(), map((2).__lt__, steps))
     ]
+    return hunks, gits
+
+
+def diff_ids(a: list[int], b: list[int]) -> list[Hunk]:
+    """Diff two numbered files the way git's default (Myers) diff does."""
+    return align(a, b)[0]
 
 
 def diff_lines(a: list[bytes], b: list[bytes]) -> list[Hunk]:

@@ -18,11 +18,13 @@ Only the standard library is used.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import chain
 
-from .diff import Hunk, diff_ids, is_binary, line_ids, split_lines
+from .diff import Counts, Hunk, Whole, align, is_binary, line_ids, split_lines
 
-__all__ = ["MergeResult", "merge3"]
+__all__ = ["MergeResult", "merge3", "merge_window"]
 
 
 @dataclass(frozen=True)
@@ -148,15 +150,43 @@ def _final_newline(base: bytes, ours: bytes, theirs: bytes) -> bool | None:
     return ours_end if ours_end != base_end else theirs_end
 
 
+#: What :func:`merge_window` knows of the whole files: each one's length in lines (base,
+#: ours, theirs), and how often lines of the windows occur in each whole file: those of the
+#: ours and theirs windows in base, those of the base window in ours, and in theirs.
+Wholes = tuple[
+    tuple[int, int, int], tuple[Mapping[bytes, int], Mapping[bytes, int], Mapping[bytes, int]]
+]
+
+
 def _merge_lines(
-    b: list[bytes], o: list[bytes], t: list[bytes], labels: tuple[str, str, str]
-) -> tuple[list[bytes], int]:
-    """diff3 of lists of lines: the merged lines and the number of conflicts."""
+    b: list[bytes],
+    o: list[bytes],
+    t: list[bytes],
+    labels: tuple[str, str, str],
+    wholes: Wholes | None = None,
+) -> tuple[list[bytes], int, bool]:
+    """diff3 of lists of lines: the merged lines, the number of conflicts, and whether both
+    diffs are git's by construction (see :func:`~snapstore.text.diff.align`)."""
     ib, io, it = line_ids(b, o, t)
+    whole_o = whole_t = None
+    if wholes is not None:
+        (size_b, size_o, size_t), (in_b, in_o, in_t) = wholes
+        ids = 1 + max(chain(ib, io, it), default=-1)
+
+        def counts(numbers: list[int], lines: list[bytes], found: Mapping[bytes, int]) -> Counts:
+            out = Counts([0] * ids)
+            for n, line in zip(numbers, lines, strict=True):
+                out[n] = found.get(line, 0)
+            return out
+
+        base_in_b = (counts(io, o, in_b), counts(it, t, in_b))
+        whole_o = Whole(size_b, size_o, base_in_b[0], counts(ib, b, in_o))
+        whole_t = Whole(size_b, size_t, base_in_b[1], counts(ib, b, in_t))
+    (hunks_o, gits_o), (hunks_t, gits_t) = align(ib, io, whole_o), align(ib, it, whole_t)
     out: list[bytes] = []
     conflicts = 0
     pos = 0
-    for region in _regions(diff_ids(ib, io), diff_ids(ib, it)):
+    for region in _regions(hunks_o, hunks_t):
         out.extend(b[pos : region.base[0]])
         pos = region.base[1]
         ours_part, theirs_part = o[slice(*region.ours)], t[slice(*region.theirs)]
@@ -169,7 +199,22 @@ def _merge_lines(
             eol = _marker_eol(b, o, t, region)
             out.extend(_conflict(ours_part, b[slice(*region.base)], theirs_part, labels, eol))
     out.extend(b[pos:])
-    return out, conflicts
+    return out, conflicts, gits_o and gits_t
+
+
+def merge_window(
+    base: list[bytes],
+    ours: list[bytes],
+    theirs: list[bytes],
+    wholes: Wholes,
+    *,
+    labels: tuple[str, str, str] = ("current", "agent", "before"),
+) -> tuple[list[bytes], int, bool]:
+    """git's merge of three windows cut at the same lines from whole files that agree
+    outside them, diffed as the whole files are (``wholes``: see :data:`Wholes`): the merged
+    lines (conflict markers included), the number of conflicts, and whether both diffs are
+    git's by construction. The final newline is git's too: nothing is merged apart."""
+    return _merge_lines(base, ours, theirs, labels, wholes)
 
 
 def merge3(
@@ -207,7 +252,9 @@ def merge3(
     if is_binary(base) or is_binary(ours) or is_binary(theirs):
         return MergeResult(ours, 1)
     texts = (base, ours, theirs)
-    out, conflicts = _merge_lines(split_lines(base), split_lines(ours), split_lines(theirs), labels)
+    out, conflicts, _ = _merge_lines(
+        split_lines(base), split_lines(ours), split_lines(theirs), labels
+    )
     if conflicts and any(text and not text.endswith(b"\n") for text in texts):
         final = _final_newline(*texts)
         if final is not None:
@@ -216,7 +263,7 @@ def merge3(
                 split_lines(text if not text or text.endswith(b"\n") else text + eol)
                 for text in texts
             )
-            apart, still = _merge_lines(b, o, t, labels)
+            apart, still, _ = _merge_lines(b, o, t, labels)
             if not still:
                 if apart and not final:
                     apart[-1] = apart[-1][: -len(eol) if apart[-1].endswith(eol) else -1]

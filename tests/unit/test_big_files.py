@@ -87,18 +87,21 @@ def test_a_big_file_the_agent_created_is_deleted_by_the_rewind_and_back_by_undo(
     assert (root / "new.bin").read_bytes() == data
 
 
-def test_a_big_file_the_user_changed_since_is_a_conflict_and_left_alone(
+def test_a_binary_big_file_the_user_changed_since_is_a_conflict_and_left_alone(
     store: Store, root: Path
 ) -> None:
+    """Big text files merge (test_merge_big.py); binary ones, as small ones, never do: not
+    even with markers."""
     original = random_bytes(6 * MIB, seed=7)
     (root / "big.bin").write_bytes(original)
     _agent_turn(store, root, "big.bin", edited_in_the_middle(original, 8), "edit")
     mine = edited_in_the_middle((root / "big.bin").read_bytes(), 9)
     (root / "big.bin").write_bytes(mine)
-    result = store.rewind(1)
-    assert [c["path"] for c in result.conflicts] == ["big.bin"]
-    assert "big file" in result.conflicts[0]["reason"]
-    assert (root / "big.bin").read_bytes() == mine
+    for policy in ("skip", "markers"):
+        result = store.rewind(1, on_conflict=policy, dry_run=policy == "skip")
+        assert [c["path"] for c in result.conflicts] == ["big.bin"]
+        assert "binary" in result.conflicts[0]["reason"] and not result.marked
+        assert (root / "big.bin").read_bytes() == mine
 
 
 def test_a_damaged_chunk_is_never_written_and_fsck_names_it(store: Store, root: Path) -> None:
