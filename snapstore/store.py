@@ -491,6 +491,7 @@ class Store:
         dry_run: bool = False,
         force: bool = False,
         homes: Mapping[str, str] | None = None,
+        inside: bool = False,
     ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch.
 
@@ -499,6 +500,10 @@ class Store:
         (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
         registry of running sessions is. Without it, the chat stays in the agent
         (``result.conversation["status"]`` is ``unsupported``).
+
+        ``inside``: the agent asks from inside its open turn (``snapstore mcp``): files
+        only (``mode`` code), recorded as changes of that turn, so that a rewind of the
+        turn takes them back; refused while another session's shell call runs.
         """
         from .ops.rewind import rewind
 
@@ -512,6 +517,7 @@ class Store:
             dry_run=dry_run,
             force=force,
             homes=homes,
+            inside=inside,
         )
 
     def finish(
@@ -549,11 +555,14 @@ class Store:
         dry_run: bool = False,
         homes: Mapping[str, str] | None = None,
         mode: Mode = BOTH,
+        inside: bool = False,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
         the newest in the store. The result names the session it acted on. A conversation
         the rewind changed goes back too (``homes``: as for :meth:`rewind`), unless ``mode``
-        is ``code``: the files only."""
+        is ``code``: the files only. ``inside``: from inside the session's open turn, the
+        newest rewind made from inside one of its turns (or the one given), recorded as
+        changes of the open turn."""
         from .ops.rewind import undo
 
         return undo(
@@ -564,6 +573,7 @@ class Store:
             dry_run=dry_run,
             homes=homes,
             mode=mode,
+            inside=inside,
         )
 
     def redo(

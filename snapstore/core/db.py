@@ -58,9 +58,9 @@ STORE_DIRNAME = ".snapstore"
 #: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
 #: bits away), and a store opened for writing has any wider mode taken back.
 DIR_MODE, FILE_MODE = 0o700, 0o600
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
-UPGRADABLE = (1, 2, 3)
+UPGRADABLE = (1, 2, 3, 4)
 DATABASES = (
     "meta",
     "blobs",

@@ -723,9 +723,9 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a schema-1, 2 or 3 store to the current schema in one commit
-        (docs/format.md, Versions): schema 3 only added optional fields and schema 4 a
-        blob encoding, so a schema-2 or 3 store needs nothing but its version."""
+        """Bring a schema-1, 2, 3 or 4 store to the current schema in one commit
+        (docs/format.md, Versions): schemas 3 and 5 only added optional fields and schema 4
+        a blob encoding, so a schema-2, 3 or 4 store needs nothing but its version."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]
