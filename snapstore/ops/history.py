@@ -59,7 +59,7 @@ class InsideMove:
 
     id: str  # the operation
     action: Action  # rewind, or undo (of an earlier one)
-    turns: list[Turn]  # the earlier turns it took back (an undo: the ones it put back), oldest first
+    turns: list[Turn]  # the earlier turns it took back (an undo: those it put back), oldest first
     numbers: list[int | None]  # their numbers on the session's branch now
     own: bool  # it took back only the turn's own changes made before it (its target was it)
     undoes: str | None = None  # an undo: the operation it took back

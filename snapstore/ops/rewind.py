@@ -61,7 +61,6 @@ from .branches import (
     undoable,
 )
 from .capture import finish_open_turn, writing
-from .shell import open_windows
 from .journal import Operation, execute
 from .plan import (
     PathPlan,
@@ -71,6 +70,7 @@ from .plan import (
     refuse_clashes,
     steps_by_path,
 )
+from .shell import open_windows
 
 
 def check_choices(mode: str, on_conflict: str) -> None:
@@ -359,7 +359,7 @@ def _plan_redo(
     assert undone is not None and undone.undoes is not None
     session, head = record.session, v.head(record.session)
     if undone.on_branch or undone.within is not None:
-        where = "a turn of its own" if undone.on_branch else "changes of turn " + undone.within
+        where = "a turn of its own" if undone.on_branch else f"changes of turn {undone.within}"
         raise BadInput(
             f"undo {record.id} was recorded as {where}; "
             "take it back with `snapstore rewind` instead",

@@ -55,7 +55,7 @@ def test_a_rewind_from_inside_is_a_change_of_the_open_turn(store: Store, root: P
         ("a.txt", REWIND, True),
     ]
     points = store.rewind_points(S)
-    assert [p.turn.id for p in points][0] == fourth.id
+    assert points[0].turn.id == fourth.id
     [move] = points[0].inside
     assert move.action == "rewind" and move.id == result.undo_id and not move.own
     assert [t.prompt for t in move.turns] == ["edit a, make b", "edit b"]
@@ -114,9 +114,7 @@ def test_another_sessions_shell_call_refuses_it_and_changes_nothing(
     assert store.rewind(2, S, mode=CODE, inside=True).ok  # once it ended
 
 
-def test_a_path_a_tool_call_of_the_turn_is_writing_is_left_alone(
-    store: Store, root: Path
-) -> None:
+def test_a_path_a_tool_call_of_the_turn_is_writing_is_left_alone(store: Store, root: Path) -> None:
     three_turns(store)
     fourth = store.begin_turn(S, "four")
     store.pre_write(["b.txt"], "Write", S)  # a parallel call of this turn, in flight
@@ -188,7 +186,9 @@ with Store.open(sys.argv[1]) as store:
 """
 
 
-@pytest.mark.parametrize("point", ["journal.journaled", "journal.wrote_path", "journal.before_finish"])
+@pytest.mark.parametrize(
+    "point", ["journal.journaled", "journal.wrote_path", "journal.before_finish"]
+)
 def test_a_kill_during_it_is_finished_by_resume_and_recorded_once(
     root: Path, clock: Clock, point: str
 ) -> None:
