@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import shutil
 import subprocess
 import sys
-from typing import Any
+import time
+from collections.abc import Iterator
+from typing import IO, Any
 
 from snapstore.adapters import mcp
 from snapstore.core.errors import BadInput
@@ -63,6 +66,14 @@ def can_do(read_only: bool) -> str:
         f"({', '.join(MOVING)}), recorded as part of its turn so that `snapstore rewind` "
         "can undo it"
     )
+
+
+def can_register(agent: str, scope: str, root: str, read_only: bool) -> None:
+    """Raise what would refuse :func:`register`, changing nothing (an install checks it
+    before it writes the hooks)."""
+    place = mcp.PLACES[agent][scope]
+    words = server_words(scope, read_only)
+    mcp.register(mcp_path(agent, scope, root), place, root, words, write=False)
 
 
 def register(agent: str, scope: str, root: str, read_only: bool) -> dict[str, Any]:
@@ -139,23 +150,47 @@ def starts(words: list[str], root: str) -> tuple[list[str], str | None]:
     ]
     text = "".join(json.dumps(r) + "\n" for r in requests)
     try:
-        done = subprocess.run(
+        server = subprocess.Popen(
             words,
-            input=text,
-            capture_output=True,
-            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             cwd=root,
-            timeout=START_TIMEOUT,
-            check=False,
         )
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
         return [], f"the server did not start: {exc}"
-    for line in done.stdout.splitlines():
-        try:
-            reply = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(reply, dict) and reply.get("id") == 2 and "result" in reply:
-            return sorted(t.get("name", "") for t in reply["result"].get("tools", [])), None
-    why = (done.stderr.strip().splitlines() or ["no answer"])[-1]
-    return [], f"the server started but did not list its tools (exit {done.returncode}): {why}"
+    try:
+        assert server.stdin is not None and server.stdout is not None
+        server.stdin.write(text.encode())
+        server.stdin.flush()
+        for line in _lines(server.stdout, time.monotonic() + START_TIMEOUT):
+            try:
+                reply = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(reply, dict) and reply.get("id") == 2 and "result" in reply:
+                tools = reply["result"].get("tools", [])
+                return sorted(str(t.get("name", "")) for t in tools if isinstance(t, dict)), None
+    except OSError as exc:
+        return [], f"the server went away: {exc}"
+    finally:
+        server.kill()
+        _, err = server.communicate()
+    why = (err.decode(errors="replace").strip().splitlines() or ["no answer"])[-1]
+    return [], f"the server started but did not list its tools: {why}"
+
+
+def _lines(stream: IO[bytes], deadline: float) -> Iterator[bytes]:
+    """The lines a server writes, until it stops or ``deadline`` passes."""
+    with selectors.DefaultSelector() as selector:
+        selector.register(stream, selectors.EVENT_READ)
+        buffer = b""
+        while time.monotonic() < deadline:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                return
+            chunk = os.read(stream.fileno(), 65536)
+            if not chunk:
+                return
+            buffer += chunk
+            *lines, buffer = buffer.split(b"\n")
+            yield from lines

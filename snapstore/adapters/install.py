@@ -22,9 +22,10 @@ from . import jsonc
 
 #: The agents whose settings parser allows ``//`` and ``/* */`` comments: Gemini CLI and its fork
 #: Qwen Code read settings.json with ``JSON.parse(stripJsonComments(text))`` (strip-json-comments,
-#: without its trailingCommas option, so a trailing comma still fails there). Claude Code and
-#: the others parse strict JSON and reject a comment.
-COMMENTS = ("gemini-cli", "qwen-code")
+#: without its trailingCommas option, so a trailing comma still fails there); Auggie parses its
+#: settings with a JSONC parser (0.36: comments, and trailing commas too, which snapstore never
+#: writes). Claude Code and the others parse strict JSON and reject a comment.
+COMMENTS = ("gemini-cli", "qwen-code", "auggie")
 #: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
 COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Claude Code)
 

@@ -146,10 +146,12 @@ def _keys(place: Place, root: str) -> list[str]:
     return [root if key == "{root}" else key for key in place.keys]
 
 
-def register(path: str, place: Place, root: str, words: list[str]) -> bool:
-    """Write the server into the file at ``path``; True when the file changed."""
+def register(path: str, place: Place, root: str, words: list[str], write: bool = True) -> bool:
+    """Write the server into the file at ``path``; True when the file changed. ``write``
+    false: only check that it can be written (what would refuse it is raised), so that an
+    install refuses before it changes anything."""
     if place.shape == "toml":
-        return _toml_write(path, words)
+        return _toml_write(path, words, write)
     settings = read_json(path, comments=place.comments)
     old = json.loads(json.dumps(settings))
     holder = settings
@@ -161,7 +163,7 @@ def register(path: str, place: Place, root: str, words: list[str]) -> bool:
     if holder.get(NAME) == wanted:
         return False
     holder[NAME] = wanted
-    _write(path, place, old, settings)
+    _write(path, place, old, settings, write)
     return True
 
 
@@ -205,12 +207,16 @@ def _read(path: str) -> str | None:
         raise BadInput(f"cannot read {path}: {exc}") from None
 
 
-def _write(path: str, place: Place, old: dict[str, Any], new: dict[str, Any]) -> None:
+def _write(
+    path: str, place: Place, old: dict[str, Any], new: dict[str, Any], write: bool = True
+) -> None:
     text = _read(path) or ""
     if place.comments and jsonc.has_comments(text):
-        write_text(path, jsonc.edit(text, old, new, path))
+        text = jsonc.edit(text, old, new, path)
     else:
-        write_text(path, json.dumps(new, indent=2) + "\n")
+        text = json.dumps(new, indent=2) + "\n"
+    if write:
+        write_text(path, text)
 
 
 # -- Codex's config.toml: one table of our own, edited as lines ------------------------------
@@ -256,7 +262,7 @@ def _toml_words(block: str) -> list[str] | None:
     return words if words and all(isinstance(w, str) for w in words) else None
 
 
-def _toml_write(path: str, words: list[str] | None) -> bool:
+def _toml_write(path: str, words: list[str] | None, write: bool = True) -> bool:
     """Put our table in (``words``) or take it out (None); True when the file changed. The
     result is parsed as TOML where Python can (3.11 and newer): a file that defines the
     server another way (an inline table) is refused, unchanged."""
@@ -280,7 +286,8 @@ def _toml_write(path: str, words: list[str] | None) -> bool:
         lead = "" if not before or before.endswith("\n") else "\n"
         new = before + lead + gap + table + ("\n" + after.lstrip("\n") if after.strip() else "")
     _check_toml(path, new, words)
-    write_text(path, new)
+    if write:
+        write_text(path, new)
     return True
 
 

@@ -303,6 +303,8 @@ def install(
     start = os.path.realpath(opts.root or os.getcwd())
     root = find_root(start) or project_root(start)
     path = config_path(agent, scope, root)
+    if not no_mcp:  # what would refuse the server refuses the install, before any write
+        registration.can_register(agent, scope, root, mcp_read_only)
     command = hook_command(agent, scope)
     scan_mode, baseline = _shell_on(start, root, scope) if not no_shell else (False, None)
     notes = [INSTALL_NOTES[agent]] if agent in INSTALL_NOTES else []
