@@ -187,7 +187,7 @@ def test_bad_and_hostile_arguments_are_clear_tool_errors_that_change_nothing(ws:
     steps += [{"tool": "list_turns"}]
     report = agent(ws, steps)
     *bad, escape, fine = report["calls"]
-    for (args, tool, words), call in zip(HOSTILE, bad):
+    for (args, tool, words), call in zip(HOSTILE, bad, strict=True):
         assert call["error"], (tool, args, call)
         assert words in call["text"], (tool, args, call["text"])
         assert "Traceback" not in call["text"]

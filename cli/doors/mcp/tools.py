@@ -308,10 +308,12 @@ def rewound(outcome: Outcome, store: Store) -> str:
         turns = data["turns_reverted"]
         lines = [
             f"{verb} the file changes of {len(turns)} turn(s), from turn {data['target']} on "
-            "(files only): the files are as they were before that turn's prompt "
-            f"({printable(data['user_text'][:120])}), except edits made since by someone "
-            "else, which a merge keeps."
+            "(files only): the files are as they were before that turn, except edits made "
+            "since by someone else, which a merge keeps."
         ]
+        prompt = data["user_text"].strip().splitlines()
+        if prompt:
+            lines.append(f"That turn's prompt: {printable(prompt[0][:200], quote=False)}")
     for key, label in (
         ("restored", "Restored exactly"),
         ("merged", "Merged (later edits by others kept)"),
