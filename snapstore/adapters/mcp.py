@@ -245,9 +245,17 @@ def _toml_string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+#: Seconds Codex waits for the server to start (its default, 10, is short for a Python
+#: server on a busy machine: a server that answers later is listed but not called).
+CODEX_STARTUP = 60
+
+
 def _toml_table(words: list[str]) -> str:
     args = ", ".join(_toml_string(w) for w in words[1:])
-    return f"[mcp_servers.{NAME}]\ncommand = {_toml_string(words[0])}\nargs = [{args}]\n"
+    return (
+        f"[mcp_servers.{NAME}]\ncommand = {_toml_string(words[0])}\nargs = [{args}]\n"
+        f"startup_timeout_sec = {CODEX_STARTUP}\n"
+    )
 
 
 def _toml_words(block: str) -> list[str] | None:
@@ -312,6 +320,8 @@ def _check_read_back(path: str, data: dict[str, Any], words: list[str] | None) -
     if words is None and found is not None:
         raise BadInput(f"{path} defines mcp_servers.snapstore in a way snapstore cannot remove")
     if words is not None and (
-        not isinstance(found, dict) or [found.get("command"), *found.get("args", [])] != words
+        not isinstance(found, dict)
+        or [found.get("command"), *found.get("args", [])] != words
+        or found.get("startup_timeout_sec") != CODEX_STARTUP
     ):
         raise BadInput(f"{path}: mcp_servers.snapstore did not read back as written; unchanged")
