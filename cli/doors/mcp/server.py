@@ -3,8 +3,9 @@
 
 The SDK derives each tool's JSON Schema from its signature, bounds included (``Field``), and
 refuses arguments that do not fit it before a tool runs, as a tool error; ``tools`` checks what
-a schema cannot say (turns of the caller's session, paths inside the workspace). The server
-ends when its stdin closes, as the protocol's stdio transport says.
+a schema cannot say (turns of the caller's session, paths inside the workspace). A reply is
+text alone (no structured copy, which some agents show the model instead of the words). The
+server ends when its stdin closes, as the protocol's stdio transport says.
 """
 
 from __future__ import annotations
@@ -106,14 +107,14 @@ def build(tools: Tools) -> MCPServer:
             raise ToolError(str(exc)) from None
         return text
 
-    @server.tool(description=LIST_TURNS, annotations=reading)
+    @server.tool(description=LIST_TURNS, annotations=reading, structured_output=False)
     def list_turns(
         ctx: RequestContext,
         limit: Annotated[int, Field(ge=1, le=MAX_TURNS, description="How many turns")] = 20,
     ) -> str:
         return guarded(tools.list_turns, _meta(ctx), limit)
 
-    @server.tool(description=SHOW_TURN, annotations=reading)
+    @server.tool(description=SHOW_TURN, annotations=reading, structured_output=False)
     def show_turn(
         ctx: RequestContext,
         turn: Annotated[
@@ -125,7 +126,7 @@ def build(tools: Tools) -> MCPServer:
     ) -> str:
         return guarded(tools.show_turn, _meta(ctx), str(turn), paths, max_chars)
 
-    @server.tool(description=FILE_AT, annotations=reading)
+    @server.tool(description=FILE_AT, annotations=reading, structured_output=False)
     def file_at(
         ctx: RequestContext,
         turn: Turn,
@@ -138,7 +139,7 @@ def build(tools: Tools) -> MCPServer:
     if tools.read_only:
         return server
 
-    @server.tool(description=REWIND_FILES, annotations=moving)
+    @server.tool(description=REWIND_FILES, annotations=moving, structured_output=False)
     def rewind_files(
         ctx: RequestContext,
         turn: Turn,
@@ -148,7 +149,7 @@ def build(tools: Tools) -> MCPServer:
     ) -> str:
         return guarded(tools.rewind_files, _meta(ctx), str(turn), paths, on_conflict, dry_run)
 
-    @server.tool(description=UNDO_LAST, annotations=moving)
+    @server.tool(description=UNDO_LAST, annotations=moving, structured_output=False)
     def undo_last(ctx: RequestContext, dry_run: bool = False) -> str:
         return guarded(tools.undo_last, _meta(ctx), dry_run)
 
