@@ -76,7 +76,7 @@ PLACES: dict[str, dict[str, Place]] = {
         "user": Place(_COPILOT_USER, ("mcpServers",), "copilot"),
     },
     "opencode": {
-        "project": Place("opencode.json", ("mcp",), "opencode", comments=True),
+        "project": Place(".opencode/opencode.json", ("mcp",), "opencode", comments=True),
         "user": Place("$XDG_CONFIG_HOME/opencode/opencode.json", ("mcp",), "opencode", True),
     },
     "cursor": {

@@ -61,7 +61,7 @@ assert on_path  # a fixture of test_agents_hooks, used by name below
 
 
 def tree(s: Session) -> dict[str, str]:
-    """The files the turns wrote (not the agents' own settings, such as opencode.json)."""
+    """The files the turns wrote."""
     return {
         p.name: p.read_text()
         for p in s.workspace.iterdir()

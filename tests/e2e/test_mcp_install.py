@@ -42,7 +42,7 @@ MCP_WHERE: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {
         "user": ("~/.copilot/mcp-config.json", ("mcpServers",)),
     },
     "opencode": {
-        "project": ("opencode.json", ("mcp",)),
+        "project": (".opencode/opencode.json", ("mcp",)),
         "user": ("~/.config/opencode/opencode.json", ("mcp",)),
     },
     "cursor": {
