@@ -22,12 +22,12 @@ from ..support.agents.drivers import DRIVERS
 from ..support.agents.fake_model import Mcp, Turn, Wait
 from ..support.agents.install import PINS
 from ..support.agents.session import Session
-from .test_agents_hooks import (
+from .test_agents_hooks import (  # on_path: a fixture
     NOTES,
     SCRIPT,
     install_snapstore,
     installed,
-    on_path,
+    on_path,  # noqa: F401
     sessions_of,
     snap,
 )
@@ -56,8 +56,6 @@ def fourth(agent: str) -> Turn:
 PROMPT = "Take back what you did from turn 2 on"
 BEFORE_2 = {"notes.txt": NOTES, "other.txt": "original\n"}
 AFTER_3 = {"notes.txt": "alpha\ngamma\n", "other.txt": "original\nadded by shell\n"}
-
-assert on_path  # a fixture of test_agents_hooks, used by name below
 
 
 def tree(s: Session) -> dict[str, str]:
@@ -119,4 +117,3 @@ def test_the_agent_takes_back_its_own_turns_through_mcp(
         assert tree(s) == AFTER_3
         with capsys.disabled():
             print(f"\n{agent} {version(s)}: rewind_files call to its result {took:.2f} s")
-    assert DRIVERS[agent]
