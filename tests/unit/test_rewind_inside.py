@@ -208,3 +208,17 @@ def test_a_kill_during_it_is_finished_by_resume_and_recorded_once(
         assert store.rewind(1, S).ok and tree(root) == after_3
     assert not [p for p in os.listdir(root) if p.endswith(".tmp")]
     write(root, "unused.txt", "")  # the workspace is still writable
+
+
+def test_the_open_turn_can_take_back_its_own_changes(store: Store, root: Path) -> None:
+    after_3 = three_turns(store)
+    store.begin_turn(S, "oops")
+    agent_write(store, "a.txt", "wrong\n", session=S)
+    agent_write(store, "c.txt", "stray\n", session=S)
+    result = store.rewind(1, S, mode=CODE, inside=True)  # 1: the turn in progress
+    assert result.ok and tree(root) == after_3
+    [move] = store.rewind_points(S)[0].inside
+    assert move.own and move.turns == []
+    store.end_turn(S)
+    assert store.rewind_points(S)[0].files == []  # its net change is none
+    assert store.rewind(1, S).ok and tree(root) == after_3
