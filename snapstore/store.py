@@ -491,6 +491,7 @@ class Store:
         dry_run: bool = False,
         force: bool = False,
         homes: Mapping[str, str] | None = None,
+        inside: bool = False,
     ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch.
 
@@ -501,6 +502,10 @@ class Store:
         (``result.conversation["status"]`` is ``unsupported``); when the transcript, or a
         file beside it, cannot be read safely, the chat stays too (``refused``, with the
         reason as ``note``) and the files still go back.
+
+        ``inside``: the agent asks from inside its open turn (``snapstore mcp``): files
+        only (``mode`` code), recorded as changes of that turn, so that a rewind of the
+        turn takes them back; refused while another session's shell call runs.
         """
         from .ops.rewind import rewind
 
@@ -514,6 +519,7 @@ class Store:
             dry_run=dry_run,
             force=force,
             homes=homes,
+            inside=inside,
         )
 
     def finish(
@@ -551,11 +557,14 @@ class Store:
         dry_run: bool = False,
         homes: Mapping[str, str] | None = None,
         mode: Mode = BOTH,
+        inside: bool = False,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
         the newest in the store. The result names the session it acted on. A conversation
         the rewind changed goes back too (``homes``: as for :meth:`rewind`), unless ``mode``
-        is ``code``: the files only."""
+        is ``code``: the files only. ``inside``: from inside the session's open turn, the
+        newest rewind made from inside one of its turns (or the one given), recorded as
+        changes of the open turn."""
         from .ops.rewind import undo
 
         return undo(
@@ -566,6 +575,7 @@ class Store:
             dry_run=dry_run,
             homes=homes,
             mode=mode,
+            inside=inside,
         )
 
     def redo(

@@ -152,7 +152,12 @@ def run_hook(agent: str, args: list[str]) -> int:
         store, config = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
-            warnings += record(store, config, action, strict)
+            runs_it = None
+            if action.kind == BEGIN:
+                from ..operations.lifecycle import agent_process
+
+                runs_it = agent_process()  # the agent's process: snapstore mcp asks for it
+            warnings += record(store, config, action, strict, runs_it)
             if action.kind == BEGIN and config.track_shell:
                 from ..operations.lifecycle import start_daemon
 

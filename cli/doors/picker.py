@@ -31,10 +31,10 @@ from snapstore.ops.plan import RewindResult
 from ..operations.context import Context
 from ..operations.moves import run
 from ..operations.outcome import Outcome
+from ..operations.reads import points_json
 from ..operations.requests import Move
 from ..output.rich import console, first_line, points_table, printable, relative_time
 from .click.app import emit
-from .click.commands.history import points_json
 
 MODE_CHOICES: list[tuple[Mode, str]] = [
     (BOTH, "Rewind code and conversation"),

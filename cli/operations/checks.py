@@ -19,7 +19,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from snapstore.adapters import AGENT_NAMES, jsonc, module_of
@@ -50,6 +50,22 @@ def config_path(agent: str, scope: str, root: str) -> str:
     if env and os.environ.get(env[0]) and where.startswith(env[1] + "/"):
         return os.path.join(os.environ[env[0]], where[len(env[1]) + 1 :])
     return os.path.expanduser(where)
+
+
+def mcp_path(agent: str, scope: str, root: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where the agent reads MCP servers of that scope (snapstore.adapters.mcp.PLACES), with
+    the user's variables (``$CODEX_HOME``, ``$COPILOT_HOME``, ...) read here."""
+    from snapstore.adapters.mcp import DEFAULTS, PLACES
+
+    env = os.environ if environ is None else environ
+    where = PLACES[agent][scope].file
+    var, slash, rest = where.partition("/")
+    if var.startswith("$"):
+        base = env.get(var[1:]) or os.path.expanduser(DEFAULTS[var])
+        return os.path.join(base, rest) if slash else base
+    if where.startswith("~/"):
+        return os.path.expanduser(where)
+    return os.path.join(root, where)
 
 
 def gemini_version() -> str:

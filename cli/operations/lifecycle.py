@@ -14,14 +14,18 @@ daemon runs, or is starting. The hook never waits for the daemon.
 
 Each live session is a file in ``<store>/sessions.d/``: made (or touched) at the
 session's start and at each prompt, removed at its end. The daemon reads that
-folder to know when the last one has gone. This module is on the hook path: no
-subprocess until a daemon is to start, no threads.
+folder to know when the last one has gone. A command hook's prompt also writes into the
+file which process runs the session (the agent: the hook's nearest ancestor that is not a
+shell), so that ``snapstore mcp``, which the same agent spawns, can tell its session from
+another's in the same workspace (docs/integrations/mcp.md). This module is on the hook
+path: no subprocess until a daemon is to start, no threads.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import sys
 
@@ -38,15 +42,110 @@ def _session_file(store_dir: str, session: str) -> str:
     return os.path.join(store_dir, SESSIONS_DIR, session.encode().hex()[:240])
 
 
-def session_started(store_dir: str, session: str) -> None:
-    """Mark the session live (its start or a prompt: the file's time is its last sign)."""
+#: What runs a hook or an MCP server between it and the agent, and so is not the agent.
+SHELLS = frozenset(
+    {
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "mksh",
+        "fish",
+        "busybox",
+        "env",
+        "timeout",
+        "nice",
+        "nohup",
+        "stdbuf",
+        "flock",
+    }
+)
+#: A process: its pid and its start time (clock ticks since boot), which a reused pid lacks.
+Process = tuple[int, int]
+
+
+def _stat(pid: int) -> tuple[str, int, int] | None:
+    """A process's name, parent and start time, from /proc (None where there is none)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    name, _, rest = raw[raw.find(b"(") + 1 :].rpartition(b")")
+    fields = rest.split()
+    try:
+        return name.decode(errors="replace"), int(fields[1]), int(fields[19])
+    except (IndexError, ValueError):
+        return None
+
+
+def alive(process: Process) -> bool:
+    """Whether that very process still runs (the pid, started at that time)."""
+    found = _stat(process[0])
+    return found is not None and found[2] == process[1]
+
+
+def agent_process(pid: int | None = None) -> Process | None:
+    """The agent that started this process (or ``pid``): its nearest ancestor that is not a
+    shell or a launcher. None off Linux, or past a few wrappers."""
+    current = os.getppid() if pid is None else pid
+    for _ in range(6):
+        found = _stat(current)
+        if found is None:
+            return None
+        name, parent, started = found
+        if name not in SHELLS:
+            return current, started
+        if parent <= 1:
+            return None
+        current = parent
+    return None
+
+
+def session_started(store_dir: str, session: str, agent: Process | None = None) -> None:
+    """Mark the session live (its start or a prompt: the file's time is its last sign); with
+    ``agent``, also name the process that runs it (one small write: a reader that meets it
+    half-written finds no process, never a wrong one)."""
     path = _session_file(store_dir, session)
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE))
+        if agent is None:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, FILE_MODE))
+        else:
+            data = json.dumps({"session": session, "agent": list(agent)}).encode()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
         os.utime(path)
     except OSError:
         pass  # the daemon then lives by its idle time alone
+
+
+def sessions_run_by(store_dir: str, agent: Process) -> list[str]:
+    """The live sessions whose last prompt came from a hook of the process ``agent``."""
+    folder = os.path.join(store_dir, SESSIONS_DIR)
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    found = []
+    for name in sorted(names):
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                record = json.loads(handle.read(4096) or b"null")
+        except (OSError, ValueError):
+            continue
+        if (
+            isinstance(record, dict)
+            and isinstance(record.get("session"), str)
+            and record.get("agent") == list(agent)
+            and _session_file(store_dir, record["session"]).endswith(name)
+        ):
+            found.append(record["session"])
+    return found
 
 
 def session_ended(store_dir: str, session: str) -> None:

@@ -90,6 +90,7 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
                 dry_run=move.dry_run,
                 homes=ctx.homes,
                 mode=move.mode,
+                inside=move.inside,
             )
         else:
             result = store.redo(
@@ -116,6 +117,7 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         dry_run=move.dry_run,
         force=move.force,
         homes=ctx.homes,
+        inside=move.inside,
     )
     return result, note
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from snapstore import BadInput
-from snapstore.core.records import BOTH, SKIP, Mode, Policy
+from snapstore.core.records import BOTH, CODE, SKIP, Mode, Policy
 
 #: The moves: back (rewind), anywhere (switch), taking one back (undo), doing it again (redo),
 #: retrying what one left (finish), and finishing one a crash cut short (resume).
@@ -26,7 +26,8 @@ class Move(NamedTuple):
     rest (an undo or redo of the newest). ``session`` is the one the user named, or None: the
     layer then chooses as ``log`` does (the turn's own session for a turn id). ``paths`` are
     absolute. ``shown`` is the turn as the user saw it (the picker's number), for the lines
-    that name it."""
+    that name it. ``inside``: the agent asks from inside its own open turn of ``session``
+    (``snapstore mcp``): a rewind or an undo of files only, recorded as changes of that turn."""
 
     action: Action
     target: str | None = None
@@ -37,6 +38,7 @@ class Move(NamedTuple):
     dry_run: bool = False
     force: bool = False
     shown: str | None = None
+    inside: bool = False
 
 
 def check(move: Move) -> None:
@@ -56,3 +58,10 @@ def check(move: Move) -> None:
         raise BadInput(f"--mode goes with rewind and undo, not {action}")
     if move.force and action not in ("rewind", "switch"):
         raise BadInput(f"--force goes with rewind and switch, not {action}")
+    if move.inside and (
+        action not in ("rewind", "undo") or move.mode != CODE or not move.session or move.force
+    ):
+        raise BadInput(
+            "a move from inside a turn is a rewind or an undo of files only (mode code), "
+            "of a named session, without --force"
+        )

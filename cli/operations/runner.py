@@ -114,13 +114,20 @@ def _say(text: str) -> None:
     say(f"snapstore: {text}")
 
 
-def record(store: Store, config: Config, action: HookAction, strict: bool = False) -> list[str]:
+def record(
+    store: Store,
+    config: Config,
+    action: HookAction,
+    strict: bool = False,
+    agent: tuple[int, int] | None = None,
+) -> list[str]:
     """Record one hook event (the hook command's and ``snapstore serve``'s alike): finish a
     rewind a crash cut short, apply the event, and at a turn's end run the automatic gc and
     push that the store's config asks for. Returns the warnings to show.
 
     With ``strict``, a path that could not be captured fails the event (raised), once
-    every other path of it is captured."""
+    every other path of it is captured. ``agent``: the process that runs the hook's agent
+    (a command hook's; the daemon has none), kept with the session at each prompt."""
     from snapstore.adapters import BEGIN, END, apply  # loaded: the event was parsed with it
 
     resume(store, run_agents=False)  # the user did not ask for it: nothing to tell them
@@ -128,10 +135,10 @@ def record(store: Store, config: Config, action: HookAction, strict: bool = Fals
     if strict and outcome.refused:
         raise outcome.refused[0]
     warnings = list(outcome.warnings)
-    if action.kind == BEGIN and config.track_shell:  # the daemon lives while sessions do
-        from .lifecycle import session_started
+    if action.kind == BEGIN and (config.track_shell or agent is not None):
+        from .lifecycle import session_started  # the daemon lives while sessions do
 
-        session_started(store.store_dir, action.session)
+        session_started(store.store_dir, action.session, agent)
     elif action.kind == END and action.event in ("SessionEnd", "sessionEnd"):  # not a turn end
         from .lifecycle import session_ended
 

@@ -22,9 +22,10 @@ from . import jsonc
 
 #: The agents whose settings parser allows ``//`` and ``/* */`` comments: Gemini CLI and its fork
 #: Qwen Code read settings.json with ``JSON.parse(stripJsonComments(text))`` (strip-json-comments,
-#: without its trailingCommas option, so a trailing comma still fails there). Claude Code and
-#: the others parse strict JSON and reject a comment.
-COMMENTS = ("gemini-cli", "qwen-code")
+#: without its trailingCommas option, so a trailing comma still fails there); Auggie parses its
+#: settings with a JSONC parser (0.36: comments, and trailing commas too, which snapstore never
+#: writes). Claude Code and the others parse strict JSON and reject a comment.
+COMMENTS = ("gemini-cli", "qwen-code", "auggie")
 #: The keys of a hook entry that hold its command (Copilot: ``bash``, ``powershell``).
 COMMAND_KEYS = ("command", "bash", "powershell", "url")  # url: an HTTP hook (Claude Code)
 
@@ -146,6 +147,57 @@ def merge_hooks(
         else:
             write_text(settings_path, json.dumps(settings, indent=2) + "\n")
     return changed
+
+
+def remove_hooks(path: str, agent: str, mark: str = "") -> list[str]:
+    """Take snapstore's hooks for ``agent`` out of its config, keeping everything else: from
+    a JSON settings file, every entry that runs only snapstore (an event left with none goes);
+    a folder's executables and a plugin file that hold ``mark`` (snapstore wrote them) are
+    deleted. Returns the events (or files) removed; running it again changes nothing."""
+    if os.path.isdir(path) or path.endswith(".js"):
+        files = (
+            [os.path.join(path, name) for name in sorted(os.listdir(path))]
+            if os.path.isdir(path)
+            else [path]
+        )
+        gone = []
+        for file in files:
+            if os.path.isfile(file) and not foreign([file], mark):
+                os.unlink(file)
+                gone.append(os.path.basename(file))
+        return gone
+    settings = read_json(path, comments=agent in COMMENTS)
+    old = json.loads(json.dumps(settings))
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return []
+    removed = []
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept = [
+            e
+            for e in entries
+            if not (entry_commands(e) and all(is_ours(c, agent) for c in entry_commands(e)))
+        ]
+        if len(kept) == len(entries):
+            continue
+        removed.append(event)
+        if kept:
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not removed:
+        return []
+    if not hooks:
+        del settings["hooks"]
+    text = _read_text(path) or ""
+    if agent in COMMENTS and jsonc.has_comments(text):
+        write_text(path, jsonc.edit(text, old, settings, path))
+    else:
+        write_text(path, json.dumps(settings, indent=2) + "\n")
+    return removed
 
 
 def _read_text(path: str) -> str | None:

@@ -44,7 +44,8 @@ def has_comments(text: str) -> bool:
 
 def edit(text: str, old: dict[str, Any], new: dict[str, Any], path: str) -> str:
     """``text``, which holds the object ``old``, changed to hold ``new`` with its comments kept
-    (``new`` only adds keys or changes values, as hook installs do)."""
+    (``new`` adds keys, changes values or drops keys, as installs and uninstalls do; a
+    comment inside what is dropped is refused, never lost)."""
     spaced = blank(text)
     if not spaced.strip():  # comments only: the object goes below them
         return text + ("" if text.endswith("\n") else "\n") + json.dumps(new, indent=2) + "\n"
@@ -60,13 +61,11 @@ def _edits(
     """The (start, end, replacement) edits that turn the object at ``start`` from ``old``
     into ``new``."""
     members, last_end = _members(spaced, start)
-    if set(old) - set(new):
-        raise BadInput(f"{path}: a key would be removed; nothing changed")
-    changes = []
+    changes = [_removal(text, spaced, members, key, path) for key in old if key not in new]
     for key, value in new.items():
         if key not in old or value == old[key]:
             continue
-        value_start, value_end = members[key]
+        _, value_start, value_end = members[key]
         if isinstance(value, dict) and isinstance(old[key], dict):
             changes += _edits(text, spaced, value_start, old[key], value, path)
             continue
@@ -82,22 +81,52 @@ def _edits(
     return changes
 
 
-def _members(spaced: str, start: int) -> tuple[dict[str, tuple[int, int]], int]:
-    """Each member's value span in the object at ``start``, and where the last value ends
-    (just after the opening brace when there is none)."""
-    members: dict[str, tuple[int, int]] = {}
+def _members(spaced: str, start: int) -> tuple[dict[str, tuple[int, int, int]], int]:
+    """Each member's key start and value span in the object at ``start``, and where the last
+    value ends (just after the opening brace when there is none)."""
+    members: dict[str, tuple[int, int, int]] = {}
     i = _skip_space(spaced, start + 1)  # after the '{'
     last_end = start + 1
     while spaced[i] != "}":
+        key_start = i
         key, i = _DECODER.raw_decode(spaced, i)
         i = _skip_space(spaced, i) + 1  # the ':'
         value_start = _skip_space(spaced, i)
         _, last_end = _DECODER.raw_decode(spaced, value_start)
-        members[key] = (value_start, last_end)
+        members[key] = (key_start, value_start, last_end)
         i = _skip_space(spaced, last_end)
         if spaced[i] == ",":
             i = _skip_space(spaced, i + 1)
     return members, last_end
+
+
+def _removal(
+    text: str, spaced: str, members: dict[str, tuple[int, int, int]], key: str, path: str
+) -> tuple[int, int, str]:
+    """The edit that drops member ``key`` with its comma (the one after it, or for the last
+    member the one before it), and the indentation that led to it."""
+    order = sorted(members.values())
+    key_start, _, value_end = members[key]
+    at = order.index(members[key])
+    if at + 1 < len(order):  # up to the next member: its comma goes with it
+        start, end = _line_start(text, key_start), _line_start(text, order[at + 1][0])
+    elif at > 0:  # the last one: from the end of the one before it, whose comma goes
+        start, end = order[at - 1][2], value_end
+    else:  # the only one
+        start, end = key_start, value_end
+    if spaced[start:end] != text[start:end]:
+        raise BadInput(
+            f"{path}: the comments around {json.dumps(key)} would be lost when snapstore "
+            "removes it; nothing changed: move them and run this again"
+        )
+    return start, end, ""
+
+
+def _line_start(text: str, at: int) -> int:
+    """The start of the line holding ``at`` when only white space comes before it there;
+    else ``at``."""
+    line = text.rfind("\n", 0, at) + 1
+    return line if not text[line:at].strip() else at
 
 
 def _insertion(

@@ -95,6 +95,14 @@ class AgentRunning(RunActive):
     agent: str | None = None
 
 
+class ShellRunning(RunActive):
+    """Refused because another session's shell call is running (field: ``others``, the
+    sessions whose windows are open): what it changes meanwhile could not be told apart
+    from the writes of a rewind made from inside a turn."""
+
+    others: tuple[str, ...] = ()
+
+
 class ConversationRefused(SnapstoreError):
     """A conversation edit that cannot be made safely (a compaction since the turn, a
     transcript the agent changed since a rewind); nothing was changed."""

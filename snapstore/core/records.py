@@ -262,6 +262,9 @@ class RewindOp(NamedTuple):
     finishes: str | None = None  # action ``finish``: the operation whose leftovers it retries
     redoes: str | None = None  # a redo: the undo it takes back (the action is the one redone)
     redone_by: str | None = None  # an undo: the operation that redid what it took back
+    # made from inside this open agent turn (``snapstore mcp``, at the agent's request): the
+    # turn its writes are recorded into, as changes of source ``rewind`` (schema 5)
+    within: str | None = None
 
 
 class Turn(NamedTuple):
@@ -288,6 +291,7 @@ class Turn(NamedTuple):
     prompt_time: str = ""  # the begin hook's own time, as the agent stamps it (ISO 8601)
     folders: tuple[str, ...] = ()  # scan mode: folders that came during the turn
     skipped: tuple[tuple[str, str], ...] = ()  # scan mode: (path, reason) it changed, uncaptured
+    rewinds: tuple[str, ...] = ()  # operations made from inside it (``RewindOp.within``)
 
 
 class Session(NamedTuple):
@@ -357,6 +361,7 @@ _LOADERS = {
     "paths": _strings,
     "forward": _strings,
     "folders": _strings,
+    "rewinds": _strings,
     "skipped": _pairs,
 }
 

@@ -723,10 +723,10 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a schema-1 to 4 store to the current schema in one commit (docs/format.md,
-        Versions): schema 3 only added optional fields, schema 4 a blob encoding and schema
-        5 optional fields of a conversation edit, so a schema-2 to 4 store needs nothing but
-        its version."""
+        """Bring a schema-1, 2, 3 or 4 store to the current schema in one commit
+        (docs/format.md, Versions): schemas 3 and 5 only added optional fields (schema 5: a
+        conversation edit's and an inside rewind's) and schema 4 a blob encoding, so a
+        schema-2, 3 or 4 store needs nothing but its version."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]

@@ -75,17 +75,21 @@ def leftover(v: View, session: str) -> Turn | None:
     op, result = turn.op, turn.op.result or {}
     if op.status != APPLIED or op.undone_by is not None or v.head(session) != op.new_head:
         return None
+    if op.within is not None:  # its writes are a turn's changes: rewind that turn instead
+        return None
     return turn if result.get("conflicts") or result.get("errors") else None
 
 
-def last_undoable(v: View, session: str | None = None) -> Turn | None:
+def last_undoable(v: View, session: str | None = None, made_inside: bool = False) -> Turn | None:
     """What a plain ``undo`` takes back: the newest rewind or switch, applied and not
-    undone, in the whole store (or in ``session``)."""
+    undone, in the whole store (or in ``session``); ``made_inside``: the newest made from
+    inside one of the session's turns (``RewindOp.within``)."""
     newest = None
     for turn in v.turns():
         if (
             undoable(turn)
             and (session is None or turn.session == session)
+            and (not made_inside or (turn.op is not None and turn.op.within is not None))
             and (newest is None or turn.seq > newest.seq)
         ):
             newest = turn

@@ -19,6 +19,8 @@ from ..core.records import (
     FILE,
     LINK,
     OPEN,
+    REWIND,
+    UNDO,
     Action,
     Change,
     Mode,
@@ -51,12 +53,26 @@ class FileStat:
 
 
 @dataclass
+class InsideMove:
+    """A rewind or undo the agent made from inside a turn (``snapstore mcp``), as ``log`` and
+    ``show`` tell it: "turn 7 took back turns 5-6 at the agent's request"."""
+
+    id: str  # the operation
+    action: Action  # rewind, or undo (of an earlier one)
+    turns: list[Turn]  # the earlier turns it took back (an undo: those it put back), oldest first
+    numbers: list[int | None]  # their numbers on the session's branch now
+    own: bool  # it took back only the turn's own changes made before it (its target was it)
+    undoes: str | None = None  # an undo: the operation it took back
+
+
+@dataclass
 class RewindPoint:
     """A turn one can rewind to, with the stats ``log`` shows."""
 
     n: int | None  # its number on the current branch; None for a rewound turn
     turn: Turn
     files: list[FileStat] = field(default_factory=list)
+    inside: list[InsideMove] = field(default_factory=list)  # moves made from inside it
 
     @property
     def added(self) -> int:
@@ -74,6 +90,7 @@ class TurnDetail:
     turn: Turn
     files: list[FileStat]
     n: int | None = None  # its number on its session's current branch; None off it
+    inside: list[InsideMove] = field(default_factory=list)  # moves made from inside it
 
 
 @dataclass
@@ -243,7 +260,13 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
         turns = session_turns(v, session) if all_branches else on_branch
         count = LineCounter(v)
         points = [
-            RewindPoint(numbers.get(t.id), t, file_stats(v, v.changes(t.id), count)) for t in turns
+            RewindPoint(
+                numbers.get(t.id),
+                t,
+                file_stats(v, v.changes(t.id), count),
+                inside_moves(v, t, numbers),
+            )
+            for t in turns
         ]
     keep_counts(repo, count)
     return points
@@ -253,9 +276,49 @@ def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
         count = LineCounter(v)
-        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count), number(v, turn))
+        on_branch = [t for t in branch(v, turn.session) if t.kind in BRANCH_KINDS]
+        numbers = {t.id: n for n, t in enumerate(on_branch, start=1)}
+        detail = TurnDetail(
+            turn,
+            file_stats(v, v.changes(turn.id), count),
+            number(v, turn),
+            inside_moves(v, turn, numbers),
+        )
     keep_counts(repo, count)
     return detail
+
+
+def inside_moves(v: View, turn: Turn, numbers: dict[str, int]) -> list[InsideMove]:
+    """The rewinds and undos made from inside ``turn``, each with the turns it took back (an
+    undo: those its rewind took back, which it put back), numbered as ``log`` numbers them."""
+    moves = []
+    for op_id in turn.rewinds:
+        record = v.find_turn(op_id)
+        op = record.op if record is not None else None
+        if op is None:
+            continue  # dropped by gc: nothing left to tell
+        taken = op
+        if op.action == UNDO and op.undoes is not None:
+            undone = v.find_turn(op.undoes)
+            taken = undone.op if undone is not None and undone.op is not None else op
+        back: list[Turn] = []
+        if taken.action == REWIND and taken.target is not None:
+            for t in ancestors(v, taken.prev_head):
+                back.append(t)
+                if t.id == taken.target:
+                    break
+        earlier = [t for t in reversed(back) if t.id != (taken.within or turn.id)]
+        moves.append(
+            InsideMove(
+                op_id,
+                op.action,
+                earlier,
+                [numbers.get(t.id) for t in earlier],
+                not earlier,
+                op.undoes if op.action == UNDO else None,
+            )
+        )
+    return moves
 
 
 def status(repo: Repo, session: str) -> StoreStatus:

@@ -9,7 +9,9 @@ docs/format.md:
 2. **Apply.** The agent's transcript gets its one appended record (or loses it again, for
    an undo), then each path is written once, atomically; emptied folders go.
 3. **Finish.** One commit marks the operation applied, moves the head, marks
-   the reverted turns and takes it off ``unfinished``. When it had files to
+   the reverted turns and takes it off ``unfinished``; for an operation made from inside
+   an open turn (``op.within``), it appends what was written to that turn's changes
+   (source ``rewind``). When it had files to
    write and every write failed (a full disk), nothing moves: the operation is
    marked ``failed`` and can be run again as it was.
 
@@ -113,7 +115,8 @@ def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
 def _describe(op: RewindOp) -> str:
     """The operation record's prompt line."""
     verb = {UNDO: "undo", SWITCH: "switch to", FINISH: "finish"}.get(op.action, "rewind to")
-    return f"{verb} {op.target}"
+    inside = "" if op.within is None else f", from inside turn {op.within}"
+    return f"{verb} {op.target}{inside}"
 
 
 def _journal(w: Locked, operation: Operation) -> str:
@@ -327,6 +330,8 @@ def _finish(
         for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
+        if op.within is not None:
+            _record_within(tx, op.within, op_id, [c for c in changes if c.path not in failed])
         if op.mode != CODE:
             tx.set_head(op.session, op.new_head)
             moves: tuple[tuple[tuple[str, ...], TurnState], ...] = (
@@ -360,6 +365,33 @@ def _finish(
         return result
 
     return w.write(commit)
+
+
+def _record_within(tx: Tx, turn_id: str, op_id: str, written: list[Change]) -> None:
+    """What an operation made from inside an agent's turn wrote, as changes of that turn
+    (source ``rewind``, tool ``snapstore``), in the commit that marks it applied: a rewind
+    of the turn takes them back with the agent's own edits, and no crash separates the
+    files written from their record. A turn gc dropped meanwhile gets nothing."""
+    turn = tx.find_turn(turn_id)
+    if turn is None:
+        return
+    seq = turn.next_change
+    for change in written:
+        tx.put_change(
+            Change.recorded(
+                turn=turn_id,
+                seq=seq,
+                path=change.path,
+                before=change.before,
+                after=change.after,
+                tool="snapstore",
+                source=REWIND,
+                time=tx.clock(),
+                mkdirs=change.mkdirs,
+            )
+        )
+        seq += 1
+    tx.put_turn(turn._replace(next_change=seq, rewinds=(*turn.rewinds, op_id)))
 
 
 def _nothing_done(tx: Tx, turn: Turn, result: RewindResult) -> RewindResult:

@@ -12,6 +12,11 @@
   the head moved otherwise), the undo does not move the head over them: it
   becomes a turn of its own on top (kind ``revert``, as git revert does).
 
+A rewind or undo made **from inside** an agent's open turn (``inside``: ``snapstore mcp``, at
+the agent's request) takes back files only, and its writes are recorded as changes of that
+open turn (``RewindOp.within``), so that rewinding the turn takes them back like any other
+edit of it; outside, an undo of one becomes a ``revert`` turn on top.
+
 Every turn whose edits are in the workspace stays on the current branch, and
 rewinding to any turn of the branch gives the workspace as it was before that
 turn (docs/design.md, "The undo invariant"). Planning is the per-path fold of
@@ -29,6 +34,7 @@ from ..core.errors import (
     NotFound,
     NotOnBranch,
     RunActive,
+    ShellRunning,
     Unfinished,
 )
 from ..core.records import (
@@ -73,6 +79,7 @@ from .plan import (
     release,
     steps_by_path,
 )
+from .shell import open_windows
 
 
 def check_choices(mode: str, on_conflict: str) -> None:
@@ -105,14 +112,21 @@ def rewind(
     dry_run: bool = False,
     force: bool = False,
     homes: Mapping[str, str] | None = None,
+    inside: bool = False,
 ) -> RewindResult:
     """Take back ``target`` and every later turn on the session's current branch.
 
     Unless ``mode`` is ``code``, the agent's conversation goes back too, for the agents
     with a conversation module (snapstore.conversation); ``homes`` names each agent's home
     folder (its registry of running sessions). Every check comes before the first change.
+
+    ``inside``: the agent asks from inside its open turn. The files alone go back (``mode``
+    must be ``code``: the agent is running its chat), and what is written is recorded as
+    changes of that turn; refused while another session's shell call runs.
     """
     check_choices(mode, on_conflict)
+    if inside and mode != CODE:
+        raise BadInput("a rewind from inside a turn takes back files only (mode code)")
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
         mode = CODE  # taking back some files never moves the conversation
@@ -120,12 +134,36 @@ def rewind(
         refuse_unfinished(repo)
         with repo.read() as v:
             turn = resolve_turn(v, target, session)
-        _end_open_turn(w, session, force, dry_run)
+            within = _inside(repo, v, session) if inside else None
+        if within is None:
+            _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
-            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels)
+            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels, within)
         if mode != CODE:
             _plan_conversation(operation, turn, homes, target)
         return _run(w, operation, dry_run)
+
+
+def _inside(repo: Repo, v: View, session: str) -> Turn:
+    """The open turn a move from inside is made in; refused without one, and while another
+    session's shell call runs (its changes could not be told from this move's writes)."""
+    open_turn = v.open_turn(session)
+    if open_turn is None:
+        raise NotFound(
+            f"session {session!r} has no open turn: a move from inside is made during "
+            "the agent's turn",
+            session=session,
+        )
+    others = tuple(sorted(s for s in open_windows(repo) if s != session))
+    if others:
+        raise ShellRunning(
+            f"session {others[0]!r} is running a shell command right now, and what it "
+            "changes meanwhile could not be told from this rewind's writes: try again "
+            "once it ends",
+            session=session,
+            others=others,
+        )
+    return open_turn
 
 
 def _plan_conversation(
@@ -192,26 +230,45 @@ def undo(
     dry_run: bool = False,
     homes: Mapping[str, str] | None = None,
     mode: Mode = BOTH,
+    inside: bool = False,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session. A conversation the rewind changed goes
     back too (``homes``: as for :func:`rewind`), unless ``mode`` is ``code``: the files
-    alone, for when the agent has written to its chat since."""
+    alone, for when the agent has written to its chat since.
+
+    ``inside``: the agent asks from inside its open turn of ``session``; without an id, the
+    newest operation made from inside one of its turns goes back. Its writes are recorded
+    as changes of the open turn, as for :func:`rewind`."""
     check_choices(mode, on_conflict)
     if mode == CONVERSATION:
         raise BadInput("an undo takes --mode both or code: the files always go back")
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
-            record = _find_undoable(v, rewind_id, session)
-            open_turn = v.open_turn(record.session)
-            if open_turn is not None:
-                raise RunActive(
-                    f"turn {open_turn.id} of session {record.session!r} is still open",
-                    turn=open_turn.id,
-                    session=record.session,
-                )
-            operation = _plan_undo(repo, v, record, on_conflict)
+            if inside:
+                if session is None:
+                    raise BadInput("an undo from inside a turn needs its session")
+                record = _find_undoable(v, rewind_id, session, made_inside=rewind_id is None)
+                if record.session != session or record.op is None or record.op.within is None:
+                    raise BadInput(
+                        f"{record.id} was not made from inside a turn of session "
+                        f"{session!r}: take it back with `snapstore undo` after the agent "
+                        "exits",
+                        turn=record.id,
+                    )
+                within: Turn | None = _inside(repo, v, session)
+            else:
+                record = _find_undoable(v, rewind_id, session)
+                within = None
+                open_turn = v.open_turn(record.session)
+                if open_turn is not None:
+                    raise RunActive(
+                        f"turn {open_turn.id} of session {record.session!r} is still open",
+                        turn=open_turn.id,
+                        session=record.session,
+                    )
+            operation = _plan_undo(repo, v, record, on_conflict, within)
         assert record.op is not None
         edit = conversation.from_record(record.op.conversation)
         if edit is not None and edit.status == "rewound" and mode != CODE:
@@ -314,9 +371,10 @@ def _plan_redo(
     undone = record.op
     assert undone is not None and undone.undoes is not None
     session, head = record.session, v.head(record.session)
-    if undone.on_branch:
+    if undone.on_branch or undone.within is not None:
+        where = "a turn of its own" if undone.on_branch else f"changes of turn {undone.within}"
         raise BadInput(
-            f"undo {record.id} was recorded as a turn of its own; "
+            f"undo {record.id} was recorded as {where}; "
             "take it back with `snapstore rewind` instead",
             turn=record.id,
         )
@@ -413,10 +471,17 @@ def _busy(v: View, session: str) -> dict[str, str]:
 def _plans(
     repo: Repo, v: View, op: RewindOp, steps: dict[str, list[Step]], on_conflict: Policy
 ) -> list[PathPlan]:
-    """Each path's plan; paths another session is writing right now are left alone."""
+    """Each path's plan; paths another session is writing right now are left alone, and so,
+    for a move from inside a turn, are those a tool call of that turn is writing."""
     if op.mode == CONVERSATION:
         return []
     busy = _busy(v, op.session)
+    if op.within is not None:
+        for path in v.turn(op.within).open_changes:
+            busy[path] = (
+                "a tool call of this turn is writing it right now; left alone, try again "
+                "once that call ends"
+            )
     plans: list[PathPlan] = []
     try:
         with repo.ws.holding_folders():  # sorted paths: each folder is opened once
@@ -446,6 +511,7 @@ def _plan_rewind(
     mode: Mode,
     on_conflict: Policy,
     rels: list[str] | None,
+    within: Turn | None = None,
 ) -> Operation:
     on_branch = branch(v, session)
     ids = [t.id for t in on_branch]
@@ -472,6 +538,7 @@ def _plan_rewind(
         reverted=() if mode == CODE else tuple(t.id for t in reverted),
         paths=tuple(rels or ()),
         prev_rewind=v.require_session(session).last_rewind,
+        within=None if within is None else within.id,
     )
     result = RewindResult(
         session, turn.id, turn.prompt, [t.id for t in reverted], new_head=new_head
@@ -525,7 +592,11 @@ def _uncaptured(turns: Iterable[Turn]) -> list[dict[str, str]]:
     ]
 
 
-def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
+def _find_undoable(
+    v: View, ref: str | None, session: str | None, made_inside: bool = False
+) -> Turn:
+    """The rewind or switch an undo takes back: ``ref``, else the newest of ``session`` (or
+    of the store); ``made_inside``: the newest made from inside one of the session's turns."""
     if ref is not None:
         turn = resolve_turn(v, ref, session)
         if turn.kind != REWIND or turn.op is None or turn.op.undoes is not None:
@@ -538,19 +609,38 @@ def _find_undoable(v: View, ref: str | None, session: str | None) -> Turn:
         return turn
     if session is not None:
         v.require_session(session)
-    last = last_undoable(v, session)
+    last = last_undoable(v, session, made_inside)
     if last is None:
         where = f"session {session!r}" if session is not None else "the store"
-        raise NotFound(f"{where} has no rewind or switch to undo", session=session)
+        what = "rewind made from inside its turns" if made_inside else "rewind or switch"
+        raise NotFound(f"{where} has no {what} to undo", session=session)
     return last
 
 
-def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: Policy) -> Operation:
+def _plan_undo(
+    repo: Repo, v: View, record: Turn, on_conflict: Policy, within: Turn | None = None
+) -> Operation:
+    """An undo of ``record``; ``within``: made from inside that open turn (files only, and
+    recorded as its changes). Outside, the undo of a move made from inside a turn is a turn of
+    its own on top: that turn holds the move's writes, so they are no longer the head's to
+    drop."""
     done = record.op
     assert done is not None
     session, head = record.session, v.head(record.session)
     prev_rewind = v.require_session(session).last_rewind
-    if done.mode == CODE:  # the head never moved: only the files go back
+    if within is not None:
+        op = RewindOp(
+            session,
+            record.id,
+            CODE,
+            action=UNDO,
+            prev_head=head,
+            new_head=head,
+            undoes=record.id,
+            prev_rewind=prev_rewind,
+            within=within.id,
+        )
+    elif done.mode == CODE and done.within is None:  # the head never moved: the files go back
         op = RewindOp(
             session,
             record.id,
@@ -561,7 +651,7 @@ def _plan_undo(repo: Repo, v: View, record: Turn, on_conflict: Policy) -> Operat
             undoes=record.id,
             prev_rewind=prev_rewind,
         )
-    elif head == done.new_head:  # nothing happened since: the head goes back too
+    elif head == done.new_head and done.within is None:  # nothing since: the head goes back
         op = RewindOp(
             session,
             record.id,

@@ -1,13 +1,20 @@
 """One behaviour through every door: a table of scenarios, each run through each front end.
 
-Every door (the Click application, the fast path, the interactive picker, the page's socket and
-the Python API) hands a move to the operation layer (``snapstore_cli.operations``) and renders
-its outcome; this table proves that the same request gives the same answer through each. For
-every scenario and every door, a fresh workspace is built the same way, the move is made, and
-then compared with every other door's: the files on disk, the agent's transcript, the operation
-log and the reply's fields (ids and folders written as the workspace's own, so that stores
-built apart compare). Each scenario also says what that answer must be, so that the doors
-cannot agree on a wrong one. A new door joins by adding one entry to :data:`DOORS`.
+Every door (the Click application, the fast path, the interactive picker, the page's socket,
+the Python API and ``snapstore mcp``) hands a move to the operation layer
+(``snapstore_cli.operations``) and renders its outcome; this table proves that the same request
+gives the same answer through each. For every scenario and every door, a fresh workspace is
+built the same way, the move is made, and then compared with every other door's: the files on
+disk, the agent's transcript, the operation log and the reply's fields (ids and folders written
+as the workspace's own, so that stores built apart compare). Each scenario also says what that
+answer must be, so that the doors cannot agree on a wrong one. A new door joins by adding one
+entry to :data:`DOORS`.
+
+The MCP door is the agent's own, from inside its open turn: its rewind is of the files alone
+and is recorded as a change of that turn. It answers the file scenarios as every door does
+(the same files, and the same restored, merged, deleted, conflicts and errors in its reply,
+read back from its words); the conversation scenarios do not apply to it, and
+:data:`MCP_OWN` says how it answers them instead.
 """
 
 from __future__ import annotations
@@ -189,11 +196,13 @@ def _expect_no_transcript(b: Built, r: Reply) -> None:
     assert r.data["conversation"]["status"] != "rewound"
 
 
+#: The session of the file scenarios: an agent's, so that the MCP door's agent can own it.
+AGENT = "claude-code/mcp"
 SCENARIOS = {
-    "plain rewind": Scenario(_plain, "default", Request("rewind", "2"), _expect_plain),
-    "merge": Scenario(_merge, "default", Request("rewind", "1"), _expect_merge),
-    "conflict": Scenario(_conflict, "default", Request("rewind", "1"), _expect_conflict),
-    "partial failure": Scenario(_partial, "default", Request("rewind", "1"), _expect_partial),
+    "plain rewind": Scenario(_plain, AGENT, Request("rewind", "2"), _expect_plain),
+    "merge": Scenario(_merge, AGENT, Request("rewind", "1"), _expect_merge),
+    "conflict": Scenario(_conflict, AGENT, Request("rewind", "1"), _expect_conflict),
+    "partial failure": Scenario(_partial, AGENT, Request("rewind", "1"), _expect_partial),
     "conversation": Scenario(_claude, CLAUDE, Request("rewind", "2"), _expect_claude, True),
     "running agent": Scenario(
         _running, CLAUDE, Request("rewind", "2"), _refused("run_active"), True
@@ -333,6 +342,58 @@ def python_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     return Reply(public(result))
 
 
+#: The reply's fields the MCP door gives, as its words name them.
+WORDS = {
+    "Restored exactly: ": "restored",
+    "Merged (later edits by others kept): ": "merged",
+    "Deleted (they did not exist then): ": "deleted",
+}
+
+
+def _from_words(text: str) -> dict[str, Any]:
+    """The fields of a rewind_files reply, read back from the words the model gets."""
+    data: dict[str, Any] = {"restored": [], "merged": [], "deleted": [], "conflicts": []}
+    data["errors"], data["user_text"] = [], ""
+    for line in text.splitlines():
+        for lead, key in WORDS.items():
+            if line.startswith(lead):
+                data[key] = line[len(lead) : -1].split(", ")
+        if line.startswith("Left as it is (conflict): "):
+            path = line[len("Left as it is (conflict): ") :].split(": ", 1)[0]
+            data["conflicts"].append({"path": path})
+            data["errors"].append({"path": path, "kind": "conflict"})
+        if line.startswith("Not written: "):
+            data["errors"].append(
+                {"path": line[len("Not written: ") :].split(": ", 1)[0], "kind": "failed"}
+            )
+        if line.startswith("That turn's prompt: "):
+            data["user_text"] = line[len("That turn's prompt: ") :]
+    return data
+
+
+def mcp_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    """``snapstore mcp``, started by a stand-in agent whose real hooks opened its turn: the
+    rewind is asked from inside that turn (the turn named by id, as list_turns gives it), and
+    the turn ends after it."""
+    from .test_mcp import agent as run_agent
+
+    steps: list[dict[str, Any]] = [{"hook": "UserPromptSubmit", "prompt": "take it back"}]
+    if request.action == "rewind":
+        assert request.turn is not None
+        with Store.open(b.ws) as store:
+            turn = store.rewind_points(b.session)[int(request.turn) - 1].turn.id
+        steps.append({"tool": "rewind_files", "args": {"turn": turn}})
+    else:
+        steps.append({"tool": "undo_last"})
+    agent_id = b.session.split("/", 1)[1]
+    env = {k: v for k, v in b.env.items() if k.startswith(("HOME", "CLAUDE", "CODEX", "XDG"))}
+    report = run_agent(b.ws, [*steps, {"hook": "Stop"}], session=agent_id, env=env)
+    [call] = report["calls"]
+    if call["error"]:
+        return Reply({"error": call["text"]})
+    return Reply({**_from_words(call["text"]), "text": call["text"]})
+
+
 Door = Callable[[Built, Request, pytest.MonkeyPatch], Reply]
 DOORS: dict[str, Door] = {
     "click": click_door,
@@ -340,6 +401,36 @@ DOORS: dict[str, Door] = {
     "picker": picker_door,
     "socket": socket_door,
     "python": python_door,
+    "mcp": mcp_door,
+}
+#: The doors that give part of a move's fields (the MCP door: files only, from inside a turn).
+PARTIAL = {"mcp": ("restored", "merged", "deleted", "conflicts", "errors", "user_text")}
+
+
+def _mcp_files_only(b: Built, r: Reply, before: bytes | None) -> None:
+    """From inside, the conversation is never edited (the agent is running it): the files go
+    back, the transcript stays as it was, and the reply says so."""
+    assert r.data["restored"] == ["notes.txt"] and read(b.ws, "notes.txt") == b"version 0\n"
+    assert "Your conversation is not changed" in r.data["text"]
+    assert b.transcript is None or b.transcript.read_bytes() == before
+
+
+def _mcp_nothing_to_undo(b: Built, r: Reply, before: bytes | None) -> None:
+    """undo_last takes back only a rewind made from inside: none was."""
+    assert "no rewind made from inside its turns to undo" in r.data["error"]
+    assert read(b.ws, "notes.txt") == b"version 0\n" and (
+        b.transcript is None or b.transcript.read_bytes() == before
+    )
+
+
+#: How the MCP door answers the scenarios that are not its own (the conversation half).
+MCP_OWN: dict[str, Callable[[Built, Reply, bytes | None], None]] = {
+    "conversation": _mcp_files_only,
+    "running agent": _mcp_files_only,
+    "compaction": _mcp_files_only,
+    "no transcript": _mcp_files_only,
+    "undo after the agent wrote": _mcp_nothing_to_undo,
+    "undo of the files alone": _mcp_nothing_to_undo,
 }
 
 
@@ -405,10 +496,14 @@ def test_every_door_gives_the_same_answer(
     seen: dict[str, tuple[Any, Any, int | None]] = {}
     for door, make in DOORS.items():
         built = _build(tmp_path / door.replace(" ", "-"), scenario)
+        before = built.transcript.read_bytes() if built.transcript else None
         reply = make(built, scenario.request, monkeypatch)
         monkeypatch.undo()
+        if door == "mcp" and name in MCP_OWN:
+            MCP_OWN[name](built, reply, before)
+            continue
         scenario.expect(built, reply)
-        data = {k: v for k, v in reply.data.items() if k != "finish"}
+        data = {k: v for k, v in reply.data.items() if k not in ("finish", "text")}
         seen[door] = (
             _same_across_stores(built, data),
             _same_across_stores(built, _state(built)),
@@ -416,10 +511,29 @@ def test_every_door_gives_the_same_answer(
         )
     first, (data, state, _code) = next(iter(seen.items()))
     for door, (other_data, other_state, _other) in seen.items():
+        if door in PARTIAL:  # its fields, and the files and the operation log it leaves
+            keys = PARTIAL[door]
+            mine = {k: _fields(v) for k, v in data.items() if k in keys}
+            assert {k: _fields(v) for k, v in other_data.items()} == mine, door
+            assert other_state["files"] == state["files"], f"{door} leaves otherwise"
+            assert other_state["ops"] == state["ops"], f"{door} logs otherwise"
+            continue
         assert other_data == data, f"{door} answers otherwise than {first}"
         assert other_state == state, f"{door} leaves otherwise than {first}"
     codes = {door: code for door, (_d, _s, code) in seen.items() if code is not None}
     assert len(set(codes.values())) == 1, codes
+
+
+def _fields(value: Any) -> Any:
+    """A field as the MCP door's words can carry it: paths (and kinds), no reasons."""
+    if isinstance(value, list):
+        return [
+            {k: v for k, v in item.items() if k in ("path", "kind")}
+            if isinstance(item, dict)
+            else item
+            for item in value
+        ]
+    return value
 
 
 def test_no_door_makes_a_move_on_the_store_itself() -> None:

@@ -47,6 +47,9 @@ HOOK_MODULES = {
     "snapstore_cli.settings.environment",
     "snapstore_cli.settings.trust",
 }
+#: What a prompt's hook loads besides: the session's live file, which names the agent's process
+#: for ``snapstore mcp`` (lifecycle: os, json and fcntl, all on the floor or allowed).
+BEGIN_MODULES = {"snapstore_cli.operations.lifecycle"}
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
 #: the console script turns the collector off, and ``gc`` is built into the interpreter.
 ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid", "gc"}
@@ -160,7 +163,7 @@ def test_a_hook_loads_only_the_capture_path(
     assert (root / ".snapstore").is_dir()  # the hook really ran and captured
     ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
     agent_module = f"snapstore.adapters.{agent.replace('-', '_')}"
-    assert ours == HOOK_MODULES | {agent_module}
+    assert ours == HOOK_MODULES | {agent_module} | (BEGIN_MODULES if kind == "begin" else set())
     assert loaded - floor - ours <= ALLOWED_BEYOND_FLOOR
     for heavy in (
         "click",

@@ -39,7 +39,7 @@ NEW, APP = (f"{CWD}/src/new.py",), (f"{CWD}/app.py",)
 AGENTS = sorted(
     m.name.replace("_", "-")
     for m in pkgutil.iter_modules(snapstore.adapters.__path__)
-    if m.name not in ("install", "jsonc")
+    if m.name not in ("install", "jsonc", "mcp")
 )
 
 

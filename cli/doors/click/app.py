@@ -125,6 +125,7 @@ COMMANDS = {
     "serve": "commands.serve:serve",
     "config": "commands.config:config",
     "ui": "commands.ui:ui",
+    "mcp": "commands.mcp:mcp",
 }
 
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .fake_model import Edit, Patch, Read, Step, ToolCall, Turn, Write
+from .fake_model import Edit, Mcp, Patch, Read, Step, ToolCall, Turn, Write
 from .install import PINS, cache_env
 
 if TYPE_CHECKING:
@@ -138,6 +138,8 @@ class ClaudeCode(Driver):
     }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):
+            return ToolCall(f"mcp__{step.server}__{step.tool}", step.args)
         if isinstance(step, Write):
             return ToolCall("Write", {"file_path": _abs(ws, step.path), "content": step.content})
         if isinstance(step, Edit):
@@ -173,7 +175,7 @@ class ClaudeCode(Driver):
             "--output-format",
             "json",
             "--allowedTools",
-            "Write,Edit,Bash",
+            "Write,Edit,Bash,mcp__snapstore",
         ]
         return cmd if first else [*cmd, "--resume", s.state["session_id"]]
 
@@ -191,6 +193,8 @@ class GeminiCli(Driver):
     }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):
+            return ToolCall(f"mcp_{step.server}_{step.tool}", step.args)
         if isinstance(step, Write):
             return ToolCall(
                 "write_file", {"file_path": _abs(ws, step.path), "content": step.content}
@@ -260,6 +264,8 @@ class CodexCli(Driver):
     }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):  # deferred: called in its server's namespace
+            return ToolCall(step.tool, step.args, namespace=f"mcp__{step.server}")
         if isinstance(step, Write):
             body = "".join(f"+{line}\n" for line in step.content.splitlines())
             return ToolCall(
@@ -326,6 +332,8 @@ class QwenCode(Driver):
     }
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):
+            return ToolCall(f"mcp__{step.server}__{step.tool}", step.args)
         if isinstance(step, Write):
             return ToolCall(
                 "write_file", {"file_path": _abs(ws, step.path), "content": step.content}
@@ -403,6 +411,8 @@ class CopilotCli(Driver):
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):
+            return ToolCall(f"{step.server}-{step.tool}", step.args)
         if isinstance(step, Write):
             return ToolCall("create", {"path": _abs(ws, step.path), "file_text": step.content})
         if isinstance(step, Edit):
@@ -497,6 +507,8 @@ class Opencode(Driver):
     read_before_edit = True
 
     def tool_call(self, step: Step, ws: str) -> ToolCall:
+        if isinstance(step, Mcp):
+            return ToolCall(f"{step.server}_{step.tool}", step.args)
         if isinstance(step, Write):
             return ToolCall("write", {"filePath": _abs(ws, step.path), "content": step.content})
         if isinstance(step, Edit):

@@ -16,6 +16,7 @@ import gzip
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,7 +64,25 @@ class Shell:
     command: str
 
 
-Step = Write | Edit | Read | Patch | Shell
+@dataclass(frozen=True)
+class Mcp:
+    """Call a tool of the MCP server named ``server`` (each agent names it its own way)."""
+
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
+    server: str = "snapstore"
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Wait until the agent's request names ``marker`` (an MCP server's tools, which an agent
+    may offer the model only once the server has started), running ``poll`` meanwhile."""
+
+    marker: str
+    poll: Shell = Shell("sleep 1")
+
+
+Step = Write | Edit | Read | Patch | Shell | Mcp | Wait
 
 
 @dataclass(frozen=True)
@@ -73,6 +92,7 @@ class ToolCall:
 
     name: str
     args: dict[str, Any] | str
+    namespace: str = ""  # Codex's deferred tools: the namespace they are called in
 
 
 @dataclass(frozen=True)
@@ -89,6 +109,7 @@ class Recorded:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any  # parsed JSON, or the text when it is not JSON
+    time: float = 0.0  # when it arrived (time.monotonic())
 
 
 @dataclass
@@ -111,6 +132,8 @@ class FakeModel:
     model: str = "fake-model"
     requests: list[Recorded] = field(default_factory=list)
     _ids: itertools.count = field(default_factory=lambda: itertools.count(1))
+    #: per prompt, how many tool results were a Wait's polls (which no step counts)
+    polls: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
@@ -152,19 +175,33 @@ class FakeModel:
         with self._lock:
             return f"{prefix}{next(self._ids)}"
 
-    def reply(self, conversation: list[wire.Message], has_tools: bool) -> Reply:
+    def reply(self, conversation: list[wire.Message], has_tools: bool, raw: str = "") -> Reply:
         """The next step for this conversation: find the latest scripted prompt, count the
-        tool results since, and answer with the step after them or the turn's final text."""
+        tool results since, and answer with the step after them or the turn's final text. A
+        :class:`Wait` step is passed once the request (``raw``) names its marker; until then
+        it polls, and its polls are counted apart."""
         if not has_tools:
             return Reply(text="OK")
         turn, at = self._current_turn(conversation)
         if turn is None:
             return Reply(text="I have nothing scripted for that.")
-        done = sum(m.tool_results for m in conversation[at + 1 :])
-        if done < len(turn.steps):
-            return Reply(
-                call=self.tools(turn.steps[done], self.workspace), call_id=self.next_id("call_")
+        with self._lock:
+            real = sum(m.tool_results for m in conversation[at + 1 :]) - self.polls.get(
+                turn.prompt, 0
             )
+        for step in turn.steps:
+            if isinstance(step, Wait):
+                if step.marker in raw:
+                    continue
+                with self._lock:
+                    self.polls[turn.prompt] = self.polls.get(turn.prompt, 0) + 1
+                return Reply(
+                    call=self.tools(step.poll, self.workspace), call_id=self.next_id("call_")
+                )
+            if real > 0:  # done: its result came back
+                real -= 1
+                continue
+            return Reply(call=self.tools(step, self.workspace), call_id=self.next_id("call_"))
         return Reply(text=turn.answer)
 
     def _current_turn(self, conversation: list[wire.Message]) -> tuple[Turn | None, int]:
@@ -238,6 +275,7 @@ class _Handler(BaseHTTPRequestHandler):
                 parse_qs(url.query),
                 {k.lower(): v for k, v in self.headers.items()},
                 body,
+                time.monotonic(),
             )
         )
         status, ctype, payload = wire.route(

@@ -103,7 +103,7 @@ def anthropic(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
         blocks = content if isinstance(content, list) else []
         results = sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result")
         conv.append(Message(m.get("role", ""), _text(content), results))
-    reply = model.reply(conv, bool(body.get("tools")))
+    reply = model.reply(conv, bool(body.get("tools")), json.dumps(body))
     if reply.call is not None:
         block = {
             "type": "tool_use",
@@ -184,7 +184,7 @@ def gemini(model: FakeModel, method: str, body: dict[str, Any]) -> tuple[int, st
     has_tools = any(
         t.get("functionDeclarations") for t in body.get("tools") or [] if isinstance(t, dict)
     )
-    reply = model.reply(conv, has_tools)
+    reply = model.reply(conv, has_tools, json.dumps(body))
     if reply.call is not None:
         part = {
             "functionCall": {"name": reply.call.name, "args": reply.call.args, "id": reply.call_id}
@@ -238,7 +238,7 @@ def responses(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
             conv.append(Message(it.get("role", ""), _text(it.get("content"))))
         elif kind.endswith("_output"):
             conv.append(Message("tool", "", 1))
-    reply = model.reply(conv, bool(body.get("tools")))
+    reply = model.reply(conv, bool(body.get("tools")), json.dumps(body))
     if reply.call is None:
         item: dict[str, Any] = {
             "type": "message",
@@ -265,6 +265,8 @@ def responses(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
             "name": reply.call.name,
             "arguments": json.dumps(reply.call.args),
         }
+        if reply.call.namespace:  # a deferred tool (Codex's MCP tools): called in its namespace
+            item["namespace"] = reply.call.namespace
     rid = model.next_id("resp_")
     usage = {
         "input_tokens": USAGE_IN,
@@ -326,7 +328,7 @@ def chat(model: FakeModel, body: dict[str, Any]) -> tuple[int, str, Any]:
         Message(m.get("role", ""), _text(m.get("content")), int(m.get("role") == "tool"))
         for m in body.get("messages", [])
     ]
-    reply = model.reply(conv, bool(body.get("tools")))
+    reply = model.reply(conv, bool(body.get("tools")), json.dumps(body))
     cid = model.next_id("chatcmpl-")
     name = body.get("model", model.model)
     usage = {

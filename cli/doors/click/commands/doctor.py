@@ -9,6 +9,7 @@ import click
 
 from snapstore.core.errors import NoStore
 
+from ....operations import registration
 from ....operations.checks import check, hook_reports
 from ....operations.daemons import orphan_line, orphans
 from ....output.rich import console, printable
@@ -19,7 +20,8 @@ from ..app import common_options, emit, options
 @click.command()
 @common_options
 def doctor() -> None:
-    """Check each agent's snapstore hooks: installed, able to start, trusted, recording.
+    """Check each agent's snapstore hooks: installed, able to start, trusted, recording;
+    and its `snapstore mcp` server: registered, and starting (a note when not).
 
     Exits 1 when a hook has a problem (one that would leave its agent's turns
     unrecorded), or has never recorded a turn here; 0 otherwise.
@@ -37,6 +39,8 @@ def doctor() -> None:
         with opts.open_store() as store:
             where = store.root
             reports = hook_reports(store, where)
+    for report in reports:  # notes: the agent works without its MCP server, and loses nothing
+        report["mcp"] = registration.check(report["agent"], report["scope"], where)
     problems = sum(len(r["problems"]) + r["unrecorded"] for r in reports)
     stray = orphans()
 
@@ -62,6 +66,12 @@ def doctor() -> None:
                 out.print(f"     - {printable(problem, quote=False)}")
             for tip in report["advice"]:
                 out.print(f"     > {printable(tip, quote=False)}")
+            server = report["mcp"]
+            if server["registered"] and server["starts"]:
+                tools = "reading tools only" if server["read_only"] else "all its tools"
+                out.print(f"     mcp: snapstore mcp starts and offers {tools}")
+            for note in server["notes"]:
+                out.print(f"     note: mcp: {printable(note, quote=False)}")
         for orphan in stray:
             out.print(f"note: {printable(orphan_line(orphan), quote=False)}")
 

@@ -14,37 +14,15 @@ import sys
 import click
 
 from snapstore import BadInput, Store
-from snapstore.core.records import Big, Entry, Turn
+from snapstore.core.records import Big, Entry
 from snapstore.ops.diffs import FileDiff
-from snapstore.ops.history import FileStat, RewindPoint
+from snapstore.ops.history import FileStat
 
 from ....operations.moves import is_new, require_turns
+from ....operations.reads import inside_json, inside_words, points_json, skipped_json
 from ....output import results
 from ....output.plain import iso, printable
 from ..app import common_options, complete_turn, emit, options, print_start
-
-
-def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
-    return [
-        {
-            "n": p.n,
-            "turn": p.turn.id,
-            "session": p.turn.session,
-            "prompt": p.turn.prompt,
-            "created": iso(p.turn.created),
-            "state": p.turn.state,
-            "files": len(p.files),
-            "added": p.added,
-            "removed": p.removed,
-            "skipped": _skipped_json(p.turn),
-        }
-        for p in points
-    ]
-
-
-def _skipped_json(turn: Turn) -> list[dict[str, str]]:
-    """The files the turn changed that were never captured (scan mode), and why."""
-    return [{"path": path, "reason": reason} for path, reason in turn.skipped or ()]
 
 
 @click.command()
@@ -74,6 +52,8 @@ def log(all_branches: bool) -> None:
             out = console()
             out.file.write(points_table(points, now, out.width, out.color_system is not None))
             for p in points:
+                for move in p.inside:
+                    out.print(f"turn {p.n or p.turn.id[:8]} {inside_words(move)}")
                 if p.turn.skipped:
                     out.print(
                         f"turn {p.turn.id[:8]}: {len(p.turn.skipped)} file(s) never captured, "
@@ -116,7 +96,8 @@ def show(turn: str) -> None:
         "parent": t.parent,
         "message_id": t.message_id,
         "changes": [_change_json(f) for f in detail.files],
-        "skipped": _skipped_json(t),
+        "skipped": skipped_json(t),
+        **({"inside": [inside_json(m) for m in detail.inside]} if detail.inside else {}),
     }
 
     def human() -> None:
@@ -132,9 +113,11 @@ def show(turn: str) -> None:
         added = sum(f.added for f in detail.files)
         removed = sum(f.removed for f in detail.files)
         out.print(stats_text(added, removed, len(detail.files)))
+        for move in detail.inside:
+            out.print(f"turn {detail.n or t.id[:8]} {inside_words(move)}")
         if detail.files:
             out.print(file_table(detail.files))
-        for item in _skipped_json(t):
+        for item in skipped_json(t):
             out.print(
                 f"  not captured  {printable(item['path'])}: "
                 f"{printable(item['reason'], quote=False)}; no rewind can restore it",

@@ -31,10 +31,12 @@ import click
 
 from snapstore import find_root
 from snapstore.adapters import AGENT_NAMES, module_of
-from snapstore.adapters.install import merge_hooks
+from snapstore.adapters.install import merge_hooks, remove_hooks
 from snapstore.core.fsio import exclude_from_git
 
+from ....operations import registration
 from ....operations.checks import config_path, gemini_version
+from ....operations.registration import snapstore_words
 from ....output.results import scan_summary
 from ....output.rich import console
 from ....settings.environment import project_root
@@ -78,20 +80,6 @@ for _agent_name in AGENTS:
     _event_command(_agent_name)
 
 
-def snapstore_path() -> str | None:
-    """This snapstore's executable, absolute (not resolved: a pipx or venv link stays
-    valid across upgrades), or None when it runs as ``python -m snapstore_cli``."""
-    argv0 = sys.argv[0]
-    if (
-        os.path.basename(argv0).startswith("snapstore")
-        and os.path.isfile(argv0)
-        and not argv0.endswith(".py")
-    ):
-        return os.path.abspath(argv0)
-    found = shutil.which("snapstore")
-    return os.path.abspath(found) if found else None
-
-
 def hook_command(agent: str, scope: str) -> str:
     """The shell command the agent runs: snapstore from PATH in shared project settings,
     this machine's snapstore elsewhere; always shell-quoted (a path may hold spaces)."""
@@ -101,14 +89,8 @@ def hook_command(agent: str, scope: str) -> str:
             return "command -v snapstore >/dev/null 2>&1 || exit 0; snapstore hook copilot"
         return f"snapstore hook {agent}"
     return shlex.join(
-        [*_snapstore_words(), "hook", agent, *([NO_CREATE] if scope == "user" else [])]
+        [*snapstore_words(), "hook", agent, *([NO_CREATE] if scope == "user" else [])]
     )
-
-
-def _snapstore_words() -> list[str]:
-    """This machine's snapstore as a command line's first words."""
-    exe = snapstore_path()
-    return [exe] if exe else [sys.executable, "-m", "snapstore_cli"]
 
 
 def _why(agent: str, scope: str, command: str) -> str:
@@ -252,7 +234,7 @@ def _install_http(
         store_dir = store.store_dir
     key = serve.secret(store_dir)  # first: a secret that is not ours stops the install here
     url = f"http://127.0.0.1:{serve.port(store_dir)}/snapstore/hook/{agent}"
-    start = shlex.join([*_snapstore_words(), "serve", "--detach"])
+    start = shlex.join([*snapstore_words(), "serve", "--detach"])
     block = module_of(agent).http_block(
         url, {serve.HEADER: f"${{{serve.SECRET_VAR}}}"}, [serve.SECRET_VAR], start, shell
     )
@@ -291,19 +273,38 @@ def _install_http(
     help="Hook the file tools only: what the agent's shell commands change is not recorded "
     "(by default the shell tool is hooked too, and the store is put in scan mode).",
 )
+@click.option(
+    "--no-mcp",
+    is_flag=True,
+    help="Do not register `snapstore mcp` in the agent's MCP settings (by default the "
+    "agent gets tools to list, read and take back its own turns).",
+)
+@click.option(
+    "--mcp-read-only",
+    is_flag=True,
+    help="Register `snapstore mcp --read-only`: the reading tools only, no rewind_files.",
+)
 @common_options
-def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
-    """Write snapstore's hooks into AGENT's config, keeping what is there."""
+def install(
+    agent: str,
+    scope: str | None,
+    http: bool,
+    no_shell: bool,
+    no_mcp: bool,
+    mcp_read_only: bool,
+) -> None:
+    """Write snapstore's hooks into AGENT's config, keeping what is there, and register
+    `snapstore mcp` in its MCP settings at the same scope."""
     opts = options()
     mod = module_of(agent)
-    scope = scope or ("local" if "local" in mod.CONFIG else "project")
-    if scope not in mod.CONFIG:
-        raise click.BadParameter(
-            f"{agent} has no {scope} settings; use {' or '.join(mod.CONFIG)}", param_hint="--scope"
-        )
+    scope = _scope(agent, scope)
+    if no_mcp and mcp_read_only:
+        raise click.BadParameter("--mcp-read-only registers the server; --no-mcp does not")
     start = os.path.realpath(opts.root or os.getcwd())
     root = find_root(start) or project_root(start)
     path = config_path(agent, scope, root)
+    if not no_mcp:  # what would refuse the server refuses the install, before any write
+        registration.can_register(agent, scope, root, mcp_read_only)
     command = hook_command(agent, scope)
     scan_mode, baseline = _shell_on(start, root, scope) if not no_shell else (False, None)
     notes = [INSTALL_NOTES[agent]] if agent in INSTALL_NOTES else []
@@ -320,6 +321,17 @@ def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
         )
     else:
         added = mod.install(path, command, not no_shell, **extra)
+    registered = None if no_mcp else registration.register(agent, scope, root, mcp_read_only)
+    if registered is not None:
+        registered["can"] = registration.can_do(mcp_read_only)
+        if registered["wide"]:
+            notes.append(
+                f"{agent} has no MCP settings of its own per project: `snapstore mcp` is "
+                f"registered for all your projects in {registered['file']} (elsewhere its "
+                "tools say there is no store)."
+            )
+        if agent in MCP_NOTES:
+            notes.append(MCP_NOTES[agent](scope))
     covers, uncovered = coverage(agent, not no_shell, scan_mode)
     excluded = scope == "local" and exclude_from_git(root, os.path.relpath(path, root))
     warnings = []
@@ -349,6 +361,9 @@ def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
         if baseline is not None:
             scan_summary(baseline)
         out.print(f"  Covers: {covers}; not covered: {uncovered}.")
+        if registered is not None:
+            verb = "Registered" if registered["added"] else "Already registered:"
+            out.print(f"  {verb} `snapstore mcp` in {registered['file']}: {registered['can']}.")
         for line in notes:
             out.print(f"  {line}")
         for warning in warnings:
@@ -368,6 +383,68 @@ def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
             **({"scan": baseline.to_json()} if baseline is not None else {}),
             "notes": notes,
             "warnings": warnings,
+            "mcp": registered,
         },
         human,
     )
+
+
+def _scope(agent: str, scope: str | None) -> str:
+    """The scope asked for, or the agent's default one; refused where the agent has none."""
+    mod = module_of(agent)
+    scope = scope or ("local" if "local" in mod.CONFIG else "project")
+    if scope not in mod.CONFIG:
+        raise click.BadParameter(
+            f"{agent} has no {scope} settings; use {' or '.join(mod.CONFIG)}", param_hint="--scope"
+        )
+    return scope
+
+
+#: What an agent needs before it starts a registered MCP server, said after the install.
+MCP_NOTES = {
+    "claude-code": lambda scope: (
+        "Claude Code asks once before it starts the servers of a project's .mcp.json: "
+        "approve snapstore (or list it in enabledMcpjsonServers)."
+        if scope == "project"
+        else "In Claude Code the tools are mcp__snapstore__list_turns and so on; allow them "
+        "in /permissions to skip the prompt for each call."
+    ),
+    "codex": lambda scope: (
+        "Codex starts a project's MCP servers (.codex/config.toml) only in a trusted project."
+        if scope == "project"
+        else "Codex starts the server at each session's start (`codex mcp list` shows it)."
+    ),
+}
+
+
+@hook.command("uninstall")
+@click.argument("agent", type=click.Choice(AGENTS))
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default=None,
+    help="The scope `hook install` wrote (its default when not given).",
+)
+@common_options
+def uninstall(agent: str, scope: str | None) -> None:
+    """Take snapstore's hooks and its MCP server out of AGENT's config, keeping the rest."""
+    opts = options()
+    scope = _scope(agent, scope)
+    start = os.path.realpath(opts.root or os.getcwd())
+    root = find_root(start) or project_root(start)
+    path = config_path(agent, scope, root)
+    mark = getattr(module_of(agent), "MARK", "")
+    removed = remove_hooks(path, agent, mark) if os.path.exists(path) else []
+    server = registration.unregister(agent, scope, root)
+
+    def human() -> None:
+        out = console(stderr=True)
+        if removed:
+            out.print(f"Removed snapstore's hooks from {path}: {', '.join(removed)}")
+        else:
+            out.print(f"{path} has no snapstore hooks; nothing changed there")
+        if server["removed"]:
+            out.print(f"Removed `snapstore mcp` from {server['file']}")
+        out.print("  The store and its history stay; `snapstore hook install` puts them back.")
+
+    emit({"file": path, "removed": removed, "scope": scope, "mcp": server}, human)

@@ -1,0 +1,1 @@
+"""snapstore mcp: the agent's own door (a stdio Model Context Protocol server)."""
