@@ -95,6 +95,9 @@ class Workspace:
             raise BadInput(f"workspace root {root} is not a folder")
         #: The folders, reached from the root's descriptor (and held for an operation).
         self.folders = Folders(self.root)
+        #: Folders whose entries changed when writes without ``durable`` made folders in
+        #: them: the next :meth:`flush` syncs them.
+        self._made: set[str] = set()
         #: The store's folder relative to the root, when it lies inside the workspace.
         self.store_rel: str | None = None
         if store_dir is not None:
@@ -289,7 +292,7 @@ class Workspace:
             if entry is None:
                 self._delete(rel, name, durable)
                 return
-            with self.folders.parent(rel, create=True) as (fd, _):
+            with self.folders.parent(rel, create=True) as (fd, created):
                 assert fd is not None
                 tmp = f".snapstore-{os.urandom(6).hex()}.tmp"  # matches TEMP_NAME
                 try:
@@ -309,6 +312,12 @@ class Workspace:
                     raise
                 if durable:
                     os.fsync(fd)
+            if created:  # the entries of the folders made: in their parents
+                made = _parents_of_made(rel, created)
+                if durable:
+                    self._sync_folders(made)
+                else:
+                    self._made.update(made)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise StoreFull(f"no space left on the device to write {rel}") from None
@@ -336,10 +345,12 @@ class Workspace:
         """Make what was written to ``rels`` without ``durable`` durable, at once.
 
         Many paths cost one ``syncfs`` per file system that holds them (Linux);
-        a few, or where ``syncfs`` is missing, an ``fsync`` of each file and each
-        folder. A folder that is gone, or that a file or link has replaced since,
-        is skipped.
+        a few, or where ``syncfs`` is missing, an ``fsync`` of each file, of each
+        folder that holds them (or held what was removed), and of each folder in
+        which those writes made a folder. A folder that is gone, or that a file or
+        link has replaced since, is skipped.
         """
+        made, self._made = self._made, set()
         if not self.durable:
             return
         rels = sorted(set(rels), key=_folder)
@@ -357,6 +368,8 @@ class Workspace:
                         os.fsync(fd)
                     else:
                         folders.setdefault(os.fstat(fd).st_dev, os.dup(fd))
+            if per_file:
+                self._sync_folders(made - {_folder(rel) for rel in rels})
             syncfs = _syncfs()
             for fd in folders.values():
                 if syncfs is not None and syncfs(fd) != 0:
@@ -367,6 +380,16 @@ class Workspace:
         finally:
             for fd in folders.values():
                 os.close(fd)
+
+    def _sync_folders(self, folders: Iterable[str]) -> None:
+        """``fsync`` each of these folders ("" is the root) that is still a folder."""
+        for folder in sorted(folders):
+            with self.folders.parent(f"{folder}/-" if folder else "-", links_absent=True) as (
+                fd,
+                _,
+            ):
+                if fd is not None:
+                    os.fsync(fd)
 
     def remove_temp_files(self, rel: str) -> list[str]:
         """Remove temp files that an interrupted write left beside ``rel``."""
@@ -424,7 +447,10 @@ class Workspace:
         was created (False: it was there)."""
         rel = self._folder_rel(rel)
         with self.folders.parent(f"{rel}/-", create=True) as (_, created):
-            return created > 0
+            pass
+        if created and self.durable:
+            self._sync_folders(_parents_of_made(f"{rel}/-", created))
+        return created > 0
 
     def remove_folder(self, rel: str) -> bool:
         """Remove the folder ``rel`` if it is empty; whether it was removed."""
@@ -565,6 +591,13 @@ def _realpath(path: str, text: str) -> str:
         raise UnsafePath(
             f"{text}: a folder on the way changed while it was checked ({exc.strerror})"
         ) from None
+
+
+def _parents_of_made(rel: str, created: int) -> set[str]:
+    """The folders whose entries changed when the walk to ``rel`` made the last
+    ``created`` folders on its way: the parent of each ("" is the root)."""
+    parts = rel.split("/")[:-1]
+    return {"/".join(parts[:depth]) for depth in range(len(parts) - created, len(parts))}
 
 
 def _leaf(rel: str) -> str:
