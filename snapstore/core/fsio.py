@@ -157,12 +157,13 @@ class Workspace:
     def abspath(self, rel: str) -> str:
         return os.path.join(self.root, *rel.split("/"))
 
+    # -- descriptors -------------------------------------------------------------
+
     def holding_folders(self) -> contextlib.AbstractContextManager[None]:
         """Hold the folders walked to open until the block ends (:meth:`Folders.holding`):
         an operation on many paths opens each folder once."""
         return self.folders.holding()
 
-    # -- descriptors -------------------------------------------------------------
     # -- reading -----------------------------------------------------------------
 
     def lstat(self, rel: str) -> os.stat_result | None:
@@ -384,10 +385,8 @@ class Workspace:
     def _sync_folders(self, folders: Iterable[str]) -> None:
         """``fsync`` each of these folders ("" is the root) that is still a folder."""
         for folder in sorted(folders):
-            with self.folders.parent(f"{folder}/-" if folder else "-", links_absent=True) as (
-                fd,
-                _,
-            ):
+            inside = f"{folder}/-" if folder else "-"  # a name in it: the walk opens it
+            with self.folders.parent(inside, links_absent=True) as (fd, _):
                 if fd is not None:
                     os.fsync(fd)
 
