@@ -212,9 +212,9 @@ def test_without_prctl_the_daemons_watcher_ends_when_the_daemon_is_killed(
     assert daemon.stdout is not None
     child = int(daemon.stdout.readline())
     try:
+        wait_until(lambda: (watcher_info(str(root / ".snapstore")) or {}).get("pid") == child, 60)
         with open(f"/proc/{child}/cmdline", "rb") as handle:
             assert b"snapstore-orphan-guard" in handle.read()  # the guard runs the watcher
-        wait_until(lambda: (watcher_info(str(root / ".snapstore")) or {}).get("pid") == child, 60)
         os.kill(daemon.pid, signal.SIGKILL)
         daemon.wait()
         wait_until(lambda: not _alive(child), timeout=30)
