@@ -49,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from snapstore import BadInput, Store
 from snapstore.adapters import (
@@ -86,6 +86,9 @@ IDLE = 2.0
 LOOPBACK = ("127.0.0.1", "::1")
 #: The agents whose HTTP hooks this daemon answers.
 AGENTS = ("claude-code",)
+
+if TYPE_CHECKING:
+    import subprocess
 
 
 def secret(store_dir: str) -> str:
@@ -235,17 +238,21 @@ class Daemon:
 
 def _die_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` that has Linux kill the child when the daemon dies, even by SIGKILL
-    (``PR_SET_PDEATHSIG``); None elsewhere (the child then outlives a killed daemon)."""
+    (``PR_SET_PDEATHSIG``); None where there is no ``prctl`` (the child then watches its
+    parent itself: :data:`_ORPHAN_GUARD`)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
     import signal
 
-    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
     parent = os.getpid()
 
     def arm() -> None:
-        libc.prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
+        prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
         if os.getppid() != parent:  # the daemon died between the fork and the prctl
             os._exit(1)
 
@@ -259,6 +266,40 @@ def _identity(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+#: Where the kernel cannot kill the watcher with the daemon, the watcher runs under this
+#: guard (its first argument the daemon's pid): once its parent is no longer the daemon
+#: (it died, even by SIGKILL, and the child was given to init), it stops as on SIGTERM,
+#: and leaves at once if it has not stopped 30 s later.
+_ORPHAN_GUARD = """
+import os, signal, sys, threading, time
+parent = int(sys.argv.pop(1))
+def guard():
+    while os.getppid() == parent:
+        time.sleep(1)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(30)
+    os._exit(1)
+threading.Thread(target=guard, name="snapstore-orphan-guard", daemon=True).start()
+from snapstore_cli.launch import main
+main()
+"""
+
+
+def _spawn_watcher(root: str) -> subprocess.Popen[bytes]:
+    """Start ``snapstore watch`` for ``root`` as a child that ends with this process."""
+    import subprocess
+
+    args = ["--root", root, "watch"]
+    arm = _die_with_parent()
+    command = ["-m", "snapstore_cli"] if arm else ["-c", _ORPHAN_GUARD, str(os.getpid())]
+    return subprocess.Popen(
+        [sys.executable, *command, *args],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=arm,
+    )
 
 
 def _monotonic(stamps: list[float]) -> list[float]:
@@ -480,12 +521,7 @@ class Serving:
         import subprocess
 
         try:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "snapstore_cli", "--root", str(self.daemon.root), "watch"],
-                cwd=self.daemon.root,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent(),
-            )
+            child = _spawn_watcher(str(self.daemon.root))
         except OSError as exc:
             self.log(f"watch: not started: {exc}")
             return

@@ -19,6 +19,12 @@ comes out as large as a full frame.
 Every decode re-hashes the result and refuses bytes that do not match their
 key, so a flipped bit on disk can never reach the workspace; ``fsck`` uses the
 same check.
+
+A header's stated size is never trusted to allocate, nor is a zstd frame's own: a blob
+stored whole may state at most :data:`MAX_WHOLE` bytes, a chunked one may list at most
+:data:`MAX_CHUNKS` chunks, a frame that states its own size must state the header's, and
+a frame is decoded into at most the stated size, refused unless it is exactly that. A
+25 KiB object claiming (and holding) 768 MiB of zeros costs a refusal, not 768 MiB.
 """
 
 # No ``from __future__ import annotations`` here: a NamedTuple turns string annotations
@@ -52,6 +58,15 @@ BIG = 4 * 1024 * 1024
 MAX_DELTA_BASE = BIG
 #: The largest chunk a chunked blob may list (the chunker's maximum).
 MAX_CHUNK = 4 * 1024 * 1024
+#: The most a blob stored whole (raw, zstd frame or delta) may state, checked before it is
+#: decoded. Writers since schema 4 store at most :data:`BIG` whole (bigger content is
+#: chunked); the rest is room for blobs stored whole before chunking (bases were bounded
+#: at 64 MiB then, and scans at 10 MiB). It bounds what a lying header can make a reader
+#: allocate, locally or from a remote.
+MAX_WHOLE = 64 * 1024 * 1024
+#: The most chunks a chunked blob may list (its list is read whole): 36 MiB of list, a
+#: file of 1 TiB at the chunker's average.
+MAX_CHUNKS = 1 << 20
 LEVEL = 3
 #: zstd allows 30 for hash and chain logs; 22 bounds their tables at 16 MiB each.
 MAX_TABLE_LOG = 22
@@ -125,6 +140,8 @@ def chunk_refs(value: bytes, header: BlobHeader, key: bytes) -> list[tuple[bytes
     payload = memoryview(value)[_HEAD:]
     if len(payload) % CHUNK_REF.size:
         raise StoreCorrupt(f"blob {key.hex()[:12]} has a malformed chunk list")
+    if len(payload) // CHUNK_REF.size > MAX_CHUNKS:
+        raise StoreCorrupt(f"blob {key.hex()[:12]} lists more than {MAX_CHUNKS} chunks")
     refs = [(bytes(d), n) for d, n in CHUNK_REF.iter_unpack(payload)]
     if (
         not refs
@@ -185,25 +202,52 @@ def encode(
 
 
 def decode_payload(value: bytes, header: BlobHeader, key: bytes, base: bytes | None) -> bytes:
-    """Decode one blob value whose base (for a delta) is already decoded, and verify it."""
+    """Decode one blob value whose base (for a delta) is already decoded, and verify it.
+
+    Refused before any decoding when its stated size is over :data:`MAX_WHOLE`, or when
+    its zstd frame says it holds another size (zstd would allocate that); a frame that
+    says nothing is decoded into at most the stated size. So at most :data:`MAX_WHOLE`
+    is allocated, whatever the value claims or holds.
+    """
     import zstandard
 
     if header.encoding == CHUNKED:  # its bytes are its chunks': read them with View.pieces
         raise StoreCorrupt(f"blob {key.hex()[:12]} is chunked where a single blob was expected")
+    if header.size > MAX_WHOLE:
+        raise StoreCorrupt(
+            f"blob {key.hex()[:12]} states {header.size} bytes, more than a blob stored "
+            f"whole may hold ({MAX_WHOLE}); refused undecoded"
+        )
     payload = value[header.header_size :]
     try:
         if header.encoding == RAW:
             data = bytes(payload)
-        elif header.encoding == ZSTD:
-            data = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.size)
         else:
-            assert base is not None
-            decompressor = zstandard.ZstdDecompressor(
-                dict_data=_raw_dict(base), max_window_size=1 << MAX_WINDOW_LOG
-            )
+            if header.encoding == ZSTD:
+                decompressor = zstandard.ZstdDecompressor()
+            else:
+                assert base is not None
+                decompressor = zstandard.ZstdDecompressor(
+                    dict_data=_raw_dict(base), max_window_size=1 << MAX_WINDOW_LOG
+                )
+            # zstd allocates what a frame says it holds, whatever max_output_size asks:
+            # a frame must say the header's size, or nothing (then the bound holds).
+            stated = zstandard.frame_content_size(payload)
+            if stated not in (-1, header.size):
+                raise StoreCorrupt(
+                    f"blob {key.hex()[:12]} holds a frame of {stated} bytes "
+                    f"where it states {header.size}"
+                )
             data = decompressor.decompress(payload, max_output_size=header.size)
-    except (zstandard.ZstdError, OverflowError, MemoryError) as exc:  # a bad size field too
-        raise StoreCorrupt(f"blob {key.hex()[:12]} does not decompress: {exc!r}") from None
-    if len(data) != header.size or digest(data) != key:
+    except (zstandard.ZstdError, MemoryError) as exc:  # one that does not fit the size too
+        raise StoreCorrupt(
+            f"blob {key.hex()[:12]} does not decompress to its size: {exc}"
+        ) from None
+    if len(data) != header.size:
+        more = "more" if len(data) > header.size else "less"
+        raise StoreCorrupt(
+            f"blob {key.hex()[:12]} decodes to {more} than the {header.size} bytes it states"
+        )
+    if digest(data) != key:
         raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")
     return data

@@ -8,14 +8,12 @@ The leaf is never followed: a symlink is itself a versioned object, its target
 string.
 
 Reads and writes then walk the canonical path from an open descriptor of the
-root, one component at a time with ``O_NOFOLLOW``. A symlink swapped into a
-parent between the check and the use (TOCTOU) therefore makes the operation
-fail instead of escaping the root. An operation on many paths (a rewind) may hold
-the folders it walked to open for its duration (:meth:`Workspace.holding_folders`):
-a symlink swapped in for one of them later is then never followed either, the
-writes go on into the folder that was walked to. Writes are atomic: a temp file in the same
-folder, fsync, rename over the destination (which replaces a symlink rather than
-following it), then fsync of the folder.
+root, one component at a time with ``O_NOFOLLOW`` (``core/folders.py``): a symlink
+swapped into a parent between the check and the use (TOCTOU) makes the operation fail
+instead of escaping the root, and a folder moved away while an operation holds it open
+gets nothing (:meth:`~snapstore.core.folders.Folders.confirm`). Writes are atomic: a
+temp file in the same folder, fsync, rename over the destination (which replaces a
+symlink rather than following it), then fsync of the folder.
 
 Whatever a caller passes, the descriptor walk refuses a path with an empty, ``.``
 or ``..`` component, and a written file gets only the permission bits (0o777) of
@@ -25,7 +23,6 @@ its recorded mode: a second line behind the checks where paths and modes come in
 
 from __future__ import annotations
 
-import _thread
 import contextlib
 import errno
 import functools
@@ -40,9 +37,9 @@ from typing import BinaryIO
 from . import blobs, faults
 from .db import STORE_DIRNAME
 from .errors import BadInput, FileChanged, SnapstoreError, StoreFull, TooLarge, UnsafePath
+from .folders import DIR_FLAGS, Folders
 from .records import FILE, LINK, Big, Entry, fingerprint
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: Up to this many paths, a flush syncs each file and folder; above, the whole file
 #: system at once (``syncfs``), which is far cheaper for many small files.
 FSYNC_EACH = 4
@@ -96,11 +93,11 @@ class Workspace:
         self.durable = durable
         if not os.path.isdir(self.root):
             raise BadInput(f"workspace root {root} is not a folder")
-        #: Folders kept open by :meth:`holding_folders`, by path ("" is the root), for the
-        #: thread that holds them; None outside such a block, where every walk (and every
-        #: other thread's) opens and closes its own.
-        self._held: dict[str, int] | None = None
-        self._holder: int | None = None
+        #: The folders, reached from the root's descriptor (and held for an operation).
+        self.folders = Folders(self.root)
+        #: Folders whose entries changed when writes without ``durable`` made folders in
+        #: them: the next :meth:`flush` syncs them.
+        self._made: set[str] = set()
         #: The store's folder relative to the root, when it lies inside the workspace.
         self.store_rel: str | None = None
         if store_dir is not None:
@@ -162,117 +159,16 @@ class Workspace:
 
     # -- descriptors -------------------------------------------------------------
 
-    @contextmanager
-    def holding_folders(self) -> Iterator[None]:
-        """Keep every folder that a walk opens open until the block ends, so that the next
-        path in it (or below it) starts there: an operation on many paths (a rewind's plan,
-        its writes) opens each folder once instead of once per path and level. Each folder
-        is still reached by the ``O_NOFOLLOW`` walk; a folder this workspace removes is
-        forgotten at once. Other threads go on walking on their own."""
-        if self._held is not None:  # already held by an enclosing block (or another thread)
-            yield
-            return
-        self._held, self._holder = {}, _thread.get_ident()
-        try:
-            yield
-        finally:
-            held, self._held, self._holder = self._held, None, None
-            for fd in held.values():
-                os.close(fd)
-
-    def _holding(self) -> dict[str, int] | None:
-        """The folders held for this thread, if any."""
-        return self._held if self._holder == _thread.get_ident() else None
-
-    def _hold(self, folder: str, fd: int) -> int:
-        """Keep ``fd`` (the folder ``folder``) open while folders are held; the fd to use."""
-        held = self._holding()
-        if held is not None:
-            held[folder] = fd
-        return fd
-
-    def _forget(self, folder: str) -> None:
-        """A folder was removed: close what is held of it and below it."""
-        held = self._holding()
-        if held:
-            for key in [k for k in held if k == folder or k.startswith(folder + "/")]:
-                os.close(held.pop(key))
-
-    def _start(self, parts: list[str]) -> tuple[int, int]:
-        """Where a walk to the folder ``parts`` starts: the deepest held folder on the way
-        (or the root, opened now), and how many of ``parts`` that is."""
-        held = self._holding()
-        if held:
-            for depth in range(len(parts), -1, -1):
-                fd = held.get("/".join(parts[:depth]), -1)
-                if fd >= 0:
-                    return fd, depth
-        return self._hold("", os.open(self.root, _DIR_FLAGS)), 0
-
-    @contextmanager
-    def _parent(
-        self, rel: str, create: bool = False, links_absent: bool = False
-    ) -> Iterator[tuple[int | None, int]]:
-        """Open the parent folder of ``rel`` without following symlinks.
-
-        Yields ``(fd, created)``: ``fd`` is None when a folder is missing, or a
-        file stands in its place, and ``create`` is false; ``created`` counts the
-        folders made. A symlink in place of a folder is refused (UnsafePath),
-        unless ``links_absent``: then there is nothing below it either.
-        """
-        parts = rel.split("/")
-        if any(part in ("", ".", "..") for part in parts):  # the second line: never trusted
-            raise UnsafePath(f"{rel}: a path with an empty, '.' or '..' component is never used")
-        parts = parts[:-1]
-        held = self._holding() is not None  # then what is opened here closes at its end
-        fd, depth = self._start(parts)
-        created = 0
-        try:
-            for i in range(depth, len(parts)):
-                part = parts[i]
-                try:
-                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        if not held:
-                            os.close(fd)
-                        fd = -1
-                        break
-                    try:
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                        created += 1
-                    except FileExistsError:
-                        pass  # another writer made it meanwhile
-                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    if not create and _stands_for_a_folder(part, fd, links_absent):
-                        # A file (or, when asked, a link) stands where a folder would be:
-                        # nothing is below it as far as the workspace's paths go.
-                        if not held:
-                            os.close(fd)
-                        fd = -1
-                        break
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        where = "/".join(parts[: i + 1])
-                        raise UnsafePath(
-                            f"{rel}: {where} is a symlink or not a folder; refusing to follow it"
-                        ) from None
-                    if exc.errno == errno.ENAMETOOLONG:
-                        raise BadInput(f"{rel[:80]}...: a folder name is too long") from None
-                    raise
-                if not held:
-                    os.close(fd)
-                fd = self._hold("/".join(parts[: i + 1]), nfd)
-            yield (fd if fd >= 0 else None), created
-        finally:
-            if fd >= 0 and not held:
-                os.close(fd)
+    def holding_folders(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the folders walked to open until the block ends (:meth:`Folders.holding`):
+        an operation on many paths opens each folder once."""
+        return self.folders.holding()
 
     # -- reading -----------------------------------------------------------------
 
     def lstat(self, rel: str) -> os.stat_result | None:
         """The path's own stat (symlinks not followed), or None when absent."""
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             if fd is None:
                 return None
             try:
@@ -295,7 +191,7 @@ class Workspace:
 
     def read(self, rel: str) -> Entry | None:
         """The current content of ``rel``, or None when it does not exist."""
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             return None if fd is None else _read_at(fd, _leaf(rel), rel)
 
     @contextmanager
@@ -303,7 +199,7 @@ class Workspace:
         """``rel`` open for reading in pieces (a big file's chunks), refused with
         :class:`FileChanged` unless it is still the regular file whose stat fingerprint a
         read saw (``seen``)."""
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             st = None if fd is None else self.lstat(rel)
             if fd is None or st is None or fingerprint(st) != seen:
                 raise FileChanged(f"{rel} changed while it was being captured", path=rel)
@@ -324,7 +220,7 @@ class Workspace:
         the path is absent rather than refused (a rewind restoring the folder
         removes the link first; nothing is ever read through it).
         """
-        with self._parent(rel, links_absent=links_absent) as (fd, _):
+        with self.folders.parent(rel, links_absent=links_absent) as (fd, _):
             if fd is None:
                 return None, False
             try:
@@ -346,7 +242,7 @@ class Workspace:
             paths = list(group)
             with contextlib.ExitStack() as stack:
                 try:
-                    fd, _ = stack.enter_context(self._parent(paths[0]))
+                    fd, _ = stack.enter_context(self.folders.parent(paths[0]))
                 except SnapstoreError as exc:
                     yield from ((rel, exc) for rel in paths)
                     continue
@@ -397,7 +293,7 @@ class Workspace:
             if entry is None:
                 self._delete(rel, name, durable)
                 return
-            with self._parent(rel, create=True) as (fd, _):
+            with self.folders.parent(rel, create=True) as (fd, created):
                 assert fd is not None
                 tmp = f".snapstore-{os.urandom(6).hex()}.tmp"  # matches TEMP_NAME
                 try:
@@ -410,12 +306,19 @@ class Workspace:
                     else:
                         _write_file(fd, tmp, (entry.data,), entry.mode, durable)
                     faults.point("fsio.before_rename")
+                    self.folders.confirm(rel, rel.split("/")[:-1], fd)
                     os.rename(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
                 except BaseException:
                     _unlink_quietly(tmp, fd)
                     raise
                 if durable:
                     os.fsync(fd)
+            if created:  # the entries of the folders made: in their parents
+                made = _parents_of_made(rel, created)
+                if durable:
+                    self._sync_folders(made)
+                else:
+                    self._made.update(made)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise StoreFull(f"no space left on the device to write {rel}") from None
@@ -424,7 +327,7 @@ class Workspace:
             raise
 
     def _delete(self, rel: str, name: str, durable: bool) -> None:
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             if fd is None:
                 return
             try:
@@ -433,6 +336,8 @@ class Workspace:
                 return
             if stat.S_ISDIR(st.st_mode):
                 raise BadInput(f"cannot delete {rel}: it is now a folder")
+            faults.point("fsio.before_unlink")
+            self.folders.confirm(rel, rel.split("/")[:-1], fd)
             os.unlink(name, dir_fd=fd)
             if durable:
                 os.fsync(fd)
@@ -441,10 +346,12 @@ class Workspace:
         """Make what was written to ``rels`` without ``durable`` durable, at once.
 
         Many paths cost one ``syncfs`` per file system that holds them (Linux);
-        a few, or where ``syncfs`` is missing, an ``fsync`` of each file and each
-        folder. A folder that is gone, or that a file or link has replaced since,
-        is skipped.
+        a few, or where ``syncfs`` is missing, an ``fsync`` of each file, of each
+        folder that holds them (or held what was removed), and of each folder in
+        which those writes made a folder. A folder that is gone, or that a file or
+        link has replaced since, is skipped.
         """
+        made, self._made = self._made, set()
         if not self.durable:
             return
         rels = sorted(set(rels), key=_folder)
@@ -453,7 +360,7 @@ class Workspace:
         try:
             for _, group in itertools.groupby(rels, key=_folder):
                 paths = list(group)
-                with self._parent(paths[0], links_absent=True) as (fd, _):
+                with self.folders.parent(paths[0], links_absent=True) as (fd, _):
                     if fd is None:
                         continue
                     if per_file:
@@ -462,6 +369,8 @@ class Workspace:
                         os.fsync(fd)
                     else:
                         folders.setdefault(os.fstat(fd).st_dev, os.dup(fd))
+            if per_file:
+                self._sync_folders(made - {_folder(rel) for rel in rels})
             syncfs = _syncfs()
             for fd in folders.values():
                 if syncfs is not None and syncfs(fd) != 0:
@@ -473,23 +382,34 @@ class Workspace:
             for fd in folders.values():
                 os.close(fd)
 
+    def _sync_folders(self, folders: Iterable[str]) -> None:
+        """``fsync`` each of these folders ("" is the root) that is still a folder."""
+        for folder in sorted(folders):
+            inside = f"{folder}/-" if folder else "-"  # a name in it: the walk opens it
+            with self.folders.parent(inside, links_absent=True) as (fd, _):
+                if fd is not None:
+                    os.fsync(fd)
+
     def remove_temp_files(self, rel: str) -> list[str]:
         """Remove temp files that an interrupted write left beside ``rel``."""
         removed = []
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             if fd is None:
                 return []
-            for name in os.listdir(fd):
-                if TEMP_NAME.fullmatch(name):
-                    _unlink_quietly(name, fd)
-                    removed.append(name)
+            names = [name for name in os.listdir(fd) if TEMP_NAME.fullmatch(name)]
+            if names:
+                faults.point("fsio.before_unlink")
+                self.folders.confirm(rel, rel.split("/")[:-1], fd)
+            for name in names:
+                _unlink_quietly(name, fd)
+                removed.append(name)
             if removed:
                 os.fsync(fd)
         return removed
 
     def occupied(self, rel: str) -> bool:
         """Whether a file or a link (not a folder) is at ``rel``; nothing is followed."""
-        with self._parent(rel, links_absent=True) as (fd, _):
+        with self.folders.parent(rel, links_absent=True) as (fd, _):
             if fd is None:
                 return False
             try:
@@ -501,7 +421,7 @@ class Workspace:
     def files_below(self, rel: str) -> list[str]:
         """Every path (file or link, never followed) below the folder ``rel``."""
         found: list[str] = []
-        with self._parent(rel, links_absent=True) as (fd, _):
+        with self.folders.parent(rel, links_absent=True) as (fd, _):
             if fd is not None:
                 _walk_below(fd, _leaf(rel), rel, found)
         return found
@@ -513,18 +433,23 @@ class Workspace:
         rewind's own deletions emptied. A folder that still holds a file stays, and
         the write that needs its place fails with a clear error.
         """
-        with self._parent(rel) as (fd, _):
+        with self.folders.parent(rel) as (fd, _):
             if fd is None:
                 return
-            self._forget(rel)
+            faults.point("fsio.before_rmdir")
+            self.folders.confirm(rel, rel.split("/")[:-1], fd)
+            self.folders.forget(rel)
             _remove_empty_tree(fd, _leaf(rel))
 
     def make_folder(self, rel: str) -> bool:
         """Create the folder ``rel`` (and its parents), never through a symlink; whether it
         was created (False: it was there)."""
         rel = self._folder_rel(rel)
-        with self._parent(f"{rel}/-", create=True) as (_, created):
-            return created > 0
+        with self.folders.parent(f"{rel}/-", create=True) as (_, created):
+            pass
+        if created and self.durable:
+            self._sync_folders(_parents_of_made(f"{rel}/-", created))
+        return created > 0
 
     def remove_folder(self, rel: str) -> bool:
         """Remove the folder ``rel`` if it is empty; whether it was removed."""
@@ -548,10 +473,12 @@ class Workspace:
         removed = []
         for level in range(len(parts), max(len(parts) - depth, 0), -1):
             folder = "/".join(parts[:level])
-            with self._parent(folder) as (fd, _):
+            with self.folders.parent(folder) as (fd, _):
                 if fd is None:
                     continue
-                self._forget(folder)
+                faults.point("fsio.before_rmdir")
+                self.folders.confirm(folder, parts[: level - 1], fd)
+                self.folders.forget(folder)
                 try:
                     os.rmdir(parts[level - 1], dir_fd=fd)
                 except FileNotFoundError:
@@ -564,18 +491,9 @@ class Workspace:
         return removed
 
 
-def _stands_for_a_folder(name: str, dir_fd: int, links: bool) -> bool:
-    """Whether ``name`` in ``dir_fd`` is a regular file (or, with ``links``, a symlink)."""
-    try:
-        mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-    except OSError:
-        return False
-    return stat.S_ISREG(mode) or (links and stat.S_ISLNK(mode))
-
-
 def _walk_below(parent_fd: int, name: str, rel: str, found: list[str]) -> None:
     try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except OSError:
         return  # not a folder (or gone): nothing below it
     try:
@@ -596,7 +514,7 @@ def _remove_empty_tree(parent_fd: int, name: str) -> None:
     """Remove folder ``name`` of ``parent_fd`` and its empty subfolders, depth first, never
     following a link; stops quietly at the first entry that is not an empty folder."""
     try:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+        fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
     except OSError:
         return
     try:
@@ -672,6 +590,13 @@ def _realpath(path: str, text: str) -> str:
         raise UnsafePath(
             f"{text}: a folder on the way changed while it was checked ({exc.strerror})"
         ) from None
+
+
+def _parents_of_made(rel: str, created: int) -> set[str]:
+    """The folders whose entries changed when the walk to ``rel`` made the last
+    ``created`` folders on its way: the parent of each ("" is the root)."""
+    parts = rel.split("/")[:-1]
+    return {"/".join(parts[:depth]) for depth in range(len(parts) - created, len(parts))}
 
 
 def _leaf(rel: str) -> str:

@@ -220,14 +220,16 @@ class View:
     def blob_value(self, key: bytes) -> bytes | None:
         return self._get("blobs", key)
 
-    def blob(self, key: bytes, chunked: bool = True) -> bytes:
+    def blob(self, key: bytes, chunked: bool = True, size: int | None = None) -> bytes:
         """The verified bytes of a blob, following its delta chain.
 
         Every level of the chain decodes to its recorded size and hashes to its
         key, and each delta records its base's depth plus one; anything else is
         :class:`StoreCorrupt`. A chunked blob is joined from :meth:`pieces` (what
         may meet a big file streams it instead), unless ``chunked`` is false: then
-        it is refused, as a chunk or a delta base that is chunked always is.
+        it is refused, as a chunk or a delta base that is chunked always is. With
+        ``size`` (a chunk's, from its list), a blob stating another size is refused
+        before anything is decoded.
         """
         chain: list[tuple[bytes, bytes, blobs.BlobHeader]] = []
         current: bytes | None = key
@@ -237,6 +239,8 @@ class View:
                 what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
                 raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
             header = blobs.parse_header(value, current)
+            if current == key and size is not None and header.size != size:
+                raise StoreCorrupt(f"blob {key.hex()[:12]} states {header.size} bytes, not {size}")
             if header.encoding == blobs.CHUNKED and current == key and chunked:
                 return b"".join(self.pieces(key))
             if chain and chain[-1][2].depth != header.depth + 1:
@@ -271,9 +275,12 @@ class View:
             return
         whole = blobs.hasher()
         for n, (chunk, size) in enumerate(refs):
-            data = self.blob(chunk, chunked=False)  # read once; a chunked chunk is refused
-            if len(data) != size:
-                raise StoreCorrupt(f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged")
+            try:  # read once; a chunked chunk, or one stating another size, is refused
+                data = self.blob(chunk, chunked=False, size=size)
+            except StoreCorrupt as exc:
+                raise StoreCorrupt(
+                    f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged: {exc}"
+                ) from None
             whole.update(data)
             if n == len(refs) - 1 and whole.digest() != key:
                 raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")

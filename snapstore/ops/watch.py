@@ -10,7 +10,11 @@ overflows, and a folder can stay unwatched when the watch limit is reached.
 The watcher hooks watchdog's logger to hear of an overflow, and compares the
 folders the kernel watches (``/proc/self/fdinfo``) with the folders a scan
 visits. After an overflow it scans the whole workspace; a folder left
-unwatched is scanned in full at every flush. Both are reported.
+unwatched is scanned in full at every flush. Both are reported. Where inotify
+watches folder by folder but ``/proc`` cannot be read, the count is unknown, and
+the watcher says so once instead of guessing; watchdog's other backends (FSEvents
+on macOS, ReadDirectoryChangesW on Windows) watch a tree as a whole and have no
+such limit to check.
 
 Other processes reach a running watcher through the store folder, not a
 socket (snapstore.ops.watchlink, which scans and hooks load without this module):
@@ -61,19 +65,24 @@ Report = Callable[[WatchReport], None]
 # -- coverage ------------------------------------------------------------------------
 
 
+#: Where Linux describes this process's descriptors (an inotify one lists its watches).
+PROC = "/proc"
+
+
 def watched_inodes() -> set[int] | None:
-    """Inodes of everything this process's inotify instances watch; None if unknowable."""
+    """Inodes of everything this process's inotify instances watch; None if unknowable
+    (no ``/proc``, or no inotify instance: another backend, or none started)."""
     try:
-        fds = os.listdir("/proc/self/fd")
+        fds = os.listdir(f"{PROC}/self/fd")
     except OSError:
         return None
     inodes: set[int] = set()
     found = False
     for fd in fds:
         try:
-            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+            if os.readlink(f"{PROC}/self/fd/{fd}") != "anon_inode:inotify":
                 continue
-            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as handle:
+            with open(f"{PROC}/self/fdinfo/{fd}", encoding="ascii") as handle:
                 lines = handle.read().splitlines()
         except OSError:
             continue
@@ -133,6 +142,8 @@ class Watcher:
         self._dirs: dict[str, int] = {}
         self._rules: IgnoreRules | None = None  # kept between flushes until one changes
         self.unwatched: set[str] = set()
+        #: Whether the kernel's watches could not be counted (said once).
+        self.uncounted = False
         self._polled = 0.0
         self._observer: Any = None
         self._lock_fd: int | None = None
@@ -365,6 +376,17 @@ class Watcher:
         """
         watched = watched_inodes()
         if watched is None:
+            per_folder = type(self._observer).__name__.startswith("Inotify")
+            if per_folder and not self.uncounted:
+                self.uncounted = True
+                self.report(
+                    WatchReport(
+                        "coverage",
+                        "cannot count the folders inotify watches here (no /proc/self/fdinfo):"
+                        " a folder left unwatched at the watch limit "
+                        "(fs.inotify.max_user_watches) would go unnoticed until a full scan",
+                    )
+                )
             return []
         dirs = self._dirs if dirs is None else dirs
         missing = [rel for rel, ino in dirs.items() if ino not in watched]

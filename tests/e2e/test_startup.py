@@ -31,6 +31,7 @@ HOOK_MODULES = {
     "snapstore.core.db",
     "snapstore.core.errors",
     "snapstore.core.faults",
+    "snapstore.core.folders",
     "snapstore.core.fsio",
     "snapstore.core.locks",
     "snapstore.core.records",

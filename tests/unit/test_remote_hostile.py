@@ -22,7 +22,7 @@ import zstandard
 
 from snapstore import Store
 from snapstore.core import faults
-from snapstore.core.blobs import digest_hex
+from snapstore.core.blobs import MAX_WHOLE, digest_hex
 from snapstore.core.errors import StoreLocked, UnsafePath
 from snapstore.core.fsio import Workspace, check_relpath
 from snapstore.core.records import FILE, Entry
@@ -31,6 +31,7 @@ from snapstore.remote.format import layout
 from snapstore.remote.sync import pull as pull_module
 
 from ..support import agent_turn
+from ..support.bombs import BOMB, GROWTH_BOUND, lying_value, measured, zero_frame
 from ..support.fuzz import Sentinel
 
 BAD_PATHS = [
@@ -468,3 +469,79 @@ def test_deltas_whose_base_is_in_a_later_pack_wait_for_it(
         with b.repo.read() as v:
             assert {k.hex(): v.blob(k) for k, _ in v.blob_values()} == expected
         assert b.fsck().ok
+
+
+def bombed(remote: ObjectStore, blob_id: str, value: bytes) -> str:
+    """Repack the remote with ``value`` under ``blob_id`` (every other blob as it was), as
+    anyone who can write there can; the new pack's key."""
+    (info,) = list(remote.list(layout.INDEXES))
+    index = layout.read_index(remote.get(info.key), remote.url, info.key)
+    values = []
+    for other, ref in sorted(index.items()):
+        pack = remote.get(layout.pack_key(ref.pack))
+        values.append(
+            (other, value if other == blob_id else pack[ref.offset : ref.offset + ref.length])
+        )
+    data, entries = layout.build_pack(values)
+    pack = digest_hex(data)
+    for old in {ref.pack for ref in index.values()}:
+        remote.delete(layout.pack_key(old))
+    remote.put(layout.pack_key(pack), data)
+    refs = {b: layout.BlobRef(pack, offset, length, None) for b, offset, length in entries}
+    new_index = layout.build_index(refs)
+    remote.delete(info.key)
+    remote.put(layout.index_key(digest_hex(new_index)), new_index)
+    return layout.pack_key(pack)
+
+
+PULL_IN_CHILD = """
+from snapstore import Store
+from snapstore.remote import RemoteError, S3Credentials, open_object_store
+options = {}
+if ARGS["endpoint"]:
+    from tests.support.seaweed import FAST_RETRY
+    options = dict(
+        endpoint_url=ARGS["endpoint"], credentials=S3Credentials(*ARGS["keys"]), retry=FAST_RETRY
+    )
+with open_object_store(ARGS["url"], **options) as remote, Store.init(ARGS["root"]) as store:
+    try:
+        store.pull(remote)
+    except RemoteError as exc:
+        OUT["key"], OUT["error"] = exc.key, str(exc)
+    with store.repo.read() as v:
+        OUT["stored"] = [len(list(v.turns())), len(list(v.blob_values()))]
+"""
+
+
+@pytest.mark.parametrize(
+    ("stated", "says"),
+    [(BOMB, True), (12, True), (MAX_WHOLE, False)],
+    ids=["says-768MiB", "says-12-bytes", "at-the-cap-frame-says-nothing"],
+)
+def test_a_decompression_bomb_on_a_remote_is_refused_and_allocates_little(
+    tmp_path: Path,
+    root: Path,
+    remote: ObjectStore,
+    request: pytest.FixtureRequest,
+    stated: int,
+    says: bool,
+) -> None:
+    """The report: a 25 KiB object made ``pull`` allocate 768 MiB. The pushed file's blob is
+    replaced by a zstd frame of 768 MiB of zeros (24 KiB, saying its size or not) under a
+    header that states ``stated``;
+    the pull, in a process of its own, refuses it naming the pack, stores nothing, and
+    grows by far less than the bomb."""
+    pushed(tmp_path, remote)
+    pack = bombed(remote, digest_hex(b"print('hi')\n"), lying_value(stated, zero_frame(says=says)))
+    assert len(remote.get(pack)) < 64 * 1024
+    endpoint, keys = None, None
+    if remote.url.startswith("s3://"):
+        server = request.getfixturevalue("seaweed")
+        endpoint = server.endpoint
+        keys = [server.credentials.access_key_id, server.credentials.secret_access_key]
+    out = measured(PULL_IN_CHILD, url=remote.url, root=str(root), endpoint=endpoint, keys=keys)
+    assert out.get("key") == pack, out
+    assert "does not match its digest (blob " in out["error"], out
+    assert "\n" not in out["error"], out
+    assert out["stored"] == [0, 0], out
+    assert out["peak"] - out["before"] < GROWTH_BOUND, out

@@ -300,7 +300,9 @@ class Catalog:
         return found
 
 
-def corrupt(catalog: Catalog, key: str, expected: str, actual: str) -> CorruptObject:
+def corrupt(
+    catalog: Catalog, key: str, expected: str, actual: str, why: str | None = None
+) -> CorruptObject:
     return CorruptObject(
-        remote=catalog.url, key=key, expected=expected, actual=actual, name=catalog.name
+        remote=catalog.url, key=key, expected=expected, actual=actual, name=catalog.name, why=why
     )

@@ -472,9 +472,11 @@ def _decode(
                 raise _bad_blob(catalog, index, blob_id, "is a delta on a chunked blob")
             base = decoded[base_id] if base_id in decoded else v.blob(header.base)
         return blobs.decode_payload(value, header, key, base)
-    except StoreCorrupt:
+    except StoreCorrupt as exc:  # a lying size, a frame that is not its bytes, ...
         pack = layout.pack_key(index[blob_id].pack)
-        raise corrupt(catalog, pack, blob_id, "(a blob that does not decode to it)") from None
+        raise corrupt(
+            catalog, pack, blob_id, "(a blob that does not decode to it)", str(exc)
+        ) from None
 
 
 def _store_blob(tx: Tx, blob_id: str, value: bytes, data: bytes) -> None:

@@ -73,7 +73,8 @@ class ObjectMissing(RemoteError):
 
 
 class CorruptObject(RemoteError):
-    """An object's bytes do not match the digest it is stored under."""
+    """An object's bytes do not match the digest it is stored under (or, with ``why``, a
+    blob in it does not decode to its id: ``why`` says how)."""
 
     code = "remote_corrupt"
     key: str
@@ -81,14 +82,21 @@ class CorruptObject(RemoteError):
     actual: str
 
     def __init__(
-        self, *, remote: str, key: str, expected: str, actual: str, name: str | None = None
+        self,
+        *,
+        remote: str,
+        key: str,
+        expected: str,
+        actual: str,
+        name: str | None = None,
+        why: str | None = None,
     ):
         super().__init__(
             "object does not match its digest",
             remote=remote,
             key=key,
             name=name,
-            detail=f"expected blake3 {expected[:16]}, got {actual[:16]}",
+            detail=why or f"expected blake3 {expected[:16]}, got {actual[:16]}",
         )
         self.expected = expected
         self.actual = actual
