@@ -17,6 +17,8 @@ the file, so gc cannot take the chunks away before a record names them.
 
 from __future__ import annotations
 
+from typing import BinaryIO
+
 from . import blobs, faults
 from .errors import FileChanged
 from .fsio import Workspace
@@ -40,29 +42,44 @@ def store_big(w: Locked, ws: Workspace, rel: str, big: Big, seen: bytes) -> None
     """
     if _stored(w, big.key):
         return
+    with ws.reading(rel, seen) as handle:
+        _store(w, handle, big, rel)
+
+
+def store_bytes(w: Locked, data: bytes) -> bytes:
+    """Store bytes over :data:`~snapstore.core.blobs.BIG` held in memory (a repository's
+    index), in chunks as a big file's; their digest."""
+    import io
+
+    big = Big(blobs.digest(data), len(data))
+    if not _stored(w, big.key):
+        _store(w, io.BytesIO(data), big, "the bytes")
+    return big.key
+
+
+def _store(w: Locked, handle: BinaryIO, big: Big, what: str) -> None:
     from pyfastcdc import FastCDC  # only big files pay for loading it
 
     cutter = FastCDC(AVERAGE, min_size=SMALLEST, max_size=LARGEST)
     whole, refs = blobs.hasher(), []
     batch: dict[bytes, bytes] = {}
     held = 0
-    with ws.reading(rel, seen) as handle:
-        for chunk in cutter.cut_stream(handle):
-            data = bytes(chunk.data)  # the view is only good until the next chunk
-            whole.update(data)
-            key = blobs.digest(data)
-            refs.append((key, len(data)))
-            if key in batch or _stored(w, key):
-                continue
-            batch[key] = blobs.encode(data)
-            held += len(batch[key])
-            if held >= BATCH:
-                _commit(w, batch)
-                batch, held = {}, 0
-                faults.point("chunked.batch")
+    for chunk in cutter.cut_stream(handle):
+        data = bytes(chunk.data)  # the view is only good until the next chunk
+        whole.update(data)
+        key = blobs.digest(data)
+        refs.append((key, len(data)))
+        if key in batch or _stored(w, key):
+            continue
+        batch[key] = blobs.encode(data)
+        held += len(batch[key])
+        if held >= BATCH:
+            _commit(w, batch)
+            batch, held = {}, 0
+            faults.point("chunked.batch")
     size = sum(n for _, n in refs)
     if whole.digest() != big.key or size != big.size:
-        raise FileChanged(f"{rel} changed while it was being captured", path=rel)
+        raise FileChanged(f"{what} changed while it was being captured", path=what)
     batch[big.key] = blobs.encode_chunked(size, refs)
     _commit(w, batch)
 

@@ -80,6 +80,15 @@ class NotOnBranch(BadInput):
     state: str
 
 
+class GitRefused(SnapstoreError):
+    """The git half of a record or a rewind cannot be done safely (a ``.git`` that is a
+    symlink, a packed-refs file over its limit, a ref name git would not write, an index
+    over the capture limit, a reftable repository): the files are handled as ever, and
+    the result says why git was left alone."""
+
+    code = "git_refused"
+
+
 class RunActive(SnapstoreError):
     """Refused because a turn of the session is still open (fields: ``turn``, ``session``)."""
 

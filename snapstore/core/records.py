@@ -262,6 +262,9 @@ class RewindOp(NamedTuple):
     finishes: str | None = None  # action ``finish``: the operation whose leftovers it retries
     redoes: str | None = None  # a redo: the undo it takes back (the action is the one redone)
     redone_by: str | None = None  # an undo: the operation that redid what it took back
+    # the repository's HEAD, refs and index: what moves, recorded before it moves
+    # (snapstore.ops.gitplan)
+    git: Mapping[str, Any] = _EMPTY
 
 
 class Turn(NamedTuple):
@@ -288,6 +291,20 @@ class Turn(NamedTuple):
     prompt_time: str = ""  # the begin hook's own time, as the agent stamps it (ISO 8601)
     folders: tuple[str, ...] = ()  # scan mode: folders that came during the turn
     skipped: tuple[tuple[str, str], ...] = ()  # scan mode: (path, reason) it changed, uncaptured
+    git_note: str = ""  # why the repository's state could not be recorded during the turn
+
+
+class GitMove(NamedTuple):
+    """One move of the repository's state seen within a turn, from ``old`` to ``new`` (None:
+    absent). ``name`` is ``HEAD`` (a value ``ref: refs/heads/x`` or a commit id), a ref
+    (``refs/...``: a commit id, or ``ref: ...`` for a symbolic one), ``:index`` or
+    ``:logs/refs/stash`` (the digest of a blob holding the file's bytes)."""
+
+    turn: str
+    seq: int
+    name: str
+    old: str | None
+    new: str | None
 
 
 class Session(NamedTuple):
@@ -352,6 +369,7 @@ _LOADERS = {
     "open_calls": _mapping,
     "result": _mapping,
     "conversation": _mapping,
+    "git": _mapping,
     "unattributed": _strings,
     "reverted": _strings,
     "paths": _strings,

@@ -51,6 +51,7 @@ from ..core.records import (
     version_of,
 )
 from ..core.repo import Locked, Repo, Tx, View
+from . import gitplan
 from .plan import (
     CONFLICT,
     DELETE,
@@ -66,7 +67,7 @@ from .plan import (
 class Operation:
     """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
 
-    __slots__ = ("make_folders", "op", "plans", "remove_folders", "result")
+    __slots__ = ("git", "make_folders", "op", "plans", "remove_folders", "result")
 
     def __init__(self, op: RewindOp, result: RewindResult, plans: list[PathPlan] | None = None):
         self.op = op
@@ -76,6 +77,8 @@ class Operation:
         #: (the turns taken back), or made again (the turns put back, an undo)
         self.remove_folders: list[str] = []
         self.make_folders: list[str] = []
+        #: the repository's half (snapstore.ops.gitplan), journaled with the files
+        self.git: dict[str, Any] | None = None
         for plan in self.plans:
             result.add(plan)
         result.plans = self.plans
@@ -93,7 +96,16 @@ def execute(w: Locked, operation: Operation) -> RewindResult:
     folders: tuple[list[str], list[str]] = ([], [])
     if not writes or any(p.path not in failed for p in writes):  # else nothing will move
         folders = _folders(w.repo, operation.make_folders, operation.remove_folders)
-    return _finish(w, op_id, errors, folders)
+    git = _move_git(w.repo, operation.op._replace(git=operation.git or {}), op_id)
+    return _finish(w, op_id, errors, folders, git)
+
+
+def _move_git(repo: Repo, op: RewindOp, op_id: str) -> dict[str, Any] | None:
+    """Make the repository's half of the operation, after its files (None: it has none)."""
+    if not op.git:
+        return None
+    faults.point("journal.git")
+    return gitplan.execute(repo, dict(op.git), op_id, f"snapstore: {_describe(op)} ({op_id})")
 
 
 def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -141,7 +153,7 @@ def _journal(w: Locked, operation: Operation) -> str:
     summary["folders"] = {"make": operation.make_folders, "remove": operation.remove_folders}
 
     def commit(tx: Tx) -> str:
-        op = operation.op._replace(result=summary)
+        op = operation.op._replace(result=summary, git=operation.git or {})
         # An undo that cannot move the head back stands on the branch as a turn of its own.
         turn = tx.new_turn(
             op.session,
@@ -297,6 +309,7 @@ def _finish(
     op_id: str,
     errors: list[dict[str, str]],
     folders: tuple[list[str], list[str]] = ([], []),
+    git: dict[str, Any] | None = None,
 ) -> RewindResult:
     faults.point("journal.before_finish")
 
@@ -314,11 +327,15 @@ def _finish(
         for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
+        result.git = gitplan.result(git, op_id)
+        if git is not None:
+            op = op._replace(git=git)
         if result.conversation is not None and result.conversation["transcript"] in failed:
             result.conversation = {**result.conversation, "status": "unchanged"}
         changes = tx.changes(op_id)
         conversed = result.conversation is not None and result.conversation["status"] == "rewound"
-        if changes and all(c.path in failed for c in changes) and not conversed:
+        git_moved = any(m["status"] == "moved" for m in (git or {}).get("moves", ()))
+        if changes and all(c.path in failed for c in changes) and not conversed and not git_moved:
             return _nothing_done(tx, turn, result)
         for change in changes:
             if change.path not in failed:
@@ -396,7 +413,8 @@ def resume(repo: Repo) -> list[RewindResult]:
             errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
             done = _folders(repo, folders.get("make", []), folders.get("remove", []))
-            results.append(_finish(w, op_id, errors, done))
+            git = _move_git(repo, turn.op, op_id)
+            results.append(_finish(w, op_id, errors, done, git))
     return results
 
 
