@@ -398,7 +398,7 @@ class Store:
         """Rewind points, newest first, numbered 1..N on the current branch."""
         from .ops.history import rewind_points
 
-        return rewind_points(self.repo, session, all_branches)
+        return rewind_points(self.repo, session, all_branches, self.git_dir)
 
     def resolve_turn(self, ref: str | int, session: str = DEFAULT_SESSION) -> Turn:
         """A turn from a number shown by ``log`` or an id (or unique id prefix)."""
@@ -411,7 +411,7 @@ class Store:
         """One turn with per-file stats."""
         from .ops.history import show
 
-        return show(self.repo, ref, session)
+        return show(self.repo, ref, session, self.git_dir)
 
     def diff(
         self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None

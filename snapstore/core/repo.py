@@ -467,7 +467,7 @@ class Tx(View):
         for change in self.changes(turn_id):
             self.delete_change(change)
         for move in self.git_moves(turn_id):
-            self._delete("git", _move_key(move.turn, move.seq))
+            self.delete_git_move(move)
         self._delete("turns", turn_id.encode())
 
     def new_turn(self, session: str, **fields: Any) -> Turn:
@@ -511,6 +511,9 @@ class Tx(View):
 
     def put_git_move(self, move: GitMove) -> None:
         self._put("git", _move_key(move.turn, move.seq), dumps(move))
+
+    def delete_git_move(self, move: GitMove) -> None:
+        self._delete("git", _move_key(move.turn, move.seq))
 
     def next_git_seq(self, turn_id: str) -> int:
         """The sequence number the turn's next move of the repository gets."""

@@ -33,6 +33,8 @@ HEAD = "HEAD"
 INDEX = ":index"
 STASH = "refs/stash"
 STASH_LOG = ":logs/refs/stash"
+#: The names whose values are the digests of blobs in the store.
+BLOBS = (INDEX, STASH_LOG)
 #: Refs never recorded: snapstore's own (what a rewind keeps), and git maintenance's
 #: background prefetches.
 UNRECORDED = ("refs/snapstore/", "refs/prefetch/")
@@ -48,6 +50,13 @@ RACY_NS = 2_000_000_000
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: What git's check_refname_format refuses in a component, and anywhere.
 _BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^\.|\.lock(/|$)|[/.]$|^/")
+
+
+def blob_keys(name: str, *values: str | None) -> list[bytes]:
+    """The blobs of the store that ``name``'s ``values`` name (none for a ref or HEAD)."""
+    if name not in BLOBS:
+        return []
+    return [bytes.fromhex(value) for value in values if value]
 
 
 def valid_ref(name: str) -> bool:

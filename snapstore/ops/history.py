@@ -57,6 +57,7 @@ class RewindPoint:
     n: int | None  # its number on the current branch; None for a rewound turn
     turn: Turn
     files: list[FileStat] = field(default_factory=list)
+    git: list[str] = field(default_factory=list)  # what it did to the repository, in words
 
     @property
     def added(self) -> int:
@@ -74,6 +75,7 @@ class TurnDetail:
     turn: Turn
     files: list[FileStat]
     n: int | None = None  # its number on its session's current branch; None off it
+    git: list[str] = field(default_factory=list)  # what it did to the repository, in words
 
 
 @dataclass
@@ -234,8 +236,11 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
     return stats
 
 
-def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
-    """Rewind points newest first; numbered 1..N along the current branch."""
+def rewind_points(
+    repo: Repo, session: str, all_branches: bool = False, git_dir: str | None = None
+) -> list[RewindPoint]:
+    """Rewind points newest first; numbered 1..N along the current branch, each with what
+    it did to the repository (``git_dir``: the agent's ``GIT_DIR``, if any)."""
     with repo.read() as v:
         v.require_session(session)
         on_branch = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
@@ -243,17 +248,38 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
         turns = session_turns(v, session) if all_branches else on_branch
         count = LineCounter(v)
         points = [
-            RewindPoint(numbers.get(t.id), t, file_stats(v, v.changes(t.id), count)) for t in turns
+            RewindPoint(
+                numbers.get(t.id),
+                t,
+                file_stats(v, v.changes(t.id), count),
+                _git_words(repo, v, t, git_dir),
+            )
+            for t in turns
         ]
     keep_counts(repo, count)
     return points
 
 
-def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
+def _git_words(repo: Repo, v: View, turn: Turn, git_dir: str | None) -> list[str]:
+    """What the turn did to the repository, in words (git's own module only when it did)."""
+    moves = v.git_moves(turn.id)
+    if not moves:
+        return []
+    from .gitshow import describe
+
+    return describe(repo, v, moves, git_dir)
+
+
+def show(repo: Repo, ref: str | int, session: str, git_dir: str | None = None) -> TurnDetail:
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
         count = LineCounter(v)
-        detail = TurnDetail(turn, file_stats(v, v.changes(turn.id), count), number(v, turn))
+        detail = TurnDetail(
+            turn,
+            file_stats(v, v.changes(turn.id), count),
+            number(v, turn),
+            _git_words(repo, v, turn, git_dir),
+        )
     keep_counts(repo, count)
     return detail
 
@@ -340,6 +366,7 @@ class Operation:
     undone_by: str | None
     redoes: str | None  # a redo: the undo it took back
     redone_by: str | None  # an undo: the redo that took it back
+    git: dict[str, Any] | None = None  # what it did to the repository (its result's ``git``)
 
 
 def operations(repo: Repo, session: str | None = None) -> list[Operation]:
@@ -384,6 +411,7 @@ def operations(repo: Repo, session: str | None = None) -> list[Operation]:
                 op.undone_by,
                 op.redoes,
                 op.redone_by,
+                result.get("git"),
             )
         )
     return listed
