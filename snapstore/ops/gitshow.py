@@ -152,6 +152,16 @@ def operation_lines(git: dict[str, Any] | None) -> list[tuple[str, str]]:
     elif git.get("index") == "conflict":
         lines.append(("conflict", "the index stays as it is"))
     lines += [("note", note) for note in git.get("notes", ())]
+    keeps = list(git.get("kept", ()))
+    if keeps:
+        op = keeps[0].split("/")[2]
+        lines.append(
+            (
+                "note",
+                f"what the refs pointed at is kept under refs/snapstore/{op}/ (`git log "
+                f"{keeps[0]}`); `snapstore undo {op}` moves them back",
+            )
+        )
     return lines
 
 
