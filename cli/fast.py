@@ -61,9 +61,9 @@ COMMAND_VALUES = {
 #: Each command's own flags.
 COMMAND_FLAGS = {
     "scan": ("--no-watcher",),
-    "rewind": ("--dry-run", "--yes", "-y", "--force"),
-    "undo": ("--dry-run",),
-    "redo": ("--dry-run",),
+    "rewind": ("--dry-run", "--yes", "-y", "--force", "--no-git"),
+    "undo": ("--dry-run", "--no-git"),
+    "redo": ("--dry-run", "--no-git"),
 }
 #: Short names, and the long option each stands for.
 SHORT = {"-y": "--yes"}
@@ -337,13 +337,15 @@ def _move(parsed: Parsed) -> None:
 
     opts, values = parsed.options, parsed.values
     on_conflict = cast("Policy", values.get("on_conflict", SKIP))
-    dry_run = "dry_run" in values
+    dry_run, git = "dry_run" in values, "no_git" not in values
     if parsed.command == "rewind":
         mode = cast("Mode", values.get("mode", BOTH))
-        moves.rewind_turn(opts, parsed.paths[0], mode, on_conflict, dry_run, "force" in values)
+        force = "force" in values
+        moves.rewind_turn(opts, parsed.paths[0], mode, on_conflict, dry_run, force, git)
     else:
         verb: Literal["undo", "redo"] = "undo" if parsed.command == "undo" else "redo"
-        moves.undo_or_redo(opts, verb, next(iter(parsed.paths), None), on_conflict, dry_run)
+        ref = next(iter(parsed.paths), None)
+        moves.undo_or_redo(opts, verb, ref, on_conflict, dry_run, git)
 
 
 def _asks(parsed: Parsed) -> bool:

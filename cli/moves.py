@@ -100,8 +100,10 @@ def rewind(
     paths: tuple[str, ...] = (),
     dry_run: bool = False,
     force: bool = False,
+    git: bool = True,
 ) -> RewindResult:
-    """Rewind ``turn`` (a number from `snapstore log`, or an id) of the command's session."""
+    """Rewind ``turn`` (a number from `snapstore log`, or an id) of the command's session;
+    the repository too, unless ``git`` is false (``--no-git``)."""
     session = opts.session_for(store)
     require_turns(store, session, "nothing to rewind")
     return store.rewind(
@@ -113,16 +115,30 @@ def rewind(
         dry_run=dry_run,
         force=force,
         homes=agent_homes(),
+        git=git,
     )
 
 
 def rewind_turn(
-    opts: Options, turn: str, mode: Mode, on_conflict: Policy, dry_run: bool, force: bool
+    opts: Options,
+    turn: str,
+    mode: Mode,
+    on_conflict: Policy,
+    dry_run: bool,
+    force: bool,
+    git: bool = True,
 ) -> None:
     """``snapstore rewind TURN --yes`` (or without a terminal to ask on): rewind and report."""
     with runner.open_for_write(opts) as store:
         result = rewind(
-            opts, store, turn, mode=mode, on_conflict=on_conflict, dry_run=dry_run, force=force
+            opts,
+            store,
+            turn,
+            mode=mode,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            force=force,
+            git=git,
         )
     report(opts, result, "rewound", on_conflict, turn)
 
@@ -133,16 +149,23 @@ def undo_or_redo(
     ref: str | None,
     on_conflict: Policy,
     dry_run: bool,
+    git: bool = True,
 ) -> None:
     """Take back (or do again) the newest operation, of --session if given, or ``ref``: an
-    operation id from `snapstore ops`, or a unique prefix of one."""
+    operation id from `snapstore ops`, or a unique prefix of one (the refs it moved too,
+    unless ``git`` is false)."""
     with runner.open_for_write(opts) as store:
         require_turns(store, opts.session or DEFAULT_SESSION, f"nothing to {verb}")
         if ref is not None:
             ref = store.resolve_operation(ref)
         act = store.undo if verb == "undo" else store.redo
         result = act(
-            ref, opts.session, on_conflict=on_conflict, dry_run=dry_run, homes=agent_homes()
+            ref,
+            opts.session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=agent_homes(),
+            git=git,
         )
     if opts.session is None:  # the store chose: say which (stderr, beside any JSON)
         sys.stderr.write(f"snapstore: {verb}ing {result.target} of session {result.session}\n")

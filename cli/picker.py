@@ -25,6 +25,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from snapstore import Store
 from snapstore.core.errors import AgentRunning, ConversationRefused
 from snapstore.core.records import BOTH, CODE, CONVERSATION, SWITCH, Mode
+from snapstore.ops.gitshow import operation_lines as git_lines
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
 
@@ -159,6 +160,9 @@ def _point_details(point: RewindPoint) -> list[str]:
         lines.append(f"  … and {len(point.files) - 10} more")
     if not point.files:
         lines.append("  (none)")
+    if point.git:
+        lines.append("Git:")
+        lines += [f"  {printable(said, quote=False)}" for said in point.git]
     return lines
 
 
@@ -174,6 +178,7 @@ def _plan_lines(plan: RewindResult) -> list[str]:
         f"  error    {printable(e['path'])}: {printable(e['reason'], quote=False)}"
         for e in plan.errors
     ]
+    lines += [f"  {kind:<8} {printable(text, quote=False)}" for kind, text in git_lines(plan.git)]
     return lines or ["  no files to change"]
 
 
@@ -209,7 +214,7 @@ def choose(
         return _confirm_switch(store, point, force)
     prompt = printable(first_line(point.turn.prompt))
     console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
-    changed_files = any(p.files for p in points[: index + 1])
+    changed_files = any(p.files or p.git for p in points[: index + 1])
     refused = ""
     try:
         plan = store.rewind(

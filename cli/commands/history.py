@@ -37,6 +37,7 @@ def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
             "added": p.added,
             "removed": p.removed,
             "skipped": _skipped_json(p.turn),
+            "git": p.git,
         }
         for p in points
     ]
@@ -74,6 +75,10 @@ def log(all_branches: bool) -> None:
             out = console()
             out.file.write(points_table(points, now, out.width, out.color_system is not None))
             for p in points:
+                if p.git:
+                    out.print(
+                        f"turn {p.turn.id[:8]}, git: {printable('; '.join(p.git), quote=False)}"
+                    )
                 if p.turn.skipped:
                     out.print(
                         f"turn {p.turn.id[:8]}: {len(p.turn.skipped)} file(s) never captured, "
@@ -117,6 +122,8 @@ def show(turn: str) -> None:
         "message_id": t.message_id,
         "changes": [_change_json(f) for f in detail.files],
         "skipped": _skipped_json(t),
+        "git": detail.git,
+        "git_note": t.git_note or None,
     }
 
     def human() -> None:
@@ -134,6 +141,10 @@ def show(turn: str) -> None:
         out.print(stats_text(added, removed, len(detail.files)))
         if detail.files:
             out.print(file_table(detail.files))
+        for said in detail.git:
+            out.print(f"  git  {printable(said, quote=False)}")
+        if t.git_note:
+            out.print(f"  git not recorded: {printable(t.git_note, quote=False)}", style="yellow")
         for item in _skipped_json(t):
             out.print(
                 f"  not captured  {printable(item['path'])}: "

@@ -69,6 +69,9 @@ def _report(
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
 @click.option(
+    "--no-git", "no_git", is_flag=True, help="Leave the repository's HEAD, refs and index alone."
+)
+@click.option(
     "--finish",
     "finish",
     is_flag=True,
@@ -86,6 +89,7 @@ def rewind(
     force: bool,
     resume: bool,
     finish: bool,
+    no_git: bool,
 ) -> None:
     """Take back TURN and everything after it on the current branch.
 
@@ -127,7 +131,7 @@ def rewind(
             if turn is None:
                 return
             if choice == SWITCH:  # a turn taken back earlier: the picker confirmed the switch
-                result = store.switch(turn, on_conflict=on_conflict, force=force)
+                result = store.switch(turn, on_conflict=on_conflict, force=force, git=not no_git)
                 _report(result, "switched", on_conflict)
                 return
             mode = choice
@@ -145,6 +149,7 @@ def rewind(
                 paths=paths,
                 dry_run=True,
                 force=force,
+                git=not no_git,
             )
             results.summary(preview, "rewind", turn=shown)
             click.confirm("Rewind?", abort=True)
@@ -157,6 +162,7 @@ def rewind(
             paths=paths,
             dry_run=dry_run,
             force=force,
+            git=not no_git,
         )
     _report(result, "rewound", on_conflict, shown)
 
@@ -174,8 +180,13 @@ def rewind(
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
+@click.option(
+    "--no-git", "no_git", is_flag=True, help="Leave the repository's HEAD, refs and index alone."
+)
 @common_options
-def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool) -> None:
+def switch(
+    turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool, no_git: bool
+) -> None:
     """Make the workspace what it was right after TURN: back, forward, or on another branch.
 
     TURN is a number from `snapstore log` or the id of any turn, rewound ones included
@@ -188,11 +199,13 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
             session = opts.session_for(store)
         if not (yes or dry_run) and _interactive():
             preview = store.switch(
-                turn, session, on_conflict=on_conflict, dry_run=True, force=force
+                turn, session, on_conflict=on_conflict, dry_run=True, force=force, git=not no_git
             )
             results.summary(preview, "switch")
             click.confirm("Switch?", abort=True)
-        result = store.switch(turn, session, on_conflict=on_conflict, dry_run=dry_run, force=force)
+        result = store.switch(
+            turn, session, on_conflict=on_conflict, dry_run=dry_run, force=force, git=not no_git
+        )
     _report(result, "switched", on_conflict)
 
 
@@ -200,33 +213,35 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
 @click.argument("rewind_id", required=False, shell_complete=complete_operation)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
 @common_options
-def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+def undo(rewind_id: str | None, on_conflict: Policy, dry_run: bool, no_git: bool) -> None:
     """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("undo", rewind_id, on_conflict, dry_run)
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, no_git)
 
 
 @click.command()
 @click.argument("undo_id", required=False, shell_complete=complete_undo)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
 @common_options
-def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool, no_git: bool) -> None:
     """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
 
     With --session, the last undo of that session. The files are merged as for a rewind,
     and `snapstore undo` takes the redo back. Refused once turns came after the undo.
     UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("redo", undo_id, on_conflict, dry_run)
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run, no_git)
 
 
 def _undo_or_redo(
-    verb: Literal["undo", "redo"], ref: str | None, on_conflict: Policy, dry_run: bool
+    verb: Literal["undo", "redo"], ref: str | None, on_conflict: Policy, dry_run: bool, no_git: bool
 ) -> None:
-    moves.undo_or_redo(options(), verb, ref, on_conflict, dry_run)
+    moves.undo_or_redo(options(), verb, ref, on_conflict, dry_run, git=not no_git)

@@ -261,6 +261,7 @@ def result_json(result: RewindResult) -> dict[str, Any]:
         "errors": result.errors,
         "warnings": result.warnings,
         "new_head_id": result.new_head,
+        "git": result.git,
     }
 
 
