@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 from collections.abc import Callable
-from typing import Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Final, Literal, NamedTuple
 
 from ..core import faults
 from . import files
 from .index import same_index
 from .layout import Layout
+
+if TYPE_CHECKING:
+    import subprocess
 
 #: What happened to one planned move.
 Outcome = Literal["moved", "conflict", "error"]
@@ -169,7 +171,7 @@ def _transaction(
     data = ("\n".join(lines) + "\n").encode()
     try:
         done = git(layout, "update-ref", "--create-reflog", "-m", message, "--stdin", data=data)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except OSError as exc:
         return {m.name: (ERROR, f"git update-ref could not run: {exc}") for m in moving}
     if done.returncode != 0:
         said = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -327,7 +329,7 @@ def _log_head(layout: Layout, move: Move, message: str) -> None:
         return
     try:
         ident = git(layout, "var", "GIT_COMMITTER_IDENT").stdout.decode().strip()
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return
     if not ident:
         return
@@ -346,7 +348,7 @@ def missing(layout: Layout, oids: list[str]) -> set[str]:
         done = git(
             layout, "cat-file", "--batch-check", data="".join(f"{o}\n" for o in oids).encode()
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return set(oids)
     return {
         line.split()[0].decode() for line in done.stdout.splitlines() if line.endswith(b" missing")
