@@ -107,7 +107,7 @@ def _layout(root: str, git_dir: str, given: bool) -> Layout | None:
     if common is not None:
         common_dir = os.path.realpath(os.path.join(git_dir, os.fsdecode(common.strip())))
     if not os.path.isfile(head) or not os.path.isdir(os.path.join(common_dir, "refs")):
-        raise GitRefused(f"{git_dir} is not a git repository (no HEAD or refs)", path=git_dir)
+        return None  # no repository (git would not take it for one either)
     config = parse_config(read_small(os.path.join(common_dir, "config")) or b"")
     if config.get("extensions.worktreeconfig", "").lower() in ("true", "yes", "on", "1"):
         config.update(parse_config(read_small(os.path.join(git_dir, "config.worktree")) or b""))

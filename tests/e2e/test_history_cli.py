@@ -169,6 +169,7 @@ def test_ops_lists_rewinds_switches_and_undos_newest_first(cli, root: Path) -> N
         "undone_by",
         "redoes",
         "redone_by",
+        "git",
     }
     human = cli("ops")
     assert human.code == 0 and human.stderr == ""
