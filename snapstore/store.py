@@ -145,7 +145,7 @@ class Store:
         keep_out_of_git(self.store_dir)
         if self.ws.store_rel is None:
             return False
-        return exclude_from_git(self.root, f"{self.ws.store_rel}/")
+        return exclude_from_git(self.root, f"{self.ws.store_rel}/", self.git_dir)
 
     # -- capture (snapstore.ops.capture) ---------------------------------------------
 

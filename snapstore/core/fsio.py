@@ -740,15 +740,16 @@ def _unlink_quietly(name: str, dir_fd: int) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
-def exclude_from_git(root: str, rel: str) -> bool:
+def exclude_from_git(root: str, rel: str, git_dir: str | None = None) -> bool:
     """Add ``/REL`` to the repository's ``info/exclude`` (the store, a personal settings
     file: kept out of commits), where git reads it for this work tree: ``.git/info`` of a
-    plain repository, the common folder's of a linked worktree, a submodule's own; False
-    when ``root`` is no repository git would use, or the line is there."""
+    plain repository, the common folder's of a linked worktree, a submodule's own, or
+    ``git_dir``'s (``GIT_DIR``); False when ``root`` is no repository git would use, or
+    the line is there."""
     from ..git.layout import exclude, find  # only init and hook install write it
 
     try:
-        layout = find(root)
+        layout = find(root, git_dir)
     except GitRefused:
         return False
     return layout is not None and exclude(layout, "/" + rel.replace(os.sep, "/"))

@@ -64,14 +64,20 @@ def keep_name(op_id: str, name: str) -> str:
 def git(
     layout: Layout, *args: str, data: bytes | None = None
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run git on this repository, whatever the current folder and ``GIT_DIR`` say."""
-    return subprocess.run(
-        ["git", f"--git-dir={layout.git_dir}", f"--work-tree={layout.work_tree}", *args],
-        input=data,
-        capture_output=True,
-        timeout=GIT_TIMEOUT,
-        check=False,
-    )
+    """Run git on this repository, whatever the current folder and ``GIT_DIR`` say. Git
+    that cannot start, or runs past :data:`GIT_TIMEOUT`, is an ``OSError``."""
+    import subprocess  # only what moves or describes the repository starts git
+
+    try:
+        return subprocess.run(
+            ["git", f"--git-dir={layout.git_dir}", f"--work-tree={layout.work_tree}", *args],
+            input=data,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise OSError(f"git {args[0]} ran over {GIT_TIMEOUT:.0f} s") from None
 
 
 def current(layout: Layout, names: list[str]) -> dict[str, str | None]:

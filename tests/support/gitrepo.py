@@ -33,20 +33,30 @@ def env() -> dict[str, str]:
     return {**found, **GIT_ENV}
 
 
-def git(root: Path, *args: str, check: bool = True) -> str:
-    """Run git in ``root``; its stdout, stripped."""
+def git(root: Path, *args: str, check: bool = True, extra: dict[str, str] | None = None) -> str:
+    """Run git in ``root`` (``extra``: more environment, ``GIT_DIR``); its stdout, stripped."""
     done = subprocess.run(
-        ["git", *args], cwd=root, env=env(), capture_output=True, text=True, check=False
+        ["git", *args],
+        cwd=root,
+        env={**env(), **(extra or {})},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if check and done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {done.stderr}")
     return done.stdout.strip()
 
 
-def sh(root: Path, script: str) -> None:
+def sh(root: Path, script: str, extra: dict[str, str] | None = None) -> None:
     """A shell script in ``root``, as an agent's shell tool runs it (git's identity fixed)."""
     done = subprocess.run(
-        ["sh", "-ec", script], cwd=root, env=env(), capture_output=True, text=True, check=False
+        ["sh", "-ec", script],
+        cwd=root,
+        env={**env(), **(extra or {})},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise AssertionError(f"{script!r} failed: {done.stdout}{done.stderr}")
@@ -71,15 +81,15 @@ def init(root: Path) -> None:
     git(root, "checkout", "-q", "main")
 
 
-def state(root: Path) -> dict[str, object]:
+def state(root: Path, extra: dict[str, str] | None = None) -> dict[str, object]:
     """The repository and its files as git and the disk say (snapstore's keeps aside)."""
-    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)", extra=extra)
     return {
-        "status": git(root, "status", "--porcelain", "--untracked-files=all"),
-        "head": git(root, "rev-parse", "-q", "--verify", "HEAD", check=False),
-        "branch": git(root, "symbolic-ref", "-q", "HEAD", check=False),
-        "stash": git(root, "stash", "list", "--format=%H %gs"),
-        "index": git(root, "ls-files", "--stage"),
+        "status": git(root, "status", "--porcelain", "--untracked-files=all", extra=extra),
+        "head": git(root, "rev-parse", "-q", "--verify", "HEAD", check=False, extra=extra),
+        "branch": git(root, "symbolic-ref", "-q", "HEAD", check=False, extra=extra),
+        "stash": git(root, "stash", "list", "--format=%H %gs", extra=extra),
+        "index": git(root, "ls-files", "--stage", extra=extra),
         "refs": [r for r in refs.splitlines() if not r.startswith("refs/snapstore/")],
         "files": {k: v for k, v in snapshot(root).items() if not k.startswith(".git/")},
     }
