@@ -186,6 +186,11 @@ def read_refs(layout: Layout) -> tuple[dict[str, str], dict[str, str]]:
     return refs, folders
 
 
+def packed_names(layout: Layout) -> set[str]:
+    """The refs ``packed-refs`` holds (a loose one of the same name may stand over one)."""
+    return set(_packed(layout))
+
+
 def _packed(layout: Layout) -> dict[str, str]:
     """The refs of ``packed-refs`` but the unrecorded ones (peeled lines skipped)."""
     path = os.path.join(layout.common_dir, "packed-refs")

@@ -120,17 +120,36 @@ def apply(
             todo.append(move)
         else:
             outcomes[move.name] = (CONFLICT, "it changed while the rewind ran; left alone")
-    outcomes.update(_transaction(layout, todo, now, op_id, message))
+    stash = [m for m in todo if m.name in (files.STASH, files.STASH_LOG)]
+    own = bool(stash) and files.STASH not in files.packed_names(layout)
+    moving = [m for m in todo if not (own and m.name == files.STASH)]
+    head = next((m for m in todo if m.name == files.HEAD and not _detached(m)), None)
+    # A branch HEAD is to name is made before HEAD moves, and one it named is deleted
+    # after: HEAD never names a branch that is not there.
+    later = [m for m in moving if m.after is None] if head is not None else []
+    first = [m for m in moving if m not in later]
+    outcomes.update(_transaction(layout, todo, first, now, op_id, message))
     faults.point("git.refs_moved")
-    for move in todo:
-        if move.name == files.HEAD and not _detached(move):
-            outcomes[move.name] = _write(layout, move, f"{move.after}\n".encode(), moves, content)
-            if outcomes[move.name][0] == MOVED:
-                _log_head(layout, move, message)
-            faults.point("git.head_moved")
+    failed = next(
+        (outcomes[m.name][1] for m in first if outcomes.get(m.name, ("",))[0] == ERROR), ""
+    )
+    if failed:  # HEAD, the branches it leaves and the index stay with the refs
+        stays = [m for m in todo if m.name in (files.HEAD, files.INDEX) or m in later]
+        outcomes.update({m.name: (ERROR, failed) for m in stays})
+        head, later, todo = None, [], [m for m in todo if m not in stays]
+    if head is not None:
+        outcomes[head.name] = _write(layout, head, f"{head.after}\n".encode(), moves, content)
+        if outcomes[head.name][0] == MOVED:
+            _log_head(layout, head, message)
+        faults.point("git.head_moved")
+    if later:
+        outcomes.update(_transaction(layout, [], later, now, op_id, message))
+        faults.point("git.refs_deleted")
+    if own:
+        outcomes.update(_move_stash(layout, stash, content))
     for name in (files.INDEX, files.STASH_LOG):
         found = next((m for m in todo if m.name == name), None)
-        if found is None:
+        if found is None or name in outcomes:
             continue
         move = found
         if name == files.STASH_LOG and outcomes.get(files.STASH, (MOVED, ""))[0] != MOVED:
@@ -152,17 +171,23 @@ def _oid(value: str | None, layout: Layout) -> str:
 
 
 def _transaction(
-    layout: Layout, todo: list[Move], now: dict[str, str | None], op_id: str, message: str
+    layout: Layout,
+    todo: list[Move],
+    moving: list[Move],
+    now: dict[str, str | None],
+    op_id: str,
+    message: str,
 ) -> dict[str, tuple[Outcome, str]]:
     """In one ``git update-ref`` transaction: keep what every move of ``todo`` that points
-    at a commit points at now, then move the refs (and a HEAD that goes detached)."""
+    at a commit points at now, then move the refs of ``moving`` (and a HEAD that goes
+    detached)."""
     lines = []
     for move in todo:  # what each pointed at is kept before anything moves
         here = now[move.name]
         points = move.name == files.HEAD or move.name.startswith("refs/")
         if points and here is not None and not here.startswith("ref: "):
             lines.append(f"update {keep_name(op_id, move.name)} {here}")
-    moving = [m for m in todo if m.name.startswith("refs/") or _detached(m)]
+    moving = [m for m in moving if m.name.startswith("refs/") or _detached(m)]
     for move in moving:
         old = move.before
         if move.name == files.HEAD:
@@ -266,26 +291,35 @@ def _path(layout: Layout, name: str) -> str:
     )
 
 
+def _temps(layout: Layout) -> list[str]:
+    """The folders where temporary files are written (never among the refs, where git
+    would take one for a ref): beside HEAD and the index, the stash's reflog, and the
+    common folder (for the stash's lock)."""
+    return [layout.git_dir, layout.common_dir, os.path.join(layout.common_dir, "logs", "refs")]
+
+
+def _temp(folder: str, name: str) -> str:
+    return os.path.join(folder, f"{name}.snapstore-{os.getpid()}.tmp")
+
+
 def _remove_temps(layout: Layout) -> None:
-    """Remove the temporary files a run cut short left beside HEAD, the index and the
-    stash's reflog (``PATH.snapstore-PID.tmp``)."""
-    for name in (files.HEAD, files.INDEX, files.STASH_LOG):
-        folder, base = os.path.split(_path(layout, name))
+    """Remove the temporary files a run cut short left (``NAME.snapstore-PID.tmp``)."""
+    for folder in _temps(layout):
         try:
             entries = os.listdir(folder)
         except OSError:
             continue
         for entry in entries:
-            if entry.startswith(base + ".snapstore-") and entry.endswith(".tmp"):
+            if ".snapstore-" in entry and entry.endswith(".tmp"):
                 with contextlib.suppress(OSError):
                     os.unlink(os.path.join(folder, entry))
 
 
-def _commit_lock(
-    path: str, data: bytes, check: Callable[[], tuple[Outcome, str] | None]
-) -> tuple[Outcome, str]:
-    lock = path + ".lock"
-    tmp = f"{path}.snapstore-{os.getpid()}.tmp"
+def _take(lock: str, data: bytes, tmp: str) -> str | None:
+    """Take git's lock file ``lock``, holding ``data`` from the start (a hard link of the
+    temporary file ``tmp``, written first); why not, when another git command holds it. A
+    lock that holds exactly ``data`` was left by a run of this operation cut short: it is
+    taken over."""
     with open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()
@@ -294,13 +328,22 @@ def _commit_lock(
         try:
             os.link(tmp, lock)
         except FileExistsError:
-            if _holds(lock, data):  # ours, from a run cut short
-                os.unlink(lock)
-                os.link(tmp, lock)
-            else:
-                return ERROR, f"{lock} exists: another git command is running; left alone"
+            if not _holds(lock, data):
+                return f"{lock} exists: another git command is running; left alone"
+            os.unlink(lock)
+            os.link(tmp, lock)
     finally:
         os.unlink(tmp)
+    return None
+
+
+def _commit_lock(
+    path: str, data: bytes, check: Callable[[], tuple[Outcome, str] | None]
+) -> tuple[Outcome, str]:
+    lock = path + ".lock"
+    held = _take(lock, data, _temp(os.path.dirname(path), os.path.basename(path)))
+    if held is not None:
+        return ERROR, held
     done = check()  # checked again while git's lock keeps git out
     if done is not None:
         os.unlink(lock)
@@ -309,6 +352,57 @@ def _commit_lock(
     os.rename(lock, path)
     _fsync_dir(os.path.dirname(path))
     return MOVED, ""
+
+
+def _move_stash(
+    layout: Layout, stash: list[Move], content: Callable[[str], bytes]
+) -> dict[str, tuple[Outcome, str]]:
+    """Move the stash (``refs/stash``, a loose ref or none) and its list (its reflog) as git
+    does, under ``refs/stash.lock``, which every git command that writes either holds: the
+    list first, then the ref, so that a run cut short leaves each as it was or as planned,
+    and never a line more in the list (``git update-ref`` would append one)."""
+    ref = next((m for m in stash if m.name == files.STASH), None)
+    log = next((m for m in stash if m.name == files.STASH_LOG), None)
+    ref_path = os.path.join(layout.common_dir, "refs", "stash")
+    names = [m.name for m in stash]
+    target = b"" if ref is None or ref.after is None else f"{ref.after}\n".encode()
+    lock = ref_path + ".lock"
+    held = _take(lock, target or b"snapstore: the stash goes\n", _temp(layout.common_dir, "stash"))
+    if held is not None:
+        return dict.fromkeys(names, (ERROR, held))
+    try:
+        now = current(layout, names)
+        if any(now[m.name] not in (m.before, m.after) for m in stash):
+            return dict.fromkeys(names, (CONFLICT, "it changed while the rewind ran; left alone"))
+        if log is not None and now[log.name] != log.after:
+            path = files.file_path(layout, log.name)
+            if log.after is None:
+                os.unlink(path)
+            else:
+                _replace(path, content(log.after))
+            faults.point("git.stash_list_written")
+        if ref is not None and now[ref.name] != ref.after:
+            if ref.after is None:
+                os.unlink(ref_path)
+            else:
+                os.rename(lock, ref_path)
+        _fsync_dir(os.path.dirname(ref_path))
+        return dict.fromkeys(names, (MOVED, ""))
+    except OSError as exc:
+        return dict.fromkeys(names, (ERROR, f"cannot move the stash: {exc.strerror or exc}"))
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(lock)
+
+
+def _replace(path: str, data: bytes) -> None:
+    """Write ``path`` whole by a rename (a run cut short leaves the old bytes, or the new)."""
+    tmp = _temp(os.path.dirname(path), os.path.basename(path))
+    with open(tmp, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, path)
 
 
 def _holds(path: str, data: bytes) -> bool:
