@@ -5,16 +5,21 @@ starts none). Each move is checked against what the plan found, and done the way
 git does it, so that a git command running at the same time either waits or fails,
 never interleaves:
 
-1. the refs, and snapstore's keeps of what they pointed at
+1. the refs, and snapstore's keeps of what they (and HEAD) pointed at
    (``refs/snapstore/<operation>/<name>``), in **one** ``git update-ref --stdin``
    transaction: git locks every ref, checks every old value, and moves all or
-   none. Its reflog message names the operation. A HEAD that goes to a detached
-   commit moves in it too (``option no-deref``);
-2. a HEAD that goes back to a branch: ``HEAD.lock`` is taken (git's own lock), HEAD
-   is checked, written and renamed into place, and the move logged in ``logs/HEAD``;
-3. the index, by ``index.lock`` the same way;
-4. the stash's reflog (the stash list), by ``logs/refs/stash.lock``, after the
-   transaction appended its own line for ``refs/stash``.
+   none. Its reflog message names the operation;
+2. HEAD: ``HEAD.lock`` is taken (git's own lock), HEAD is checked, written and
+   renamed into place, and the move logged in ``logs/HEAD``, as ``git checkout``
+   does (git 2.39's ``update-ref --stdin`` has no symbolic-ref commands, and a
+   detached HEAD cannot move in the transaction that deletes the branch it named).
+   When HEAD moves, the branches it leaves are deleted after it, in a second
+   transaction, and the ones it goes to are made before it: HEAD never names a
+   branch that is not there;
+3. the stash and its reflog (the stash list), under ``refs/stash.lock``: the list,
+   then the ref (a packed ``refs/stash`` moves in the transaction, and its list is
+   written after it, the line ``update-ref`` appended to it included);
+4. the index, by ``index.lock`` as HEAD.
 
 Every step can be run again: a move whose target is already there is done, one
 still at what the plan found is made, anything else is a conflict (someone moved it
@@ -123,7 +128,7 @@ def apply(
     stash = [m for m in todo if m.name in (files.STASH, files.STASH_LOG)]
     own = bool(stash) and files.STASH not in files.packed_names(layout)
     moving = [m for m in todo if not (own and m.name == files.STASH)]
-    head = next((m for m in todo if m.name == files.HEAD and not _detached(m)), None)
+    head = next((m for m in todo if m.name == files.HEAD), None)
     # A branch HEAD is to name is made before HEAD moves, and one it named is deleted
     # after: HEAD never names a branch that is not there.
     later = [m for m in moving if m.after is None] if head is not None else []
@@ -138,7 +143,8 @@ def apply(
         outcomes.update({m.name: (ERROR, failed) for m in stays})
         head, later, todo = None, [], [m for m in todo if m not in stays]
     if head is not None:
-        outcomes[head.name] = _write(layout, head, f"{head.after}\n".encode(), moves, content)
+        data = None if head.after is None else f"{head.after}\n".encode()
+        outcomes[head.name] = _write(layout, head, data, moves, content)
         if outcomes[head.name][0] == MOVED:
             _log_head(layout, head, message)
         faults.point("git.head_moved")
@@ -161,11 +167,6 @@ def apply(
     return outcomes
 
 
-def _detached(move: Move) -> bool:
-    """A move of HEAD to a commit (a detached HEAD), or to no HEAD at all."""
-    return move.name == files.HEAD and not (move.after or "").startswith("ref: ")
-
-
 def _oid(value: str | None, layout: Layout) -> str:
     return "0" * layout.oid_size if value is None else value
 
@@ -179,24 +180,16 @@ def _transaction(
     message: str,
 ) -> dict[str, tuple[Outcome, str]]:
     """In one ``git update-ref`` transaction: keep what every move of ``todo`` that points
-    at a commit points at now, then move the refs of ``moving`` (and a HEAD that goes
-    detached)."""
+    at a commit points at now, then move the refs of ``moving``."""
     lines = []
     for move in todo:  # what each pointed at is kept before anything moves
         here = now[move.name]
         points = move.name == files.HEAD or move.name.startswith("refs/")
         if points and here is not None and not here.startswith("ref: "):
             lines.append(f"update {keep_name(op_id, move.name)} {here}")
-    moving = [m for m in moving if m.name.startswith("refs/") or _detached(m)]
+    moving = [m for m in moving if m.name.startswith("refs/")]
     for move in moving:
-        old = move.before
-        if move.name == files.HEAD:
-            lines.append("option no-deref")
-            old = _resolved(layout, move.before)
-            if move.after is None:
-                lines.append(f"delete HEAD {_oid(old, layout)}")
-                continue
-        lines.append(f"update {move.name} {_oid(move.after, layout)} {_oid(old, layout)}")
+        lines.append(f"update {move.name} {_oid(move.after, layout)} {_oid(move.before, layout)}")
     if not lines:
         return {}
     data = ("\n".join(lines) + "\n").encode()

@@ -30,8 +30,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.errors import GitRefused, SnapstoreError
-from ..core.records import Turn
-from ..core.repo import Repo, View
+from ..core.records import GitMove, Turn
+from ..core.repo import Repo, Tx, View
 from ..git import files, moves
 from ..git.index import same_index
 from ..git.layout import Layout, find
@@ -258,6 +258,25 @@ def execute(repo: Repo, git: dict[str, Any], op_id: str, message: str) -> dict[s
                 entry["after"] = entry["before"]
         done.append(entry)
     return {**git, "moves": done}
+
+
+def recorded(tx: Tx, git: dict[str, Any]) -> None:
+    """Make what the operation moved the last values recorded of the repository (as a
+    rewind's writes become ``paths``), so that the next record does not find them moved."""
+    stamp = tx.git_state()
+    if not stamp or not stamp.get("layout") or stamp["layout"][0] != git.get("git_dir"):
+        return
+    for entry in git.get("moves", ()):
+        if entry["status"] == "moved":
+            tx.set_git_value(entry["name"], entry["after"])
+
+
+def as_moves(tx: Tx, turn_id: str, git: dict[str, Any]) -> None:
+    """Record what an undo that stands on the branch (a ``revert`` turn) moved as the moves
+    of that turn, so that rewinding it takes them back as any turn's."""
+    moved = [e for e in git.get("moves", ()) if e["status"] == "moved"]
+    for seq, entry in enumerate(moved, start=tx.next_git_seq(turn_id)):
+        tx.put_git_move(GitMove(turn_id, seq, entry["name"], entry["before"], entry["after"]))
 
 
 def result(git: dict[str, Any] | None, op_id: str | None) -> dict[str, Any] | None:

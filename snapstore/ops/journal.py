@@ -340,6 +340,10 @@ def _finish(
         for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
+        if git is not None:  # what it moved is no news to the next record of the repository
+            gitplan.recorded(tx, git)
+            if op.on_branch:  # a turn of its own: a rewind of it takes its moves back
+                gitplan.as_moves(tx, op_id, git)
         if op.mode != CODE:
             tx.set_head(op.session, op.new_head)
             moves: tuple[tuple[tuple[str, ...], TurnState], ...] = (
