@@ -48,8 +48,9 @@ MAX_REFS = 250_000
 #: A file changed this recently may change again within its timestamp's tick.
 RACY_NS = 2_000_000_000
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
-#: What git's check_refname_format refuses in a component, and anywhere.
-_BAD_REF = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^\.|\.lock(/|$)|[/.]$|^/")
+#: What git's check_refname_format refuses in a component, and anywhere (compiled when a
+#: ref is first checked: a record in which no ref moved never needs it).
+_BAD_REF = r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^\.|\.lock(/|$)|[/.]$|^/"
 
 
 def blob_keys(name: str, *values: str | None) -> list[bytes]:
@@ -66,7 +67,7 @@ def valid_ref(name: str) -> bool:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return name.startswith("refs/") and name != "refs/" and _BAD_REF.search(name) is None
+    return name.startswith("refs/") and name != "refs/" and re.search(_BAD_REF, name) is None
 
 
 def _hex(text: str, size: int) -> bool:

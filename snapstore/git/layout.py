@@ -16,11 +16,11 @@ the git half says why it was not: a ``.git`` that is a symlink, a ``HEAD`` that 
 a repository that keeps its refs in a reftable.
 """
 
-from __future__ import annotations
+# No ``from __future__ import annotations`` and no NamedTuple here: this module is on the
+# hook path (a turn's edges), where either costs milliseconds of start-up (core/records.py).
 
 import os
 import stat
-from typing import NamedTuple
 
 from ..core.errors import GitRefused
 
@@ -30,13 +30,16 @@ SMALL_FILE = 1024 * 1024
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class Layout(NamedTuple):
+class Layout:
     """The folders of one repository, as absolute real paths."""
 
-    git_dir: str  # the worktree's own: HEAD, index, logs/HEAD
-    common_dir: str  # shared by every worktree: refs, packed-refs, config, logs/refs/stash
-    work_tree: str
-    oid_size: int = 40  # hex digits of an object id: 40 (SHA-1) or 64 (SHA-256)
+    __slots__ = ("common_dir", "git_dir", "oid_size", "work_tree")
+
+    def __init__(self, git_dir: str, common_dir: str, work_tree: str, oid_size: int = 40):
+        self.git_dir = git_dir  # the worktree's own: HEAD, index, logs/HEAD
+        self.common_dir = common_dir  # shared: refs, packed-refs, config, logs/refs/stash
+        self.work_tree = work_tree
+        self.oid_size = oid_size  # hex digits of an object id: 40 (SHA-1) or 64 (SHA-256)
 
 
 def read_small(path: str, limit: int = SMALL_FILE) -> bytes | None:

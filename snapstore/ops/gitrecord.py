@@ -18,7 +18,7 @@ its rewind says it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ..core import blobs, faults
 from ..core.errors import GitRefused
@@ -38,21 +38,32 @@ BEGIN: Final = "begin"
 _ATTEMPTS = 4
 
 
-class _Action(NamedTuple):
-    """When a record is taken, and for whom."""
+class _Action:
+    """When a record is taken, and for whom. (Plain classes here, not NamedTuples: making
+    one costs the hook's start-up, core/records.py.)"""
 
-    session: str
-    moment: Moment
-    call: str
+    __slots__ = ("call", "moment", "session")
+
+    def __init__(self, session: str, moment: Moment, call: str):
+        self.session, self.moment, self.call = session, moment, call
 
 
-class _Read(NamedTuple):
+class _Read:
     """What one record read of the repository, outside the lock."""
 
-    state: dict[str, Any]  # the stamp to keep: layout, fingerprints, refused
-    values: dict[str, str | None]  # name -> value now, for what may have moved
-    refs: bool  # whether every ref was read (those absent now are gone)
-    blobs: dict[bytes, tuple[bytes | None, bytes]]  # key -> (encoded value or None, bytes)
+    __slots__ = ("blobs", "refs", "state", "values")
+
+    def __init__(
+        self,
+        state: dict[str, Any],
+        values: dict[str, str | None],
+        refs: bool,
+        blobs: dict[bytes, tuple[bytes | None, bytes]],
+    ):
+        self.state = state  # the stamp to keep: layout, fingerprints, refused
+        self.values = values  # name -> value now, for what may have moved
+        self.refs = refs  # whether every ref was read (those absent now are gone)
+        self.blobs = blobs  # key -> (encoded value or None when stored, bytes)
 
 
 def record(
