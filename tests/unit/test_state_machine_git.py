@@ -90,6 +90,8 @@ class GitWorkspace(RuleBasedStateMachine):
             self.commits.append(new)
             v[branch or "HEAD"] = new
         elif action == "checkout":
+            if not existing:  # every branch deleted while HEAD was detached
+                return
             target = existing[pick % len(existing)]
             sh(self.root, f"git checkout -q {target.removeprefix('refs/heads/')}")
             v["HEAD"] = f"ref: {target}"
