@@ -199,6 +199,9 @@ def rewinds(root: str, rounds: int) -> dict[str, list[float]]:
 
 
 def run(refs: int, rounds: int, base: Path) -> dict[str, Any]:
+    from .hook import compile_bytecode
+
+    compile_bytecode()  # as an installed wheel has them: no hook compiles a module
     root = str(base / "repo")
     repository(root, refs)
     _run([SNAPSTORE, "init"], root, check_stderr=False)

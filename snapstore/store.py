@@ -269,7 +269,7 @@ class Store:
         """
         from .ops.capture import end_turn
 
-        if self.open_turn(session) is None:
+        if scan and self.open_turn(session) is None:
             raise NotFound(f"session {session!r} has no open turn", session=session)
         self._record_git(session, "end", windows=scan)
         if scan:
@@ -284,10 +284,18 @@ class Store:
         alone, and a failure, go to ``warn`` (without it, a failure is raised)."""
         if not self.git:
             return
-        if self.git_dir is None and not os.path.lexists(os.path.join(self.root, ".git")):
-            with self.repo.read() as v:
-                if v.git_state() is None:
-                    return  # no repository now, and none recorded before
+        with self.repo.read() as v:
+            stamp = v.git_state()
+        if stamp is None:
+            if self.git_dir is None and not os.path.lexists(os.path.join(self.root, ".git")):
+                return  # no repository now, and none recorded before
+        elif not stamp.get("refused"):
+            dot = self.git_dir or os.path.join(self.root, ".git")  # the repository it names
+            if stamp.get("paths", {}).get(".git") == dot:
+                from .git.stamp import unchanged  # the quick look: one lstat a file
+
+                if unchanged(stamp):
+                    return
         from .ops.gitrecord import record
 
         try:

@@ -25,8 +25,8 @@ import time
 from collections.abc import Iterable
 
 from ..core.errors import GitRefused
-from ..core.records import FINGERPRINT
 from .layout import Layout, read_small
+from .stamp import fingerprint
 
 #: The names of the state that are not refs (a ref's name starts with ``refs/``).
 HEAD = "HEAD"
@@ -45,8 +45,6 @@ REMOTE = "refs/remotes/"
 MAX_PACKED_REFS = 16 * 1024 * 1024
 #: The most refs a repository may hold for its state to be recorded.
 MAX_REFS = 250_000
-#: A file changed this recently may change again within its timestamp's tick.
-RACY_NS = 2_000_000_000
 _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: What git's check_refname_format refuses in a component, and anywhere (compiled when a
 #: ref is first checked: a record in which no ref moved never needs it).
@@ -93,6 +91,7 @@ def value_of(raw: bytes, layout: Layout, where: str) -> str:
 def _files(layout: Layout) -> dict[str, str]:
     """The files a probe fingerprints, by name."""
     return {
+        ".git": layout.dot,  # a .git file pointed elsewhere, a folder replaced
         "HEAD": os.path.join(layout.git_dir, "HEAD"),
         "index": os.path.join(layout.git_dir, "index"),
         "packed-refs": os.path.join(layout.common_dir, "packed-refs"),
@@ -101,25 +100,18 @@ def _files(layout: Layout) -> dict[str, str]:
     }
 
 
-def fingerprint(path: str, now_ns: int) -> str:
-    """A file's or folder's stat fingerprint in hex ("" when absent); one taken racily
-    (within :data:`RACY_NS` of its last change) ends with ``~``, and never matches."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return ""
-    found = FINGERPRINT.pack(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_mode)
-    racy = now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
-    return found.hex() + ("~" if racy else "")
-
-
 def probe(layout: Layout, folders: Iterable[str]) -> dict[str, str]:
     """The fingerprints a record compares: the files of :func:`_files` and the folders of
     loose refs (relative to the common folder) known from the last read."""
     now = time.time_ns()
-    found = {name: fingerprint(path, now) for name, path in _files(layout).items()}
-    for folder in folders:
-        found[folder] = fingerprint(os.path.join(layout.common_dir, folder), now)
+    return {name: fingerprint(path, now) for name, path in paths(layout, folders).items()}
+
+
+def paths(layout: Layout, folders: Iterable[str]) -> dict[str, str]:
+    """Where each fingerprinted file and folder is (the next record's quick look compares
+    them without finding the repository again: ``unchanged``)."""
+    found = _files(layout)
+    found.update((folder, os.path.join(layout.common_dir, folder)) for folder in folders)
     return found
 
 

@@ -33,13 +33,16 @@ _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 class Layout:
     """The folders of one repository, as absolute real paths."""
 
-    __slots__ = ("common_dir", "git_dir", "oid_size", "work_tree")
+    __slots__ = ("common_dir", "dot", "git_dir", "oid_size", "work_tree")
 
-    def __init__(self, git_dir: str, common_dir: str, work_tree: str, oid_size: int = 40):
+    def __init__(
+        self, git_dir: str, common_dir: str, work_tree: str, oid_size: int = 40, dot: str = ""
+    ):
         self.git_dir = git_dir  # the worktree's own: HEAD, index, logs/HEAD
         self.common_dir = common_dir  # shared: refs, packed-refs, config, logs/refs/stash
         self.work_tree = work_tree
         self.oid_size = oid_size  # hex digits of an object id: 40 (SHA-1) or 64 (SHA-256)
+        self.dot = dot or git_dir  # what names the repository: ROOT/.git, or GIT_DIR
 
 
 def read_small(path: str, limit: int = SMALL_FILE) -> bytes | None:
@@ -87,7 +90,10 @@ def find(root: str, git_dir: str | None = None) -> Layout | None:
             raise GitRefused(f"{dot} is neither a folder nor a file", path=dot)
     else:
         found = os.path.realpath(os.path.join(root, git_dir))
-    return _layout(root, found, git_dir is not None)
+    layout = _layout(root, found, git_dir is not None)
+    if layout is not None and git_dir is None:
+        layout.dot = os.path.join(root, ".git")
+    return layout
 
 
 def _gitfile(dot: str, root: str) -> str:

@@ -133,7 +133,8 @@ def _read(
                     base = bytes.fromhex(old) if old else None
                     value = None if len(data) > blobs.BIG else v.encode(data, base)[1]
                     contents[key] = (value, data)
-    state = {"layout": here, "fp": now, "refused": ""}
+    where = files.paths(layout, [name for name in now if name.startswith("refs")])
+    state = {"layout": here, "fp": now, "paths": where, "refused": ""}
     return _Read(state, values, refs, contents)
 
 

@@ -43,11 +43,13 @@ HOOK_MODULES = {
     "snapstore_cli.settings",
 }
 #: What a turn's edges load in a git repository, to see what git did (snapstore.ops.gitrecord):
-#: its files are read, no process runs.
+#: its files are read, no process runs; when nothing moved, only the quick look
+#: (snapstore.git.stamp) loads.
 GIT_MODULES = {
     "snapstore.git",
     "snapstore.git.files",
     "snapstore.git.layout",
+    "snapstore.git.stamp",
     "snapstore.ops.gitrecord",
 }
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
