@@ -5,11 +5,12 @@ at a turn's edges and around each shell call (snapstore.ops.gitrecord), so the h
 path pays for it. On a repository with 10,000 refs (tags and branches, packed as git
 gc leaves them, and 200 loose branches beside them), in scan mode:
 
-- **the hooks of a turn in which git did nothing**: a turn's begin and end, and one
-  shell call's two hooks, as processes, in the repository and in the same workspace
-  without its ``.git`` (the path the hooks took before git was recorded: no repository,
-  nothing of git's loaded), interleaved; and the bare-import floor (``python -c "import
-  lmdb, blake3, zstandard"``), which a hook process must stay within 1.5x of;
+- **the hooks of a turn in which git did nothing**: a turn's begin and end, one shell
+  call's two hooks and a file tool's pre-write hook, as processes, in the repository and
+  in the same workspace without its ``.git`` (the path the hooks took before git was
+  recorded: no repository, nothing of git's loaded), interleaved, in wall time and in
+  callgrind instructions (noise-free on a shared machine); and the bare-import floor
+  (``python -c "import lmdb, blake3, zstandard"``);
 - **the git record alone, in process**, with nothing moved (a read of the store's stamp
   and a dozen ``lstat``), and after a commit (every ref read again);
 - **a rewind of a turn that committed on a new branch**, as a process (``snapstore rewind
@@ -137,6 +138,9 @@ def instructions(root: str, bare: str, runs: int = 3) -> dict[str, Any] | None:
             count(f"begin_{name}", hook, where, _event(where, "UserPromptSubmit", prompt=f"i{n}"))
             count(f"shell_pre_{name}", hook, where, _bash(where, "PreToolUse", f"i{n}"))
             count(f"shell_post_{name}", hook, where, _bash(where, "PostToolUse", f"i{n}"))
+            write = {"file_path": os.path.join(where, f"w{n}.txt"), "content": "x"}
+            tool = {"tool_name": "Write", "tool_input": write, "tool_use_id": f"w{n}"}
+            count(f"file_pre_{name}", hook, where, _event(where, "PreToolUse", **tool))
             count(f"end_{name}", hook, where, _event(where, "Stop"))
         count("floor", FLOOR, root)
     found: dict[str, Any] = {k: statistics.median(v) for k, v in counts.items()}
@@ -241,7 +245,13 @@ def run(refs: int, rounds: int, base: Path) -> dict[str, Any]:
     found["rewind_s"] = median(rewound["snapstore"])
     found["undo_s"] = median(rewound["undo"])
     found["git_by_hand_s"] = median(rewound["git"])
-    found["raw"] = {"git": git_idle, "no_git": no_git, "floor": floor, **process, **rewound}
+    found["raw"] = {
+        "idle_git": git_idle,
+        "idle_no_git": no_git,
+        "floor": floor,
+        **{f"record_{k}": v for k, v in process.items()},
+        **{f"rewind_{k}": v for k, v in rewound.items()},
+    }
     return found
 
 
@@ -273,7 +283,7 @@ def report(r: dict[str, Any]) -> None:
     )
     counted = r.get("instructions")
     if counted:
-        for kind in ("begin", "shell_pre", "shell_post", "end"):
+        for kind in ("begin", "shell_pre", "shell_post", "file_pre", "end"):
             git, bare = counted[f"{kind}_git"], counted[f"{kind}_no_git"]
             print(
                 f"{'':>12}instructions, {kind}: {git / 1e6:.1f} M in the repository, "

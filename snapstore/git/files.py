@@ -49,6 +49,7 @@ _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: What git's check_refname_format refuses in a component, and anywhere (compiled when a
 #: ref is first checked: a record in which no ref moved never needs it).
 _BAD_REF = r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^\.|\.lock(/|$)|[/.]$|^/"
+_bad_ref: re.Pattern[str] | None = None
 
 
 def blob_keys(name: str, *values: str | None) -> list[bytes]:
@@ -65,11 +66,15 @@ def valid_ref(name: str) -> bool:
         name.encode("utf-8")
     except UnicodeEncodeError:
         return False
-    return name.startswith("refs/") and name != "refs/" and re.search(_BAD_REF, name) is None
+    global _bad_ref
+    if _bad_ref is None:
+        _bad_ref = re.compile(_BAD_REF)
+    return name.startswith("refs/") and name != "refs/" and _bad_ref.search(name) is None
 
 
 def _hex(text: str, size: int) -> bool:
-    return len(text) == size and all(c in "0123456789abcdef" for c in text)
+    """Whether ``text`` is a commit id: ``size`` lowercase hex digits."""
+    return len(text) == size and not text.strip("0123456789abcdef")
 
 
 def value_of(raw: bytes, layout: Layout, where: str) -> str:
@@ -179,9 +184,17 @@ def read_refs(layout: Layout) -> tuple[dict[str, str], dict[str, str]]:
     return refs, folders
 
 
-def packed_names(layout: Layout) -> set[str]:
-    """The refs ``packed-refs`` holds (a loose one of the same name may stand over one)."""
-    return set(_packed(layout))
+def packed(layout: Layout, name: str) -> bool:
+    """Whether ``packed-refs`` holds ``name`` (a loose ref of that name may stand over it)."""
+    path = os.path.join(layout.common_dir, "packed-refs")
+    raw = read_small(path, MAX_PACKED_REFS) or b""
+    return f" {name}\n".encode() in raw or raw.endswith(f" {name}".encode())
+
+
+def read_loose(layout: Layout, name: str) -> str | None:
+    """A loose ref's value (None: there is no loose ref of that name)."""
+    raw = read_small(os.path.join(layout.common_dir, name), 4096)
+    return None if raw is None else value_of(raw, layout, name)
 
 
 def _packed(layout: Layout) -> dict[str, str]:

@@ -85,13 +85,17 @@ def git(
         raise OSError(f"git {args[0]} ran over {GIT_TIMEOUT:.0f} s") from None
 
 
-def current(layout: Layout, names: list[str]) -> dict[str, str | None]:
+def current(
+    layout: Layout, names: list[str], refs: dict[str, str] | None = None
+) -> dict[str, str | None]:
     """What each of ``names`` holds now (the index and the stash's reflog: their bytes'
-    digests, by ``digest``)."""
+    digests, by ``digest``); ``refs``: every ref, read already."""
     from ..core.blobs import digest
 
     found: dict[str, str | None] = {}
-    refs = files.read_refs(layout)[0] if any(n.startswith("refs/") for n in names) else {}
+    if refs is None:
+        wanted = any(n.startswith("refs/") for n in names)
+        refs = files.read_refs(layout)[0] if wanted else {}
     for name in names:
         if name == files.HEAD:
             found[name] = files.read_head(layout)
@@ -115,7 +119,9 @@ def apply(
     the stash's reflog to write)."""
     outcomes: dict[str, tuple[Outcome, str]] = {}
     _remove_temps(layout)
-    now = current(layout, [m.name for m in moves])
+    listed = files.read_refs(layout)[0]  # once: a repository may hold many
+    now = current(layout, [m.name for m in moves], listed)
+    refs: dict[str, str | None] = dict(listed)
     todo: list[Move] = []
     for move in moves:
         here = now[move.name]
@@ -126,7 +132,7 @@ def apply(
         else:
             outcomes[move.name] = (CONFLICT, "it changed while the rewind ran; left alone")
     stash = [m for m in todo if m.name in (files.STASH, files.STASH_LOG)]
-    own = bool(stash) and files.STASH not in files.packed_names(layout)
+    own = bool(stash) and not files.packed(layout, files.STASH)
     moving = [m for m in todo if not (own and m.name == files.STASH)]
     head = next((m for m in todo if m.name == files.HEAD), None)
     # A branch HEAD is to name is made before HEAD moves, and one it named is deleted
@@ -146,7 +152,10 @@ def apply(
         data = None if head.after is None else f"{head.after}\n".encode()
         outcomes[head.name] = _write(layout, head, data, moves, content)
         if outcomes[head.name][0] == MOVED:
-            _log_head(layout, head, message)
+            for move in first:  # the refs as HEAD found them when it moved
+                if outcomes.get(move.name, ("",))[0] == MOVED:
+                    refs[move.name] = move.after
+            _log_head(layout, head, message, refs)
         faults.point("git.head_moved")
     if later:
         outcomes.update(_transaction(layout, [], later, now, op_id, message))
@@ -204,11 +213,11 @@ def _transaction(
     return {m.name: (MOVED, "") for m in moving}
 
 
-def _resolved(layout: Layout, head: str | None) -> str | None:
-    """The commit a HEAD value names (None: none, an unborn branch)."""
+def _resolved(refs: dict[str, str | None], head: str | None) -> str | None:
+    """The commit a HEAD value names among ``refs`` (None: none, an unborn branch)."""
     if head is None or not head.startswith("ref: "):
         return head
-    return files.read_refs(layout)[0].get(head[len("ref: ") :])
+    return refs.get(head[len("ref: ") :])
 
 
 def _expected(
@@ -364,7 +373,9 @@ def _move_stash(
     if held is not None:
         return dict.fromkeys(names, (ERROR, held))
     try:
-        now = current(layout, names)
+        now = {files.STASH: files.read_loose(layout, files.STASH)}  # not packed: loose or none
+        if log is not None:
+            now.update(current(layout, [log.name], {}))
         if any(now[m.name] not in (m.before, m.after) for m in stash):
             return dict.fromkeys(names, (CONFLICT, "it changed while the rewind ran; left alone"))
         if log is not None and now[log.name] != log.after:
@@ -414,7 +425,7 @@ def _fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def _log_head(layout: Layout, move: Move, message: str) -> None:
+def _log_head(layout: Layout, move: Move, message: str, refs: dict[str, str | None]) -> None:
     """Log a move of HEAD to a branch in ``logs/HEAD``, as git's checkout does (only
     where git keeps that log)."""
     path = os.path.join(layout.git_dir, "logs", "HEAD")
@@ -426,8 +437,8 @@ def _log_head(layout: Layout, move: Move, message: str) -> None:
         return
     if not ident:
         return
-    old = _oid(_resolved(layout, move.before), layout)
-    new = _oid(_resolved(layout, move.after), layout)
+    old = _oid(_resolved(refs, move.before), layout)
+    new = _oid(_resolved(refs, move.after), layout)
     line = f"{old} {new} {ident}\t{message}\n".encode()
     with open(path, "ab") as handle:
         handle.write(line)
