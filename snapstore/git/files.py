@@ -18,6 +18,7 @@ bytes that are no UTF-8, a packed-refs file over :data:`MAX_PACKED_REFS`, a syml
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -189,6 +190,38 @@ def packed(layout: Layout, name: str) -> bool:
     path = os.path.join(layout.common_dir, "packed-refs")
     raw = read_small(path, MAX_PACKED_REFS) or b""
     return f" {name}\n".encode() in raw or raw.endswith(f" {name}".encode())
+
+
+def read_named(layout: Layout, names: Iterable[str]) -> dict[str, str | None]:
+    """The values of some refs, as git resolves them: a loose file each, else packed-refs
+    (read once, its other lines not checked: a rewind asks for names a record checked)."""
+    found: dict[str, str | None] = {}
+    packed: dict[str, str] | None = None
+    packed_path = os.path.join(layout.common_dir, "packed-refs")
+    with contextlib.suppress(FileNotFoundError):  # refused as a record refuses it
+        if os.stat(packed_path).st_size > MAX_PACKED_REFS:
+            raise GitRefused(
+                f"packed-refs is {os.stat(packed_path).st_size} bytes, over the "
+                f"{MAX_PACKED_REFS} bytes snapstore reads",
+                path=packed_path,
+            )
+    for name in names:
+        path = os.path.join(layout.common_dir, name)
+        if os.path.isfile(path) and not os.path.islink(path):
+            found[name] = read_loose(layout, name)
+            continue
+        if packed is None:
+            packed = {}
+            raw = read_small(packed_path, MAX_PACKED_REFS)
+            for line in (raw or b"").split(b"\n"):
+                if line and line[:1] not in (b"#", b"^"):
+                    oid, _, ref = line.partition(b" ")
+                    packed[ref.decode("utf-8", "replace")] = oid.decode("ascii", "replace")
+        value = packed.get(name)
+        if value is not None and not _hex(value, layout.oid_size):
+            raise GitRefused(f"packed-refs holds a malformed line for {name!r}")
+        found[name] = value
+    return found
 
 
 def read_loose(layout: Layout, name: str) -> str | None:

@@ -86,7 +86,7 @@ def git(
 
 
 def current(
-    layout: Layout, names: list[str], refs: dict[str, str] | None = None
+    layout: Layout, names: list[str], refs: dict[str, str | None] | None = None
 ) -> dict[str, str | None]:
     """What each of ``names`` holds now (the index and the stash's reflog: their bytes'
     digests, by ``digest``); ``refs``: every ref, read already."""
@@ -94,8 +94,7 @@ def current(
 
     found: dict[str, str | None] = {}
     if refs is None:
-        wanted = any(n.startswith("refs/") for n in names)
-        refs = files.read_refs(layout)[0] if wanted else {}
+        refs = files.read_named(layout, [n for n in names if n.startswith("refs/")])
     for name in names:
         if name == files.HEAD:
             found[name] = files.read_head(layout)
@@ -119,9 +118,13 @@ def apply(
     the stash's reflog to write)."""
     outcomes: dict[str, tuple[Outcome, str]] = {}
     _remove_temps(layout)
-    listed = files.read_refs(layout)[0]  # once: a repository may hold many
-    now = current(layout, [m.name for m in moves], listed)
-    refs: dict[str, str | None] = dict(listed)
+    heads = [m.before for m in moves if m.name == files.HEAD] + [
+        m.after for m in moves if m.name == files.HEAD
+    ]
+    named = {m.name for m in moves if m.name.startswith("refs/")}
+    named |= {h[len("ref: ") :] for h in heads if h and h.startswith("ref: ")}
+    refs = files.read_named(layout, sorted(named))  # once, and only these
+    now = current(layout, [m.name for m in moves], refs)
     todo: list[Move] = []
     for move in moves:
         here = now[move.name]
