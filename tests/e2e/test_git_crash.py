@@ -26,7 +26,7 @@ from ..support import hermetic_env, snapstore_bin
 from ..support.gitrepo import env, git, init, sh, state
 
 SESSION = "claude-code/c"
-SCRIPT = "git checkout -q -b topic && echo agent >> a.txt && git commit -qm agent a.txt && git stash -q"
+SCRIPT = "git checkout -q -b topic && echo a >> a.txt && git commit -qm agent a.txt && git stash -q"
 #: (fault point, how many times a rewind of this turn passes it)
 POINTS = [
     ("journal.journaled", 1),

@@ -14,7 +14,7 @@ import pytest
 
 from ..support.gitrepo import git, init, sh, state
 
-SCRIPT = "git checkout -q -b topic && echo agent >> a.txt && git commit -qm agent a.txt && git stash -q"
+SCRIPT = "git checkout -q -b topic && echo a >> a.txt && git commit -qm agent a.txt && git stash -q"
 
 
 def _claude(cli, where: Path, event: str, extra: dict[str, str], **fields: object) -> None:
