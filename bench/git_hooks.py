@@ -148,6 +148,49 @@ def instructions(root: str, bare: str, runs: int = 3) -> dict[str, Any] | None:
     return found
 
 
+def rewind_instructions(root: str) -> dict[str, int] | None:
+    """Callgrind instructions of a rewind of a turn that committed on a new branch, every
+    process it starts included (``--trace-children``), with and without its git half, and
+    of ``git checkout`` plus ``git reset --hard`` to the same state. None without valgrind."""
+    import re
+
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    env = {**_env(), "PYTHONHASHSEED": "0"}
+
+    def count(*cmd: str) -> int:
+        wrap = [
+            valgrind,
+            "--tool=callgrind",
+            "--trace-children=yes",
+            "--callgrind-out-file=/dev/null",
+        ]
+        done = subprocess.run([*wrap, *cmd], cwd=root, env=env, capture_output=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)}: {done.stderr[-500:]!r}")
+        return sum(int(n) for n in re.findall(rb"Collected\s*:\s*(\d+)", done.stderr))
+
+    hook = [SNAPSTORE, "hook", "claude-code"]
+    branch, commit = _git(root, "symbolic-ref", "--short", "HEAD"), _git(root, "rev-parse", "HEAD")
+    _run(hook, root, _event(root, "UserPromptSubmit", prompt="counted"))
+    _run(hook, root, _bash(root, "PreToolUse", "counted"))
+    _git(root, "checkout", "-q", "-b", "counted")
+    Path(root, "f0.txt").write_text("counted\n")
+    _git(root, "commit", "-qam", "counted")
+    _run(hook, root, _bash(root, "PostToolUse", "counted"))
+    _run(hook, root, _event(root, "Stop"))
+    session = ("--session", f"claude-code/{SESSION}")
+    found = {"rewind": count(SNAPSTORE, "rewind", "1", "--yes", *session)}
+    found["undo"] = count(SNAPSTORE, "undo")
+    found["rewind_no_git"] = count(SNAPSTORE, "rewind", "1", "--yes", "--no-git", *session)
+    _run([SNAPSTORE, "undo", "--no-git"], root, check_stderr=False)
+    found["git_checkout"] = count("git", "checkout", "-q", branch)
+    found["git_reset_hard"] = count("git", "reset", "-q", "--hard", commit)
+    found["floor"] = count(*FLOOR)
+    return found
+
+
 def in_process(root: str, rounds: int) -> dict[str, list[float]]:
     """The git record alone, with every import warm: nothing moved, and after a commit."""
     from snapstore import Store
@@ -242,6 +285,7 @@ def run(refs: int, rounds: int, base: Path) -> dict[str, Any]:
     found["record_unchanged_s"] = median(process["unchanged"])
     found["record_after_commit_s"] = median(process["after_commit"])
     rewound = rewinds(root, max(5, rounds // 3))
+    found["rewind_instructions"] = rewind_instructions(root)
     found["rewind_s"] = median(rewound["snapstore"])
     found["undo_s"] = median(rewound["undo"])
     found["git_by_hand_s"] = median(rewound["git"])
@@ -291,6 +335,15 @@ def report(r: dict[str, Any]) -> None:
                 f"{counted['floor'] / 1e6:.1f} M: {git / counted['floor']:.2f}x",
                 flush=True,
             )
+    ri = r.get("rewind_instructions")
+    if ri:
+        by_hand = ri["git_checkout"] + ri["git_reset_hard"]
+        print(
+            f"{'':>12}instructions, the rewind {ri['rewind'] / 1e6:.0f} M (without its git half "
+            f"{ri['rewind_no_git'] / 1e6:.0f} M; undo {ri['undo'] / 1e6:.0f} M) vs git checkout "
+            f"+ reset --hard {by_hand / 1e6:.1f} M; the floor {ri['floor'] / 1e6:.0f} M",
+            flush=True,
+        )
     r["ratios"] = {
         "hook_vs_floor": r["edges_git_s"] / 2 / r["floor_s"],
         "edges_git_vs_no_git": r["edges_git_s"] / r["edges_no_git_s"],
