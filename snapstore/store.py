@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME
+from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME, keep_out_of_git
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
 from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Entry, Mode, Policy, Turn
@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from .ops.diffs import FileDiff, RangeDiff
     from .ops.fsck import FsckReport
     from .ops.gc import GcPolicy, GcResult
+    from .ops.gitrecord import Moment as GitMoment
     from .ops.history import Operation, RewindPoint, SessionInfo, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
+    from .ops.rewind import Git as GitScope
     from .ops.scan import ScanResult
     from .ops.session_base import Base
     from .ops.shell import WindowAction
@@ -64,6 +66,9 @@ class Store:
     ``durable=False`` syncs nothing, neither commits nor workspace writes: a crash of the
     machine may then lose or corrupt the store. It exists for tests that create thousands
     of throwaway stores (property tests); never for a store whose history matters.
+    ``git`` records the repository's HEAD, refs and index with the turns, and puts them
+    back with the files (snapstore.ops.gitrecord, snapstore.ops.gitplan); ``git_dir`` is
+    the agent's ``GIT_DIR``, when its environment names one (the library reads none).
     """
 
     def __init__(
@@ -79,6 +84,8 @@ class Store:
         warn: Callable[[str], None] | None = None,
         record_base: bool = False,
         durable: bool = True,
+        git: bool = True,
+        git_dir: str | None = None,
     ):
         self.repo = Repo(
             root,
@@ -92,6 +99,8 @@ class Store:
         self.max_file_size = max_file_size
         self.warn = warn
         self.record_base = record_base
+        self.git = git
+        self.git_dir = git_dir
 
     @classmethod
     def init(cls, root: str | os.PathLike[str] | None, **options: Any) -> Store:
@@ -130,11 +139,13 @@ class Store:
         self.close()
 
     def exclude_from_git(self) -> bool:
-        """Add the store to ``.git/info/exclude`` when the workspace is a git repo; whether a
-        line was added."""
+        """Keep the store out of git: a ``.gitignore`` holding ``*`` in its folder, and its
+        line in the repository's ``info/exclude`` when the workspace is one (the common
+        folder's, for a linked worktree); whether the exclude line was added."""
+        keep_out_of_git(self.store_dir)
         if self.ws.store_rel is None:
             return False
-        return exclude_from_git(self.root, f"{self.ws.store_rel}/")
+        return exclude_from_git(self.root, f"{self.ws.store_rel}/", self.git_dir)
 
     # -- capture (snapstore.ops.capture) ---------------------------------------------
 
@@ -165,9 +176,10 @@ class Store:
         """
         from .ops.capture import begin_turn, refuse_run_active
 
+        if scan and not close_open:
+            refuse_run_active(self.repo, session)  # before anything is recorded
+        self._record_git(session, "begin", windows=scan)
         if scan:
-            if not close_open:
-                refuse_run_active(self.repo, session)  # before the scan records anything
             self._edge_scan(session)
         base = self._base_of_new(session)
         return begin_turn(
@@ -200,6 +212,7 @@ class Store:
         from .ops.capture import open_implicit_turn
         from .ops.shell import OPEN, WindowAction
 
+        self._record_git(session, "shell-begin", call, windows=True)
         open_implicit_turn(self.repo, session)
         self._window_scan(session, WindowAction(OPEN, session, call))
 
@@ -207,6 +220,7 @@ class Store:
         """Scan mode: the agent's shell call has ended; what it changed is recorded."""
         from .ops.shell import CLOSE, WindowAction
 
+        self._record_git(session, "shell-end", call, windows=True)
         self._window_scan(session, WindowAction(CLOSE, session, call))
 
     def open_turn(self, session: str = DEFAULT_SESSION) -> Turn | None:
@@ -255,11 +269,45 @@ class Store:
         """
         from .ops.capture import end_turn
 
+        if scan and self.open_turn(session) is None:
+            raise NotFound(f"session {session!r} has no open turn", session=session)
+        self._record_git(session, "end", windows=scan)
         if scan:
-            if self.open_turn(session) is None:
-                raise NotFound(f"session {session!r} has no open turn", session=session)
             self._edge_scan(session)
         return end_turn(self.repo, session)
+
+    def _record_git(
+        self, session: str, moment: GitMoment, call: str = "", *, windows: bool
+    ) -> None:
+        """Record what moved in the repository (snapstore.ops.gitrecord): the hook path,
+        where a workspace that is no repository loads nothing of git's. Why git was left
+        alone, and a failure, go to ``warn`` (without it, a failure is raised)."""
+        if not self.git:
+            return
+        with self.repo.read() as v:
+            stamp = v.git_state()
+        if stamp is None:
+            if self.git_dir is None and not os.path.lexists(os.path.join(self.root, ".git")):
+                return  # no repository now, and none recorded before
+        elif not stamp.get("refused"):
+            dot = self.git_dir or os.path.join(self.root, ".git")  # the repository it names
+            if stamp.get("paths", {}).get(".git") == dot:
+                from .git.stamp import unchanged  # the quick look: one lstat a file
+
+                if unchanged(stamp):
+                    return
+        from .ops.gitrecord import record
+
+        try:
+            note = record(
+                self.repo, self.git_dir, session, moment, self.max_file_size, call, windows
+            )
+        except (SnapstoreError, OSError) as exc:
+            if self.warn is None:
+                raise
+            note = f"the repository's state was not recorded: {exc}"
+        if note and self.warn is not None:
+            self.warn(f"git: {note}")
 
     def _edge_scan(self, session: str) -> None:
         """The scan at a turn's edge; it closes the session's shell windows still open (an
@@ -358,7 +406,7 @@ class Store:
         """Rewind points, newest first, numbered 1..N on the current branch."""
         from .ops.history import rewind_points
 
-        return rewind_points(self.repo, session, all_branches)
+        return rewind_points(self.repo, session, all_branches, self.git_dir)
 
     def resolve_turn(self, ref: str | int, session: str = DEFAULT_SESSION) -> Turn:
         """A turn from a number shown by ``log`` or an id (or unique id prefix)."""
@@ -371,7 +419,7 @@ class Store:
         """One turn with per-file stats."""
         from .ops.history import show
 
-        return show(self.repo, ref, session)
+        return show(self.repo, ref, session, self.git_dir)
 
     def diff(
         self, ref: str | int, session: str = DEFAULT_SESSION, paths: list[str] | None = None
@@ -492,6 +540,7 @@ class Store:
         force: bool = False,
         homes: Mapping[str, str] | None = None,
         inside: bool = False,
+        git: bool = True,
     ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch.
 
@@ -501,11 +550,14 @@ class Store:
         registry of running sessions is. Without it, the chat stays in the agent
         (``result.conversation["status"]`` is ``unsupported``); when the transcript, or a
         file beside it, cannot be read safely, the chat stays too (``refused``, with the
-        reason as ``note``) and the files still go back.
+        reason as ``note``) and the files still go back. Unless ``mode`` is
+        ``conversation`` (or ``git`` is false), the repository's HEAD, the refs the turns
+        moved and the index go back too (``result.git``).
 
         ``inside``: the agent asks from inside its open turn (``snapstore mcp``): files
         only (``mode`` code), recorded as changes of that turn, so that a rewind of the
-        turn takes them back; refused while another session's shell call runs.
+        turn takes them back; refused while another session's shell call runs. The
+        repository is not moved under the running agent.
         """
         from .ops.rewind import rewind
 
@@ -520,7 +572,15 @@ class Store:
             force=force,
             homes=homes,
             inside=inside,
+            git=self._git(git),
         )
+
+    def _git(self, wanted: bool) -> GitScope:
+        """The repository's half of an operation: moved unless this store or the call says
+        not (``--no-git``)."""
+        from .ops.rewind import NO_GIT, Git
+
+        return Git(True, self.git_dir) if self.git and wanted else NO_GIT
 
     def finish(
         self, session: str = DEFAULT_SESSION, *, on_conflict: Policy = SKIP, dry_run: bool = False
@@ -539,13 +599,21 @@ class Store:
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
         force: bool = False,
+        git: bool = True,
     ) -> RewindResult:
         """Make the workspace what it was right after ``target``: back, forward (redo) or on
-        another branch of its session. A number needs ``session``; an id does not."""
+        another branch of its session. A number needs ``session``; an id does not. The
+        repository goes to the target's state too, unless ``git`` is false."""
         from .ops.rewind import switch
 
         return switch(
-            self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run, force=force
+            self.repo,
+            target,
+            session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            force=force,
+            git=self._git(git),
         )
 
     def undo(
@@ -558,13 +626,15 @@ class Store:
         homes: Mapping[str, str] | None = None,
         mode: Mode = BOTH,
         inside: bool = False,
+        git: bool = True,
     ) -> RewindResult:
         """Take back a rewind or switch: the one given, else the newest of ``session``, else
         the newest in the store. The result names the session it acted on. A conversation
         the rewind changed goes back too (``homes``: as for :meth:`rewind`), unless ``mode``
-        is ``code``: the files only. ``inside``: from inside the session's open turn, the
-        newest rewind made from inside one of its turns (or the one given), recorded as
-        changes of the open turn."""
+        is ``code``: the files only; and so do the refs, HEAD and index it moved, unless
+        ``git`` is false. ``inside``: from inside the session's open turn, the newest rewind
+        made from inside one of its turns (or the one given), recorded as changes of the
+        open turn."""
         from .ops.rewind import undo
 
         return undo(
@@ -576,6 +646,7 @@ class Store:
             homes=homes,
             mode=mode,
             inside=inside,
+            git=self._git(git),
         )
 
     def redo(
@@ -586,6 +657,7 @@ class Store:
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
         homes: Mapping[str, str] | None = None,
+        git: bool = True,
     ) -> RewindResult:
         """Take back an undo (the one given, else the newest of ``session``, else the newest
         in the store) by doing its rewind, switch or finish again, merged with what the files
@@ -593,7 +665,13 @@ class Store:
         from .ops.rewind import redo
 
         return redo(
-            self.repo, undo_id, session, on_conflict=on_conflict, dry_run=dry_run, homes=homes
+            self.repo,
+            undo_id,
+            session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            homes=homes,
+            git=self._git(git),
         )
 
     def unfinished_operations(self) -> list[str]:

@@ -64,9 +64,9 @@ COMMAND_VALUES = {
 #: Each command's own flags.
 COMMAND_FLAGS = {
     "scan": ("--no-watcher",),
-    "rewind": ("--dry-run", "--yes", "-y", "--force"),
-    "undo": ("--dry-run",),
-    "redo": ("--dry-run",),
+    "rewind": ("--dry-run", "--yes", "-y", "--force", "--no-git"),
+    "undo": ("--dry-run", "--no-git"),
+    "redo": ("--dry-run", "--no-git"),
 }
 #: Short names, and the long option each stands for.
 SHORT = {"-y": "--yes"}
@@ -350,6 +350,7 @@ def _move(parsed: Parsed) -> int:
         on_conflict=cast("Policy", values.get("on_conflict", SKIP)),
         dry_run="dry_run" in values,
         force="force" in values,
+        git="no_git" not in values,
     )
     return report(perform(Context.of(opts), move), opts.json)
 

@@ -25,6 +25,7 @@ from prompt_toolkit.layout.controls import FormattedTextControl
 from snapstore import DEFAULT_SESSION, Store
 from snapstore.core.errors import AgentRunning, ConversationRefused
 from snapstore.core.records import BOTH, CODE, CONVERSATION, Mode
+from snapstore.ops.gitshow import operation_lines as git_lines
 from snapstore.ops.history import RewindPoint
 from snapstore.ops.plan import RewindResult
 
@@ -158,6 +159,9 @@ def _point_details(point: RewindPoint) -> list[str]:
         lines.append(f"  … and {len(point.files) - 10} more")
     if not point.files:
         lines.append("  (none)")
+    if point.git:
+        lines.append("Git:")
+        lines += [f"  {printable(said, quote=False)}" for said in point.git]
     return lines
 
 
@@ -173,6 +177,7 @@ def _plan_lines(plan: RewindResult) -> list[str]:
         f"  error    {printable(e['path'])}: {printable(e['reason'], quote=False)}"
         for e in plan.errors
     ]
+    lines += [f"  {kind:<8} {printable(text, quote=False)}" for kind, text in git_lines(plan.git)]
     return lines or ["  no files to change"]
 
 
@@ -204,7 +209,7 @@ def choose(store: Store, ctx: Context, request: Move, interactive: bool) -> Outc
         return _confirm_switch(store, ctx, request, point)
     prompt = printable(first_line(point.turn.prompt))
     console(stderr=True).print(f"turn {point.n}: {prompt}", style="bold")
-    changed_files = any(p.files for p in points[: index + 1])
+    changed_files = any(p.files or p.git for p in points[: index + 1])
     chosen = request._replace(target=point.turn.id, shown=str(point.n), mode=BOTH)
     refused = ""
     try:
@@ -246,6 +251,7 @@ def _confirm_switch(
         request.session,
         on_conflict=request.on_conflict,
         force=request.force,
+        git=request.git,
     )
     plan = run(store, ctx, switch._replace(dry_run=True)).result
     assert plan is not None

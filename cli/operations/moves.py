@@ -91,10 +91,16 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
                 homes=ctx.homes,
                 mode=move.mode,
                 inside=move.inside,
+                git=move.git,
             )
         else:
             result = store.redo(
-                ref, move.session, on_conflict=policy, dry_run=move.dry_run, homes=ctx.homes
+                ref,
+                move.session,
+                on_conflict=policy,
+                dry_run=move.dry_run,
+                homes=ctx.homes,
+                git=move.git,
             )
         chose = move.session is None  # the store's newest: say which
         return result, f"{action}ing {result.target} of session {result.session}" if chose else None
@@ -105,7 +111,12 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
     require_turns(store, session, f"nothing to {action}")
     if action == "switch":
         result = store.switch(
-            target, session, on_conflict=policy, dry_run=move.dry_run, force=move.force
+            target,
+            session,
+            on_conflict=policy,
+            dry_run=move.dry_run,
+            force=move.force,
+            git=move.git,
         )
         return result, note
     result = store.rewind(
@@ -118,6 +129,7 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         force=move.force,
         homes=ctx.homes,
         inside=move.inside,
+        git=move.git,
     )
     return result, note
 

@@ -36,6 +36,7 @@ def points_json(points: list[RewindPoint]) -> list[dict[str, object]]:
             "added": p.added,
             "removed": p.removed,
             "skipped": skipped_json(p.turn),
+            "git": p.git,
             **({"inside": [inside_json(m) for m in p.inside]} if p.inside else {}),
         }
         for p in points

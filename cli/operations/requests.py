@@ -27,7 +27,8 @@ class Move(NamedTuple):
     layer then chooses as ``log`` does (the turn's own session for a turn id). ``paths`` are
     absolute. ``shown`` is the turn as the user saw it (the picker's number), for the lines
     that name it. ``inside``: the agent asks from inside its own open turn of ``session``
-    (``snapstore mcp``): a rewind or an undo of files only, recorded as changes of that turn."""
+    (``snapstore mcp``): a rewind or an undo of files only, recorded as changes of that turn.
+    ``git`` false (``--no-git``) leaves the repository's HEAD, refs and index where they are."""
 
     action: Action
     target: str | None = None
@@ -39,6 +40,7 @@ class Move(NamedTuple):
     force: bool = False
     shown: str | None = None
     inside: bool = False
+    git: bool = True
 
 
 def check(move: Move) -> None:

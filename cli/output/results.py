@@ -119,6 +119,7 @@ def summary(
             ]
             for item in items
         ]
+    lines += git_lines(result.git, prefix)
     changed = len(result.changed)
     if not (changed or result.conflicts or result.errors):
         lines.append([("  no files to change", "")])
@@ -144,6 +145,24 @@ def summary(
     lines += _conversation(result, verb, turn or result.target or "", prompt)
     for segments in lines:
         out.write(paint(segments, styled) + "\n")
+
+
+def git_lines(git: dict | None, prefix: str = "") -> list[list[Segment]]:
+    """What an operation did (or, dry, would do) to the repository: HEAD, each ref (and the
+    ref that keeps where it was), the index; what it left alone and why."""
+    from snapstore.ops.gitshow import operation_lines
+
+    styles = {
+        "git": ("git", "green"),
+        "conflict": ("conflict", "bold yellow"),
+        "note": ("note", "dim"),
+    }
+    found = []
+    for kind, text in operation_lines(git):
+        name, style = styles[kind]
+        said = f"{prefix}{text}" if kind == "git" else text
+        found.append([(f"  {name:<9}", style), (f" {printable(said, quote=False)}", "")])
+    return found
 
 
 def _conversation(

@@ -9,6 +9,8 @@ Environment variables (docs/cli.md):
 - ``SNAPSTORE_LOCK_TIMEOUT``: seconds to wait for a busy store (default 10);
 - ``SNAPSTORE_NOW``: a fixed clock (hermetic tests, reproducible demos);
 - ``SNAPSTORE_STRICT=1``: hooks exit 2 on their own failures instead of 0;
+- ``GIT_DIR``: the repository git uses for the workspace (its state is read and moved with
+  each turn);
 - the agents' own: ``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``, ``GEMINI_CLI_HOME``, ``QWEN_HOME``,
   ``COPILOT_HOME``, ``XDG_DATA_HOME`` (opencode), for where their transcripts and registries
   of running sessions are.
@@ -52,7 +54,7 @@ def agent_homes(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 class Environment:
     """What the process environment says about the store and how to use it."""
 
-    __slots__ = ("lock_timeout", "now", "session", "store_dir")
+    __slots__ = ("git_dir", "lock_timeout", "now", "session", "store_dir")
 
     def __init__(
         self,
@@ -60,11 +62,13 @@ class Environment:
         session: str | None = None,
         lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
         now: float | None = None,
+        git_dir: str | None = None,
     ):
         self.store_dir = store_dir  # SNAPSTORE_DIR, absolute
         self.session = session
         self.lock_timeout = lock_timeout  # seconds to wait for a busy store
         self.now = now  # a fixed clock
+        self.git_dir = git_dir  # GIT_DIR, absolute: the repository git uses here
 
     @classmethod
     def read(cls, environ: Mapping[str, str] | None = None) -> Environment:
@@ -73,12 +77,13 @@ class Environment:
         env = os.environ if environ is None else environ
         timeout, now = env.get("SNAPSTORE_LOCK_TIMEOUT"), env.get("SNAPSTORE_NOW")
         strict_hooks(env)
-        store_dir = env.get("SNAPSTORE_DIR")
+        store_dir, git_dir = env.get("SNAPSTORE_DIR"), env.get("GIT_DIR")
         return cls(
             os.path.abspath(store_dir) if store_dir else None,
             env.get("SNAPSTORE_SESSION") or None,
             lock_timeout(timeout, "SNAPSTORE_LOCK_TIMEOUT") if timeout else DEFAULT_LOCK_TIMEOUT,
             _number(now, "SNAPSTORE_NOW", "a Unix time in seconds") if now else None,
+            os.path.abspath(git_dir) if git_dir else None,
         )
 
     def clock(self) -> Callable[[], float]:
@@ -133,6 +138,7 @@ class Environment:
             max_file_size=config.max_file_size,
             warn=warn,
             record_base=bool(config.remotes),
+            git_dir=self.git_dir,
         )
         return store, config
 

@@ -66,6 +66,17 @@ def store_spool(w: Locked, spool: Spool) -> None:
         raise StoreCorrupt("a merged big file changed in its temp file before it was stored")
 
 
+def store_bytes(w: Locked, data: bytes) -> bytes:
+    """Store bytes over :data:`~snapstore.core.blobs.BIG` held in memory (a repository's
+    index), in chunks as a big file's; their digest."""
+    import io
+
+    big = Big(blobs.digest(data), len(data))
+    if not _stored(w, big.key) and not _store_chunks(w, io.BytesIO(data), big):
+        raise AssertionError("bytes in memory hashed otherwise as they were stored")
+    return big.key
+
+
 def _store_chunks(w: Locked, handle: BinaryIO, big: Big) -> bool:
     """Cut what ``handle`` reads into chunks, store those the store lacks (in batches), and
     last the chunked blob: only if the whole hashes to ``big`` (whether it did)."""

@@ -72,11 +72,15 @@ DATABASES = (
     "index",
     "events",
     "counts",
+    "git",
 )
-#: Databases that schema 1 lacked: the upgrade to 2 creates them.
-ADDED_IN_2 = ("counts",)
+#: Databases a schema added, by the version that added them: a store of an older schema
+#: lacks them, and opening it for the upgrade creates them empty.
+ADDED = {"counts": 2, "git": 5}
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
+#: In the store's folder: ``*``, so that git never adds the store, whatever the layout.
+GITIGNORE = ".gitignore"
 COMPACT_DIR = "db.compact"
 #: Below this much free space, a commit that fails with EIO is taken for a full disk.
 LOW_SPACE = 64 * 1024 * 1024
@@ -388,22 +392,30 @@ class Database:
     def _open_existing(self) -> dict[str, Any]:
         with self.read() as txn:
             present = {bytes(key).decode(errors="replace") for key, _ in txn.cursor()}
-        older = False
+        schema = 0
         if "meta" in present:
             meta = self.env.open_db(b"meta", create=False)
             with self.read() as txn:
-                older = txn.get(b"schema", db=meta) == b"1"
+                raw = txn.get(b"schema", db=meta)
+            schema = int(raw) if raw is not None and bytes(raw).isdigit() else 0
         missing = [
-            name for name in DATABASES if name not in present and not (older and name in ADDED_IN_2)
+            name
+            for name in DATABASES
+            if name not in present and not (name in ADDED and schema < ADDED[name])
         ]
         if missing:
             raise StoreCorrupt(
                 f"{self.store_dir} is not a snapstore store (missing {', '.join(missing)})"
             )
-        # A schema-1 store gets the databases schema 2 added, empty (Repo then upgrades it).
-        return {
-            name: self.env.open_db(name.encode(), create=name not in present) for name in DATABASES
-        }
+        added = [name for name in DATABASES if name not in present]
+        if added and self.read_only is not None:
+            raise StoreReadOnly(
+                f"the store at {self.store_dir} has schema {schema} and needs an upgrade, "
+                f"but it is read-only ({self.read_only})",
+                reason=self.read_only,
+            )
+        # An older store gets the databases later schemas added, empty (Repo then upgrades it).
+        return {name: self.env.open_db(name.encode(), create=name in added) for name in DATABASES}
 
     def _init_meta(self, meta: dict[bytes, bytes]) -> None:
         def put(txn: lmdb.Transaction) -> None:
@@ -640,6 +652,7 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int, durable: boo
     shutil.rmtree(tmp, ignore_errors=True)
     os.mkdir(tmp, DIR_MODE)
     os.mkdir(os.path.join(tmp, DB_DIR), DIR_MODE)
+    keep_out_of_git(tmp)
     env = lmdb.open(
         os.path.join(tmp, DB_DIR),
         subdir=True,
@@ -669,6 +682,20 @@ def _build(store_dir: str, meta: dict[bytes, bytes], map_size: int, durable: boo
     else:
         if durable:
             _fsync(parent)
+
+
+def keep_out_of_git(store_dir: str) -> bool:
+    """Put a ``.gitignore`` holding ``*`` in the store's folder (as virtualenv and pytest's
+    cache do), so that no git layout ever adds the store: a plain repository, a linked
+    worktree, ``GIT_DIR``, a submodule. Whether it was written (False: it was there)."""
+    path = os.path.join(store_dir, GITIGNORE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "w") as handle:
+        handle.write("# snapstore's store: never committed\n*\n")
+    return True
 
 
 def _remove_stale_builds(parent: str, name: str) -> None:

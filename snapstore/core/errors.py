@@ -3,7 +3,7 @@
 The library never prints and never speaks the command line's language: an
 error says what went wrong (``turn 3f2a... of session 'default' is still
 open``) and carries the turn, session, path or operation it is about. The
-command line (``snapstore_cli.failures``) maps each class to its exit code and
+command line (``snapstore_cli.operations.failures``) maps each class to its exit code and
 adds the hint that fits the command that failed (``end it with `snapstore
 end```), as restic's and jj's command layers do.
 
@@ -78,6 +78,15 @@ class NotOnBranch(BadInput):
     turn: str
     session: str
     state: str
+
+
+class GitRefused(SnapstoreError):
+    """The git half of a record or a rewind cannot be done safely (a ``.git`` that is a
+    symlink, a packed-refs file over its limit, a ref name git would not write, an index
+    over the capture limit, a reftable repository): the files are handled as ever, and
+    the result says why git was left alone."""
+
+    code = "git_refused"
 
 
 class RunActive(SnapstoreError):

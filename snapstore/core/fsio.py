@@ -36,7 +36,15 @@ from typing import BinaryIO
 
 from . import blobs, faults
 from .db import STORE_DIRNAME
-from .errors import BadInput, FileChanged, SnapstoreError, StoreFull, TooLarge, UnsafePath
+from .errors import (
+    BadInput,
+    FileChanged,
+    GitRefused,
+    SnapstoreError,
+    StoreFull,
+    TooLarge,
+    UnsafePath,
+)
 from .folders import DIR_FLAGS, Folders
 from .records import FILE, LINK, Big, Entry, fingerprint
 
@@ -657,23 +665,16 @@ def _unlink_quietly(name: str, dir_fd: int) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
-def exclude_from_git(root: str, rel: str) -> bool:
-    """Add ``/REL`` to the repository's ``.git/info/exclude`` (the store, a personal
-    settings file: kept out of commits); False when ``root`` is no git repository (a
-    ``.git`` file, a worktree, is left alone) or the line is there."""
-    info = os.path.join(root, ".git", "info")
-    if not os.path.isdir(os.path.join(root, ".git")):
-        return False
-    exclude = os.path.join(info, "exclude")
-    line = "/" + rel.replace(os.sep, "/")
+def exclude_from_git(root: str, rel: str, git_dir: str | None = None) -> bool:
+    """Add ``/REL`` to the repository's ``info/exclude`` (the store, a personal settings
+    file: kept out of commits), where git reads it for this work tree: ``.git/info`` of a
+    plain repository, the common folder's of a linked worktree, a submodule's own, or
+    ``git_dir``'s (``GIT_DIR``); False when ``root`` is no repository git would use, or
+    the line is there."""
+    from ..git.layout import exclude, find  # only init and hook install write it
+
     try:
-        with open(exclude, encoding="utf-8") as handle:
-            text = handle.read()
-    except FileNotFoundError:
-        text = ""
-    if line in text.splitlines():
+        layout = find(root, git_dir)
+    except GitRefused:
         return False
-    os.makedirs(info, exist_ok=True)
-    with open(exclude, "a", encoding="utf-8") as handle:
-        handle.write(("" if not text or text.endswith("\n") else "\n") + line + "\n")
-    return True
+    return layout is not None and exclude(layout, "/" + rel.replace(os.sep, "/"))

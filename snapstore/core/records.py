@@ -265,6 +265,9 @@ class RewindOp(NamedTuple):
     # made from inside this open agent turn (``snapstore mcp``, at the agent's request): the
     # turn its writes are recorded into, as changes of source ``rewind`` (schema 5)
     within: str | None = None
+    # the repository's HEAD, refs and index: what moves, recorded before it moves
+    # (snapstore.ops.gitplan)
+    git: Mapping[str, Any] = _EMPTY
 
 
 class Turn(NamedTuple):
@@ -292,6 +295,20 @@ class Turn(NamedTuple):
     folders: tuple[str, ...] = ()  # scan mode: folders that came during the turn
     skipped: tuple[tuple[str, str], ...] = ()  # scan mode: (path, reason) it changed, uncaptured
     rewinds: tuple[str, ...] = ()  # operations made from inside it (``RewindOp.within``)
+    git_note: str = ""  # why the repository's state could not be recorded during the turn
+
+
+class GitMove(NamedTuple):
+    """One move of the repository's state seen within a turn, from ``old`` to ``new`` (None:
+    absent). ``name`` is ``HEAD`` (a value ``ref: refs/heads/x`` or a commit id), a ref
+    (``refs/...``: a commit id, or ``ref: ...`` for a symbolic one), ``:index`` or
+    ``:logs/refs/stash`` (the digest of a blob holding the file's bytes)."""
+
+    turn: str
+    seq: int
+    name: str
+    old: str | None
+    new: str | None
 
 
 class Session(NamedTuple):
@@ -356,6 +373,7 @@ _LOADERS = {
     "open_calls": _mapping,
     "result": _mapping,
     "conversation": _mapping,
+    "git": _mapping,
     "unattributed": _strings,
     "reverted": _strings,
     "paths": _strings,

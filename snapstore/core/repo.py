@@ -37,7 +37,14 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import blobs
-from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, STORE_DIRNAME, Database, Writer
+from .db import (
+    INITIAL_MAP_SIZE,
+    SCHEMA_VERSION,
+    STORE_DIRNAME,
+    Database,
+    Writer,
+    keep_out_of_git,
+)
 from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
 from .fsio import Workspace
 from .records import (
@@ -45,6 +52,7 @@ from .records import (
     Big,
     Change,
     Entry,
+    GitMove,
     Session,
     Turn,
     Version,
@@ -61,6 +69,9 @@ _EVENT = struct.Struct(">Q")
 MAX_NAME = 255
 #: Record kinds whose raw entries fsck walks (and repair may drop).
 RECORDS: dict[str, type] = {"turns": Turn, "sessions": Session, "changes": Change}
+#: ``git`` keys: a move of a turn (``m`` turn id ``/`` sequence), the last value recorded of
+#: a ref, HEAD, the index or the stash's reflog (``r`` name).
+_MOVE, _VALUE = b"m", b"r"
 
 
 def find_root(start: str | os.PathLike[str], names: Iterable[str] = (STORE_DIRNAME,)) -> str | None:
@@ -95,6 +106,10 @@ def session_key(name: str) -> bytes:
 def change_key(turn_id: str, seq: int) -> bytes:
     """The ``changes`` key: turn id, ``/``, 4-byte big-endian sequence."""
     return turn_id.encode() + b"/" + _SEQ.pack(seq)
+
+
+def _move_key(turn_id: str, seq: int) -> bytes:
+    return _MOVE + change_key(turn_id, seq)
 
 
 def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -194,6 +209,35 @@ class View:
         """Every change of every turn, grouped by turn."""
         for _, raw in self._items("changes"):
             yield loads(Change, raw)
+
+    # -- the repository's state (docs/format.md, git) --------------------------------
+
+    def git_moves(self, turn_id: str) -> list[GitMove]:
+        """What one turn moved in the repository, in the order it was recorded."""
+        cursor = self._txn.cursor(db=self._dbs["git"])
+        prefix = _MOVE + turn_id.encode() + b"/"
+        return [loads(GitMove, raw) for _, raw in _prefixed(cursor, prefix)]
+
+    def all_git_moves(self) -> Iterator[GitMove]:
+        cursor = self._txn.cursor(db=self._dbs["git"])
+        for _, raw in _prefixed(cursor, _MOVE):
+            yield loads(GitMove, raw)
+
+    def git_value(self, name: str) -> str | None:
+        """The last recorded value of ``name`` (None: absent, or never recorded)."""
+        raw = self._get("git", _VALUE + name.encode())
+        return None if raw is None else bytes(raw).decode()
+
+    def git_values(self) -> dict[str, str]:
+        """Every recorded value: the repository as the last record saw it."""
+        cursor = self._txn.cursor(db=self._dbs["git"])
+        return {
+            bytes(key[1:]).decode(): bytes(raw).decode() for key, raw in _prefixed(cursor, _VALUE)
+        }
+
+    def git_state(self) -> dict[str, Any] | None:
+        """The last record's stamp: the repository's layout and the fingerprints it read."""
+        return self._meta_json(b"git")
 
     def records(self, kind: str) -> Iterator[tuple[bytes, Any]]:
         """Raw entries of ``turns``, ``sessions`` or ``changes``, each decoded or, when it
@@ -426,9 +470,11 @@ class Tx(View):
         self._put("turns", turn.id.encode(), dumps(turn))
 
     def delete_turn(self, turn_id: str) -> None:
-        """Remove a turn with its changes."""
+        """Remove a turn with its changes and its moves of the repository."""
         for change in self.changes(turn_id):
             self.delete_change(change)
+        for move in self.git_moves(turn_id):
+            self.delete_git_move(move)
         self._delete("turns", turn_id.encode())
 
     def new_turn(self, session: str, **fields: Any) -> Turn:
@@ -469,6 +515,30 @@ class Tx(View):
 
     def delete_change(self, change: Change) -> None:
         self._delete("changes", change_key(change.turn, change.seq))
+
+    def put_git_move(self, move: GitMove) -> None:
+        self._put("git", _move_key(move.turn, move.seq), dumps(move))
+
+    def delete_git_move(self, move: GitMove) -> None:
+        self._delete("git", _move_key(move.turn, move.seq))
+
+    def next_git_seq(self, turn_id: str) -> int:
+        """The sequence number the turn's next move of the repository gets."""
+        moves = self.git_moves(turn_id)
+        return moves[-1].seq + 1 if moves else 0
+
+    def set_git_value(self, name: str, value: str | None) -> None:
+        key = _VALUE + name.encode()
+        if value is None:
+            self._delete("git", key)
+        else:
+            self._put("git", key, value.encode())
+
+    def set_git_state(self, state: dict[str, Any] | None) -> None:
+        if state is not None:
+            self._put_meta_json(b"git", state)
+        elif self._get("meta", b"git") is not None:
+            self._delete("meta", b"git")
 
     def delete_record(self, kind: str, key: bytes) -> None:
         """Drop a raw entry that :meth:`View.records` found malformed (fsck repair)."""
@@ -730,10 +800,12 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a schema-1, 2, 3 or 4 store to the current schema in one commit
-        (docs/format.md, Versions): schemas 3 and 5 only added optional fields (schema 5: a
-        conversation edit's and an inside rewind's) and schema 4 a blob encoding, so a
-        schema-2, 3 or 4 store needs nothing but its version."""
+        """Bring a store of schema 1 to 4 to the current schema in one commit
+        (docs/format.md, Versions): schema 3 only added optional fields, schema 4 a blob
+        encoding and schema 5 optional fields (a conversation edit's, an inside rewind's)
+        and the ``git`` database (created empty when the store was opened), so a store of
+        schema 2 or later needs nothing but its version. A store of schema 4 or older also
+        gets its ``.gitignore``."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]
@@ -751,3 +823,4 @@ class Repo:
             tx.event("upgrade", schema=SCHEMA_VERSION)
 
         self.write(commit)
+        keep_out_of_git(self.store_dir)

@@ -6,7 +6,8 @@
   (each level of the delta chain decodes to its recorded size and hashes to
   its key, and each delta records its base's depth plus one);
 - every record parses; every change's turn exists and its ``before`` and
-  ``after`` blobs exist and read back;
+  ``after`` blobs exist and read back; so does every move of the repository's
+  (an index, a stash list);
 - every turn's parent and previous rewind exist; every head, every session's
   open turn and last rewind, every pending operation and every ``paths`` entry
   points at something that exists.
@@ -24,8 +25,9 @@ from typing import Any
 
 from ..core.blobs import DIGEST_SIZE
 from ..core.errors import StoreCorrupt
-from ..core.records import Change, Session, Turn
+from ..core.records import Change, GitMove, Session, Turn
 from ..core.repo import Repo, Tx, View
+from ..git.files import blob_keys
 
 
 @dataclass
@@ -62,6 +64,8 @@ class _Findings:
     bad_records: list[tuple[str, bytes]] = field(default_factory=list)  # (kind, key) to drop
     bad_changes: dict[bytes, str] = field(default_factory=dict)  # change key -> what was lost
     bad_paths: list[str] = field(default_factory=list)
+    #: a move of the repository to drop: "turn/seq" -> (the move, what is lost)
+    bad_moves: dict[str, tuple[GitMove, str]] = field(default_factory=dict)
     turns: dict[str, Turn] = field(default_factory=dict)
     sessions: dict[str, Session] = field(default_factory=dict)
 
@@ -103,8 +107,28 @@ def _check(v: View) -> _Findings:
     for key, change in v.records("changes"):
         _check_change(v, found, key, change)
     _check_links(v, found)
+    _check_git(v, found)
     found.report.pending = v.unfinished()
     return found
+
+
+def _check_git(v: View, found: _Findings) -> None:
+    """Each move of the repository belongs to a turn, and the blobs it names (an index, a
+    stash list) can be read."""
+    for move in v.all_git_moves():
+        label = f"{move.turn}/{move.seq}"
+        if move.turn not in found.turns:
+            found.dangling("git move", label, move.turn, "its turn does not exist")
+            found.bad_moves[label] = (move, f"a move of {move.name} of missing turn {move.turn}")
+            continue
+        for key in blob_keys(move.name, move.old, move.new):
+            if not v.has_blob(key) or key in found.bad_blobs:
+                found.dangling("git move", label, key.hex(), f"the {move.name} it names is missing")
+                found.bad_moves[label] = (
+                    move,
+                    f"turn {move.turn}: the move of {move.name} (its blob {key.hex()[:12]} "
+                    "cannot be read)",
+                )
 
 
 def _load_records(v: View, found: _Findings) -> None:
@@ -209,6 +233,9 @@ def _repair(tx: Tx, found: _Findings) -> None:
     dropped = tx.drop_unfinished(lambda op: op in turns)
     if dropped:
         lost.append("cleared interrupted operations that have no record: " + ", ".join(dropped))
+    for _, (move, what) in sorted(found.bad_moves.items()):
+        tx.delete_git_move(move)
+        lost.append(f"dropped {what}; rewinds no longer restore it")
     for rel in found.bad_paths:
         tx.forget_path(rel)
         lost.append(f"{rel}: forgot its latest version (the next capture stores it in full)")

@@ -35,6 +35,7 @@ from ..core import blobs, faults
 from ..core.errors import StoreCorrupt
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
 from ..core.repo import Locked, Repo, Tx, View
+from ..git.files import blob_keys
 from .branches import last_undoable
 from .session_base import base_keys
 
@@ -163,7 +164,15 @@ class _Graph:
         refs: dict[str, set[bytes]] = {}
         for change in v.all_changes():
             refs.setdefault(change.turn, set()).update(_digests(change))
+        for move in v.all_git_moves():  # a turn's indexes and stash lists
+            refs.setdefault(move.turn, set()).update(blob_keys(move.name, move.old, move.new))
+        for turn in turns.values():  # what an operation moved, for its undo
+            for entry in turn.op.git.get("moves", ()) if turn.op is not None else ():
+                keys = blob_keys(entry["name"], entry["before"], entry["after"])
+                refs.setdefault(turn.id, set()).update(keys)
         roots = {digest for _, digest in v.path_digests()}
+        for name, recorded in v.git_values().items():  # the last index seen: the next move's
+            roots.update(blob_keys(name, recorded))
         for record in v.sessions():
             roots.update(base_keys(record.base))
         roots.update(

@@ -73,6 +73,7 @@ class RewindPoint:
     turn: Turn
     files: list[FileStat] = field(default_factory=list)
     inside: list[InsideMove] = field(default_factory=list)  # moves made from inside it
+    git: list[str] = field(default_factory=list)  # what it did to the repository, in words
 
     @property
     def added(self) -> int:
@@ -91,6 +92,7 @@ class TurnDetail:
     files: list[FileStat]
     n: int | None = None  # its number on its session's current branch; None off it
     inside: list[InsideMove] = field(default_factory=list)  # moves made from inside it
+    git: list[str] = field(default_factory=list)  # what it did to the repository, in words
 
 
 @dataclass
@@ -251,8 +253,11 @@ def file_stats(v: View, changes: list[Change], count: LineCounter | None = None)
     return stats
 
 
-def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[RewindPoint]:
-    """Rewind points newest first; numbered 1..N along the current branch."""
+def rewind_points(
+    repo: Repo, session: str, all_branches: bool = False, git_dir: str | None = None
+) -> list[RewindPoint]:
+    """Rewind points newest first; numbered 1..N along the current branch, each with what
+    it did to the repository (``git_dir``: the agent's ``GIT_DIR``, if any)."""
     with repo.read() as v:
         v.require_session(session)
         on_branch = [t for t in branch(v, session) if t.kind in BRANCH_KINDS]
@@ -265,6 +270,7 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
                 t,
                 file_stats(v, v.changes(t.id), count),
                 inside_moves(v, t, numbers),
+                _git_words(repo, v, t, git_dir),
             )
             for t in turns
         ]
@@ -272,7 +278,17 @@ def rewind_points(repo: Repo, session: str, all_branches: bool = False) -> list[
     return points
 
 
-def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
+def _git_words(repo: Repo, v: View, turn: Turn, git_dir: str | None) -> list[str]:
+    """What the turn did to the repository, in words (git's own module only when it did)."""
+    moves = v.git_moves(turn.id)
+    if not moves:
+        return []
+    from .gitshow import describe
+
+    return describe(repo, v, moves, git_dir)
+
+
+def show(repo: Repo, ref: str | int, session: str, git_dir: str | None = None) -> TurnDetail:
     with repo.read() as v:
         turn = resolve_turn(v, ref, session)
         count = LineCounter(v)
@@ -283,6 +299,7 @@ def show(repo: Repo, ref: str | int, session: str) -> TurnDetail:
             file_stats(v, v.changes(turn.id), count),
             number(v, turn),
             inside_moves(v, turn, numbers),
+            _git_words(repo, v, turn, git_dir),
         )
     keep_counts(repo, count)
     return detail
@@ -403,6 +420,7 @@ class Operation:
     undone_by: str | None
     redoes: str | None  # a redo: the undo it took back
     redone_by: str | None  # an undo: the redo that took it back
+    git: dict[str, Any] | None = None  # what it did to the repository (its result's ``git``)
 
 
 def operations(repo: Repo, session: str | None = None) -> list[Operation]:
@@ -447,6 +465,7 @@ def operations(repo: Repo, session: str | None = None) -> list[Operation]:
                 op.undone_by,
                 op.redoes,
                 op.redone_by,
+                result.get("git"),
             )
         )
     return listed

@@ -53,6 +53,7 @@ from ..core.records import (
     version_of,
 )
 from ..core.repo import Locked, Repo, Tx, View
+from . import gitplan
 from .plan import (
     CONFLICT,
     DELETE,
@@ -68,7 +69,7 @@ from .plan import (
 class Operation:
     """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
 
-    __slots__ = ("make_folders", "op", "plans", "remove_folders", "result")
+    __slots__ = ("git", "make_folders", "op", "plans", "remove_folders", "result")
 
     def __init__(self, op: RewindOp, result: RewindResult, plans: list[PathPlan] | None = None):
         self.op = op
@@ -78,6 +79,8 @@ class Operation:
         #: (the turns taken back), or made again (the turns put back, an undo)
         self.remove_folders: list[str] = []
         self.make_folders: list[str] = []
+        #: the repository's half (snapstore.ops.gitplan), journaled with the files
+        self.git: dict[str, Any] | None = None
         for plan in self.plans:
             result.add(plan)
         result.plans = self.plans
@@ -95,7 +98,16 @@ def execute(w: Locked, operation: Operation) -> RewindResult:
     folders: tuple[list[str], list[str]] = ([], [])
     if not writes or any(p.path not in failed for p in writes):  # else nothing will move
         folders = _folders(w.repo, operation.make_folders, operation.remove_folders)
-    return _finish(w, op_id, errors, folders)
+    git = _move_git(w.repo, operation.op._replace(git=operation.git or {}), op_id)
+    return _finish(w, op_id, errors, folders, git)
+
+
+def _move_git(repo: Repo, op: RewindOp, op_id: str) -> dict[str, Any] | None:
+    """Make the repository's half of the operation, after its files (None: it has none)."""
+    if not op.git:
+        return None
+    faults.point("journal.git")
+    return gitplan.execute(repo, dict(op.git), op_id, f"snapstore: {_describe(op)} ({op_id})")
 
 
 def _converse(record: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -148,7 +160,7 @@ def _journal(w: Locked, operation: Operation) -> str:
     summary["folders"] = {"make": operation.make_folders, "remove": operation.remove_folders}
 
     def commit(tx: Tx) -> str:
-        op = operation.op._replace(result=summary)
+        op = operation.op._replace(result=summary, git=operation.git or {})
         # An undo that cannot move the head back stands on the branch as a turn of its own.
         turn = tx.new_turn(
             op.session,
@@ -304,6 +316,7 @@ def _finish(
     op_id: str,
     errors: list[dict[str, str]],
     folders: tuple[list[str], list[str]] = ([], []),
+    git: dict[str, Any] | None = None,
 ) -> RewindResult:
     faults.point("journal.before_finish")
 
@@ -321,17 +334,25 @@ def _finish(
         for key in ("restored", "deleted", "merged", "marked"):
             setattr(result, key, [p for p in getattr(result, key) if p not in failed])
         result.errors = result.errors + errors
+        result.git = gitplan.result(git, op_id)
+        if git is not None:
+            op = op._replace(git=git)
         if result.conversation is not None and result.conversation["transcript"] in failed:
             result.conversation = {**result.conversation, "status": "unchanged"}
         changes = tx.changes(op_id)
         conversed = result.conversation is not None and result.conversation["status"] == "rewound"
-        if changes and all(c.path in failed for c in changes) and not conversed:
+        git_moved = any(m["status"] == "moved" for m in (git or {}).get("moves", ()))
+        if changes and all(c.path in failed for c in changes) and not conversed and not git_moved:
             return _nothing_done(tx, turn, result)
         for change in changes:
             if change.path not in failed:
                 tx.set_path_digest(change.path, change.after)
         if op.within is not None:
             _record_within(tx, op.within, op_id, [c for c in changes if c.path not in failed])
+        if git is not None:  # what it moved is no news to the next record of the repository
+            gitplan.recorded(tx, git)
+            if op.on_branch:  # a turn of its own: a rewind of it takes its moves back
+                gitplan.as_moves(tx, op_id, git)
         if op.mode != CODE:
             tx.set_head(op.session, op.new_head)
             moves: tuple[tuple[tuple[str, ...], TurnState], ...] = (
@@ -438,7 +459,8 @@ def resume(repo: Repo, run_agents: bool = True) -> list[RewindResult]:
             errors += _converse(turn.op.conversation)
             errors += _apply(repo, [p for p in plans if p.action != CONFLICT])
             done = _folders(repo, folders.get("make", []), folders.get("remove", []))
-            results.append(_finish(w, op_id, errors, done))
+            git = _move_git(repo, turn.op, op_id)
+            results.append(_finish(w, op_id, errors, done, git))
     return results
 
 

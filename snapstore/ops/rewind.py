@@ -56,6 +56,7 @@ from ..core.records import (
     Turn,
 )
 from ..core.repo import Locked, Repo, View
+from . import gitplan
 from .branches import (
     ancestors,
     branch,
@@ -80,6 +81,20 @@ from .plan import (
     steps_by_path,
 )
 from .shell import open_windows
+
+
+class Git:
+    """Whether an operation moves the repository too, and where it is: ``git_dir`` is the
+    agent's ``GIT_DIR``, when its environment names one. ``Git(False)``: the files only
+    (``--no-git``)."""
+
+    __slots__ = ("enabled", "git_dir")
+
+    def __init__(self, enabled: bool = True, git_dir: str | None = None):
+        self.enabled, self.git_dir = enabled, git_dir
+
+
+NO_GIT = Git(False)
 
 
 def check_choices(mode: str, on_conflict: str) -> None:
@@ -113,6 +128,7 @@ def rewind(
     force: bool = False,
     homes: Mapping[str, str] | None = None,
     inside: bool = False,
+    git: Git = NO_GIT,
 ) -> RewindResult:
     """Take back ``target`` and every later turn on the session's current branch.
 
@@ -127,6 +143,8 @@ def rewind(
     check_choices(mode, on_conflict)
     if inside and mode != CODE:
         raise BadInput("a rewind from inside a turn takes back files only (mode code)")
+    if inside:
+        git = NO_GIT  # the agent's turn runs: its repository is not moved under it
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
         mode = CODE  # taking back some files never moves the conversation
@@ -138,7 +156,7 @@ def rewind(
         if within is None:
             _end_open_turn(w, session, force, dry_run)
         with repo.read() as v:
-            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels, within)
+            operation = _plan_rewind(repo, v, turn, session, mode, on_conflict, rels, within, git)
         if mode != CODE:
             _plan_conversation(operation, turn, homes, target)
         return _run(w, operation, dry_run)
@@ -201,6 +219,7 @@ def switch(
     on_conflict: Policy = SKIP,
     dry_run: bool = False,
     force: bool = False,
+    git: Git = NO_GIT,
 ) -> RewindResult:
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
     an id of any turn of the session's DAG: then ``session`` may be None)."""
@@ -217,7 +236,7 @@ def switch(
             )
         _end_open_turn(w, turn.session, force, dry_run)
         with repo.read() as v:
-            operation = _plan_switch(repo, v, turn, on_conflict)
+            operation = _plan_switch(repo, v, turn, on_conflict, git)
         return _run(w, operation, dry_run)
 
 
@@ -231,6 +250,7 @@ def undo(
     homes: Mapping[str, str] | None = None,
     mode: Mode = BOTH,
     inside: bool = False,
+    git: Git = NO_GIT,
 ) -> RewindResult:
     """Take back a rewind or switch: the given one, else the newest of ``session``, else
     the newest in the store, whatever its session. A conversation the rewind changed goes
@@ -268,7 +288,7 @@ def undo(
                         turn=open_turn.id,
                         session=record.session,
                     )
-            operation = _plan_undo(repo, v, record, on_conflict, within)
+            operation = _plan_undo(repo, v, record, on_conflict, within, git)
         assert record.op is not None
         edit = conversation.from_record(record.op.conversation)
         if edit is not None and edit.status == "rewound" and mode != CODE:
@@ -328,6 +348,7 @@ def redo(
     on_conflict: Policy = SKIP,
     dry_run: bool = False,
     homes: Mapping[str, str] | None = None,
+    git: Git = NO_GIT,
 ) -> RewindResult:
     """Take back an undo (the given one, else the newest of ``session``, else the newest
     in the store) by doing what it undid again: the same rewind, switch or finish, planned
@@ -340,7 +361,7 @@ def redo(
             record = _find_redoable(v, undo_id, session)
         _end_open_turn(w, record.session, False, dry_run)
         with repo.read() as v:
-            operation = _plan_redo(repo, v, record, on_conflict, homes)
+            operation = _plan_redo(repo, v, record, on_conflict, homes, git)
         return _run(w, operation, dry_run)
 
 
@@ -365,7 +386,12 @@ def _find_redoable(v: View, ref: str | None, session: str | None) -> Turn:
 
 
 def _plan_redo(
-    repo: Repo, v: View, record: Turn, on_conflict: Policy, homes: Mapping[str, str] | None
+    repo: Repo,
+    v: View,
+    record: Turn,
+    on_conflict: Policy,
+    homes: Mapping[str, str] | None,
+    git: Git,
 ) -> Operation:
     """Plan again what the undo ``record`` took back, recorded as redoing it."""
     undone = record.op
@@ -389,13 +415,13 @@ def _plan_redo(
     done = _kept(v, record, undone.undoes).op
     assert done is not None
     if done.action == SWITCH:
-        operation = _plan_switch(repo, v, _kept(v, record, done.target), on_conflict)
+        operation = _plan_switch(repo, v, _kept(v, record, done.target), on_conflict, git)
     elif done.action == FINISH:
         operation = _plan_finish(repo, v, _kept(v, record, done.finishes), on_conflict)
     else:
         turn = _kept(v, record, done.target)
         rels = list(done.paths) or None
-        operation = _plan_rewind(repo, v, turn, session, done.mode, on_conflict, rels)
+        operation = _plan_rewind(repo, v, turn, session, done.mode, on_conflict, rels, None, git)
         edit = conversation.from_record(done.conversation)
         if edit is not None and edit.status == "rewound":
             _plan_conversation(operation, turn, homes, turn.id)
@@ -511,7 +537,8 @@ def _plan_rewind(
     mode: Mode,
     on_conflict: Policy,
     rels: list[str] | None,
-    within: Turn | None = None,
+    within: Turn | None,
+    git: Git,
 ) -> Operation:
     on_branch = branch(v, session)
     ids = [t.id for t in on_branch]
@@ -548,10 +575,25 @@ def _plan_rewind(
     if rels is None and mode != CONVERSATION:
         operation.remove_folders = _made(reverted)
         result.warnings += _uncaptured(reverted)
+        _plan_git(repo, v, operation, git, gitplan.steps(v, reverted), reverted)
     return operation
 
 
-def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operation:
+def _plan_git(
+    repo: Repo,
+    v: View,
+    operation: Operation,
+    git: Git,
+    steps: gitplan.Steps,
+    turns: Iterable[Turn],
+) -> None:
+    """Add the repository's half to a planned operation (snapstore.ops.gitplan)."""
+    if git.enabled:
+        operation.git = gitplan.plan(repo, v, git.git_dir, steps, gitplan.notes(turns))
+        operation.result.git = gitplan.result(operation.git, None)
+
+
+def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy, git: Git) -> Operation:
     session = turn.session
     here = branch(v, session)  # the head first
     there = ancestors(v, turn.id)  # the target first
@@ -575,6 +617,7 @@ def _plan_switch(repo: Repo, v: View, turn: Turn, on_conflict: Policy) -> Operat
     operation = Operation(op, result, _plans(repo, v, op, steps, on_conflict))
     operation.remove_folders, operation.make_folders = _made(back), _made(forward)
     result.warnings += _uncaptured([*back, *forward])
+    _plan_git(repo, v, operation, git, gitplan.steps(v, back, forward), [*back, *forward])
     return operation
 
 
@@ -618,7 +661,7 @@ def _find_undoable(
 
 
 def _plan_undo(
-    repo: Repo, v: View, record: Turn, on_conflict: Policy, within: Turn | None = None
+    repo: Repo, v: View, record: Turn, on_conflict: Policy, within: Turn | None, git: Git
 ) -> Operation:
     """An undo of ``record``; ``within``: made from inside that open turn (files only, and
     recorded as its changes). Outside, the undo of a move made from inside a turn is a turn of
@@ -682,4 +725,6 @@ def _plan_undo(
     if op.mode != CONVERSATION:  # the folders it removed come back, those it made go
         operation.make_folders = list(done.result.get("folders_removed", ()))
         operation.remove_folders = list(done.result.get("folders_created", ()))
+        if done.git:
+            _plan_git(repo, v, operation, git, gitplan.undo_steps(record), ())
     return operation

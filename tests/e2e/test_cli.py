@@ -30,6 +30,7 @@ REWIND_KEYS = {
     "dry_run",
     "nothing_done",
     "conversation",
+    "git",
 }
 
 
@@ -91,6 +92,7 @@ def test_full_session_json_contract(cli, root: Path) -> None:
         "added",
         "removed",
         "skipped",
+        "git",
     }
     assert (point["n"], point["files"], point["added"], point["removed"]) == (1, 2, 2, 1)
     assert point["created"] == "2026-01-01T00:00:00+00:00"

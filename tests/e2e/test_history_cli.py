@@ -10,6 +10,7 @@ from snapstore import Store
 from snapstore.core.records import CLOSED, REWIND, RewindOp, Session, Turn
 
 from ..support import FIXED_NOW, hermetic_env, read, snapstore_bin, write
+from ..support.transcripts import pose
 from .test_cli import _one_error_line
 
 
@@ -93,7 +94,7 @@ def test_a_session_its_agent_runs_now_is_running_while_that_process_lives(
     home = tmp_path / "home"
     registry = home / ".claude" / "sessions"
     registry.mkdir(parents=True)
-    agent = subprocess.Popen(["sleep", "60"])
+    agent = pose(tmp_path, "claude")  # a live process the running check takes for Claude Code
     try:
         entry = registry / f"{agent.pid}.json"
         entry.write_text(f'{{"pid": {agent.pid}, "sessionId": "7c1e", "kind": "interactive"}}')
@@ -169,6 +170,7 @@ def test_ops_lists_rewinds_switches_and_undos_newest_first(cli, root: Path) -> N
         "undone_by",
         "redoes",
         "redone_by",
+        "git",
     }
     human = cli("ops")
     assert human.code == 0 and human.stderr == ""

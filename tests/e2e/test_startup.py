@@ -51,6 +51,16 @@ HOOK_MODULES = {
 #: What a prompt's hook loads besides: the session's live file, which names the agent's process
 #: for ``snapstore mcp`` (lifecycle: os, json and fcntl, all on the floor or allowed).
 BEGIN_MODULES = {"snapstore_cli.operations.lifecycle"}
+#: What a turn's edges load in a git repository, to see what git did (snapstore.ops.gitrecord):
+#: its files are read, no process runs; when nothing moved, only the quick look
+#: (snapstore.git.stamp) loads.
+GIT_MODULES = {
+    "snapstore.git",
+    "snapstore.git.files",
+    "snapstore.git.layout",
+    "snapstore.git.stamp",
+    "snapstore.ops.gitrecord",
+}
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
 #: the console script turns the collector off, and ``gc`` is built into the interpreter.
 ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid", "gc"}
@@ -164,7 +174,13 @@ def test_a_hook_loads_only_the_capture_path(
     assert (root / ".snapstore").is_dir()  # the hook really ran and captured
     ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
     agent_module = f"snapstore.adapters.{agent.replace('-', '_')}"
-    assert ours == HOOK_MODULES | {agent_module} | (BEGIN_MODULES if kind == "begin" else set())
+    assert ours - GIT_MODULES == HOOK_MODULES | {agent_module} | (
+        BEGIN_MODULES if kind == "begin" else set()
+    )
+    if kind == "begin":
+        assert ours >= GIT_MODULES  # the repository was looked at
+    elif kind in ("pre", "post"):
+        assert not ours & GIT_MODULES  # a file tool's hook never reads git
     assert loaded - floor - ours <= ALLOWED_BEYOND_FLOOR
     for heavy in (
         "click",

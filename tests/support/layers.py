@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "snapstore"
 #: The layers, bottom to top, each with the packages (or modules) it holds; docs/design.md's
 #: table lists the same. A module may import its own layer and those below.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("record", ["snapstore.core", "snapstore.text"]),
+    ("record", ["snapstore.core", "snapstore.text", "snapstore.git"]),
     ("remote transport", ["snapstore.remote", "snapstore.remote.transport"]),
     ("remote format", ["snapstore.remote.format"]),
     ("operations", ["snapstore.ops", "snapstore.conversation", "snapstore.remote.sync"]),

@@ -54,6 +54,10 @@ def log(all_branches: bool) -> None:
             for p in points:
                 for move in p.inside:
                     out.print(f"turn {p.n or p.turn.id[:8]} {inside_words(move)}")
+                if p.git:
+                    out.print(
+                        f"turn {p.turn.id[:8]}, git: {printable('; '.join(p.git), quote=False)}"
+                    )
                 if p.turn.skipped:
                     out.print(
                         f"turn {p.turn.id[:8]}: {len(p.turn.skipped)} file(s) never captured, "
@@ -98,6 +102,8 @@ def show(turn: str) -> None:
         "changes": [_change_json(f) for f in detail.files],
         "skipped": skipped_json(t),
         **({"inside": [inside_json(m) for m in detail.inside]} if detail.inside else {}),
+        "git": detail.git,
+        "git_note": t.git_note or None,
     }
 
     def human() -> None:
@@ -117,6 +123,10 @@ def show(turn: str) -> None:
             out.print(f"turn {detail.n or t.id[:8]} {inside_words(move)}")
         if detail.files:
             out.print(file_table(detail.files))
+        for said in detail.git:
+            out.print(f"  git  {printable(said, quote=False)}")
+        if t.git_note:
+            out.print(f"  git not recorded: {printable(t.git_note, quote=False)}", style="yellow")
         for item in skipped_json(t):
             out.print(
                 f"  not captured  {printable(item['path'])}: "

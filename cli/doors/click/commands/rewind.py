@@ -72,6 +72,9 @@ def _report(outcome: Outcome) -> None:
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
 @click.option(
+    "--no-git", "no_git", is_flag=True, help="Leave the repository's HEAD, refs and index alone."
+)
+@click.option(
     "--finish",
     "finish",
     is_flag=True,
@@ -89,6 +92,7 @@ def rewind(
     force: bool,
     resume: bool,
     finish: bool,
+    no_git: bool,
 ) -> None:
     """Take back TURN and everything after it on the current branch.
 
@@ -99,7 +103,15 @@ def rewind(
     ctx = Context.of(opts)
     absolute = tuple(os.path.join(os.getcwd(), p) for p in paths)
     request = Move(
-        "rewind", turn, opts.session, mode, on_conflict, absolute, dry_run=dry_run, force=force
+        "rewind",
+        turn,
+        opts.session,
+        mode,
+        on_conflict,
+        absolute,
+        dry_run=dry_run,
+        force=force,
+        git=not no_git,
     )
     if resume or finish:
         if resume and finish:
@@ -144,8 +156,13 @@ def rewind(
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
+@click.option(
+    "--no-git", "no_git", is_flag=True, help="Leave the repository's HEAD, refs and index alone."
+)
 @common_options
-def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool) -> None:
+def switch(
+    turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool, no_git: bool
+) -> None:
     """Make the workspace what it was right after TURN: back, forward, or on another branch.
 
     TURN is a number from `snapstore log` or the id of any turn, rewound ones included
@@ -153,7 +170,9 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
     """
     opts = options()
     ctx = Context.of(opts)
-    request = Move("switch", turn, opts.session, on_conflict=on_conflict, force=force)
+    request = Move(
+        "switch", turn, opts.session, on_conflict=on_conflict, force=force, git=not no_git
+    )
     with ctx.open() as store:
         if not (yes or dry_run) and _interactive():
             preview = run(store, ctx, request._replace(dry_run=True))
@@ -176,30 +195,34 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
 )
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
 @common_options
-def undo(rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool) -> None:
+def undo(
+    rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool, no_git: bool
+) -> None:
     """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, mode)
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, no_git, mode)
 
 
 @click.command()
 @click.argument("undo_id", required=False, shell_complete=complete_undo)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
 @common_options
-def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool, no_git: bool) -> None:
     """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
 
     With --session, the last undo of that session. The files are merged as for a rewind,
     and `snapstore undo` takes the redo back. Refused once turns came after the undo.
     UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("redo", undo_id, on_conflict, dry_run)
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run, no_git)
 
 
 def _undo_or_redo(
@@ -207,8 +230,9 @@ def _undo_or_redo(
     ref: str | None,
     on_conflict: Policy,
     dry_run: bool,
+    no_git: bool,
     mode: Mode = BOTH,
 ) -> None:
     opts = options()
-    request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run)
+    request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run, git=not no_git)
     _report(perform(Context.of(opts), request))

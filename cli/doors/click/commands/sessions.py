@@ -9,6 +9,7 @@ import click
 
 from snapstore.adapters import agent_of
 from snapstore.core.records import APPLIED, FAILED, PLANNED, Status
+from snapstore.ops.gitshow import operation_lines
 from snapstore.ops.history import Operation, SessionInfo
 
 from ....operations.daemons import orphan_line, orphans
@@ -92,6 +93,7 @@ def operation_json(op: Operation) -> dict[str, object]:
         "undone_by": op.undone_by,
         "redoes": op.redoes,
         "redone_by": op.redone_by,
+        "git": op.git,
     }
 
 
@@ -132,5 +134,8 @@ def ops() -> None:
         ]
         header = ("op", "when", "session", "action", "target", "files", "conflicts", "undone")
         click.echo(columns(header, rows), nl=False)
+        for op in listed:  # what each did to the repository
+            for _, text in operation_lines(op.git):
+                click.echo(f"{op.id[:8]}  git: {printable(text, quote=False)}")
 
     emit([operation_json(op) for op in listed], human)
