@@ -87,11 +87,45 @@ def paint(segments: list[Segment] | tuple[Segment, ...], styled: bool) -> str:
     return "".join(out)
 
 
+def reader_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is the reader of stdout (or of stderr) going away, as ``| head`` does:
+    a closed pipe. Then each stream whose reader is gone is pointed at the null device, so
+    that nothing more reaches it and the flush at exit succeeds; the command ends quietly,
+    as git does (docs/cli.md, "Output for people")."""
+    if not isinstance(exc, BrokenPipeError):
+        return False
+    import select  # only here: the hook path never pays for it
+
+    gone = []
+    for fd in (1, 2):
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            events = poller.poll(0)
+        except (OSError, ValueError):  # a closed descriptor
+            continue
+        if any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+            gone.append(fd)
+    if not gone:
+        return False
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in gone:
+        os.dup2(null, fd)
+    os.close(null)
+    return True
+
+
 def say(text: str, style: str = "", stream: TextIO | None = None) -> None:
-    """Print one line for people, on stderr unless ``stream`` says otherwise; styled only on
-    a terminal without NO_COLOR."""
+    """Print one line for people, on stderr unless ``stream`` says otherwise (a note, a
+    warning, progress); styled only on a terminal without NO_COLOR."""
     out = stream or sys.stderr
     out.write(paint(((text, style),), colour(out)) + "\n")
+
+
+def tell(text: str, style: str = "") -> None:
+    """Print one line of a command's result on stdout, as git does (docs/cli.md: results on
+    stdout, notes and progress on stderr), so that ``snapstore fsck > report.txt`` holds it."""
+    say(text, style, sys.stdout)
 
 
 def iso(ts: float | None) -> str | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from .plain import Segment, colour, emit, paint, printable, say
+from .plain import Segment, colour, emit, paint, printable, reader_gone, say, tell
 
 if TYPE_CHECKING:
     from snapstore.ops.plan import RewindResult
@@ -51,7 +51,7 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
 def report(outcome: Outcome, as_json: bool) -> int:
     """Print a move's outcome: its notes on stderr, then its JSON document or its lines for
     people on stdout (a dry run's diffs first). The exit code: 1 when it left (or, dry,
-    would leave) a path not put back."""
+    would leave) a path not put back, whether or not the reader stayed to the end."""
     for note in outcome.notes:
         say(f"snapstore: {printable(note, quote=False)}")
 
@@ -60,7 +60,7 @@ def report(outcome: Outcome, as_json: bool) -> int:
             summary(result, outcome.verb)
         if outcome.result is None:
             if not outcome.resumed:
-                say("no interrupted rewind to resume")
+                tell("no interrupted rewind to resume")
             return
         if outcome.result.dry_run:
             from snapstore.ops.diffs import entry_diff
@@ -76,7 +76,11 @@ def report(outcome: Outcome, as_json: bool) -> int:
             prompt=outcome.prompt,
         )
 
-    emit(as_json, outcome.to_json(), human)
+    try:
+        emit(as_json, outcome.to_json(), human)
+    except BrokenPipeError as exc:  # `| head` went away: the move is made, its code stands
+        if not reader_gone(exc):
+            raise
     return 0 if outcome.ok else 1
 
 
@@ -171,15 +175,15 @@ def _conversation(
 
 
 def scan_summary(result: ScanResult) -> None:
-    """What a scan recorded, for people (on stderr)."""
-    out = sys.stderr
+    """What a scan recorded, for people (on stdout, with the command's other results)."""
+    out = sys.stdout
     if result.baseline:
-        say(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
+        tell(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
     elif not result.count:
-        say(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
+        tell(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
     else:
         where = f"user changes, turn {result.turn}" if result.user else f"turn {result.turn}"
-        say(
+        tell(
             f"{len(result.changed)} changed, {len(result.added)} added, "
             f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}"
         )
@@ -194,7 +198,9 @@ def scan_summary(result: ScanResult) -> None:
                     paint((("  ", ""), (f"{name:<8}", style), (f" {printable(path)}", "")), styled)
                     + "\n"
                 )
-    for item in result.skipped:
+    for item in result.skipped:  # warnings, beside the result
         say(
-            f"  skipped  {printable(item['path'])}: {printable(item['reason'], quote=False)}", "dim"
+            f"snapstore: skipped {printable(item['path'])}: "
+            f"{printable(item['reason'], quote=False)}",
+            "yellow",
         )

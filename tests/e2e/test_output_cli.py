@@ -268,7 +268,7 @@ def test_a_name_that_is_not_utf8_is_shown_as_its_bytes(cli, root: Path) -> None:
         )
     (root / "caf\udce9.txt").write_text("y\n")
     scan = cli("scan")
-    assert scan.code == 0 and '"caf\\351.txt"' in scan.stderr
+    assert scan.code == 0 and '"caf\\351.txt"' in scan.stdout
     for name in ("PostToolUse", "Stop"):
         assert (
             cli("hook", "claude-code", input=json.dumps({**event, "hook_event_name": name})).code

@@ -401,4 +401,4 @@ def test_python_dash_m_takes_the_console_scripts_fast_paths(root: Path) -> None:
         assert "snapstore_cli.launch" in imported, args
         if args[0] != "init":  # init is not a capture command: Click runs it
             assert "snapstore_cli.doors.fast" in imported and "click" not in imported, args
-    assert "captured 1 path(s) in turn" in done.stderr
+    assert "captured 1 path(s) in turn" in done.stdout

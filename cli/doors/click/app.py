@@ -21,6 +21,7 @@ from snapstore.adapters import AGENT_NAMES
 
 from ...operations import failures, runner
 from ...output.plain import emit as print_document
+from ...output.plain import reader_gone
 from ...settings.options import Options
 from .params import Number
 
@@ -145,6 +146,22 @@ class SnapstoreGroup(click.Group):
         module, attr = COMMANDS[name].split(":")
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
         return command
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the global options; ``snapstore --help | head -1`` ends quietly, as a command
+        in the runner's frame does (Click's own answer to a closed pipe is exit 1)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            if not reader_gone(exc):
+                raise
+            raise click.exceptions.Exit(0) from None
 
     def invoke(self, ctx: click.Context) -> int:
         return runner.run(

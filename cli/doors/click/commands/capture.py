@@ -61,14 +61,14 @@ def init(track_shell: bool | None) -> None:
         data["track_shell"] = shell = Config.load(store.store_dir).track_shell
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         out.print(
             f"{'Created' if created else 'Found'} the snapstore store in {printable(data['store'])}"
         )
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
-        for line in unused:
-            out.print(printable(line, quote=False), markup=False, soft_wrap=True)
+        for line in unused:  # a warning, beside the result
+            say(printable(line, quote=False))
         if baseline is not None:
             from .scan import scan_summary
 

@@ -35,6 +35,7 @@ from snapstore.adapters.install import merge_hooks
 from snapstore.core.fsio import exclude_from_git
 
 from ....operations.checks import config_path, gemini_version
+from ....output.plain import say
 from ....output.results import scan_summary
 from ....output.rich import console
 from ....settings.environment import project_root
@@ -338,7 +339,7 @@ def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
     )
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         if added:
             out.print(f"Added snapstore hooks to {path}: {', '.join(added)}")
         else:
@@ -352,7 +353,7 @@ def install(agent: str, scope: str | None, http: bool, no_shell: bool) -> None:
         for line in notes:
             out.print(f"  {line}")
         for warning in warnings:
-            out.print(f"snapstore: {warning}")
+            say(f"snapstore: {warning}")
 
     emit(
         {

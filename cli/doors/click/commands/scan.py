@@ -16,7 +16,7 @@ import click
 
 from snapstore import NotFound
 
-from ....output.plain import printable, say
+from ....output.plain import printable, tell
 from ....output.results import scan_summary
 from ... import fast
 from ..app import common_options, emit, options
@@ -146,23 +146,25 @@ def watch(debounce: float, stop_running: bool) -> None:
         stopped = _stop_watcher(store_dir, info["pid"], opts.env.lock_timeout)
         emit(
             {"stopped": stopped, "pid": info["pid"]},
-            lambda: say(
+            lambda: tell(
                 f"watcher {info['pid']} {'stopped' if stopped else 'did not stop in time'}"
             ),
         )
         return
     from ....output.rich import console
 
-    out = console(stderr=True)
+    # what it recorded (on stderr with --json: stdout holds the one document); what went wrong
+    out, err = console(stderr=opts.json), console(stderr=True)
     # watchdog re-adds a new folder's watch it already has and warns about it: harmless
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
     def report(item: WatchReport) -> None:
         if item.kind != "answered":  # what an answer recorded is reported as "recorded"
-            out.print(
+            trouble = item.kind in ("fallback", "coverage", "error")
+            (err if trouble else out).print(
                 f"{time.strftime('%H:%M:%S')} {item.kind:<9} "
                 f"{printable(item.message, quote=False)}",
-                style="yellow" if item.kind in ("fallback", "coverage", "error") else "",
+                style="yellow" if trouble else "",
             )
 
     stop = threading.Event()
