@@ -491,6 +491,7 @@ class Store:
         dry_run: bool = False,
         force: bool = False,
         homes: Mapping[str, str] | None = None,
+        expect_head: str | None = None,
     ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch.
 
@@ -498,7 +499,10 @@ class Store:
         agent has a conversation module: ``homes`` maps each agent to its home folder
         (``{"claude-code": "~/.claude", "codex": "$CODEX_HOME"}``, expanded), where its
         registry of running sessions is. Without it, the chat stays in the agent
-        (``result.conversation["status"]`` is ``unsupported``).
+        (``result.conversation["status"]`` is ``unsupported``). ``expect_head``: the head
+        a turn number was counted from; when the session's head is another once the write
+        lock is held (a rewind or a turn came in between), ``HeadMoved`` is raised and
+        nothing changes.
         """
         from .ops.rewind import rewind
 
@@ -512,6 +516,7 @@ class Store:
             dry_run=dry_run,
             force=force,
             homes=homes,
+            expect_head=expect_head,
         )
 
     def finish(
@@ -531,13 +536,21 @@ class Store:
         on_conflict: Policy = SKIP,
         dry_run: bool = False,
         force: bool = False,
+        expect_head: str | None = None,
     ) -> RewindResult:
         """Make the workspace what it was right after ``target``: back, forward (redo) or on
-        another branch of its session. A number needs ``session``; an id does not."""
+        another branch of its session. A number needs ``session``; an id does not.
+        ``expect_head``: as for :meth:`rewind`."""
         from .ops.rewind import switch
 
         return switch(
-            self.repo, target, session, on_conflict=on_conflict, dry_run=dry_run, force=force
+            self.repo,
+            target,
+            session,
+            on_conflict=on_conflict,
+            dry_run=dry_run,
+            force=force,
+            expect_head=expect_head,
         )
 
     def undo(

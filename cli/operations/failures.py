@@ -25,6 +25,7 @@ REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.transport.errors", 6
 EXIT_CODES: dict[type[BaseException], int] = {
     e.BadInput: 2,
     e.RunActive: 3,
+    e.HeadMoved: 3,
     e.ConversationRefused: 3,
     e.StoreLocked: 3,
     e.StoreReadOnly: 3,
@@ -89,6 +90,11 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
 
 def message(exc: BaseException, command: str | None = None) -> str:
     """The one line printed after ``snapstore: ``: what went wrong, then the hint."""
+    if isinstance(exc, e.HeadMoved):  # the user's words: they chose a number, not a head
+        return (
+            f"the head moved since you chose turn {exc.ref}; nothing changed "
+            "(run it again: `snapstore log` shows the turns now)"
+        )
     tip = hint(exc, command)
     return f"{exc}{f' ({tip})' if tip else ''}"
 

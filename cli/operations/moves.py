@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, NotFound
 from snapstore.core.errors import UnknownOperation, UnknownTurn
+from snapstore.ops.branches import MAX_NUMBER_DIGITS
 
 from ..settings.options import choose_session
 from . import runner
@@ -102,9 +103,15 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
     if action == "finish":
         return store.finish(session, on_conflict=policy, dry_run=move.dry_run), note
     require_turns(store, session, f"nothing to {action}")
+    expect = counted_from(store, move, session)
     if action == "switch":
         result = store.switch(
-            target, session, on_conflict=policy, dry_run=move.dry_run, force=move.force
+            target,
+            session,
+            on_conflict=policy,
+            dry_run=move.dry_run,
+            force=move.force,
+            expect_head=expect,
         )
         return result, note
     result = store.rewind(
@@ -116,8 +123,41 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         dry_run=move.dry_run,
         force=move.force,
         homes=ctx.homes,
+        expect_head=expect,
     )
     return result, note
+
+
+def is_number(target: str | None) -> bool:
+    """Whether a move's target is a turn number from ``log`` (counted from the head), not an
+    id (as the library reads it: up to six digits)."""
+    text = (target or "").strip()
+    return text.isdigit() and len(text) <= MAX_NUMBER_DIGITS
+
+
+def head_of(store: Store, session: str) -> str | None:
+    """The session's head now: what a turn number counts from."""
+    with store.repo.read() as v:
+        return v.head(session)
+
+
+def counted_from(store: Store, move: Move, session: str) -> str | None:
+    """The head a rewind's or switch's turn number counts from: the one the door saw (the
+    picker's list, the confirmation's plan), else the head now, read before the write lock;
+    the library refuses the move once the head is another under the lock. None for an id."""
+    if not is_number(move.target):
+        return None
+    return move.expect_head or head_of(store, session)
+
+
+def as_seen(store: Store, move: Move) -> Move:
+    """The move with the head its turn number counts from read now: a door that shows the
+    plan and asks first (a confirmation, the picker's list) calls it before showing it, so
+    that a head that moved while the user read is refused rather than followed."""
+    if move.action not in ("rewind", "switch") or move.expect_head or not is_number(move.target):
+        return move
+    session, _ = _session_of(store, move, move.target or "")
+    return move._replace(expect_head=head_of(store, session))
 
 
 def _session_of(store: Store, move: Move, target: str) -> tuple[str, str | None]:

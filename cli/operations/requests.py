@@ -26,7 +26,9 @@ class Move(NamedTuple):
     rest (an undo or redo of the newest). ``session`` is the one the user named, or None: the
     layer then chooses as ``log`` does (the turn's own session for a turn id). ``paths`` are
     absolute. ``shown`` is the turn as the user saw it (the picker's number), for the lines
-    that name it."""
+    that name it. ``expect_head`` is the session's head that a turn number was counted from
+    when the user saw it (the picker's list, a confirmation's plan); without it, the head as
+    the move starts. A turn number is refused once the head moved (``HeadMoved``)."""
 
     action: Action
     target: str | None = None
@@ -37,6 +39,7 @@ class Move(NamedTuple):
     dry_run: bool = False
     force: bool = False
     shown: str | None = None
+    expect_head: str | None = None
 
 
 def check(move: Move) -> None:

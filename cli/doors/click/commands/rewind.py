@@ -17,7 +17,7 @@ import click
 from snapstore.core.records import BOTH, CODE, MODES, POLICIES, SKIP, Mode, Policy
 
 from ....operations.context import Context
-from ....operations.moves import is_new, perform, run
+from ....operations.moves import as_seen, is_new, perform, run
 from ....operations.outcome import Outcome
 from ....operations.requests import Move
 from ....output import results
@@ -123,6 +123,7 @@ def rewind(
                 _report(picked)
             return
         if not (yes or dry_run) and _interactive():
+            request = as_seen(store, request)  # what the plan shows is what is confirmed
             preview = run(store, ctx, request._replace(dry_run=True))
             assert preview.result is not None
             results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
@@ -156,6 +157,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
     request = Move("switch", turn, opts.session, on_conflict=on_conflict, force=force)
     with ctx.open() as store:
         if not (yes or dry_run) and _interactive():
+            request = as_seen(store, request)
             preview = run(store, ctx, request._replace(dry_run=True))
             assert preview.result is not None
             results.summary(preview.result, "switch")
