@@ -277,7 +277,7 @@ class Store:
             if warn is not None:
                 for item in result.uncaptured:
                     warn(
-                        f"{item['path']} was not captured ({item['reason']}): "
+                        f"{item['path']} was not captured, {item['reason']}: "
                         "no rewind can restore it"
                     )
         except SnapstoreError as exc:

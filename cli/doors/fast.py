@@ -28,7 +28,7 @@ from snapstore import SnapstoreError
 from snapstore.core.records import BOTH, MODES, POLICIES, SKIP
 
 from ..operations import runner
-from ..output.plain import printable, say, tell
+from ..output.plain import printable, reason, say, tell
 from ..settings.environment import lock_timeout, strict_hooks
 from ..settings.options import Options
 
@@ -251,8 +251,8 @@ def _captured(result: CaptureResult, verb: str, key: str) -> Output:
         raise result.refused[0]
     lines = [(f"{verb} {len(result.paths)} path(s) in turn {result.turn}", "")]
     warnings = [
-        f"skipped {printable(path)}: {printable(reason, quote=False)}"
-        for path, reason in result.skipped
+        f"skipped {printable(path)}: {reason(why)}"
+        for path, why in result.skipped
     ]
     return (
         {

@@ -39,6 +39,7 @@ from snapstore.core.db import append_private
 
 from ..operations.runner import failure, record
 from ..settings.environment import Environment, agent_homes, open_for_hook, strict_hooks
+from ..settings.values import readable_sizes
 
 NO_CREATE = "--no-create"
 
@@ -158,6 +159,7 @@ def run_hook(agent: str, args: list[str]) -> int:
 
                 start_daemon(store_dir, store.root)  # after the prompt's scan: never waited for
         for warning in warnings:
+            warning = readable_sizes(warning)
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)
         sys.stdout.write(reply(spec, action.event))

@@ -15,6 +15,7 @@ import sys
 from snapstore.core import errors as e
 
 from ..output.plain import printable
+from ..settings.values import readable_sizes
 
 #: The remote's errors (snapstore.remote.transport.errors) exit 6. That package is imported only by
 #: the commands that talk to a remote, so an error of its can exist only once it is loaded:
@@ -96,7 +97,7 @@ def message(exc: BaseException, command: str | None = None) -> str:
             "(run it again: `snapstore log` shows the turns now)"
         )
     tip = hint(exc, command)
-    return f"{exc}{f' ({tip})' if tip else ''}"
+    return f"{readable_sizes(str(exc))}{f' ({tip})' if tip else ''}"
 
 
 def report(text: str, exit_code: int, code: str = "error", as_json: bool = False) -> None:

@@ -21,7 +21,7 @@ from snapstore import DEFAULT_SESSION, NotFound
 from snapstore.core.errors import UnknownOperation, UnknownTurn
 from snapstore.ops.branches import MAX_NUMBER_DIGITS
 
-from ..settings.options import choose_session
+from ..settings.options import choose_session, resolve_session
 from . import runner
 from .outcome import Outcome
 from .requests import Move, check
@@ -70,6 +70,8 @@ def run(store: Store, ctx: Context, move: Move) -> Outcome:
     check(move)
     if move.action == "resume":
         return Outcome(move, None, resumed=store.resume())
+    if move.session is not None:  # a prefix, as a table shows it, names its session
+        move = move._replace(session=resolve_session(store, move.session))
     notes = runner.resume(store)
     result, note = _act(store, ctx, move)
     if note is not None:

@@ -45,6 +45,14 @@ def _escape(match: re.Match[str]) -> str:
     return "".join(f"\\{byte:03o}" for byte in data)
 
 
+def reason(text: str) -> str:
+    """A reason from the store (why a path was skipped, left or not captured) for people:
+    :func:`printable`, with its sizes as people read them (``settings.values``)."""
+    from ..settings.values import readable_sizes
+
+    return printable(readable_sizes(text), quote=False)
+
+
 def printable(text: str, quote: bool = True) -> str:
     """``text`` safe to show on a terminal.
 
@@ -137,10 +145,56 @@ def iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width of the terminal ``stream`` (stdout) is, or None when it is none: output that
+    goes to a pipe or a file is never cut to a width (docs/cli.md, "Output for people")."""
+    out = stream or sys.stdout
+    try:
+        if not out.isatty():
+            return None
+    except ValueError:  # a closed stream
+        return None
+    import shutil  # only for a terminal
+
+    return shutil.get_terminal_size().columns
+
+
+#: The fewest characters of an agent's session id a table keeps (``claude-code/7c1e``).
+MIN_ID = 4
+
+
+def fit_session(name: str, room: int) -> str:
+    """A session name in at most ``room`` characters, when it can be: an agent's session
+    (``claude-code/<uuid>``, 48 characters) keeps its agent and the start of its id, as a
+    turn keeps the start of its id (``--session`` takes such a prefix); another name its start.
+    Never fewer than :data:`MIN_ID` characters of the id."""
+    if len(name) <= room:
+        return name
+    agent, slash, rest = name.partition("/")
+    if not slash or not rest:
+        return name[: max(room, MIN_ID)]
+    keep = max(room - len(agent) - 1, MIN_ID)
+    return f"{agent}/{rest[:keep].rstrip('-')}"
+
+
+def columns(
+    header: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    width: int | None = None,
+    squeeze: int | None = None,
+) -> str:
     """Rows as left-aligned columns under ``header``, two spaces apart, one line each (never
-    wrapped: a line stays one line for grep)."""
+    wrapped: a line stays one line for grep). Given the terminal's ``width``, the session
+    names of column ``squeeze`` are shortened (:func:`fit_session`) so that the rows fit it."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    if width is not None and squeeze is not None:
+        room = width - (sum(widths) - widths[squeeze]) - 2 * (len(header) - 1)
+        if widths[squeeze] > room:
+            rows = [
+                tuple(fit_session(c, room) if i == squeeze else c for i, c in enumerate(row))
+                for row in rows
+            ]
+            widths[squeeze] = max(len(row[squeeze]) for row in [header, *rows])
     return "".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         + "\n"

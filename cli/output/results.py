@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from .plain import Segment, colour, emit, paint, printable, reader_gone, say, tell
+from .plain import Segment, colour, emit, paint, printable, reader_gone, reason, say, tell
 
 if TYPE_CHECKING:
     from snapstore.ops.plan import RewindResult
@@ -119,7 +119,7 @@ def summary(
             [
                 (f"  {name:<9}", f"bold {style}"),
                 (f" {printable(item['path'])}: ", ""),
-                (printable(item["reason"], quote=False), style),
+                (reason(item["reason"]), style),
             ]
             for item in items
         ]
@@ -201,6 +201,6 @@ def scan_summary(result: ScanResult) -> None:
     for item in result.skipped:  # warnings, beside the result
         say(
             f"snapstore: skipped {printable(item['path'])}: "
-            f"{printable(item['reason'], quote=False)}",
+            f"{reason(item['reason'])}",
             "yellow",
         )

@@ -7,7 +7,8 @@ from dataclasses import asdict
 import click
 
 from ....operations.outcome import finish_command
-from ....output.plain import printable
+from ....output.plain import printable, reason
+from ....settings.config import Config
 from ....settings.values import format_size
 from ..app import common_options, emit, options
 
@@ -15,12 +16,13 @@ from ..app import common_options, emit, options
 @click.command()
 @common_options
 def status() -> None:
-    """Show the store's size, dedup ratio, sessions, open turn and head."""
+    """Show what the store holds and its size, the sessions, and the session's head."""
     opts = options()
     with opts.open_store() as store:
         session = opts.session_for(store)
         st = store.status(session)
         read_only = store.repo.read_only
+        scan_mode = Config.load(store.store_dir).track_shell
         from ....operations.checks import hook_reports
 
         hooks = [
@@ -54,19 +56,21 @@ def status() -> None:
 
         out = console()
         out.print(f"workspace  {printable(st.root)}")
+        out.print(f"store      {printable(st.store)}")
+        if read_only:
+            out.print(f"read-only  {printable(read_only, quote=False)}", style="yellow")
         out.print(
-            f"store      {printable(st.store)}  ({format_size(st.disk_bytes)} on disk"
-            f"{f'; read-only: {read_only}' if read_only else ''})"
+            f"size       {format_size(st.disk_bytes)} on disk; {format_size(st.stored_bytes)} "
+            f"in {st.blobs} blob(s), compressed and deduplicated"
         )
         out.print(
-            f"blobs      {st.blobs}: {format_size(st.stored_bytes)} stored for "
-            f"{format_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)"
+            f"captured   {format_size(st.logical_bytes)} of file versions, by {st.turns} "
+            f"turn(s) in {st.sessions} session(s)"
         )
-        out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
-        out.print(
-            f"session    {printable(session)}: head {st.head or '-'}, "
-            f"open turn {st.open_turn or '-'}"
-        )
+        if scan_mode:  # why more may be stored than the turns captured
+            out.print("baseline   stored too (scan mode): the workspace as the first scan found it")
+        out.print(f"session    {printable(session)}")
+        out.print(f"head       {st.head or '-'}, open turn {st.open_turn or '-'}")
         if st.unattributed:
             count = sum(len(item.paths) for item in st.unattributed)
             out.print(
@@ -88,7 +92,7 @@ def status() -> None:
             out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
             for left in st.left["paths"]:
                 out.print(
-                    Text(f"  {printable(left['path'])}: {printable(left['reason'], quote=False)}")
+                    Text(f"  {printable(left['path'])}: {reason(left['reason'])}")
                 )
         if st.uncaptured:
             out.print(
@@ -99,7 +103,7 @@ def status() -> None:
             for file in st.uncaptured:
                 out.print(
                     Text(
-                        f"  {printable(file['path'])}: {printable(file['reason'], quote=False)}"
+                        f"  {printable(file['path'])}: {reason(file['reason'])}"
                         f"  (turn {file['turn']})"
                     )
                 )
