@@ -14,6 +14,7 @@ import click
 
 from snapstore.core.db import data_file
 
+from ....operations.setup import unrecorded_line
 from ....output.plain import say
 from ....output.rich import console, printable
 from ....settings.config import Config
@@ -50,11 +51,7 @@ def init(track_shell: bool | None) -> None:
             baseline = track_shell_on(store) if track_shell else None
         except Unrecorded as exc:  # a read-only HOME, another user's under sudo: the store
             baseline = None  # works, with the defaults; scan mode needs the settings file
-            data["warnings"] = [
-                f"{exc.message.split(' (set XDG_STATE_HOME')[0]}, so they are not used and "
-                "scan mode is off: set XDG_STATE_HOME to a folder you can write, then run "
-                "`snapstore config trust`"
-            ]
+            data["warnings"] = [unrecorded_line(exc)]
             say(f"snapstore: {printable(data['warnings'][0], quote=False)}")
         if baseline is not None:
             data["scan"] = baseline.to_json()

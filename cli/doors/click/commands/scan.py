@@ -59,17 +59,12 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | N
 
 
 def track_shell_on(store: Store) -> ScanResult | None:
-    """Put the store in scan mode and record the baseline, with a progress bar; None when it
-    already was (its hooks keep the baseline current)."""
-    from ....settings.config import Config
+    """Put the store in scan mode and record the baseline (``operations.setup``), with a
+    progress bar; None when it already was."""
+    from ....operations.setup import cover_shell
 
-    config = Config.load(store.store_dir)
-    if config.track_shell:
-        return None
-    config.track_shell = True
-    config.save(store.store_dir)
     with scan_progress(not options().json) as progress:
-        return store.scan(progress=progress, use_watcher=False)
+        return cover_shell(store, progress)
 
 
 @click.command("scan")
