@@ -250,10 +250,7 @@ def _captured(result: CaptureResult, verb: str, key: str) -> Output:
     if result.refused and strict_hooks():
         raise result.refused[0]
     lines = [(f"{verb} {len(result.paths)} path(s) in turn {result.turn}", "")]
-    warnings = [
-        f"skipped {printable(path)}: {reason(why)}"
-        for path, why in result.skipped
-    ]
+    warnings = [f"skipped {printable(path)}: {reason(why)}" for path, why in result.skipped]
     return (
         {
             "session": result.session,

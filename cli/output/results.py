@@ -200,7 +200,6 @@ def scan_summary(result: ScanResult) -> None:
                 )
     for item in result.skipped:  # warnings, beside the result
         say(
-            f"snapstore: skipped {printable(item['path'])}: "
-            f"{reason(item['reason'])}",
+            f"snapstore: skipped {printable(item['path'])}: {reason(item['reason'])}",
             "yellow",
         )

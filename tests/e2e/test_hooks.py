@@ -411,9 +411,7 @@ def test_a_hook_says_in_one_line_why_its_store_does_not_cover_the_shell(
     assert first.returncode == 0 and first.stdout == b""
     lines = first.stderr.decode().splitlines()
     assert len(lines) == 1 and "scan mode is off" in lines[0], lines
-    doctor = snapstore(
-        root, "--json", "doctor", env=hermetic_env(XDG_STATE_HOME=str(blocked))
-    )
+    doctor = snapstore(root, "--json", "doctor", env=hermetic_env(XDG_STATE_HOME=str(blocked)))
     assert doctor.returncode == 1
     [report] = json.loads(doctor.stdout)["hooks"]
     assert any("the store is not in scan mode" in p for p in report["problems"])

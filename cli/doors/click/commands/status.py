@@ -91,9 +91,7 @@ def status() -> None:
             )
             out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
             for left in st.left["paths"]:
-                out.print(
-                    Text(f"  {printable(left['path'])}: {reason(left['reason'])}")
-                )
+                out.print(Text(f"  {printable(left['path'])}: {reason(left['reason'])}"))
         if st.uncaptured:
             out.print(
                 f"uncaptured {len(st.uncaptured)} file(s) changed on this branch were never "
