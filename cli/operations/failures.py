@@ -80,7 +80,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
             else "end it with `snapstore end`"
         )
     if isinstance(exc, e.ConversationRefused) and command == "undo":
-        return "use --mode code to put the files back and leave the chat as it is"
+        return "`snapstore undo --mode code` puts the files back and leaves the chat as it is"
     if isinstance(exc, e.ConversationRefused) and command != "rewind":
         return None
     for cls in type(exc).__mro__:

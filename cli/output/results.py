@@ -48,10 +48,11 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
-def report(outcome: Outcome, as_json: bool) -> int:
+def report(outcome: Outcome, as_json: bool, diffs: bool = False) -> int:
     """Print a move's outcome: its notes on stderr, then its JSON document or its lines for
-    people on stdout (a dry run's diffs first). The exit code: 1 when it left (or, dry,
-    would leave) a path not put back, whether or not the reader stayed to the end."""
+    people on stdout: a dry run's plan, then (``diffs``, ``--diff``) what each file would
+    become. The exit code: 1 when it left (or, dry, would leave) a path not put back,
+    whether or not the reader stayed to the end."""
     for note in outcome.notes:
         say(f"snapstore: {printable(note, quote=False)}")
 
@@ -62,19 +63,18 @@ def report(outcome: Outcome, as_json: bool) -> int:
             if not outcome.resumed:
                 tell("no interrupted rewind to resume")
             return
-        if outcome.result.dry_run:
+        result = outcome.result
+        summary(
+            result, outcome.verb, turn=outcome.turn, finish=outcome.finish, prompt=outcome.prompt
+        )
+        writes = [plan for plan in result.plans if plan.writes] if result.dry_run else []
+        if writes and not diffs:
+            say(f"snapstore: add --diff to see what the {len(writes)} file(s) would become")
+        elif writes:
             from snapstore.ops.diffs import entry_diff
 
-            for plan in outcome.result.plans:
-                if plan.writes:
-                    diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
-        summary(
-            outcome.result,
-            outcome.verb,
-            turn=outcome.turn,
-            finish=outcome.finish,
-            prompt=outcome.prompt,
-        )
+            for plan in writes:
+                diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
 
     try:
         emit(as_json, outcome.to_json(), human)

@@ -415,3 +415,84 @@ def test_a_hook_says_in_one_line_why_its_store_does_not_cover_the_shell(
     assert doctor.returncode == 1
     [report] = json.loads(doctor.stdout)["hooks"]
     assert any("the store is not in scan mode" in p for p in report["problems"])
+
+
+def test_undo_after_the_agent_was_resumed_names_the_way_out(tmp_path: Path, root: Path) -> None:
+    """What the issue met, through the hook command: Claude Code's turns recorded by its hooks,
+    a rewind of the files and the chat, then `claude --resume` and a new prompt. `undo` must
+    not cut the chat the agent wrote to since: it refuses in one line that names the command
+    that still puts the files back, and that command does, leaving the chat alone."""
+    from ..support.transcripts import PROMPTS, claude_turn
+
+    home = tmp_path / "claude-home"
+    home.mkdir()
+    env = {"CLAUDE_CONFIG_DIR": str(home)}
+    transcript = root / "t.jsonl"
+    assert snapstore(root, "init").returncode == 0
+    sid = payload("claude-code", "user-prompt-submit", root)["session_id"]
+    notes = root / "notes.txt"
+    for i, prompt in enumerate(PROMPTS):
+        ok(
+            hook(
+                "claude-code",
+                payload(
+                    "claude-code", "user-prompt-submit", root, prompt=prompt, prompt_id=f"p{i}"
+                ),
+                root,
+                **env,
+            )
+        )
+        claude_turn(transcript, i)  # what Claude Code writes for the prompt
+        tool = {"file_path": str(notes), "content": f"version {i}\n"}
+        ok(
+            hook(
+                "claude-code",
+                payload("claude-code", "pre-tool-use-write", root, tool_input=tool),
+                root,
+                **env,
+            )
+        )
+        notes.write_text(f"version {i}\n")
+        ok(
+            hook(
+                "claude-code",
+                payload("claude-code", "post-tool-use-write", root, tool_input=tool),
+                root,
+                **env,
+            )
+        )
+        ok(hook("claude-code", payload("claude-code", "stop", root), root, **env))
+    cli_env = hermetic_env(**env)
+    rewound = snapstore(root, "--json", "rewind", "2", "--yes", env=cli_env)
+    assert rewound.returncode == 0, rewound.stderr
+    assert json.loads(rewound.stdout)["conversation"]["status"] == "rewound"
+    assert notes.read_text() == "version 0\n"
+
+    # `claude --resume`, and a prompt: the hooks record a turn, Claude Code its records
+    ok(
+        hook(
+            "claude-code",
+            payload("claude-code", "user-prompt-submit", root, prompt="again", prompt_id="p9"),
+            root,
+            **env,
+        )
+    )
+    with open(transcript, "a") as f:
+        record = {"type": "user", "uuid": "u9", "parentUuid": "a0", "promptId": "p9"}
+        f.write(json.dumps({**record, "message": {"content": "again"}, "sessionId": sid}) + "\n")
+    ok(hook("claude-code", payload("claude-code", "stop", root), root, **env))
+    chat = transcript.read_bytes()
+
+    refused = snapstore(root, "undo", env=cli_env)
+    assert refused.returncode == 3 and refused.stdout == ""
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("snapstore: Claude Code wrote to the conversation since the rewind")
+    assert line.endswith(
+        "(`snapstore undo --mode code` puts the files back and leaves the chat as it is)"
+    )
+    assert notes.read_text() == "version 0\n" and transcript.read_bytes() == chat
+
+    files = snapstore(root, "undo", "--mode", "code", env=cli_env)
+    assert files.returncode == 0, files.stderr
+    assert notes.read_text() == "version 2\n"
+    assert transcript.read_bytes() == chat  # the resumed chat is the user's: left alone

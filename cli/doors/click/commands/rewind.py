@@ -36,9 +36,14 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(outcome: Outcome) -> None:
+def _diff_goes_with_dry_run(diffs: bool, dry_run: bool) -> None:
+    if diffs and not dry_run:
+        raise click.UsageError("--diff goes with --dry-run")
+
+
+def _report(outcome: Outcome, diffs: bool = False) -> None:
     """Print the outcome; exit 1 when it left (or, dry, would leave) anything undone."""
-    code = results.report(outcome, options().json)
+    code = results.report(outcome, options().json, diffs)
     if code:
         sys.exit(code)
 
@@ -68,6 +73,9 @@ def _report(outcome: Outcome) -> None:
     help="Take back only this file (repeatable); the head stays.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
@@ -85,6 +93,7 @@ def rewind(
     on_conflict: Policy,
     paths: tuple[str, ...],
     dry_run: bool,
+    diffs: bool,
     yes: bool,
     force: bool,
     resume: bool,
@@ -95,6 +104,7 @@ def rewind(
     TURN is a number from `snapstore log` (1 is the newest) or a turn id.
     Without TURN, list the rewind points.
     """
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     ctx = Context.of(opts)
     absolute = tuple(os.path.join(os.getcwd(), p) for p in paths)
@@ -129,7 +139,7 @@ def rewind(
             results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
             click.confirm("Rewind?", abort=True)
         outcome = run(store, ctx, request)
-    _report(outcome)
+    _report(outcome, diffs)
 
 
 @click.command()
@@ -143,15 +153,21 @@ def rewind(
     "theirs: force the turn's version.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
 @common_options
-def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool) -> None:
+def switch(
+    turn: str, on_conflict: Policy, dry_run: bool, diffs: bool, yes: bool, force: bool
+) -> None:
     """Make the workspace what it was right after TURN: back, forward, or on another branch.
 
     TURN is a number from `snapstore log` or the id of any turn, rewound ones included
     (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
     """
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     ctx = Context.of(opts)
     request = Move("switch", turn, opts.session, on_conflict=on_conflict, force=force)
@@ -163,7 +179,7 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
             results.summary(preview.result, "switch")
             click.confirm("Switch?", abort=True)
         outcome = run(store, ctx, request._replace(dry_run=dry_run))
-    _report(outcome)
+    _report(outcome, diffs)
 
 
 @click.command()
@@ -178,30 +194,38 @@ def switch(turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool
 )
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @common_options
-def undo(rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool) -> None:
+def undo(
+    rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool, diffs: bool
+) -> None:
     """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
 
     With --session, the last one of that session. When turns came after it, the undo
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, mode)
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, diffs, mode)
 
 
 @click.command()
 @click.argument("undo_id", required=False, shell_complete=complete_undo)
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @common_options
-def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool) -> None:
+def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool, diffs: bool) -> None:
     """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
 
     With --session, the last undo of that session. The files are merged as for a rewind,
     and `snapstore undo` takes the redo back. Refused once turns came after the undo.
     UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("redo", undo_id, on_conflict, dry_run)
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run, diffs)
 
 
 def _undo_or_redo(
@@ -209,8 +233,10 @@ def _undo_or_redo(
     ref: str | None,
     on_conflict: Policy,
     dry_run: bool,
+    diffs: bool,
     mode: Mode = BOTH,
 ) -> None:
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run)
-    _report(perform(Context.of(opts), request))
+    _report(perform(Context.of(opts), request), diffs)
