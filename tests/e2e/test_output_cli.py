@@ -352,7 +352,8 @@ def test_a_dry_run_prints_the_plan_and_the_diffs_only_when_asked(cli, root: Path
         write(root, path, long.replace("line", "LINE"))
     assert cli("post-write", *files).code == 0
     assert cli("end").code == 0
-    for args in (("rewind", "1", "--dry-run"), ("switch", "1", "--dry-run")):
+    turn = cli("--json", "log").json[0]["turn"]
+    for args in (("rewind", "1", "--dry-run"), ("switch", turn, "--dry-run")):
         if args[0] == "switch":  # back to the turn: first take it back
             assert cli("rewind", "1", "--yes").code == 0
         plan = cli(*args)
@@ -360,6 +361,7 @@ def test_a_dry_run_prints_the_plan_and_the_diffs_only_when_asked(cli, root: Path
         lines = plan.stdout.splitlines()
         assert "@@" not in plan.stdout and len(lines) <= 8  # 5 files, the head, the prompt
         assert lines[5].startswith("dry run: nothing was written; the head would be ")
+        assert all(line.startswith("  would be restored  src/m") for line in lines[:5])
         assert plan.stderr == "snapstore: add --diff to see what the 5 file(s) would become\n"
         shown = cli(*args, "--diff")
         assert shown.code == 0 and shown.stdout.startswith(plan.stdout)  # the plan first
