@@ -65,7 +65,12 @@ def report(outcome: Outcome, as_json: bool, diffs: bool = False) -> int:
             return
         result = outcome.result
         summary(
-            result, outcome.verb, turn=outcome.turn, finish=outcome.finish, prompt=outcome.prompt
+            result,
+            outcome.verb,
+            turn=outcome.turn,
+            finish=outcome.finish,
+            prompt=outcome.prompt,
+            by_hand=outcome.by_hand,
         )
         writes = [plan for plan in result.plans if plan.writes] if result.dry_run else []
         if writes and not diffs:
@@ -91,10 +96,12 @@ def summary(
     turn: str | None = None,
     finish: str | None = None,
     prompt: str | None = None,
+    by_hand: str = "",
 ) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
     what it warns of (a hard link it split), and where the head is; ``finish`` is the
-    command that retries what it left; then what it did to the agent's conversation
+    command that retries what it left (``by_hand``: what is left for the user, when no
+    command finishes it without losing an edit); then what it did to the agent's conversation
     (``turn``: the turn as the user named it), and the ``prompt`` it hands back."""
     out = stream or sys.stdout
     styled = colour(out)
@@ -143,6 +150,8 @@ def summary(
         lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
         if finish:
             lines.append([(f"{len(result.left)} path(s) left; finish with: {finish}", "yellow")])
+        elif by_hand:  # no policy keeps both sides there: the user's to resolve
+            lines.append([(f"{len(result.left)} path(s) left for you: {by_hand}", "yellow")])
         if result.undo_id and verb in ("rewound", "redone"):
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
     lines += _conversation(result, verb, turn or result.target or "", prompt)

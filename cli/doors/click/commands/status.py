@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import click
 
-from ....operations.outcome import finish_command
+from ....operations.outcome import by_hand, finish_command
 from ....output.plain import printable, reason
 from ....settings.config import Config
 from ....settings.values import format_size
@@ -30,6 +30,11 @@ def status() -> None:
             for r in hook_reports(store, st.root)
             for problem in r["problems"]
         ]
+    finish, conflicts = None, []
+    if st.left:
+        failed = st.left["failed"]
+        conflicts = [p for p in st.left["paths"] if p["path"] not in failed]
+        finish = finish_command(session, conflicts, failed, st.left["marked"])
     data = {
         "root": st.root,
         "store": st.store,
@@ -45,7 +50,7 @@ def status() -> None:
         "read_only": read_only,
         "hook_problems": hooks,
         "unattributed": [asdict(item) for item in st.unattributed],
-        "left": st.left and {**st.left, "finish": finish_command(session, "skip")},
+        "left": st.left and {**st.left, "finish": finish},
         "uncaptured": st.uncaptured,
     }
 
@@ -89,7 +94,10 @@ def status() -> None:
                 f"{st.left['operation']}",
                 style="yellow",
             )
-            out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
+            if finish:
+                out.print(Text(f"  finish with: {finish}"))
+            else:
+                out.print(Text(f"  for you: {by_hand(conflicts, st.left['marked'])}"))
             for left in st.left["paths"]:
                 out.print(Text(f"  {printable(left['path'])}: {reason(left['reason'])}"))
         if st.uncaptured:
