@@ -94,12 +94,14 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
                 homes=ctx.homes,
                 mode=move.mode,
             )
+            what = result.target
         else:
+            what = _redone(store, ref, move.session)
             result = store.redo(
                 ref, move.session, on_conflict=policy, dry_run=move.dry_run, homes=ctx.homes
             )
         chose = move.session is None  # the store's newest: say which
-        return result, f"{action}ing {result.target} of session {result.session}" if chose else None
+        return result, f"{action}ing {what} of session {result.session}" if chose else None
     target = move.target or ""
     session, note = _session_of(store, move, target)
     if action == "finish":
@@ -128,6 +130,18 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         expect_head=expect,
     )
     return result, note
+
+
+def _redone(store: Store, ref: str | None, session: str | None) -> str:
+    """What a redo does again, named as ``undo`` names what it takes back (an operation of
+    ``ops``): the operation the undo took back, and the undo."""
+    from snapstore.ops.branches import last_redoable, resolve_operation
+
+    with store.repo.read() as v:
+        undo = resolve_operation(v, ref) if ref is not None else last_redoable(v, session)
+    if undo is None or undo.op is None:
+        return "nothing"  # the redo refuses, and says why
+    return f"{undo.op.undoes} (undone by {undo.id})"
 
 
 def is_number(target: str | None) -> bool:

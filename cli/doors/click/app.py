@@ -46,6 +46,14 @@ def print_start(first: str) -> None:
     )
 
 
+#: --session, before the command or after it.
+SESSION_HELP = (
+    "The session (default: $SNAPSTORE_SESSION, else 'default'; a command that reads or moves "
+    "takes the most recently active one when there is no 'default'). A unique prefix of a "
+    "session's name names it."
+)
+
+
 def options() -> Options:
     return click.get_current_context().ensure_object(Options)
 
@@ -77,7 +85,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         callback=_set("session"),
         is_eager=True,
         shell_complete=complete_session,
-        help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
+        help=SESSION_HELP,
     )(fn)
 
 
@@ -146,6 +154,18 @@ class SnapstoreGroup(click.Group):
         module, attr = COMMANDS[name].split(":")
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A mistyped command gets Click's "Did you mean" (it asks ``self.commands``, which a
+        lazy group leaves empty)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=list(COMMANDS), ctx=ctx
+            ) from None
 
     def make_context(
         self,
@@ -263,7 +283,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
     "-s",
     metavar="S",
     shell_complete=complete_session,
-    help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
+    help=SESSION_HELP,
 )
 @click.option(
     "--lock-timeout",

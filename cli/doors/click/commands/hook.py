@@ -269,8 +269,24 @@ def _install_http(
     return added, url
 
 
-@hook.command("install")
-@click.argument("agent", type=click.Choice(AGENTS))
+def _agent_list(width: int = 56) -> str:
+    """The agents, a few to a line, never cut inside a name (Click's wrapping breaks at the
+    hyphen of "gemini-cli"); a ``\b`` paragraph, which Click leaves as it is."""
+    lines, line = [], ""
+    for name in AGENTS:
+        item = f"{name}, " if name != AGENTS[-1] else f"{name}."
+        if line and len(line) + len(item) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += item
+    return "\b\nAGENT is one of:\n" + "\n".join([*lines, line])
+
+
+@hook.command(
+    "install",
+    help="Write snapstore's hooks into AGENT's config, keeping what is there.\n\n" + _agent_list(),
+)
+@click.argument("agent", type=click.Choice(AGENTS), metavar="AGENT")
 @click.option(
     "--scope",
     type=click.Choice(SCOPES),

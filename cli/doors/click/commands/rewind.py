@@ -102,7 +102,7 @@ def rewind(
     """Take back TURN and everything after it on the current branch.
 
     TURN is a number from `snapstore log` (1 is the newest) or a turn id.
-    Without TURN, list the rewind points.
+    Without TURN: on a terminal, a picker to choose one; elsewhere, the numbered list.
     """
     _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()

@@ -80,8 +80,9 @@ def track_shell_on(store: Store) -> ScanResult | None:
 def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
     """Record what changed in the workspace since the last scan.
 
-    Changes seen while a turn is open belong to it (and a rewind takes them
-    back); changes seen between turns are the user's and are kept. The first
+    A change seen inside one of the agent's shell calls (its hooks scan just
+    before and after each) belongs to that agent's turn, and a rewind takes it
+    back; every other change is yours, and is kept: this scan's too. The first
     scan records the baseline.
     """
     opts = options()
