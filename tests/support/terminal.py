@@ -16,17 +16,22 @@ from .runner import snapstore_bin
 
 
 def on_terminal(
-    args: list[str], cwd: Path, env: Mapping[str, str], columns: int = 80, rows: int = 50
+    args: list[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    columns: int = 80,
+    rows: int = 50,
+    shell: bool = False,
 ) -> tuple[int, str]:
-    """Run ``snapstore ARGS`` with stdin, stdout and stderr on a terminal ``columns`` wide
-    (its size set before the command starts); its exit code and what it printed, stdout and
-    stderr as the terminal shows them, lines ending in ``\\n``."""
+    """Run ``snapstore ARGS`` (with ``shell``, the shell command line ``ARGS[0]``) with stdin,
+    stdout and stderr on a terminal ``columns`` wide (its size set before the command
+    starts); its exit code and what it printed, stdout and stderr as the terminal shows
+    them, lines ending in ``\\n``."""
     main, side = pty.openpty()
     fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
     env = {k: v for k, v in env.items() if k not in ("COLUMNS", "LINES")}
-    child = subprocess.Popen(
-        [*snapstore_bin(), *args], cwd=cwd, env=env, stdin=side, stdout=side, stderr=side
-    )
+    argv = ["bash", "-c", args[0]] if shell else [*snapstore_bin(), *args]
+    child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=side, stdout=side, stderr=side)
     os.close(side)
     chunks = []
     while True:
