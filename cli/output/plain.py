@@ -163,17 +163,22 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
 MIN_ID = 4
 
 
+#: The characters of an agent's session id a table keeps when the whole does not fit, as a
+#: turn's id is shown by its first 8 (a uuid's first group).
+SHORT_ID = 8
+
+
 def fit_session(name: str, room: int) -> str:
     """A session name in at most ``room`` characters, when it can be: an agent's session
-    (``claude-code/<uuid>``, 48 characters) keeps its agent and the start of its id, as a
-    turn keeps the start of its id (``--session`` takes such a prefix); another name its start.
-    Never fewer than :data:`MIN_ID` characters of the id."""
+    (``claude-code/<uuid>``, 48 characters) keeps its agent and the start of its id, 8
+    characters (fewer when there is no room, never fewer than :data:`MIN_ID`), as a turn keeps
+    the start of its id (``--session`` takes such a prefix); another name its start."""
     if len(name) <= room:
         return name
     agent, slash, rest = name.partition("/")
     if not slash or not rest:
         return name[: max(room, MIN_ID)]
-    keep = max(room - len(agent) - 1, MIN_ID)
+    keep = max(min(room - len(agent) - 1, SHORT_ID), MIN_ID)
     return f"{agent}/{rest[:keep].rstrip('-')}"
 
 

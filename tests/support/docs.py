@@ -420,12 +420,13 @@ def run_chain(chain: list[Block], home: Home, shown: dict[str, list[str]] | None
             _, text = on_terminal([real], where, home.env(), shell=True)
             actual = normal(text, home).split("\n") if text.strip() else []
             ran += [f"$ {real}", *actual]
+            expected = [line for line in normal("\n".join(said), home).split("\n")]
+            expected = expected if any(expected) else []
+            same = matches(expected, actual, ids)  # binds the ids the doc shows, either way
             if shown is not None:
                 shown[block.where] = ran
                 continue
-            expected = [line for line in normal("\n".join(said), home).split("\n")]
-            expected = expected if any(expected) else []
-            if not matches(expected, actual, ids):
+            if not same:
                 raise AssertionError(
                     f"{block.where}: `$ {command}` printed\n"
                     + "\n".join(actual)
