@@ -42,3 +42,29 @@ def test_the_pages_are_the_ones_the_docs_have() -> None:
     root = Path(__file__).resolve().parents[2]
     assert "README.md" in PAGES and "docs/cli.md" in PAGES and "docs/python-api.md" in PAGES
     assert len(PAGES) == 1 + len(list((root / "docs").rglob("*.md")))
+
+
+def test_the_readme_gives_a_user_their_quick_start_and_contributors_theirs() -> None:
+    """A user's quick start installs, runs init and hook install, and rewinds, without the
+    test machinery (`./dev sh` installs the test extra); the two commands the README
+    promises, the demo and the tests, are there, the tests in the contributors' part."""
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    user, _, contributors = text.partition("## For contributors")
+    quick = user[user.index("## Quick start") :]
+    for step in ("pip install .", "$ snapstore init", "$ snapstore hook install", "rewind"):
+        assert step in quick, step
+    assert "./dev demo" in quick and "./dev test" not in quick
+    assert "./dev sh" not in user and "./dev test" in contributors
+
+
+def test_the_exit_codes_table_lists_every_code() -> None:
+    """docs/cli.md's table names each exit code the command line gives (6, a remote's, was
+    missing)."""
+    import re
+
+    from snapstore_cli.operations import failures
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text()
+    listed = {int(code) for code in re.findall(r"^\| (\d) \| ", text, re.MULTILINE)}
+    given = {0, 1, failures.REMOTE_EXIT, *failures.EXIT_CODES.values()}
+    assert listed == given
