@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, NotFound
+from snapstore.core import faults
 from snapstore.core.errors import UnknownOperation, UnknownTurn
 from snapstore.ops.branches import MAX_NUMBER_DIGITS
 
@@ -108,6 +109,7 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         return store.finish(session, on_conflict=policy, dry_run=move.dry_run), note
     require_turns(store, session, f"nothing to {action}")
     expect = counted_from(store, move, session)
+    faults.point("moves.counted")  # the target read, the library's write lock not taken yet
     if action == "switch":
         result = store.switch(
             target,

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .. import conversation
-from ..core import faults
 from ..core.errors import BadInput, HeadMoved, NotFound, NotOnBranch, RunActive, Unfinished
 from ..core.records import (
     BOTH,
@@ -129,7 +128,6 @@ def rewind(
     rels = None if paths is None else [repo.ws.relpath(p) for p in paths]
     if rels is not None:
         mode = CODE  # taking back some files never moves the conversation
-    faults.point("rewind.chosen")  # the target chosen, the write lock not taken yet
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
@@ -180,7 +178,6 @@ def switch(
     an id of any turn of the session's DAG: then ``session`` may be None). ``expect_head``:
     as for :func:`rewind`."""
     check_choices(BOTH, on_conflict)
-    faults.point("rewind.chosen")
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:

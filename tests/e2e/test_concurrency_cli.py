@@ -107,8 +107,9 @@ def test_two_rewinds_of_turn_1_started_at_once_take_back_one_turn(root: Path) ->
 
 
 def _racing(root: Path, args: list[str]):
-    """A fault handler that, the first time a move has chosen its target but not yet taken
-    the write lock, runs ``snapstore ARGS`` to its end in another process."""
+    """A fault handler that, the first time a move has counted its turn number from the head
+    but not yet taken the write lock (the operation layer's ``moves.counted``), runs
+    ``snapstore ARGS`` to its end in another process."""
     import subprocess
 
     from ..support import hermetic_env, snapstore_bin
@@ -116,7 +117,7 @@ def _racing(root: Path, args: list[str]):
     ran: list[subprocess.CompletedProcess[str]] = []
 
     def handler(name: str) -> None:
-        if name == "rewind.chosen" and not ran:
+        if name == "moves.counted" and not ran:
             ran.append(
                 subprocess.run(
                     [*snapstore_bin(), *args],
