@@ -41,7 +41,11 @@ def main() -> None:
     gc.enable()
     from .doors.click.app import run as run_click
 
-    run_click(args)
+    try:
+        run_click(args)
+    except SystemExit:
+        _flush(0)  # here, not in the interpreter's teardown: a closed pipe ends it quietly
+        raise
 
 
 def _hook(args: list[str]) -> object:
@@ -71,9 +75,18 @@ def _exit(code: object) -> None:
     else:  # sys.exit("message") prints it and exits 1
         sys.stderr.write(f"{code}\n")
         status = 1
+    os._exit(_flush(status))
+
+
+def _flush(status: int) -> int:
+    """Flush stdout and stderr; the exit status then. A reader that went away (``| head``)
+    leaves it as it is (what was printed stands); any other failure to write makes it 1."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe (the reader went away)
-            status = status or 1
-    os._exit(status)
+        except (OSError, ValueError) as exc:
+            from .output.plain import reader_gone  # not at start-up: the hook path skips it
+
+            if not reader_gone(exc):
+                status = status or 1
+    return status

@@ -325,7 +325,7 @@ class Store:
             if warn is not None:
                 for item in result.uncaptured:
                     warn(
-                        f"{item['path']} was not captured ({item['reason']}): "
+                        f"{item['path']} was not captured, {item['reason']}: "
                         "no rewind can restore it"
                     )
         except SnapstoreError as exc:
@@ -541,6 +541,7 @@ class Store:
         homes: Mapping[str, str] | None = None,
         inside: bool = False,
         git: bool = True,
+        expect_head: str | None = None,
     ) -> RewindResult:
         """Take back ``target`` and every later turn on the session's branch.
 
@@ -558,6 +559,9 @@ class Store:
         only (``mode`` code), recorded as changes of that turn, so that a rewind of the
         turn takes them back; refused while another session's shell call runs. The
         repository is not moved under the running agent.
+        ``expect_head``: the head a turn number was counted from; when the session's head
+        is another once the write lock is held (a rewind or a turn came in between),
+        ``HeadMoved`` is raised and nothing changes.
         """
         from .ops.rewind import rewind
 
@@ -573,6 +577,7 @@ class Store:
             homes=homes,
             inside=inside,
             git=self._git(git),
+            expect_head=expect_head,
         )
 
     def _git(self, wanted: bool) -> GitScope:
@@ -600,10 +605,12 @@ class Store:
         dry_run: bool = False,
         force: bool = False,
         git: bool = True,
+        expect_head: str | None = None,
     ) -> RewindResult:
         """Make the workspace what it was right after ``target``: back, forward (redo) or on
         another branch of its session. A number needs ``session``; an id does not. The
-        repository goes to the target's state too, unless ``git`` is false."""
+        repository goes to the target's state too, unless ``git`` is false.
+        ``expect_head``: as for :meth:`rewind`."""
         from .ops.rewind import switch
 
         return switch(
@@ -614,6 +621,7 @@ class Store:
             dry_run=dry_run,
             force=force,
             git=self._git(git),
+            expect_head=expect_head,
         )
 
     def undo(

@@ -28,7 +28,7 @@ from snapstore import SnapstoreError
 from snapstore.core.records import BOTH, MODES, POLICIES, SKIP
 
 from ..operations import runner
-from ..output.plain import printable, say
+from ..output.plain import printable, reason, say, tell
 from ..settings.environment import lock_timeout, strict_hooks
 from ..settings.options import Options
 
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from ..operations.requests import Action
 
 #: What a command returns: its ``--json`` document, and for people the lines (text, style) to
-#: print on stderr, or what prints them.
-Output = tuple[dict, "list[tuple[str, str]] | Callable[[], None]"]
+#: print on stdout, or what prints them, and the warnings to print on stderr.
+Output = tuple[dict, "list[tuple[str, str]] | Callable[[], None]", list[str]]
 
 #: Global options that take a value (before the command), and the attribute they set.
 GLOBAL_VALUES = {
@@ -216,6 +216,7 @@ def begin(opts: Options, text: str, message_id: str | None) -> Output:
     return (
         {"session": session, "turn": turn.id},
         [(f"turn {turn.id} begun in session {printable(session)}", "")],
+        [],
     )
 
 
@@ -227,6 +228,7 @@ def end(opts: Options) -> Output:
     return (
         {"session": session, "turn": turn.id, "changes": changes},
         [(f"turn {turn.id} ended with {changes} change(s)", "")],
+        [],
     )
 
 
@@ -248,10 +250,7 @@ def _captured(result: CaptureResult, verb: str, key: str) -> Output:
     if result.refused and strict_hooks():
         raise result.refused[0]
     lines = [(f"{verb} {len(result.paths)} path(s) in turn {result.turn}", "")]
-    lines += [
-        (f"  skipped {printable(path)}: {printable(reason, quote=False)}", "yellow")
-        for path, reason in result.skipped
-    ]
+    warnings = [f"skipped {printable(path)}: {reason(why)}" for path, why in result.skipped]
     return (
         {
             "session": result.session,
@@ -260,6 +259,7 @@ def _captured(result: CaptureResult, verb: str, key: str) -> Output:
             "skipped": [{"path": p, "reason": r} for p, r in result.skipped],
         },
         lines,
+        warnings,
     )
 
 
@@ -279,8 +279,9 @@ def scan(
 
 
 def show(output: Output, as_json: bool, echo: Callable[[str], None] | None = None) -> None:
-    """Print a command's output: its JSON document on stdout, or its lines on stderr."""
-    data, lines = output
+    """Print a command's output on stdout: its JSON document, or its lines for people (and
+    its warnings on stderr)."""
+    data, lines, warnings = output
     if as_json:
         text = json.dumps(data, indent=2, default=str)
         if echo is not None:
@@ -290,9 +291,11 @@ def show(output: Output, as_json: bool, echo: Callable[[str], None] | None = Non
         return
     if callable(lines):
         lines()
-        return
-    for text, style in lines:
-        say(text, style)
+    else:
+        for text, style in lines:
+            tell(text, style)
+    for warning in warnings:
+        say(f"snapstore: {warning}", "yellow")
 
 
 # -- running one -------------------------------------------------------------------------
@@ -316,7 +319,7 @@ def _run(parsed: Parsed) -> Output:
         result = scan(opts, values.get("max_file_size"), "no_watcher" in values)
         from ..output.results import scan_summary
 
-        return result.to_json(), lambda: scan_summary(result)
+        return result.to_json(), lambda: scan_summary(result), []
     if parsed.command == "pre-write":
         return pre_write(opts, values.get("tool", ""), parsed.paths)
     return post_write(opts, parsed.paths)

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from snapstore import SnapstoreError, find_root
 from snapstore.adapters import (
@@ -38,7 +39,12 @@ from snapstore.adapters import (
 from snapstore.core.db import append_private
 
 from ..operations.runner import failure, record
+from ..settings.config import Config
+
+if TYPE_CHECKING:
+    from snapstore import Store
 from ..settings.environment import Environment, agent_homes, open_for_hook, strict_hooks
+from ..settings.values import readable_sizes
 
 NO_CREATE = "--no-create"
 
@@ -116,6 +122,18 @@ def _session_start(env: Environment, action: HookAction) -> None:
         start_daemon(store_dir, root)
 
 
+def _set_up(store: Store, config: Config, warnings: list[str]) -> Config:
+    """A store this hook just made gets init's defaults (``operations.setup``): its settings
+    now, and the one line saying why scan mode is off, when it is."""
+    from ..operations.setup import new_store
+
+    _, why = new_store(store)
+    if why is not None:
+        warnings.append(why)
+        return config
+    return Config.load(store.store_dir)
+
+
 def run_hook(agent: str, args: list[str]) -> int:
     """Handle one event from stdin; returns the exit code."""
     spec = agent_table(agent)
@@ -149,9 +167,11 @@ def run_hook(agent: str, args: list[str]) -> int:
             sys.stdout.write(reply(spec, event))
             return 0
         warnings: list[str] = []
-        store, config = open_for_hook(env, action.cwd, warnings.append)
+        store, config, made = open_for_hook(env, action.cwd, warnings.append)
         with store:
             store_dir = store.store_dir
+            if made:  # what init gives a store: scan mode and the baseline, or why not
+                config = _set_up(store, config, warnings)
             runs_it = None
             if action.kind == BEGIN:
                 from ..operations.lifecycle import agent_process
@@ -163,6 +183,7 @@ def run_hook(agent: str, args: list[str]) -> int:
 
                 start_daemon(store_dir, store.root)  # after the prompt's scan: never waited for
         for warning in warnings:
+            warning = readable_sizes(warning)
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)
         sys.stdout.write(reply(spec, action.event))

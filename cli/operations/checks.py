@@ -9,6 +9,12 @@ recorded. For every agent config (local, project and user scope) that names
 will load it (trust and enable settings), that the store has that agent's
 sessions, and what ``hook.log`` says. ``snapstore doctor`` prints it all;
 ``snapstore status`` counts the problems.
+
+A problem is what will lose a change: a hook that cannot start or that its agent will not
+load, a failure in ``hook.log``, hooks that see the agent's shell tool with a store that is
+not in scan mode. Everything else is a note: no turn recorded yet (right after an install),
+a daemon that is not running between sessions (the next session starts it), a shell that
+``--no-shell`` left out on purpose.
 """
 
 from __future__ import annotations
@@ -100,9 +106,9 @@ def check(
     environ: dict[str, str] | os._Environ[str],
 ) -> list[dict[str, Any]]:
     """One report per installed config: agent, scope, file, commands, sessions (how many
-    of that agent's sessions the store has), problems (what will keep the hooks from
-    recording), unrecorded (no session and no failure: never ran, or never used) and
-    advice."""
+    of that agent's sessions the store has), problems (what will lose a change), unrecorded
+    (no session and no failure: never ran, or never used yet: a note) and advice (notes and
+    what to do)."""
     names = list(sessions)
     scan_mode = store_dir is not None and _scan_mode(store_dir)
     hook_log = os.path.join(store_dir, "hook.log") if store_dir is not None else None
@@ -117,20 +123,22 @@ def check(
             count = sum(name.startswith(f"{agent}/") for name in names)
             problems = [p for c in commands for p in _runnable(c)]
             problems += _loaded(agent, scope, path, root, home, environ)
+            advice = []
             if any(c.startswith(("http://", "https://")) for c in commands):
-                problems += _served(store_dir)
+                advice += _served(store_dir)
             logged = failures.get(agent, [])
             if logged:
                 problems.append(
                     f"{len(logged)} hook failure(s) in {hook_log}; the last: {logged[-1]}"
                 )
-            advice = []
             if any(p.startswith("the hook command cannot start: /") for p in problems):
                 advice.append(
                     f"run `snapstore hook install {agent}` again: it writes a command that starts"
                 )
             shell = shell_hooked(path, agent)
-            if not (shell and scan_mode):
+            if shell and not scan_mode and store_dir is not None:  # the shell's changes: lost
+                problems.append(_shell_advice(agent, scope, shell, scan_mode, commands))
+            elif not (shell and scan_mode):  # --no-shell is a choice
                 advice.append(_shell_advice(agent, scope, shell, scan_mode, commands))
             unrecorded = count == 0 and not logged
             if unrecorded:
@@ -184,15 +192,18 @@ def _shell_advice(
 
 
 def _served(store_dir: str | None) -> list[str]:
-    """Why HTTP hooks get no answer: no ``snapstore serve`` runs for the store."""
+    """A note when no ``snapstore serve`` runs for the HTTP hooks: between sessions that is
+    as it should be (each session's start starts it), and while it is down the agent blocks
+    its prompts and writes rather than lose one."""
     if store_dir is not None:
         from ..doors.daemon import info
 
         if info(store_dir) is not None:
             return []
     return [
-        "snapstore serve is not running, so the agent blocks every prompt and write "
-        "(onFailure: block): start it with `snapstore serve --detach`"
+        "snapstore serve is not running now: the SessionStart hook starts it when a session "
+        "starts (until it runs, Claude Code blocks prompts and writes and says so; "
+        "`snapstore serve --detach` starts it by hand)"
     ]
 
 

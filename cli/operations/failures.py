@@ -15,6 +15,7 @@ import sys
 from snapstore.core import errors as e
 
 from ..output.plain import printable
+from ..settings.values import readable_sizes
 
 #: The remote's errors (snapstore.remote.transport.errors) exit 6. That package is imported only by
 #: the commands that talk to a remote, so an error of its can exist only once it is loaded:
@@ -25,6 +26,7 @@ REMOTE_ERRORS, REMOTE_EXIT = "snapstore.remote.transport.errors", 6
 EXIT_CODES: dict[type[BaseException], int] = {
     e.BadInput: 2,
     e.RunActive: 3,
+    e.HeadMoved: 3,
     e.ConversationRefused: 3,
     e.StoreLocked: 3,
     e.StoreReadOnly: 3,
@@ -78,7 +80,7 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
             else "end it with `snapstore end`"
         )
     if isinstance(exc, e.ConversationRefused) and command == "undo":
-        return "use --mode code to put the files back and leave the chat as it is"
+        return "`snapstore undo --mode code` puts the files back and leaves the chat as it is"
     if isinstance(exc, e.ConversationRefused) and command != "rewind":
         return None
     for cls in type(exc).__mro__:
@@ -89,8 +91,13 @@ def hint(exc: BaseException, command: str | None = None) -> str | None:
 
 def message(exc: BaseException, command: str | None = None) -> str:
     """The one line printed after ``snapstore: ``: what went wrong, then the hint."""
+    if isinstance(exc, e.HeadMoved):  # the user's words: they chose a number, not a head
+        return (
+            f"the head moved since you chose turn {exc.ref}; nothing changed "
+            "(run it again: `snapstore log` shows the turns now)"
+        )
     tip = hint(exc, command)
-    return f"{exc}{f' ({tip})' if tip else ''}"
+    return f"{readable_sizes(str(exc))}{f' ({tip})' if tip else ''}"
 
 
 def report(text: str, exit_code: int, code: str = "error", as_json: bool = False) -> None:

@@ -18,9 +18,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from snapstore import DEFAULT_SESSION, NotFound
+from snapstore.core import faults
 from snapstore.core.errors import UnknownOperation, UnknownTurn
+from snapstore.ops.branches import MAX_NUMBER_DIGITS
 
-from ..settings.options import choose_session
+from ..settings.options import choose_session, resolve_session
 from . import runner
 from .outcome import Outcome
 from .requests import Move, check
@@ -69,6 +71,8 @@ def run(store: Store, ctx: Context, move: Move) -> Outcome:
     check(move)
     if move.action == "resume":
         return Outcome(move, None, resumed=store.resume())
+    if move.session is not None:  # a prefix, as a table shows it, names its session
+        move = move._replace(session=resolve_session(store, move.session))
     notes = runner.resume(store)
     result, note = _act(store, ctx, move)
     if note is not None:
@@ -93,7 +97,9 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
                 inside=move.inside,
                 git=move.git,
             )
+            what = result.target
         else:
+            what = _redone(store, ref, move.session)
             result = store.redo(
                 ref,
                 move.session,
@@ -103,12 +109,14 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
                 git=move.git,
             )
         chose = move.session is None  # the store's newest: say which
-        return result, f"{action}ing {result.target} of session {result.session}" if chose else None
+        return result, f"{action}ing {what} of session {result.session}" if chose else None
     target = move.target or ""
     session, note = _session_of(store, move, target)
     if action == "finish":
         return store.finish(session, on_conflict=policy, dry_run=move.dry_run), note
     require_turns(store, session, f"nothing to {action}")
+    expect = counted_from(store, move, session)
+    faults.point("moves.counted")  # the target read, the library's write lock not taken yet
     if action == "switch":
         result = store.switch(
             target,
@@ -117,6 +125,7 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
             dry_run=move.dry_run,
             force=move.force,
             git=move.git,
+            expect_head=expect,
         )
         return result, note
     result = store.rewind(
@@ -130,8 +139,53 @@ def _act(store: Store, ctx: Context, move: Move) -> tuple[RewindResult, str | No
         homes=ctx.homes,
         inside=move.inside,
         git=move.git,
+        expect_head=expect,
     )
     return result, note
+
+
+def _redone(store: Store, ref: str | None, session: str | None) -> str:
+    """What a redo does again, named as ``undo`` names what it takes back (an operation of
+    ``ops``): the operation the undo took back, and the undo."""
+    from snapstore.ops.branches import last_redoable, resolve_operation
+
+    with store.repo.read() as v:
+        undo = resolve_operation(v, ref) if ref is not None else last_redoable(v, session)
+    if undo is None or undo.op is None:
+        return "nothing"  # the redo refuses, and says why
+    return f"{undo.op.undoes} (undone by {undo.id})"
+
+
+def is_number(target: str | None) -> bool:
+    """Whether a move's target is a turn number from ``log`` (counted from the head), not an
+    id (as the library reads it: up to six digits)."""
+    text = (target or "").strip()
+    return text.isdigit() and len(text) <= MAX_NUMBER_DIGITS
+
+
+def head_of(store: Store, session: str) -> str | None:
+    """The session's head now: what a turn number counts from."""
+    with store.repo.read() as v:
+        return v.head(session)
+
+
+def counted_from(store: Store, move: Move, session: str) -> str | None:
+    """The head a rewind's or switch's turn number counts from: the one the door saw (the
+    picker's list, the confirmation's plan), else the head now, read before the write lock;
+    the library refuses the move once the head is another under the lock. None for an id."""
+    if not is_number(move.target):
+        return None
+    return move.expect_head or head_of(store, session)
+
+
+def as_seen(store: Store, move: Move) -> Move:
+    """The move with the head its turn number counts from read now: a door that shows the
+    plan and asks first (a confirmation, the picker's list) calls it before showing it, so
+    that a head that moved while the user read is refused rather than followed."""
+    if move.action not in ("rewind", "switch") or move.expect_head or not is_number(move.target):
+        return move
+    session, _ = _session_of(store, move, move.target or "")
+    return move._replace(expect_head=head_of(store, session))
 
 
 def _session_of(store: Store, move: Move, target: str) -> tuple[str, str | None]:

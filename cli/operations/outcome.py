@@ -13,7 +13,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from snapstore.core.records import DEFAULT_SESSION, Policy
+from snapstore.core.records import DEFAULT_SESSION
 
 if TYPE_CHECKING:
     from snapstore.ops.plan import RewindResult
@@ -31,11 +31,37 @@ VERBS = {
 }
 
 
-def finish_command(session: str, on_conflict: Policy) -> str:
-    """The one command that retries what a move left, with the next policy."""
-    policy = "theirs" if on_conflict == "markers" else "markers"
+#: What ``snapstore.ops.plan`` says of a conflict in a text file that both sides changed: the
+#: one kind that conflict markers can take (a binary, big, deleted or linked file cannot).
+MARKABLE = "conflicting region"
+
+
+def finish_command(
+    session: str, conflicts: list[dict[str, str]], failed: list[str], marked: list[str]
+) -> str | None:
+    """The one command that finishes what a move left without losing an edit of the user's,
+    or None when what is left is for the user's hands: ``markers`` for the text conflicts not
+    marked yet (the file then holds both sides), a plain retry for failed writes. Never
+    ``theirs``, which overwrites the user's edit; never markers for a file that cannot take
+    them, nor again for one that has them."""
+    texts = [c for c in conflicts if MARKABLE in c["reason"] and c["path"] not in marked]
+    if texts:
+        how = " --on-conflict markers"
+    elif failed:
+        how = ""
+    else:
+        return None
     where = "" if session == DEFAULT_SESSION else f" --session {shlex.quote(session)}"
-    return f"snapstore{where} rewind --finish --on-conflict {policy}"
+    return f"snapstore{where} rewind --finish{how}"
+
+
+def by_hand(conflicts: list[dict[str, str]], marked: list[str]) -> str:
+    """What a person is told of the conflicts that no command finishes safely."""
+    rest = [c["path"] for c in conflicts if c["path"] not in marked]
+    said = [f"the conflict markers are in {', '.join(marked)}: edit them"] if marked else []
+    if rest:
+        said.append(f"{', '.join(rest)}: keep yours, or take the other side by hand")
+    return "; ".join(said)
 
 
 class Outcome:
@@ -43,7 +69,7 @@ class Outcome:
     layer noticed on the way (``notes``: the session it chose, an interrupted move it
     finished first), and the command that finishes what it left."""
 
-    __slots__ = ("finish", "move", "notes", "result", "resumed")
+    __slots__ = ("by_hand", "finish", "move", "notes", "result", "resumed")
 
     def __init__(
         self,
@@ -56,9 +82,13 @@ class Outcome:
         self.result = result
         self.notes = notes or []
         self.resumed = resumed or []
-        self.finish = None
+        self.finish: str | None = None
+        self.by_hand = ""  # what is left that no command finishes without losing an edit
         if result is not None and result.left and not result.dry_run:
-            self.finish = finish_command(result.session, move.on_conflict)
+            failed = [e["path"] for e in result.errors]
+            self.finish = finish_command(result.session, result.conflicts, failed, result.marked)
+            if self.finish is None:
+                self.by_hand = by_hand(result.conflicts, result.marked)
 
     @property
     def verb(self) -> str:

@@ -28,7 +28,10 @@ class Move(NamedTuple):
     absolute. ``shown`` is the turn as the user saw it (the picker's number), for the lines
     that name it. ``inside``: the agent asks from inside its own open turn of ``session``
     (``snapstore mcp``): a rewind or an undo of files only, recorded as changes of that turn.
-    ``git`` false (``--no-git``) leaves the repository's HEAD, refs and index where they are."""
+    ``git`` false (``--no-git``) leaves the repository's HEAD, refs and index where they are.
+    ``expect_head`` is the session's head that a turn number was counted from
+    when the user saw it (the picker's list, a confirmation's plan); without it, the head as
+    the move starts. A turn number is refused once the head moved (``HeadMoved``)."""
 
     action: Action
     target: str | None = None
@@ -41,6 +44,7 @@ class Move(NamedTuple):
     shown: str | None = None
     inside: bool = False
     git: bool = True
+    expect_head: str | None = None
 
 
 def check(move: Move) -> None:

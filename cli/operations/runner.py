@@ -3,6 +3,7 @@ capture commands without Click (``fast``), the hook command (``hooks``) and ``sn
 serve`` (``daemon``). Each front end parses its own input and prints its own output; what a
 command owes around its work is here, once:
 
+- a reader that goes away (``| head``) ends the command quietly, exit 0, as git does;
 - a failure is one line, ``snapstore: <what went wrong>`` with its hint, and the exit code of
   ``failures`` (docs/cli.md); with ``--json`` also one JSON document on stdout saying so. An
   error that is not snapstore's is an internal error, with a traceback only under ``--debug``;
@@ -64,6 +65,10 @@ def run(
         _say("interrupted")
         return 130
     except Exception as exc:
+        from ..output.plain import reader_gone
+
+        if reader_gone(exc):  # `| head` went away: what was printed stands, quietly
+            return 0
         if opts.debug:
             raise
         from . import failures

@@ -45,6 +45,14 @@ def _escape(match: re.Match[str]) -> str:
     return "".join(f"\\{byte:03o}" for byte in data)
 
 
+def reason(text: str) -> str:
+    """A reason from the store (why a path was skipped, left or not captured) for people:
+    :func:`printable`, with its sizes as people read them (``settings.values``)."""
+    from ..settings.values import readable_sizes
+
+    return printable(readable_sizes(text), quote=False)
+
+
 def printable(text: str, quote: bool = True) -> str:
     """``text`` safe to show on a terminal.
 
@@ -87,11 +95,45 @@ def paint(segments: list[Segment] | tuple[Segment, ...], styled: bool) -> str:
     return "".join(out)
 
 
+def reader_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` is the reader of stdout (or of stderr) going away, as ``| head`` does:
+    a closed pipe. Then each stream whose reader is gone is pointed at the null device, so
+    that nothing more reaches it and the flush at exit succeeds; the command ends quietly,
+    as git does (docs/cli.md, "Output for people")."""
+    if not isinstance(exc, BrokenPipeError):
+        return False
+    import select  # only here: the hook path never pays for it
+
+    gone = []
+    for fd in (1, 2):
+        try:
+            poller = select.poll()
+            poller.register(fd, select.POLLOUT)
+            events = poller.poll(0)
+        except (OSError, ValueError):  # a closed descriptor
+            continue
+        if any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events):
+            gone.append(fd)
+    if not gone:
+        return False
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in gone:
+        os.dup2(null, fd)
+    os.close(null)
+    return True
+
+
 def say(text: str, style: str = "", stream: TextIO | None = None) -> None:
-    """Print one line for people, on stderr unless ``stream`` says otherwise; styled only on
-    a terminal without NO_COLOR."""
+    """Print one line for people, on stderr unless ``stream`` says otherwise (a note, a
+    warning, progress); styled only on a terminal without NO_COLOR."""
     out = stream or sys.stderr
     out.write(paint(((text, style),), colour(out)) + "\n")
+
+
+def tell(text: str, style: str = "") -> None:
+    """Print one line of a command's result on stdout, as git does (docs/cli.md: results on
+    stdout, notes and progress on stderr), so that ``snapstore fsck > report.txt`` holds it."""
+    say(text, style, sys.stdout)
 
 
 def iso(ts: float | None) -> str | None:
@@ -103,10 +145,61 @@ def iso(ts: float | None) -> str | None:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+def terminal_width(stream: TextIO | None = None) -> int | None:
+    """The width of the terminal ``stream`` (stdout) is, or None when it is none: output that
+    goes to a pipe or a file is never cut to a width (docs/cli.md, "Output for people")."""
+    out = stream or sys.stdout
+    try:
+        if not out.isatty():
+            return None
+    except ValueError:  # a closed stream
+        return None
+    import shutil  # only for a terminal
+
+    return shutil.get_terminal_size().columns
+
+
+#: The fewest characters of an agent's session id a table keeps (``claude-code/7c1e``).
+MIN_ID = 4
+
+
+#: The characters of an agent's session id a table keeps when the whole does not fit, as a
+#: turn's id is shown by its first 8 (a uuid's first group).
+SHORT_ID = 8
+
+
+def fit_session(name: str, room: int) -> str:
+    """A session name in at most ``room`` characters, when it can be: an agent's session
+    (``claude-code/<uuid>``, 48 characters) keeps its agent and the start of its id, 8
+    characters (fewer when there is no room, never fewer than :data:`MIN_ID`), as a turn keeps
+    the start of its id (``--session`` takes such a prefix); another name its start."""
+    if len(name) <= room:
+        return name
+    agent, slash, rest = name.partition("/")
+    if not slash or not rest:
+        return name[: max(room, MIN_ID)]
+    keep = max(min(room - len(agent) - 1, SHORT_ID), MIN_ID)
+    return f"{agent}/{rest[:keep].rstrip('-')}"
+
+
+def columns(
+    header: tuple[str, ...],
+    rows: Sequence[tuple[str, ...]],
+    width: int | None = None,
+    squeeze: int | None = None,
+) -> str:
     """Rows as left-aligned columns under ``header``, two spaces apart, one line each (never
-    wrapped: a line stays one line for grep)."""
+    wrapped: a line stays one line for grep). Given the terminal's ``width``, the session
+    names of column ``squeeze`` are shortened (:func:`fit_session`) so that the rows fit it."""
     widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+    if width is not None and squeeze is not None:
+        room = width - (sum(widths) - widths[squeeze]) - 2 * (len(header) - 1)
+        if widths[squeeze] > room:
+            rows = [
+                tuple(fit_session(c, room) if i == squeeze else c for i, c in enumerate(row))
+                for row in rows
+            ]
+            widths[squeeze] = max(len(row[squeeze]) for row in [header, *rows])
     return "".join(
         "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
         + "\n"

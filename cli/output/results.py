@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, TextIO
 
-from .plain import Segment, colour, emit, paint, printable, say
+from .plain import Segment, colour, emit, paint, printable, reader_gone, reason, say, tell
 
 if TYPE_CHECKING:
     from snapstore.ops.plan import RewindResult
@@ -48,10 +48,11 @@ def diff(path: str, lines: list[str], stream: TextIO | None = None) -> None:
         out.write(paint(((line.rstrip("\n"), style),), styled) + "\n")
 
 
-def report(outcome: Outcome, as_json: bool) -> int:
+def report(outcome: Outcome, as_json: bool, diffs: bool = False) -> int:
     """Print a move's outcome: its notes on stderr, then its JSON document or its lines for
-    people on stdout (a dry run's diffs first). The exit code: 1 when it left (or, dry,
-    would leave) a path not put back."""
+    people on stdout: a dry run's plan, then (``diffs``, ``--diff``) what each file would
+    become. The exit code: 1 when it left (or, dry, would leave) a path not put back,
+    whether or not the reader stayed to the end."""
     for note in outcome.notes:
         say(f"snapstore: {printable(note, quote=False)}")
 
@@ -60,23 +61,31 @@ def report(outcome: Outcome, as_json: bool) -> int:
             summary(result, outcome.verb)
         if outcome.result is None:
             if not outcome.resumed:
-                say("no interrupted rewind to resume")
+                tell("no interrupted rewind to resume")
             return
-        if outcome.result.dry_run:
-            from snapstore.ops.diffs import entry_diff
-
-            for plan in outcome.result.plans:
-                if plan.writes:
-                    diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+        result = outcome.result
         summary(
-            outcome.result,
+            result,
             outcome.verb,
             turn=outcome.turn,
             finish=outcome.finish,
             prompt=outcome.prompt,
+            by_hand=outcome.by_hand,
         )
+        writes = [plan for plan in result.plans if plan.writes] if result.dry_run else []
+        if writes and not diffs:
+            say(f"snapstore: add --diff to see what the {len(writes)} file(s) would become")
+        elif writes:
+            from snapstore.ops.diffs import entry_diff
 
-    emit(as_json, outcome.to_json(), human)
+            for plan in writes:
+                diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+
+    try:
+        emit(as_json, outcome.to_json(), human)
+    except BrokenPipeError as exc:  # `| head` went away: the move is made, its code stands
+        if not reader_gone(exc):
+            raise
     return 0 if outcome.ok else 1
 
 
@@ -87,10 +96,12 @@ def summary(
     turn: str | None = None,
     finish: str | None = None,
     prompt: str | None = None,
+    by_hand: str = "",
 ) -> None:
     """What a rewind, switch or undo restored, merged, deleted, left in conflict and failed,
     what it warns of (a hard link it split), and where the head is; ``finish`` is the
-    command that retries what it left; then what it did to the agent's conversation
+    command that retries what it left (``by_hand``: what is left for the user, when no
+    command finishes it without losing an edit); then what it did to the agent's conversation
     (``turn``: the turn as the user named it), and the ``prompt`` it hands back."""
     out = stream or sys.stdout
     styled = colour(out)
@@ -115,7 +126,7 @@ def summary(
             [
                 (f"  {name:<9}", f"bold {style}"),
                 (f" {printable(item['path'])}: ", ""),
-                (printable(item["reason"], quote=False), style),
+                (reason(item["reason"]), style),
             ]
             for item in items
         ]
@@ -140,6 +151,8 @@ def summary(
         lines.append([(f"{verb}: {changed} file(s) changed; head is now {head}", "")])
         if finish:
             lines.append([(f"{len(result.left)} path(s) left; finish with: {finish}", "yellow")])
+        elif by_hand:  # no policy keeps both sides there: the user's to resolve
+            lines.append([(f"{len(result.left)} path(s) left for you: {by_hand}", "yellow")])
         if result.undo_id and verb in ("rewound", "redone"):
             lines.append([(f"undo it with: snapstore undo {result.undo_id}", "dim")])
     lines += _conversation(result, verb, turn or result.target or "", prompt)
@@ -190,15 +203,15 @@ def _conversation(
 
 
 def scan_summary(result: ScanResult) -> None:
-    """What a scan recorded, for people (on stderr)."""
-    out = sys.stderr
+    """What a scan recorded, for people (on stdout, with the command's other results)."""
+    out = sys.stdout
     if result.baseline:
-        say(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
+        tell(f"baseline recorded: {result.read} file(s) stored in {result.seconds:.2f} s")
     elif not result.count:
-        say(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
+        tell(f"no changes ({result.files} file(s) looked at, {result.seconds:.3f} s)")
     else:
         where = f"user changes, turn {result.turn}" if result.user else f"turn {result.turn}"
-        say(
+        tell(
             f"{len(result.changed)} changed, {len(result.added)} added, "
             f"{len(result.deleted)} deleted in {result.seconds:.3f} s -> {where}"
         )
@@ -213,7 +226,8 @@ def scan_summary(result: ScanResult) -> None:
                     paint((("  ", ""), (f"{name:<8}", style), (f" {printable(path)}", "")), styled)
                     + "\n"
                 )
-    for item in result.skipped:
+    for item in result.skipped:  # warnings, beside the result
         say(
-            f"  skipped  {printable(item['path'])}: {printable(item['reason'], quote=False)}", "dim"
+            f"snapstore: skipped {printable(item['path'])}: {reason(item['reason'])}",
+            "yellow",
         )

@@ -13,6 +13,7 @@ strings.
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import time
 from typing import TYPE_CHECKING
@@ -34,11 +35,20 @@ if TYPE_CHECKING:
 UNWRAPPED = 1 << 16
 
 
+class _Console(Console):
+    """rich's console, but a reader that goes away is the command frame's to end (quietly,
+    exit 0: ``operations.runner``), not rich's (exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "the reader went away")
+
+
 def console(stderr: bool = False) -> Console:
     """A console that prints text as it is: paths and prompts are never read as markup. Off a
     terminal (a pipe, a file, a CI log) nothing is wrapped, whatever ``COLUMNS`` says: a line
     of output stays one line, for grep and for programs that read it."""
-    out = Console(
+    out = _Console(
         stderr=stderr,
         highlight=False,
         markup=False,

@@ -176,19 +176,22 @@ def project_root(cwd: str) -> str:
     return find_root(cwd, (".git",)) or cwd
 
 
-def open_for_hook(env: Environment, cwd: str, warn: Callable[[str], None]) -> tuple[Store, Config]:
-    """The store an agent's hook at ``cwd`` writes to, and its settings; the store is
-    created at the project root when there is none yet, never at the file system root
-    or the home folder. What goes wrong without stopping the hook goes to ``warn``."""
+def open_for_hook(
+    env: Environment, cwd: str, warn: Callable[[str], None]
+) -> tuple[Store, Config, bool]:
+    """The store an agent's hook at ``cwd`` writes to, its settings, and whether it was made
+    now; the store is created at the project root when there is none yet, never at the file
+    system root or the home folder. What goes wrong without stopping the hook goes to
+    ``warn``."""
     if env.store_dir:
-        return env.open_with_config(None, warn=warn)
+        return (*env.open_with_config(None, warn=warn), False)
     root = find_root(cwd)
     if root is not None:
-        return env.open_with_config(root, warn=warn)
+        return (*env.open_with_config(root, warn=warn), False)
     project = os.path.realpath(project_root(cwd))
     home = os.path.realpath(os.path.expanduser("~"))
     if project in (os.path.sep, home):
         raise NoStore(
             f"no snapstore store for {cwd}, and {project} is too broad to create one", start=cwd
         )
-    return env.open_with_config(project, create=True, warn=warn)
+    return (*env.open_with_config(project, create=True, warn=warn), True)

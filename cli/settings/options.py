@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 
-from snapstore import DEFAULT_SESSION, Store
+from snapstore import DEFAULT_SESSION, BadInput, Store
 
 from .environment import Environment
 
@@ -35,9 +35,9 @@ class Options:
         """The session to act on: --session, else $SNAPSTORE_SESSION, else ``default``; when
         reading (``store`` given) the one :func:`choose_session` chooses, saying so on
         stderr when it chose among several."""
-        if self.session or store is None:
+        if store is None:
             return self.session or DEFAULT_SESSION
-        session, note = choose_session(store, None)
+        session, note = choose_session(store, self.session)
         if note is not None:
             from ..output.plain import printable
 
@@ -59,12 +59,30 @@ class Options:
         return self.env.open(root, create=create)
 
 
+def resolve_session(store: Store, named: str) -> str:
+    """The session ``named`` names in a command that reads or moves (never one that records,
+    where a new name starts a new session): that session, else the one session whose name
+    begins with it, as a turn id's prefix names a turn (tables shorten ``claude-code/<uuid>``
+    to fit the terminal: docs/cli.md, "Sessions"). A prefix of several is refused; one of
+    none is left as it is, for the command to say it is unknown."""
+    if store.has_session(named):
+        return named
+    with store.repo.read() as v:
+        matches = sorted(s.name for s in v.sessions() if s.name.startswith(named))
+    if len(matches) > 1:
+        raise BadInput(
+            f"session prefix {named!r} is ambiguous: {', '.join(matches[:5])}", session=named
+        )
+    return matches[0] if matches else named
+
+
 def choose_session(store: Store, named: str | None) -> tuple[str, str | None]:
     """The session a command acts on, and a note when it was chosen among several: the one
-    ``named``, else ``default`` when the store has it, else the most recently active (agents'
-    hooks name their sessions)."""
+    ``named`` (or the one session whose name it begins: :func:`resolve_session`), else
+    ``default`` when the store has it, else the most recently active (agents' hooks name
+    their sessions)."""
     if named:
-        return named, None
+        return resolve_session(store, named), None
     if store.has_session(DEFAULT_SESSION):
         return DEFAULT_SESSION, None
     latest = store.latest_session()

@@ -52,6 +52,16 @@ def parse_number(
     return value
 
 
+#: A limit as the library states it, in bytes: "larger than the size cap (1073741824 bytes)".
+_BYTES = re.compile(r"\((\d+) bytes\)")
+
+
+def readable_sizes(text: str) -> str:
+    """``text`` (a reason, an error) with each size the library gives in bytes written as
+    people read it: "larger than the size cap (1.0 GiB)"."""
+    return _BYTES.sub(lambda m: f"({format_size(int(m.group(1)))})", text)
+
+
 def format_size(n: int) -> str:
     """A size for people: '512 B', '16.0 KiB', '12.3 MiB', '2.0 GiB'."""
     value = float(n)

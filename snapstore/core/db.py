@@ -41,6 +41,7 @@ import lmdb
 
 from . import faults
 from .errors import (
+    BadInput,
     NoStore,
     NotAFolder,
     SchemaMismatch,
@@ -338,6 +339,11 @@ class Database:
                 ) from None
             if _is_enospc(exc):
                 raise StoreFull(f"no space left to open the store: {exc}") from None
+            if "already open in this process" in str(exc):  # LMDB's rule, not a damaged store
+                raise BadInput(
+                    f"the store at {self.store_dir} is already open in this process: use the "
+                    "Store you have, or close it first (one open Store per store and process)"
+                ) from None
             raise StoreCorrupt(f"cannot open the store at {self.store_dir}: {exc}") from None
         if create:
             self._open_data_fd()

@@ -133,6 +133,19 @@ class Unfinished(RunActive):
     operation: str
 
 
+class HeadMoved(SnapstoreError):
+    """Refused because the session's head moved between the moment a turn number was counted
+    from it and the write lock (another rewind, a new turn): the number now names another
+    turn. Nothing was changed; a turn id names one turn and is never refused so (fields:
+    ``session``, ``ref``, ``expected``, ``head``)."""
+
+    code = "head_moved"
+    session: str
+    ref: str
+    expected: str
+    head: str | None
+
+
 class StoreLocked(SnapstoreError):
     """Another process held a lock of the store past the timeout (fields: ``what``, ``timeout``)."""
 

@@ -397,6 +397,8 @@ def _left(turn: Turn) -> dict[str, Any]:
         "operation": turn.id,
         "action": op.action,
         "paths": op.result["conflicts"] + op.result["errors"],
+        "failed": [item["path"] for item in op.result["errors"]],  # the rest: conflicts
+        "marked": list(op.result.get("marked", ())),  # conflicts written with markers
     }
 
 
@@ -412,7 +414,7 @@ class Operation:
     target_n: int | None  # the target's number on its session's current branch, now
     mode: Mode
     status: Status  # planned: interrupted, not finished yet
-    files: list[str]  # restored, merged or deleted
+    files: list[str]  # restored, merged, deleted or written with conflict markers
     conflicts: list[str]
     errors: list[str]
     new_head: str | None
@@ -457,7 +459,13 @@ def operations(repo: Repo, session: str | None = None) -> list[Operation]:
                 numbers[turn.session].get(op.target or ""),
                 op.mode,
                 op.status,
-                sorted(p for key in ("restored", "merged", "deleted") for p in result.get(key, ())),
+                sorted(
+                    {
+                        p
+                        for key in ("restored", "merged", "deleted", "marked")
+                        for p in result.get(key, ())
+                    }
+                ),
                 [item["path"] for item in result.get("conflicts", ())],
                 [item["path"] for item in result.get("errors", ())],
                 op.new_head,

@@ -31,6 +31,7 @@ from .. import conversation
 from ..core.errors import (
     BadInput,
     ConversationRefused,
+    HeadMoved,
     NotFound,
     NotOnBranch,
     RunActive,
@@ -107,6 +108,24 @@ def check_choices(mode: str, on_conflict: str) -> None:
         )
 
 
+def refuse_moved(v: View, session: str | None, target: str | int, expect_head: str | None) -> None:
+    """Refuse when the session's head is not ``expect_head`` (the head the caller counted
+    ``target``, a turn number, from): under the write lock, so that two rewinds of "turn 1"
+    started at once take back one turn, not two."""
+    if expect_head is None or session is None:
+        return
+    head = v.head(session)
+    if head != expect_head:
+        raise HeadMoved(
+            f"the head of session {session!r} moved since turn {target} was chosen "
+            f"(from {expect_head} to {head or 'the start'})",
+            session=session,
+            ref=str(target),
+            expected=expect_head,
+            head=head,
+        )
+
+
 def refuse_unfinished(repo: Repo) -> None:
     """Refuse to start an operation while an interrupted one is not finished."""
     unfinished = repo.unfinished()
@@ -129,12 +148,14 @@ def rewind(
     homes: Mapping[str, str] | None = None,
     inside: bool = False,
     git: Git = NO_GIT,
+    expect_head: str | None = None,
 ) -> RewindResult:
     """Take back ``target`` and every later turn on the session's current branch.
 
     Unless ``mode`` is ``code``, the agent's conversation goes back too, for the agents
     with a conversation module (snapstore.conversation); ``homes`` names each agent's home
-    folder (its registry of running sessions). Every check comes before the first change.
+    folder (its registry of running sessions). ``expect_head``: the head a turn number was
+    counted from (:func:`refuse_moved`). Every check comes before the first change.
 
     ``inside``: the agent asks from inside its open turn. The files alone go back (``mode``
     must be ``code``: the agent is running its chat), and what is written is recorded as
@@ -151,6 +172,7 @@ def rewind(
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
+            refuse_moved(v, session, target, expect_head)
             turn = resolve_turn(v, target, session)
             within = _inside(repo, v, session) if inside else None
         if within is None:
@@ -220,13 +242,16 @@ def switch(
     dry_run: bool = False,
     force: bool = False,
     git: Git = NO_GIT,
+    expect_head: str | None = None,
 ) -> RewindResult:
     """Make the workspace what it was right after ``target`` (a number from ``log``, or
-    an id of any turn of the session's DAG: then ``session`` may be None)."""
+    an id of any turn of the session's DAG: then ``session`` may be None). ``expect_head``:
+    as for :func:`rewind`."""
     check_choices(BOTH, on_conflict)
     with repo.lock() as w:
         refuse_unfinished(repo)
         with repo.read() as v:
+            refuse_moved(v, session, target, expect_head)
             turn = resolve_turn(v, target, session)
         if turn.kind not in BRANCH_KINDS:
             raise BadInput(

@@ -121,7 +121,9 @@ def test_a_file_over_the_capture_limit_is_reported_by_the_hook_show_and_rewind(
     write(root, "huge.bin", b"the agent's")
     assert cli("end").code == 0
     shown = cli("show", "1")
-    assert "not captured  huge.bin: larger than the capture limit (2097152 bytes)" in shown.stdout
+    assert (
+        "not captured  huge.bin: larger than the capture limit (2.0 MiB)" in shown.stdout
+    )  # JSON: bytes
     rewound = cli("--json", "rewind", "1", "--yes")
     assert rewound.code == 0, rewound.stderr
     assert [w["path"] for w in rewound.json["warnings"]] == ["huge.bin"]

@@ -269,8 +269,8 @@ def test_resume_with_nothing_interrupted_says_so(cli, root: Path) -> None:
     result = cli("rewind", "--resume")
     assert (result.code, result.stdout, result.stderr) == (
         0,
-        "",
         "no interrupted rewind to resume\n",
+        "",
     )
     assert cli("--json", "rewind", "--resume").json == []
 

@@ -285,9 +285,9 @@ def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
 
     reported: list[Any] = []
 
-    def report(outcome: Any, as_json: bool) -> int:
+    def report(outcome: Any, as_json: bool, diffs: bool = False) -> int:
         reported.append(outcome.to_json())
-        return real_report(outcome, as_json)
+        return real_report(outcome, as_json, diffs)
 
     real_report, real_choices = results.report, picker.mode_choices
     mp.setattr(picker, "menu", menu)

@@ -45,8 +45,15 @@ def test_a_rewind_with_conflicts_is_finished_with_the_printed_command(cli, root:
     marked = cli(*command.split()[1:])
     assert marked.code == 1 and "conflict  f.txt" in marked.stdout
     assert "finished: 1 file(s) changed" in marked.stdout  # the markers were written
-    assert "finish with: snapstore rewind --finish --on-conflict theirs" in marked.stdout
+    # what follows markers is the user's to resolve: `theirs` would overwrite their edit
+    assert "theirs" not in marked.stdout and "finish with" not in marked.stdout
+    assert "1 path(s) left for you: the conflict markers are in f.txt: edit them" in marked.stdout
     assert b"<<<<<<<" in read(root, "f.txt")
+    assert "theirs" not in cli("status").stdout
+    assert cli("--json", "status").json["left"]["finish"] is None
+    [finish, _] = cli("--json", "ops").json
+    assert finish["action"] == "finish" and finish["files"] == ["f.txt"]  # as it said: 1 file
+    assert cli("ops").stdout.splitlines()[1].split()[5] == "1"
     dry = cli("rewind", "--finish", "--on-conflict", "theirs", "--dry-run")
     assert dry.code == 0 and "would be restored  f.txt" in dry.stdout
 
@@ -73,3 +80,27 @@ def test_what_an_undo_leaves_can_be_finished(cli, root: Path) -> None:
     forced = cli("rewind", "--finish", "--on-conflict", "theirs")
     assert forced.code == 0, forced.stdout
     assert read(root, "g.txt") == b"new\n"
+
+
+def test_a_file_that_cannot_take_markers_is_never_sent_to_markers(cli, root: Path) -> None:
+    """A binary file, or one the user deleted, cannot hold conflict markers: no command is
+    suggested for it (`theirs` would lose the user's bytes); a text conflict beside it still
+    gets markers."""
+    write(root, "logo.bin", b"PNG\0one")
+    write(root, "gone.txt", "a\n")
+    assert cli("init", "--no-track-shell").code == 0
+    assert cli("begin", "--prompt", "edit both").code == 0
+    assert cli("pre-write", "logo.bin", "gone.txt").code == 0
+    write(root, "logo.bin", b"PNG\0agent")
+    write(root, "gone.txt", "a\nagent\n")
+    assert cli("post-write", "logo.bin", "gone.txt").code == 0 and cli("end").code == 0
+    write(root, "logo.bin", b"PNG\0mine")  # the user's own bytes
+    (root / "gone.txt").unlink()  # and the user deleted the other
+    rewound = cli("--json", "rewind", "1", "--yes")
+    assert rewound.code == 1
+    assert sorted(c["path"] for c in rewound.json["conflicts"]) == ["gone.txt", "logo.bin"]
+    assert "finish" not in rewound.json
+    human = cli("status").stdout
+    assert "markers" not in human and "theirs" not in human
+    assert "for you: gone.txt, logo.bin: keep yours, or take the other side by hand" in human
+    assert read(root, "logo.bin") == b"PNG\0mine" and read(root, "gone.txt") is None

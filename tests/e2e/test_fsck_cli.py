@@ -36,7 +36,7 @@ def test_cli_fsck_contract(cli, root: Path) -> None:
     bad = cli("--json", "fsck")
     assert bad.code == 5 and bad.json["ok"] is False and len(bad.json["corrupt"]) == 1
     human = cli("fsck")
-    assert human.code == 5 and "corrupt blob" in human.stderr and "FAILED" in human.stderr
+    assert human.code == 5 and "corrupt blob" in human.stdout and "FAILED" in human.stdout
     repaired = cli("--json", "fsck", "--repair")
     assert repaired.code == 5 and repaired.json["repaired"]
     assert "a.txt" in json.dumps(repaired.json["repaired"])

@@ -46,9 +46,9 @@ def test_sessions_lists_agent_turns_head_and_whether_it_runs(cli, root: Path) ->
     listed = cli("sessions")
     assert listed.code == 0 and listed.stderr == ""
     assert listed.stdout == (
-        "session           agent        turns         last active  head        open turn  running\n"
-        f"claude-code/7c1e  claude-code  1 (2 in all)  just now     1 {first[:8]}  -          no\n"
-        f"mine              -            1             just now     1 {running[:8]}  "
+        "session           turns         last active  head        open turn  running\n"
+        f"claude-code/7c1e  1 (2 in all)  just now     1 {first[:8]}  -          no\n"
+        f"mine              1             just now     1 {running[:8]}  "
         f"{running[:8]}   yes\n"
     )
     data = cli("--json", "sessions").json
@@ -175,11 +175,10 @@ def test_ops_lists_rewinds_switches_and_undos_newest_first(cli, root: Path) -> N
     human = cli("ops")
     assert human.code == 0 and human.stderr == ""
     assert human.stdout == (
-        "op        when      session  action  target      files  conflicts  undone\n"
-        f"{switch_id[:8]}  just now  default  switch  1 {first[:8]}  2      0          -\n"
-        f"{undo_op[:8]}  just now  default  undo    {rewound[:8]}    2      0          -\n"
-        f"{rewound[:8]}  just now  default  rewind  {second[:8]}    2      0          "
-        f"by {undo_op[:8]}\n"
+        "op        when      action  target    files  left  undone by  session\n"
+        f"{switch_id[:8]}  just now  switch  {first[:8]}  2      0     -          default\n"
+        f"{undo_op[:8]}  just now  undo    {rewound[:8]}  2      0     -          default\n"
+        f"{rewound[:8]}  just now  rewind  {second[:8]}  2      0     {undo_op[:8]}   default\n"
     )
     assert cli("--json", "ops", "--session", "other").code == 4  # an unknown session
     _one_error_line(cli("undo", "zz"), 4, "unknown operation 'zz' (see `snapstore ops`)")
@@ -212,9 +211,9 @@ def test_an_ambiguous_prefix_lists_the_candidates(cli, root: Path) -> None:
         cli("undo", "fee"), 2, "operation prefix 'fee' is ambiguous: fee000000001, fee000000002"
     )
     listed = cli("ops").stdout.splitlines()
-    assert [line.split()[3:5] for line in listed[1:]] == [
-        ["rewind", "(unfinished)"],
-        ["rewind", "1"],
+    assert [line.split()[2:5] for line in listed[1:]] == [
+        ["rewind", "(unfinished)", "abc00000"],
+        ["rewind", "abc00000", "0"],
     ]
     shown = cli("show", "abc000000001")
     assert shown.code == 0 and shown.stdout.startswith("turn 2 abc000000001  [closed]")

@@ -157,7 +157,7 @@ def test_a_personal_settings_file_stays_out_of_git(root: Path, agent: str) -> No
     ).stdout
     assert rel not in status
     human = run(root, "hook", "install", agent)
-    assert "personal settings for this project" in human.stderr and rel in human.stderr
+    assert "personal settings for this project" in human.stdout and rel in human.stdout
 
 
 @pytest.fixture
@@ -364,21 +364,21 @@ def test_install_says_what_is_covered_and_records_the_baseline(root: Path) -> No
     (root / "a.txt").write_text("a\n")
     done = run(root, "hook", "install", "claude-code")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == ""
-    assert "baseline recorded: 1 file(s) stored" in done.stderr
+    assert done.stderr == ""  # results on stdout, as git prints them
+    assert "baseline recorded: 1 file(s) stored" in done.stdout
     assert (
         "  Covers: file tools (Write, Edit, MultiEdit, NotebookEdit) and the shell (Bash); "
         "not covered: paths a .gitignore or .snapstoreignore ignores, and files over the "
         "size cap (skipped and reported by each scan).\n"
-    ) in done.stderr
+    ) in done.stdout
     again = run(root, "hook", "install", "claude-code")  # already in scan mode: no new scan
-    assert again.returncode == 0 and "baseline" not in again.stderr
+    assert again.returncode == 0 and "baseline" not in again.stdout
     off = run(root, "hook", "install", "gemini-cli", "--no-shell")
     assert off.returncode == 0, off.stderr
     assert (
         "  Covers: file tools (write_file, replace); not covered: the shell "
         "(run_shell_command): what its commands change (install without --no-shell).\n"
-    ) in off.stderr
+    ) in off.stdout
 
 
 def test_a_user_wide_install_leaves_a_folder_without_a_store_alone(root: Path) -> None:

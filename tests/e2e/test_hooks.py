@@ -4,12 +4,13 @@ test's process: the real agents' tests and tests/e2e/test_startup.py run it as a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from ..support import hermetic_env, run_snapstore, snapstore
+from ..support import hermetic_env, run_snapstore, snapstore, snapstore_bin
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -343,3 +344,155 @@ def test_a_shell_only_turn_rewinds_exactly_with_the_default_install(root: Path, 
     rewind = snapstore(root, "--json", "rewind", "1", "--yes")
     assert rewind.returncode == 0, rewind.stderr
     assert workspace_files(root) == before
+
+
+def _teammate_clone(tmp_path: Path, root: Path, agent: str) -> Path:
+    """A teammate's clone: the project-scope hooks someone committed, and no store."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    installed = snapstore(shared, "hook", "install", agent, "--scope", "project")
+    assert installed.returncode == 0, installed.stderr
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    for folder in (".claude", ".gemini"):
+        if (shared / folder).is_dir():
+            subprocess.run(["cp", "-r", str(shared / folder), str(root)], check=True)
+    (root / "data.txt").write_text("alpha\ngamma\nalpha two\n")
+    (root / "old.txt").write_text("this file is removed by the agent's shell command\n")
+    assert not (root / ".snapstore").exists()
+    return root
+
+
+@pytest.mark.parametrize("agent", sorted(SHELL_TURN))
+def test_a_store_a_hook_creates_covers_the_shell(tmp_path: Path, root: Path, agent: str) -> None:
+    """The first hook event of a clone that never ran `init` makes the store as init does:
+    scan mode and the baseline, and .snapstore kept out of git. A shell-only turn (`sed -i`,
+    `rm`) is then recorded (it was "0 files"), rewinds exactly, and doctor says the shell is
+    covered."""
+    _teammate_clone(tmp_path, root, agent)
+
+    def files() -> dict[str, bytes]:
+        return {k: v for k, v in workspace_files(root).items() if not k.startswith(".git/")}
+
+    before = files()
+    shell_only_turn(root, agent)
+    log = json.loads(snapstore(root, "--json", "log").stdout)
+    assert [p["files"] for p in log] == [2]
+    assert "/.snapstore/" in (root / ".git" / "info" / "exclude").read_text()
+    home = tmp_path / "home"  # the teammate's: snapstore on PATH, the folder trusted
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(root): "TRUST_FOLDER"}))
+    path = os.pathsep.join([os.path.dirname(snapstore_bin()[0]), os.environ["PATH"]])
+    checked = snapstore(root, "--json", "doctor", env=hermetic_env(HOME=str(home), PATH=path))
+    assert checked.returncode == 0, checked.stdout
+    doctor = json.loads(checked.stdout)
+    assert [(h["scope"], h["shell"], h["problems"]) for h in doctor["hooks"]] == [
+        ("project", True, [])
+    ]
+    rewind = snapstore(root, "--json", "rewind", "1", "--yes")
+    assert rewind.returncode == 0, rewind.stderr
+    assert files() == before
+
+
+def test_a_hook_says_in_one_line_why_its_store_does_not_cover_the_shell(
+    tmp_path: Path, root: Path
+) -> None:
+    """When the settings cannot be trusted (no state folder to write), the store still
+    records the file tools; the hook says why the shell is not covered, once, in one line,
+    and doctor counts it as a problem: those shell commands' changes would be lost."""
+    _teammate_clone(tmp_path, root, "claude-code")
+    blocked = tmp_path / "state"
+    blocked.write_text("a file, not a folder\n")
+    first = hook(
+        "claude-code",
+        payload("claude-code", "user-prompt-submit", root),
+        root,
+        XDG_STATE_HOME=str(blocked),
+    )
+    assert first.returncode == 0 and first.stdout == b""
+    lines = first.stderr.decode().splitlines()
+    assert len(lines) == 1 and "scan mode is off" in lines[0], lines
+    doctor = snapstore(root, "--json", "doctor", env=hermetic_env(XDG_STATE_HOME=str(blocked)))
+    assert doctor.returncode == 1
+    [report] = json.loads(doctor.stdout)["hooks"]
+    assert any("the store is not in scan mode" in p for p in report["problems"])
+
+
+def test_undo_after_the_agent_was_resumed_names_the_way_out(tmp_path: Path, root: Path) -> None:
+    """What the issue met, through the hook command: Claude Code's turns recorded by its hooks,
+    a rewind of the files and the chat, then `claude --resume` and a new prompt. `undo` must
+    not cut the chat the agent wrote to since: it refuses in one line that names the command
+    that still puts the files back, and that command does, leaving the chat alone."""
+    from ..support.transcripts import PROMPTS, claude_turn
+
+    home = tmp_path / "claude-home"
+    home.mkdir()
+    env = {"CLAUDE_CONFIG_DIR": str(home)}
+    transcript = root / "t.jsonl"
+    assert snapstore(root, "init").returncode == 0
+    sid = payload("claude-code", "user-prompt-submit", root)["session_id"]
+    notes = root / "notes.txt"
+    for i, prompt in enumerate(PROMPTS):
+        ok(
+            hook(
+                "claude-code",
+                payload(
+                    "claude-code", "user-prompt-submit", root, prompt=prompt, prompt_id=f"p{i}"
+                ),
+                root,
+                **env,
+            )
+        )
+        claude_turn(transcript, i)  # what Claude Code writes for the prompt
+        tool = {"file_path": str(notes), "content": f"version {i}\n"}
+        ok(
+            hook(
+                "claude-code",
+                payload("claude-code", "pre-tool-use-write", root, tool_input=tool),
+                root,
+                **env,
+            )
+        )
+        notes.write_text(f"version {i}\n")
+        ok(
+            hook(
+                "claude-code",
+                payload("claude-code", "post-tool-use-write", root, tool_input=tool),
+                root,
+                **env,
+            )
+        )
+        ok(hook("claude-code", payload("claude-code", "stop", root), root, **env))
+    cli_env = hermetic_env(**env)
+    rewound = snapstore(root, "--json", "rewind", "2", "--yes", env=cli_env)
+    assert rewound.returncode == 0, rewound.stderr
+    assert json.loads(rewound.stdout)["conversation"]["status"] == "rewound"
+    assert notes.read_text() == "version 0\n"
+
+    # `claude --resume`, and a prompt: the hooks record a turn, Claude Code its records
+    ok(
+        hook(
+            "claude-code",
+            payload("claude-code", "user-prompt-submit", root, prompt="again", prompt_id="p9"),
+            root,
+            **env,
+        )
+    )
+    with open(transcript, "a") as f:
+        record = {"type": "user", "uuid": "u9", "parentUuid": "a0", "promptId": "p9"}
+        f.write(json.dumps({**record, "message": {"content": "again"}, "sessionId": sid}) + "\n")
+    ok(hook("claude-code", payload("claude-code", "stop", root), root, **env))
+    chat = transcript.read_bytes()
+
+    refused = snapstore(root, "undo", env=cli_env)
+    assert refused.returncode == 3 and refused.stdout == ""
+    [line] = refused.stderr.splitlines()
+    assert line.startswith("snapstore: Claude Code wrote to the conversation since the rewind")
+    assert line.endswith(
+        "(`snapstore undo --mode code` puts the files back and leaves the chat as it is)"
+    )
+    assert notes.read_text() == "version 0\n" and transcript.read_bytes() == chat
+
+    files = snapstore(root, "undo", "--mode", "code", env=cli_env)
+    assert files.returncode == 0, files.stderr
+    assert notes.read_text() == "version 2\n"
+    assert transcript.read_bytes() == chat  # the resumed chat is the user's: left alone

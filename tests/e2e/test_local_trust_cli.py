@@ -88,8 +88,8 @@ def test_a_cloned_config_sends_nothing_until_the_user_trusts_it(
     # the user reads it and says so: from now on it is theirs, auto_push included
     trusted = cli("config", "trust")
     assert trusted.code == 0, trusted.stderr
-    assert f"Trusted {store / 'config'}" in trusted.stderr
-    assert f"  remote origin ({url})" in trusted.stderr.splitlines()
+    assert f"Trusted {store / 'config'}" in trusted.stdout
+    assert f"  remote origin ({url})" in trusted.stdout.splitlines()
     assert cli("push").code == 0 and pushed_turns(cli) == 1
     hook_turn(cli, root, ".env", "API_KEY=changed again\n")
     wait_until(lambda: pushed_turns(cli) == 2, timeout=60)

@@ -230,3 +230,32 @@ def test_remote_add_without_the_s3_client_says_how_to_install_it(
     folder = tmp_path / "remote"  # a folder remote needs no client
     folder.mkdir()
     assert cli("remote", "add", "here", f"file://{folder}", env=hidden).code == 0
+
+
+def test_a_mistyped_command_gets_did_you_mean(cli, root: Path) -> None:
+    done = cli("lgo")
+    assert done.code == 2
+    assert done.stderr == (
+        "snapstore: No such command 'lgo'. Did you mean 'log'? (see `snapstore --help`)\n"
+    )
+
+
+def test_the_help_says_what_the_commands_do(cli, root: Path) -> None:
+    """The words of --help, against what the commands do: hook install's agents never cut
+    inside a name at 80 columns ("gemini-\\ncli"), --session's default for reads, rewind
+    without TURN on a terminal, and whose a change a scan sees is
+    (docs/scan-and-watch.md, "Whose change it is")."""
+    install = cli("hook", "install", "--help", env={"COLUMNS": "80"}).stdout
+    words = set(re.split(r"[\s,.{}|\[\]]+", install))
+    assert set(AGENT_NAMES) <= words, install
+    assert max(len(line) for line in install.splitlines()) <= 80
+    session = " ".join(cli("log", "--help").stdout.split())
+    assert "a command that reads or moves takes the most recently active one" in session
+    rewind = " ".join(cli("rewind", "--help").stdout.split())
+    assert (
+        "Without TURN: on a terminal, a picker to choose one; elsewhere, the numbered list"
+        in rewind
+    )
+    scan = " ".join(cli("scan", "--help").stdout.split())
+    assert "A change seen inside one of the agent's shell calls" in scan
+    assert "while a turn is open belong to it" not in scan

@@ -268,7 +268,7 @@ def test_a_name_that_is_not_utf8_is_shown_as_its_bytes(cli, root: Path) -> None:
         )
     (root / "caf\udce9.txt").write_text("y\n")
     scan = cli("scan")
-    assert scan.code == 0 and '"caf\\351.txt"' in scan.stderr
+    assert scan.code == 0 and '"caf\\351.txt"' in scan.stdout
     for name in ("PostToolUse", "Stop"):
         assert (
             cli("hook", "claude-code", input=json.dumps({**event, "hook_event_name": name})).code
@@ -335,3 +335,36 @@ def test_output_that_is_not_a_terminal_is_never_wrapped(cli, tmp_path: Path) -> 
     assert any(session in line and prompt[:60] in line for line in lines["remote log"])
     widest = max(len(line) for text in lines.values() for line in text)
     assert widest > 80, widest  # the long values are there, on lines longer than COLUMNS
+
+
+def test_a_dry_run_prints_the_plan_and_the_diffs_only_when_asked(cli, root: Path) -> None:
+    """On Flask, `rewind N --dry-run` printed 130 lines of diffs before its plan, which
+    scrolled away. The plan comes alone now, one line per file, with a note of --diff;
+    --diff adds each file's diff after the plan."""
+    assert cli("init", "--no-track-shell").code == 0
+    long = "".join(f"line {i}\n" for i in range(60))
+    files = [f"src/m{i}.py" for i in range(5)]
+    for path in files:
+        write(root, path, long)
+    assert cli("begin", "--prompt", "touch every module").code == 0
+    assert cli("pre-write", *files).code == 0
+    for path in files:
+        write(root, path, long.replace("line", "LINE"))
+    assert cli("post-write", *files).code == 0
+    assert cli("end").code == 0
+    turn = cli("--json", "log").json[0]["turn"]
+    for args in (("rewind", "1", "--dry-run"), ("switch", turn, "--dry-run")):
+        if args[0] == "switch":  # back to the turn: first take it back
+            assert cli("rewind", "1", "--yes").code == 0
+        plan = cli(*args)
+        assert plan.code == 0, plan.stderr
+        lines = plan.stdout.splitlines()
+        assert "@@" not in plan.stdout and len(lines) <= 8  # 5 files, the head, the prompt
+        assert lines[5].startswith("dry run: nothing was written; the head would be ")
+        assert all(line.startswith("  would be restored  src/m") for line in lines[:5])
+        assert plan.stderr == "snapstore: add --diff to see what the 5 file(s) would become\n"
+        shown = cli(*args, "--diff")
+        assert shown.code == 0 and shown.stdout.startswith(plan.stdout)  # the plan first
+        assert shown.stdout.count("diff --git") == 5 and shown.stderr == ""
+    misplaced = cli("rewind", "1", "--diff")
+    assert misplaced.code == 2 and "--diff goes with --dry-run" in misplaced.stderr

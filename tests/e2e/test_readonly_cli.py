@@ -152,7 +152,7 @@ def _check(root: Path, run: Runner, reason: str) -> None:
         assert "read-only" in lines[0] and reason in lines[0], (args, lines)
         assert "internal error" not in result.stderr
     assert _store_state(root) == store and snapshot(root) == workspace
-    assert "read-only: " + reason in " ".join(run("status").stdout.split())
+    assert "read-only " + reason in " ".join(run("status").stdout.split())
 
 
 def test_a_store_without_write_permission(shared_root: Path, nobody: As) -> None:

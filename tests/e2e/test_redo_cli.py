@@ -52,10 +52,15 @@ def test_undo_twice_walks_back_and_redo_twice_goes_forward(cli, root: Path) -> N
         assert undone.code == 0, undone.stderr
         assert snapshot(root) == tree
     for tree, target in ((trees[2], c), (trees[1], b)):
+        ops = cli("--json", "ops").json
+        undo = next(o for o in ops if o["action"] == "undo" and not o["redone_by"])
         redone = cli("--json", "redo")
         assert redone.code == 0, redone.stderr
         assert set(redone.json) == REWIND_KEYS and redone.json["target"] == target
-        assert redone.stderr == f"snapstore: redoing {target} of session default\n"
+        # named as `undo` names what it takes back: operations of `ops`
+        assert redone.stderr == (
+            f"snapstore: redoing {undo['undoes']} (undone by {undo['id']}) of session default\n"
+        )
         assert snapshot(root) == tree
     nothing = cli("redo")
     assert (nothing.code, nothing.stdout) == (4, "")
@@ -64,7 +69,7 @@ def test_undo_twice_walks_back_and_redo_twice_goes_forward(cli, root: Path) -> N
     assert [(o["action"], o["redoes"] is not None) for o in ops[:2]] == [("rewind", True)] * 2
     assert ops[2]["redone_by"] == ops[1]["id"] and ops[3]["redone_by"] == ops[0]["id"]
     human = cli("ops").stdout.splitlines()
-    assert "rewind (redo)" in human[1] and f"redone by {ops[0]['id'][:8]}" in human[4]
+    assert "rewind (redo)" in human[1] and f"  {ops[0]['id'][:8]}  " in human[4]  # undone by
     assert snapshot(root) == trees[1] and a in cli("--json", "log").stdout
 
 

@@ -230,7 +230,10 @@ def test_a_file_over_the_size_cap_the_shell_changed_is_reported_everywhere(cli, 
     assert hook("PreToolUse", **tool).stderr == ""  # unchanged since the last scan: no news
     write(root, "big.bin", b"y" * 200)
     post = hook("PostToolUse", **tool, tool_response={"stdout": ""})
-    assert post.code == 0 and "big.bin was not captured (larger than the size cap" in post.stderr
+    assert (
+        post.code == 0
+        and "big.bin was not captured, larger than the size cap (50 B)" in post.stderr
+    )
     assert "big.bin was not captured" in (root / ".snapstore" / "hook.log").read_text()
     assert hook("Stop", stop_hook_active=False).stderr == ""  # said once, not at every scan
     session = ("--session", "claude-code/abc")

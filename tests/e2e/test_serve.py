@@ -130,7 +130,7 @@ def test_the_secret_is_private_and_never_printed(daemon: Daemon, root: Path, cli
     log = root / ".snapstore" / "serve.log"
     daemon.post(b"{}", {"X-Snapstore-Secret": "0" * 64})
     again = cli("serve", "--detach")  # already running: says so, starts nothing
-    assert again.code == 0 and "already running" in again.stderr
+    assert again.code == 0 and "already running" in again.stdout
     for text in (
         again.stdout,
         again.stderr,

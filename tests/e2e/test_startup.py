@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from snapstore import Store
+
 from ..support import hermetic_env
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -168,10 +170,18 @@ def test_a_hook_loads_only_the_capture_path(
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     (root / "src").mkdir()
     (root / "src" / "new.py").write_text("def new():\n    return 'v1'\n")
+    subprocess.run(  # the file tools alone (scan mode: the test below)
+        [sys.executable, "-m", "snapstore_cli", "init", "--no-track-shell"],
+        cwd=root,
+        env=hermetic_env(),
+        check=True,
+        capture_output=True,
+    )
     for which in ("begin", kind):  # a turn is open before its tools run
         args, raw = step(agent, which, root)
         loaded = _loaded(args, raw, root, tmp_path / f"{which}.json")
-    assert (root / ".snapstore").is_dir()  # the hook really ran and captured
+    with Store.open(root) as store:  # the hook really ran and captured
+        assert store.latest_session() is not None
     ours = {m for m in loaded if m.split(".")[0] in ("snapstore", "snapstore_cli")}
     agent_module = f"snapstore.adapters.{agent.replace('-', '_')}"
     assert ours - GIT_MODULES == HOOK_MODULES | {agent_module} | (
@@ -420,4 +430,4 @@ def test_python_dash_m_takes_the_console_scripts_fast_paths(root: Path) -> None:
         assert "snapstore_cli.launch" in imported, args
         if args[0] != "init":  # init is not a capture command: Click runs it
             assert "snapstore_cli.doors.fast" in imported and "click" not in imported, args
-    assert "captured 1 path(s) in turn" in done.stderr
+    assert "captured 1 path(s) in turn" in done.stdout

@@ -287,3 +287,17 @@ def test_a_crash_as_the_next_prompt_begins_leaves_the_stale_turn_open(root: Path
             assert v.turn(stale).state == CLOSED
             turn = v.open_turn("s")
             assert turn is not None and turn.parent == stale
+
+
+def test_a_store_opened_twice_in_one_process_is_a_usage_error(store: Store) -> None:
+    """LMDB allows one environment per file and process: opening a second Store on it is a
+    caller's mistake (docs/python-api.md's first snippet once made it), said as bad input
+    (exit 2), not as a store that failed verification (StoreCorrupt, exit 5)."""
+    from snapstore import BadInput, StoreCorrupt
+
+    with pytest.raises(BadInput, match="already open in this process: use the Store you have") as e:
+        Store.open(store.root)
+    assert not isinstance(e.value, StoreCorrupt)
+    store.close()
+    with Store.open(store.root) as again:  # closed first: it opens
+        assert again.root == store.root

@@ -21,6 +21,7 @@ from snapstore.adapters import AGENT_NAMES
 
 from ...operations import failures, runner
 from ...output.plain import emit as print_document
+from ...output.plain import reader_gone
 from ...settings.options import Options
 from .params import Number
 
@@ -43,6 +44,14 @@ def print_start(first: str) -> None:
         ),
         err=True,
     )
+
+
+#: --session, before the command or after it.
+SESSION_HELP = (
+    "The session (default: $SNAPSTORE_SESSION, else 'default'; a command that reads or moves "
+    "takes the most recently active one when there is no 'default'). A unique prefix of a "
+    "session's name names it."
+)
 
 
 def options() -> Options:
@@ -76,7 +85,7 @@ def common_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         callback=_set("session"),
         is_eager=True,
         shell_complete=complete_session,
-        help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
+        help=SESSION_HELP,
     )(fn)
 
 
@@ -146,6 +155,34 @@ class SnapstoreGroup(click.Group):
         module, attr = COMMANDS[name].split(":")
         command: click.Command = getattr(importlib.import_module(f"{__package__}.{module}"), attr)
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """A mistyped command gets Click's "Did you mean" (it asks ``self.commands``, which a
+        lazy group leaves empty)."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand as exc:
+            raise click.exceptions.NoSuchCommand(
+                exc.command_name, possibilities=list(COMMANDS), ctx=ctx
+            ) from None
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        """Parse the global options; ``snapstore --help | head -1`` ends quietly, as a command
+        in the runner's frame does (Click's own answer to a closed pipe is exit 1)."""
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except BrokenPipeError as exc:
+            if not reader_gone(exc):
+                raise
+            raise click.exceptions.Exit(0) from None
 
     def invoke(self, ctx: click.Context) -> int:
         return runner.run(
@@ -247,7 +284,7 @@ def emit(data: Any, human: Callable[[], None]) -> None:
     "-s",
     metavar="S",
     shell_complete=complete_session,
-    help="Agent session (default: $SNAPSTORE_SESSION or 'default').",
+    help=SESSION_HELP,
 )
 @click.option(
     "--lock-timeout",

@@ -14,6 +14,7 @@ import click
 
 from snapstore.core.db import data_file
 
+from ....operations.setup import unrecorded_line
 from ....output.plain import say
 from ....output.rich import console, printable
 from ....settings.config import Config
@@ -50,25 +51,21 @@ def init(track_shell: bool | None) -> None:
             baseline = track_shell_on(store) if track_shell else None
         except Unrecorded as exc:  # a read-only HOME, another user's under sudo: the store
             baseline = None  # works, with the defaults; scan mode needs the settings file
-            data["warnings"] = [
-                f"{exc.message.split(' (set XDG_STATE_HOME')[0]}, so they are not used and "
-                "scan mode is off: set XDG_STATE_HOME to a folder you can write, then run "
-                "`snapstore config trust`"
-            ]
+            data["warnings"] = [unrecorded_line(exc)]
             say(f"snapstore: {printable(data['warnings'][0], quote=False)}")
         if baseline is not None:
             data["scan"] = baseline.to_json()
         data["track_shell"] = shell = Config.load(store.store_dir).track_shell
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         out.print(
             f"{'Created' if created else 'Found'} the snapstore store in {printable(data['store'])}"
         )
         if excluded:
             out.print("Added it to .git/info/exclude", style="dim")
-        for line in unused:
-            out.print(printable(line, quote=False), markup=False, soft_wrap=True)
+        for line in unused:  # a warning, beside the result
+            say(printable(line, quote=False))
         if baseline is not None:
             from .scan import scan_summary
 

@@ -38,7 +38,7 @@ def trust_command() -> None:
     files = [os.path.join(store_dir, name) for name in present]
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         if not files:
             out.print(f"{printable(store_dir)} has no settings file: nothing to trust")
         for name, path in zip(present, files, strict=True):

@@ -23,8 +23,9 @@ def doctor() -> None:
     """Check each agent's snapstore hooks: installed, able to start, trusted, recording;
     and its `snapstore mcp` server: registered, and starting (a note when not).
 
-    Exits 1 when a hook has a problem (one that would leave its agent's turns
-    unrecorded), or has never recorded a turn here; 0 otherwise.
+    Exits 1 only for a problem that will lose a change (a hook that cannot start or will
+    not be loaded, a hook failure, a shell the hooks see with a store not in scan mode);
+    a hook that has not recorded a turn yet, or a daemon between sessions, is a note.
     """
     opts = options()
     try:
@@ -41,7 +42,7 @@ def doctor() -> None:
             reports = hook_reports(store, where)
     for report in reports:  # notes: the agent works without its MCP server, and loses nothing
         report["mcp"] = registration.check(report["agent"], report["scope"], where)
-    problems = sum(len(r["problems"]) + r["unrecorded"] for r in reports)
+    problems = sum(len(r["problems"]) for r in reports)
     stray = orphans()
 
     def human() -> None:
@@ -52,17 +53,17 @@ def doctor() -> None:
                 "with `snapstore hook install AGENT`."
             )
         for report in reports:
-            mark = "!! " if report["problems"] or report["unrecorded"] else "ok "
+            mark = "!! " if report["problems"] else "ok "
+            recorded = (
+                f"{report['sessions']} session(s) recorded"
+                if report["sessions"]
+                else "no session recorded yet"
+            )
             out.print(
-                f"{mark} {report['agent']} ({report['scope']}): "
-                f"{printable(report['file'])}, {report['sessions']} session(s) recorded"
+                f"{mark} {report['agent']} ({report['scope']}): {printable(report['file'])}, "
+                f"{recorded}"
             )
-            unrecorded = (
-                [f"no {report['agent']} turn has been recorded here"]
-                if report["unrecorded"]
-                else []
-            )
-            for problem in report["problems"] + unrecorded:
+            for problem in report["problems"]:
                 out.print(f"     - {printable(problem, quote=False)}")
             for tip in report["advice"]:
                 out.print(f"     > {printable(tip, quote=False)}")

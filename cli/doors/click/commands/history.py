@@ -21,7 +21,7 @@ from snapstore.ops.history import FileStat
 from ....operations.moves import is_new, require_turns
 from ....operations.reads import inside_json, inside_words, points_json, skipped_json
 from ....output import results
-from ....output.plain import iso, printable
+from ....output.plain import iso, printable, reason
 from ..app import common_options, complete_turn, emit, options, print_start
 
 
@@ -111,10 +111,8 @@ def show(turn: str) -> None:
 
         out = console()
         number = f"{detail.n} " if detail.n is not None else ""
-        out.print(
-            f"turn {number}{t.id}  [{t.state}]  {iso(t.created)}  session {printable(t.session)}",
-            style="bold",
-        )
+        out.print(f"turn {number}{t.id}  [{t.state}]  {iso(t.created)}", style="bold")
+        out.print(f"session {printable(t.session)}")  # its own line: 48 characters for an agent's
         out.print(printable(first_line(t.prompt)))
         added = sum(f.added for f in detail.files)
         removed = sum(f.removed for f in detail.files)
@@ -130,7 +128,7 @@ def show(turn: str) -> None:
         for item in skipped_json(t):
             out.print(
                 f"  not captured  {printable(item['path'])}: "
-                f"{printable(item['reason'], quote=False)}; no rewind can restore it",
+                f"{reason(item['reason'])}; no rewind can restore it",
                 style="yellow",
             )
 

@@ -37,6 +37,7 @@ from snapstore.core.fsio import exclude_from_git
 from ....operations import registration
 from ....operations.checks import config_path, gemini_version
 from ....operations.registration import snapstore_words
+from ....output.plain import say
 from ....output.results import scan_summary
 from ....output.rich import console
 from ....settings.environment import project_root
@@ -250,8 +251,24 @@ def _install_http(
     return added, url
 
 
-@hook.command("install")
-@click.argument("agent", type=click.Choice(AGENTS))
+def _agent_list(width: int = 56) -> str:
+    """The agents, a few to a line, never cut inside a name (Click's wrapping breaks at the
+    hyphen of "gemini-cli"); a ``\b`` paragraph, which Click leaves as it is."""
+    lines, line = [], ""
+    for name in AGENTS:
+        item = f"{name}, " if name != AGENTS[-1] else f"{name}."
+        if line and len(line) + len(item) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += item
+    return "\b\nAGENT is one of:\n" + "\n".join([*lines, line])
+
+
+@hook.command(
+    "install",
+    help="Write snapstore's hooks into AGENT's config, keeping what is there.\n\n" + _agent_list(),
+)
+@click.argument("agent", type=click.Choice(AGENTS), metavar="AGENT")
 @click.option(
     "--scope",
     type=click.Choice(SCOPES),
@@ -350,7 +367,7 @@ def install(
     )
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         if added:
             out.print(f"Added snapstore hooks to {path}: {', '.join(added)}")
         else:
@@ -367,7 +384,7 @@ def install(
         for line in notes:
             out.print(f"  {line}")
         for warning in warnings:
-            out.print(f"snapstore: {warning}")
+            say(f"snapstore: {warning}")
 
     emit(
         {

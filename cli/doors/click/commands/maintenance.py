@@ -60,7 +60,7 @@ def gc(
 
 
 def _gc_human(result: GcResult) -> None:
-    out = console(stderr=True)
+    out = console()
     verb = "would remove" if result.dry_run else "removed"
     out.print(
         f"{verb} {len(result.removed_turns)} turn(s), {result.removed_blobs} blob(s); "
@@ -102,7 +102,7 @@ def _damaged(exc: StoreDamaged) -> NoReturn:
 
 
 def _fsck_human(report: FsckReport) -> None:
-    out = console(stderr=True)
+    out = console()
     for item in report.corrupt:
         out.print(
             printable(f"corrupt {item['kind']} {item['key'][:24]}: {item['reason']}", quote=False),

@@ -114,7 +114,7 @@ def add(name: str, url: str, endpoint_url: str | None, no_check: bool, auto_push
             "conditional_writes": settings["conditional_writes"] == "true",
             "auto_push": auto_push,
         },
-        lambda: console(stderr=True).print(
+        lambda: console().print(
             f"remote {name} → {parsed}{note}{'; pushed to at every turn end' if auto_push else ''}"
         ),
     )
@@ -161,7 +161,7 @@ def remove(name: str) -> None:
     if name not in config.remotes:
         raise NotFound(f"no remote named {name!r}", remote=name)
     set_remote(store_dir, name, None)
-    emit({"name": name}, lambda: console(stderr=True).print(f"forgot remote {name}"))
+    emit({"name": name}, lambda: console().print(f"forgot remote {name}"))
 
 
 @remote.command("log")
@@ -203,7 +203,7 @@ def remote_fsck(name: str | None) -> None:
             report = store.remote_fsck(remote_store)
 
     def human() -> None:
-        out = console(stderr=True)
+        out = console()
         for item in report.corrupt:
             out.print(f"corrupt {item['key']}: {item['reason']}", style="red", markup=False)
         for item in report.dangling:
@@ -245,7 +245,7 @@ def remote_gc(name: str | None, keep_days: float | None, grace_hours: float) -> 
             result = store.remote_gc(remote_store, keep_days, grace_hours * 3600)
     emit(
         result.to_json(),
-        lambda: console(stderr=True).print(
+        lambda: console().print(
             f"removed {result.removed_turns} turn(s) and {result.removed_packs} pack(s), "
             f"{format_size(result.removed_bytes)}; condemned {result.condemned_packs} pack(s)"
         ),
@@ -272,7 +272,7 @@ def _sessions(store: Store, everything: bool) -> list[str] | None:
 
 
 def _sync_human(verb: str, result: SyncResult) -> None:
-    out = console(stderr=True)
+    out = console()
     out.print(
         f"{verb} {result.turns} turn(s) and {result.blobs} blob(s) "
         f"({format_size(result.bytes)}, {result.requests} request(s)) for "

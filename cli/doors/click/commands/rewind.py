@@ -17,7 +17,7 @@ import click
 from snapstore.core.records import BOTH, CODE, MODES, POLICIES, SKIP, Mode, Policy
 
 from ....operations.context import Context
-from ....operations.moves import is_new, perform, run
+from ....operations.moves import as_seen, is_new, perform, run
 from ....operations.outcome import Outcome
 from ....operations.requests import Move
 from ....output import results
@@ -36,9 +36,14 @@ def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty() and not options().json
 
 
-def _report(outcome: Outcome) -> None:
+def _diff_goes_with_dry_run(diffs: bool, dry_run: bool) -> None:
+    if diffs and not dry_run:
+        raise click.UsageError("--diff goes with --dry-run")
+
+
+def _report(outcome: Outcome, diffs: bool = False) -> None:
     """Print the outcome; exit 1 when it left (or, dry, would leave) anything undone."""
-    code = results.report(outcome, options().json)
+    code = results.report(outcome, options().json, diffs)
     if code:
         sys.exit(code)
 
@@ -68,6 +73,9 @@ def _report(outcome: Outcome) -> None:
     help="Take back only this file (repeatable); the head stays.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Rewind even while a turn is open (it is ended).")
 @click.option("--resume", is_flag=True, help="Finish a rewind that was interrupted.")
@@ -88,6 +96,7 @@ def rewind(
     on_conflict: Policy,
     paths: tuple[str, ...],
     dry_run: bool,
+    diffs: bool,
     yes: bool,
     force: bool,
     resume: bool,
@@ -97,8 +106,9 @@ def rewind(
     """Take back TURN and everything after it on the current branch.
 
     TURN is a number from `snapstore log` (1 is the newest) or a turn id.
-    Without TURN, list the rewind points.
+    Without TURN: on a terminal, a picker to choose one; elsewhere, the numbered list.
     """
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     ctx = Context.of(opts)
     absolute = tuple(os.path.join(os.getcwd(), p) for p in paths)
@@ -135,12 +145,13 @@ def rewind(
                 _report(picked)
             return
         if not (yes or dry_run) and _interactive():
+            request = as_seen(store, request)  # what the plan shows is what is confirmed
             preview = run(store, ctx, request._replace(dry_run=True))
             assert preview.result is not None
             results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
             click.confirm("Rewind?", abort=True)
         outcome = run(store, ctx, request)
-    _report(outcome)
+    _report(outcome, diffs)
 
 
 @click.command()
@@ -154,6 +165,9 @@ def rewind(
     "theirs: force the turn's version.",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Switch even while a turn is open (it is ended).")
 @click.option(
@@ -161,13 +175,20 @@ def rewind(
 )
 @common_options
 def switch(
-    turn: str, on_conflict: Policy, dry_run: bool, yes: bool, force: bool, no_git: bool
+    turn: str,
+    on_conflict: Policy,
+    dry_run: bool,
+    diffs: bool,
+    yes: bool,
+    force: bool,
+    no_git: bool,
 ) -> None:
     """Make the workspace what it was right after TURN: back, forward, or on another branch.
 
     TURN is a number from `snapstore log` or the id of any turn, rewound ones included
     (`snapstore log --all`); an id needs no --session. Undo it with `snapstore undo`.
     """
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     ctx = Context.of(opts)
     request = Move(
@@ -175,12 +196,13 @@ def switch(
     )
     with ctx.open() as store:
         if not (yes or dry_run) and _interactive():
+            request = as_seen(store, request)
             preview = run(store, ctx, request._replace(dry_run=True))
             assert preview.result is not None
             results.summary(preview.result, "switch")
             click.confirm("Switch?", abort=True)
         outcome = run(store, ctx, request._replace(dry_run=dry_run))
-    _report(outcome)
+    _report(outcome, diffs)
 
 
 @click.command()
@@ -196,9 +218,17 @@ def switch(
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @common_options
 def undo(
-    rewind_id: str | None, mode: Mode, on_conflict: Policy, dry_run: bool, no_git: bool
+    rewind_id: str | None,
+    mode: Mode,
+    on_conflict: Policy,
+    dry_run: bool,
+    no_git: bool,
+    diffs: bool,
 ) -> None:
     """Take back the last rewind or switch in the store (or REWIND_ID), whatever its session.
 
@@ -206,7 +236,7 @@ def undo(
     becomes a turn of its own on top of them, which `snapstore rewind` can take back.
     REWIND_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, no_git, mode)
+    _undo_or_redo("undo", rewind_id, on_conflict, dry_run, no_git, diffs, mode)
 
 
 @click.command()
@@ -214,15 +244,20 @@ def undo(
 @click.option("--on-conflict", type=click.Choice(POLICIES), default=SKIP, show_default=True)
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--no-git", "no_git", is_flag=True, help="Leave the repository's refs alone.")
+@click.option(
+    "--diff", "diffs", is_flag=True, help="With --dry-run: each file's diff after the plan."
+)
 @common_options
-def redo(undo_id: str | None, on_conflict: Policy, dry_run: bool, no_git: bool) -> None:
+def redo(
+    undo_id: str | None, on_conflict: Policy, dry_run: bool, no_git: bool, diffs: bool
+) -> None:
     """Take back the last undo in the store (or UNDO_ID): do its rewind or switch again.
 
     With --session, the last undo of that session. The files are merged as for a rewind,
     and `snapstore undo` takes the redo back. Refused once turns came after the undo.
     UNDO_ID is an id from `snapstore ops`, or a unique prefix of one.
     """
-    _undo_or_redo("redo", undo_id, on_conflict, dry_run, no_git)
+    _undo_or_redo("redo", undo_id, on_conflict, dry_run, no_git, diffs)
 
 
 def _undo_or_redo(
@@ -231,8 +266,10 @@ def _undo_or_redo(
     on_conflict: Policy,
     dry_run: bool,
     no_git: bool,
+    diffs: bool,
     mode: Mode = BOTH,
 ) -> None:
+    _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run, git=not no_git)
-    _report(perform(Context.of(opts), request))
+    _report(perform(Context.of(opts), request), diffs)

@@ -16,7 +16,7 @@ import click
 
 from snapstore import NotFound
 
-from ....output.plain import printable, say
+from ....output.plain import printable, tell
 from ....output.results import scan_summary
 from ... import fast
 from ..app import common_options, emit, options
@@ -59,17 +59,12 @@ def scan_progress(enabled: bool) -> Iterator[Callable[[str, int, int], None] | N
 
 
 def track_shell_on(store: Store) -> ScanResult | None:
-    """Put the store in scan mode and record the baseline, with a progress bar; None when it
-    already was (its hooks keep the baseline current)."""
-    from ....settings.config import Config
+    """Put the store in scan mode and record the baseline (``operations.setup``), with a
+    progress bar; None when it already was."""
+    from ....operations.setup import cover_shell
 
-    config = Config.load(store.store_dir)
-    if config.track_shell:
-        return None
-    config.track_shell = True
-    config.save(store.store_dir)
     with scan_progress(not options().json) as progress:
-        return store.scan(progress=progress, use_watcher=False)
+        return cover_shell(store, progress)
 
 
 @click.command("scan")
@@ -85,8 +80,9 @@ def track_shell_on(store: Store) -> ScanResult | None:
 def scan_command(max_file_size: str | None, no_watcher: bool) -> None:
     """Record what changed in the workspace since the last scan.
 
-    Changes seen while a turn is open belong to it (and a rewind takes them
-    back); changes seen between turns are the user's and are kept. The first
+    A change seen inside one of the agent's shell calls (its hooks scan just
+    before and after each) belongs to that agent's turn, and a rewind takes it
+    back; every other change is yours, and is kept: this scan's too. The first
     scan records the baseline.
     """
     opts = options()
@@ -146,23 +142,25 @@ def watch(debounce: float, stop_running: bool) -> None:
         stopped = _stop_watcher(store_dir, info["pid"], opts.env.lock_timeout)
         emit(
             {"stopped": stopped, "pid": info["pid"]},
-            lambda: say(
+            lambda: tell(
                 f"watcher {info['pid']} {'stopped' if stopped else 'did not stop in time'}"
             ),
         )
         return
     from ....output.rich import console
 
-    out = console(stderr=True)
+    # what it recorded (on stderr with --json: stdout holds the one document); what went wrong
+    out, err = console(stderr=opts.json), console(stderr=True)
     # watchdog re-adds a new folder's watch it already has and warns about it: harmless
     warnings.filterwarnings("ignore", message="Callback with id", category=RuntimeWarning)
 
     def report(item: WatchReport) -> None:
         if item.kind != "answered":  # what an answer recorded is reported as "recorded"
-            out.print(
+            trouble = item.kind in ("fallback", "coverage", "error")
+            (err if trouble else out).print(
                 f"{time.strftime('%H:%M:%S')} {item.kind:<9} "
                 f"{printable(item.message, quote=False)}",
-                style="yellow" if item.kind in ("fallback", "coverage", "error") else "",
+                style="yellow" if trouble else "",
             )
 
     stop = threading.Event()

@@ -13,7 +13,7 @@ import click
 from snapstore import NotFound
 from snapstore.core.db import append_private
 
-from ....output.plain import say
+from ....output.plain import say, tell
 from ..app import common_options, emit, options
 from ..params import Number
 
@@ -71,7 +71,7 @@ def serve(stop_running: bool, detach: bool, port: int | None, lock_fd: int | Non
     if detach and running:
         emit(
             {"pid": running.get("pid"), "port": running.get("port"), "started": False},
-            lambda: say(
+            lambda: tell(
                 f"snapstore serve is already running (pid {running.get('pid')}, "
                 f"port {running.get('port')})"
             ),
@@ -83,7 +83,7 @@ def serve(stop_running: bool, detach: bool, port: int | None, lock_fd: int | Non
         found = _detach(store_dir, root, opts.env.lock_timeout)
         emit(
             {"pid": found.get("pid"), "port": found.get("port"), "started": True},
-            lambda: say(
+            lambda: tell(
                 f"snapstore serve started (pid {found.get('pid')}, port "
                 f"{found.get('port')}); its output goes to "
                 f"{os.path.join(store_dir, LOG_FILE)}"
@@ -172,5 +172,5 @@ def _stop(store_dir: str, timeout: float) -> None:
         time.sleep(0.02)
     emit(
         {"stopped": stopped, "pid": pid},
-        lambda: say(f"snapstore serve {pid} {'stopped' if stopped else 'did not stop in time'}"),
+        lambda: tell(f"snapstore serve {pid} {'stopped' if stopped else 'did not stop in time'}"),
     )

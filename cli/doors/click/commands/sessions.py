@@ -1,6 +1,8 @@
 """Commands that list what happened in the store: sessions and the operation log.
 
-Both print aligned columns, one line per item, never wrapped (``output.plain.columns``).
+Both print aligned columns, one line per item, never wrapped (``output.plain.columns``); on a
+terminal they fit its width, real session names too (``claude-code/<uuid>``, 48 characters,
+shortened to the start of the id, as turns are: ``--session`` takes such a prefix).
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from snapstore.ops.gitshow import operation_lines
 from snapstore.ops.history import Operation, SessionInfo
 
 from ....operations.daemons import orphan_line, orphans
-from ....output.plain import columns, iso, printable, say, short
+from ....output.plain import columns, iso, printable, say, short, terminal_width
 from ....settings.environment import agent_homes
+from ....settings.options import resolve_session
 from ..app import common_options, emit, options
 
 #: What ``ops`` says after an operation's action, by its status.
@@ -60,7 +63,6 @@ def sessions() -> None:
         rows = [
             (
                 printable(s.name),
-                agent_of(s.name) or "-",
                 f"{s.turns}" + (f" ({s.all_turns} in all)" if s.all_turns != s.turns else ""),
                 relative_time(s.last_activity, now),
                 short(s.head, s.head_n),
@@ -69,8 +71,8 @@ def sessions() -> None:
             )
             for s in listed
         ]
-        header = ("session", "agent", "turns", "last active", "head", "open turn", "running")
-        click.echo(columns(header, rows), nl=False)
+        header = ("session", "turns", "last active", "head", "open turn", "running")
+        click.echo(columns(header, rows, terminal_width(), squeeze=0), nl=False)
 
     emit([session_json(s) for s in listed], human)
 
@@ -99,9 +101,8 @@ def operation_json(op: Operation) -> dict[str, object]:
 
 def _taken_back(op: Operation) -> str:
     """Which operation took ``op`` back: the undo of a rewind, the redo of an undo."""
-    if op.undone_by:
-        return f"by {op.undone_by[:8]}"
-    return f"redone by {op.redone_by[:8]}" if op.redone_by else "-"
+    by = op.undone_by or op.redone_by
+    return by[:8] if by else "-"
 
 
 @click.command()
@@ -110,7 +111,8 @@ def ops() -> None:
     """List every rewind, switch, undo and redo, newest first (with --session: that session's)."""
     opts = options()
     with opts.open_store() as store:
-        listed = store.operations(opts.session)
+        named = opts.session and resolve_session(store, opts.session)
+        listed = store.operations(named)
         now = store.clock()
 
     def human() -> None:
@@ -123,17 +125,17 @@ def ops() -> None:
             (
                 op.id[:8],
                 relative_time(op.time, now),
-                printable(op.session),
                 op.action + (" (redo)" if op.redoes else "") + _NOTES[op.status],
-                short(op.target, op.target_n),
+                short(op.target),
                 str(len(op.files)),
-                str(len(op.conflicts)),
+                str(len(op.conflicts) + len(op.errors)),
                 _taken_back(op),
+                printable(op.session),
             )
             for op in listed
         ]
-        header = ("op", "when", "session", "action", "target", "files", "conflicts", "undone")
-        click.echo(columns(header, rows), nl=False)
+        header = ("op", "when", "action", "target", "files", "left", "undone by", "session")
+        click.echo(columns(header, rows, terminal_width(), squeeze=7), nl=False)
         for op in listed:  # what each did to the repository
             for _, text in operation_lines(op.git):
                 click.echo(f"{op.id[:8]}  git: {printable(text, quote=False)}")

@@ -6,8 +6,9 @@ from dataclasses import asdict
 
 import click
 
-from ....operations.outcome import finish_command
-from ....output.plain import printable
+from ....operations.outcome import by_hand, finish_command
+from ....output.plain import printable, reason
+from ....settings.config import Config
 from ....settings.values import format_size
 from ..app import common_options, emit, options
 
@@ -15,12 +16,13 @@ from ..app import common_options, emit, options
 @click.command()
 @common_options
 def status() -> None:
-    """Show the store's size, dedup ratio, sessions, open turn and head."""
+    """Show what the store holds and its size, the sessions, and the session's head."""
     opts = options()
     with opts.open_store() as store:
         session = opts.session_for(store)
         st = store.status(session)
         read_only = store.repo.read_only
+        scan_mode = Config.load(store.store_dir).track_shell
         from ....operations.checks import hook_reports
 
         hooks = [
@@ -28,6 +30,11 @@ def status() -> None:
             for r in hook_reports(store, st.root)
             for problem in r["problems"]
         ]
+    finish, conflicts = None, []
+    if st.left:
+        failed = st.left["failed"]
+        conflicts = [p for p in st.left["paths"] if p["path"] not in failed]
+        finish = finish_command(session, conflicts, failed, st.left["marked"])
     data = {
         "root": st.root,
         "store": st.store,
@@ -43,7 +50,7 @@ def status() -> None:
         "read_only": read_only,
         "hook_problems": hooks,
         "unattributed": [asdict(item) for item in st.unattributed],
-        "left": st.left and {**st.left, "finish": finish_command(session, "skip")},
+        "left": st.left and {**st.left, "finish": finish},
         "uncaptured": st.uncaptured,
     }
 
@@ -54,19 +61,21 @@ def status() -> None:
 
         out = console()
         out.print(f"workspace  {printable(st.root)}")
+        out.print(f"store      {printable(st.store)}")
+        if read_only:
+            out.print(f"read-only  {printable(read_only, quote=False)}", style="yellow")
         out.print(
-            f"store      {printable(st.store)}  ({format_size(st.disk_bytes)} on disk"
-            f"{f'; read-only: {read_only}' if read_only else ''})"
+            f"size       {format_size(st.disk_bytes)} on disk; {format_size(st.stored_bytes)} "
+            f"in {st.blobs} blob(s), compressed and deduplicated"
         )
         out.print(
-            f"blobs      {st.blobs}: {format_size(st.stored_bytes)} stored for "
-            f"{format_size(st.logical_bytes)} captured (dedup ratio {st.dedup_ratio:.1f}x)"
+            f"captured   {format_size(st.logical_bytes)} of file versions, by {st.turns} "
+            f"turn(s) in {st.sessions} session(s)"
         )
-        out.print(f"sessions   {st.sessions}, {st.turns} turn(s)")
-        out.print(
-            f"session    {printable(session)}: head {st.head or '-'}, "
-            f"open turn {st.open_turn or '-'}"
-        )
+        if scan_mode:  # why more may be stored than the turns captured
+            out.print("baseline   stored too (scan mode): the workspace as the first scan found it")
+        out.print(f"session    {printable(session)}")
+        out.print(f"head       {st.head or '-'}, open turn {st.open_turn or '-'}")
         if st.unattributed:
             count = sum(len(item.paths) for item in st.unattributed)
             out.print(
@@ -85,11 +94,12 @@ def status() -> None:
                 f"{st.left['operation']}",
                 style="yellow",
             )
-            out.print(Text(f"  finish with: {finish_command(session, 'skip')}"))
+            if finish:
+                out.print(Text(f"  finish with: {finish}"))
+            else:
+                out.print(Text(f"  for you: {by_hand(conflicts, st.left['marked'])}"))
             for left in st.left["paths"]:
-                out.print(
-                    Text(f"  {printable(left['path'])}: {printable(left['reason'], quote=False)}")
-                )
+                out.print(Text(f"  {printable(left['path'])}: {reason(left['reason'])}"))
         if st.uncaptured:
             out.print(
                 f"uncaptured {len(st.uncaptured)} file(s) changed on this branch were never "
@@ -99,7 +109,7 @@ def status() -> None:
             for file in st.uncaptured:
                 out.print(
                     Text(
-                        f"  {printable(file['path'])}: {printable(file['reason'], quote=False)}"
+                        f"  {printable(file['path'])}: {reason(file['reason'])}"
                         f"  (turn {file['turn']})"
                     )
                 )
