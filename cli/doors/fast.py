@@ -72,7 +72,11 @@ COMMAND_FLAGS = {
 SHORT = {"-y": "--yes"}
 #: Options the fast path leaves to Click: a command line holding one goes there (the
 #: picker's and the rarer forms of ``rewind``).
-CLICK_ONLY = {"rewind": ("--path", "--resume", "--finish"), "undo": ("--mode",)}
+CLICK_ONLY = {
+    "rewind": ("--path", "--resume", "--finish", "--diff"),
+    "undo": ("--mode", "--diff"),
+    "redo": ("--diff",),
+}
 #: Options whose value is one of a few words; any other value is Click's usage error.
 CHOICES = {"--mode": MODES, "--on-conflict": POLICIES}
 #: The commands that take PATHS (one or more).

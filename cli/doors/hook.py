@@ -44,7 +44,6 @@ from ..settings.config import Config
 if TYPE_CHECKING:
     from snapstore import Store
 from ..settings.environment import Environment, agent_homes, open_for_hook, strict_hooks
-from ..settings.values import readable_sizes
 
 NO_CREATE = "--no-create"
 
@@ -183,7 +182,10 @@ def run_hook(agent: str, args: list[str]) -> int:
 
                 start_daemon(store_dir, store.root)  # after the prompt's scan: never waited for
         for warning in warnings:
-            warning = readable_sizes(warning)
+            if " bytes)" in warning:  # a size the library gives in bytes, as people read it
+                from ..settings.values import readable_sizes
+
+                warning = readable_sizes(warning)
             print(f"snapstore: {warning}", file=sys.stderr)
             log_line(store_dir, agent, warning)
         sys.stdout.write(reply(spec, action.event))

@@ -223,9 +223,7 @@ def _resolved(refs: dict[str, str | None], head: str | None) -> str | None:
     return refs.get(head[len("ref: ") :])
 
 
-def _there(
-    layout: Layout, move: Move, here: str | None, content: Callable[[str], bytes]
-) -> bool:
+def _there(layout: Layout, move: Move, here: str | None, content: Callable[[str], bytes]) -> bool:
     """Whether ``name`` holds what the move makes: the same value, or an index that stages
     the same (git rewrites its stat cache, as any `git status` after a run cut short)."""
     if here == move.after:

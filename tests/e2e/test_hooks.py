@@ -427,7 +427,8 @@ def test_undo_after_the_agent_was_resumed_names_the_way_out(tmp_path: Path, root
     home = tmp_path / "claude-home"
     home.mkdir()
     env = {"CLAUDE_CONFIG_DIR": str(home)}
-    transcript = root / "t.jsonl"
+    transcript = home / "projects" / "p" / "t.jsonl"  # in Claude Code's own layout
+    transcript.parent.mkdir(parents=True)
     assert snapstore(root, "init").returncode == 0
     sid = payload("claude-code", "user-prompt-submit", root)["session_id"]
     notes = root / "notes.txt"
@@ -436,7 +437,12 @@ def test_undo_after_the_agent_was_resumed_names_the_way_out(tmp_path: Path, root
             hook(
                 "claude-code",
                 payload(
-                    "claude-code", "user-prompt-submit", root, prompt=prompt, prompt_id=f"p{i}"
+                    "claude-code",
+                    "user-prompt-submit",
+                    root,
+                    prompt=prompt,
+                    prompt_id=f"p{i}",
+                    transcript_path=str(transcript),
                 ),
                 root,
                 **env,
@@ -472,7 +478,14 @@ def test_undo_after_the_agent_was_resumed_names_the_way_out(tmp_path: Path, root
     ok(
         hook(
             "claude-code",
-            payload("claude-code", "user-prompt-submit", root, prompt="again", prompt_id="p9"),
+            payload(
+                "claude-code",
+                "user-prompt-submit",
+                root,
+                prompt="again",
+                prompt_id="p9",
+                transcript_path=str(transcript),
+            ),
             root,
             **env,
         )

@@ -173,8 +173,8 @@ def test_no_mcp_registers_nothing(root: Path, agent: str) -> None:
 def test_the_install_says_what_the_agent_can_do(root: Path) -> None:
     done = run(root, "hook", "install", "gemini-cli")
     assert done.returncode == 0, done.stderr
-    assert "Registered `snapstore mcp` in" in done.stderr
-    assert "take its own turns' file changes back (rewind_files, undo_last)" in done.stderr
+    assert "Registered `snapstore mcp` in" in done.stdout  # a result: on stdout
+    assert "take its own turns' file changes back (rewind_files, undo_last)" in done.stdout
     wide = install(root, "windsurf")
     assert any("registered for all your projects" in n for n in wide["notes"])
 
