@@ -316,6 +316,9 @@ def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     data["undo_id"] = data.pop("operation_id")
     data["new_head"] = data.pop("new_head_id")
     assert data.pop("restored_paths") == sorted(data["restored"] + data["merged"] + data["deleted"])
+    for item in data["errors"]:  # the page's sentence for each path left (the facts compare)
+        said = item.pop("message")
+        assert said.startswith(item["path"] + " ") and said.endswith("."), said
     return Reply(data)
 
 
