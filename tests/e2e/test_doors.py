@@ -262,8 +262,9 @@ def fast_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
 
 
 def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
-    """`snapstore rewind` with no TURN on a terminal: the first menu chooses the turn, the
-    second the mode whose label names it (the picker offers only what it can do)."""
+    """`snapstore rewind` with no TURN on a terminal: the first menu chooses the turn (the
+    oldest at the top, turn 1 just above "Stay at current position"), the second the mode
+    asked for (the picker offers only what it can do; "Do nothing" is last)."""
     from snapstore_cli.doors import picker
     from snapstore_cli.doors.click.commands import rewind
     from snapstore_cli.output import results
@@ -271,17 +272,22 @@ def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
     if request.action != "rewind":
         return _command_line(b, request, click=True)  # the picker chooses turns, not undos
     assert request.turn is not None
-    offered: list[list[Any]] = []  # each mode menu's (mode, label) choices, as the picker made them
+    offered: list[list[Any]] = []  # each mode menu's (mode, label, note) choices
+    titles: list[str] = []  # what each menu said above its choices
 
     def mode_choices(*args: Any) -> list[Any]:
         offered.append(real_choices(*args))
         return offered[-1]
 
-    def menu(title: str, items: list[str], details: object = None) -> int | None:
+    def menu(title: Any, items: Any, details: object = None, start: int = 0) -> int | None:
+        rows = items(200)
+        titles.append("\n".join(title(200)))
         if not offered:
-            return int(request.turn or 0) - 1  # the list is newest first, as `log` numbers it
-        modes = [mode for mode, _label in offered[-1]]
-        return modes.index(request.mode) if request.mode in modes else len(items) - 1  # Cancel
+            assert rows[start].strip() == picker.STAY  # the default changes nothing
+            return len(rows) - 1 - int(request.turn or 0)
+        assert rows[start] == picker.DO_NOTHING
+        modes = [mode for mode, _label, _note in offered[-1]]
+        return modes.index(request.mode) if request.mode in modes else start
 
     reported: list[Any] = []
 
@@ -295,10 +301,9 @@ def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
     mp.setattr(rewind, "_interactive", lambda: True)
     mp.setattr(results, "report", report)
     done = run_snapstore(["--session", b.session, "rewind"], cwd=b.ws, env=b.env, click=True)
-    if not reported:  # the mode asked for was not offered: what the menu said instead
-        refused = [label for _mode, label in offered[-1] if "cannot go back" in label]
-        assert refused, offered
-        code = "run_active" if "exit claude first" in refused[0] else "conversation_refused"
+    if not reported:  # the mode asked for was not offered: what the confirmation said instead
+        assert "The chat cannot go back: " in titles[-1], titles
+        code = "run_active" if "exit claude first" in titles[-1] else "conversation_refused"
         return Reply({"error": code}, 3)
     return Reply(reported[0], done.returncode)
 
@@ -320,6 +325,9 @@ def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     data["undo_id"] = data.pop("operation_id")
     data["new_head"] = data.pop("new_head_id")
     assert data.pop("restored_paths") == sorted(data["restored"] + data["merged"] + data["deleted"])
+    for item in data["errors"]:  # the page's sentence for each path left (the facts compare)
+        said = item.pop("message")
+        assert said.startswith(item["path"] + " ") and said.endswith("."), said
     return Reply(data)
 
 

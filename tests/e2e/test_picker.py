@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -15,8 +16,10 @@ import pytest
 
 from snapstore import Store
 
-from ..support import hermetic_env, snapstore_bin
-from ..support.transcripts import posing_as, session_of, transcript_in
+from ..support import Clock, agent_write, hermetic_env, snapstore_bin
+from ..support.runner import FIXED_NOW
+from ..support.transcripts import claude_turn, posing_as, session_of, transcript_in
+from ..support.trees import snapshot
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -24,7 +27,9 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 class Terminal:
     """A detached tmux session running one command."""
 
-    def __init__(self, command: list[str], cwd: Path, **extra: str):
+    def __init__(
+        self, command: list[str], cwd: Path, columns: int = 140, rows: int = 40, **extra: str
+    ):
         self.name = f"snapstore-test-{uuid.uuid4().hex[:8]}"
         env = hermetic_env(TERM="xterm-256color", **extra)
         env.pop("NO_COLOR", None)
@@ -37,8 +42,9 @@ class Terminal:
             f"cd {shlex.quote(str(cwd))} && env {exports} {shlex.join(command)}; "
             "echo EXIT=$?; sleep 60"
         )
+        size = ["-x", str(columns), "-y", str(rows)]
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, "-x", "140", "-y", "40", script],
+            ["tmux", "new-session", "-d", "-s", self.name, *size, script],
             check=True,
             env={**os.environ, "TERM": "xterm-256color"},
         )
@@ -98,13 +104,17 @@ def terminal(session_with_three_turns: Path):
 def test_arrow_keys_enter_and_mode_choice_rewind(terminal, root: Path) -> None:
     term = terminal("rewind")
     screen = term.wait_for("Rewind to before which turn?")
-    assert "> " in screen and "prompt number 3" in screen and "more detail for turn 3" in screen
-    term.keys("Down")
+    assert "> " in screen and "Stay at current position" in screen
+    term.keys("Up")  # the newest turn, just above "Stay"
+    screen = term.wait_for("more detail for turn 3")
+    term.keys("Up")
     screen = term.wait_for("more detail for turn 2")
     assert "f2.txt" in screen
     term.keys("Enter")
     screen = term.wait_for("Rewind code and conversation")
-    assert "taking back 2 turn(s)" in screen and "delete   f3.txt" in screen
+    assert "Takes back 2 turns" in screen and "delete   f3.txt" in screen
+    term.keys("Up", "Up", "Up")  # from "Do nothing" to the first choice
+    term.wait_for("turn 2 on leave the branch (this session has no agent chat")
     term.keys("Enter")
     screen = term.wait_for("EXIT=")
     assert "EXIT=0" in screen and "deleted   f2.txt" in screen
@@ -114,7 +124,7 @@ def test_arrow_keys_enter_and_mode_choice_rewind(terminal, root: Path) -> None:
 def test_escape_cancels_and_changes_nothing(terminal, root: Path) -> None:
     term = terminal("rewind")
     term.wait_for("Rewind to before which turn?")
-    term.keys("Escape")
+    term.keys("Up", "Escape")
     screen = term.wait_for("EXIT=")
     assert "cancelled; nothing changed" in screen and "EXIT=0" in screen
     assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt", "f2.txt", "f3.txt"]
@@ -123,9 +133,9 @@ def test_escape_cancels_and_changes_nothing(terminal, root: Path) -> None:
 def test_conversation_only_keeps_the_files(terminal, root: Path, cli) -> None:
     term = terminal("rewind")
     term.wait_for("Rewind to before which turn?")
-    term.keys("Enter")  # the newest turn
+    term.keys("Up", "Enter")  # the newest turn
     term.wait_for("Rewind conversation only")
-    term.keys("Down", "Enter")
+    term.keys("Up", "Up", "Enter")  # above "Rewind code only"
     term.wait_for("EXIT=0")
     assert (root / "f3.txt").exists()
     assert [p["n"] for p in cli("--json", "log").json] == [1, 2]
@@ -155,8 +165,10 @@ def test_names_and_prompts_that_would_drive_the_terminal_are_escaped(
     try:
         screen = term.wait_for("Rewind to before which turn?")
         assert '"wipe\\033[2J\\033]0;owned\\a it"' in screen, screen
-        assert '"x\\033[2Jy.txt"' in screen, screen
         assert "prompt number 3" in screen  # the rest of the list was not wiped
+        term.keys("Up")
+        screen = term.wait_for("Files:")
+        assert '"x\\033[2Jy.txt"' in screen, screen
         term.keys("Enter")
         screen = term.wait_for("Rewind code and conversation")
         assert 'delete   "x\\033[2Jy.txt"' in screen, screen
@@ -171,13 +183,14 @@ def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Pa
     assert cli("rewind", "2", "--yes").code == 0  # f2 and f3 go; turns 2 and 3 are rewound
     term = terminal("rewind")
     screen = term.wait_for("Rewind to before which turn?")
-    assert "↻" in screen and "[rewound: switch to it]" in screen
-    term.keys("Down")  # past the one rewind point, to the newest turn taken back
-    term.wait_for("more detail for turn 3")
+    assert "(↻: taken back earlier)" in screen and screen.count("↻") == 3, screen
+    term.keys("Up", "Up")  # past the one rewind point, to the newest turn taken back
+    screen = term.wait_for("more detail for turn 3")
+    assert "Taken back earlier (rewound): choosing it switches to right after it." in screen
     term.keys("Enter")
     screen = term.wait_for("Switch to it")
     assert "restore  f2.txt" in screen and "restore  f3.txt" in screen
-    term.keys("Enter")
+    term.keys("Up", "Enter")  # the default is "Do nothing"
     screen = term.wait_for("EXIT=")
     assert "EXIT=0" in screen and "switched" in screen
     assert sorted(p.name for p in root.glob("f*.txt")) == ["f1.txt", "f2.txt", "f3.txt"]
@@ -186,7 +199,7 @@ def test_a_turn_taken_back_earlier_is_offered_and_switched_to(terminal, root: Pa
 
 def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Path) -> None:
     """A Claude Code session: the second menu names the resume command; while Claude Code runs
-    the session, only the code can go back, and the menu says why."""
+    the session, only the code can go back, and the confirmation says why."""
     home = tmp_path / "home"
     transcript = transcript_in({"claude-code": str(home / ".claude")}, "claude-code")
     with Store.init(root) as store:
@@ -195,11 +208,13 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
     term = Terminal([*snapstore_bin(), "rewind"], root, **env)
     try:
         term.wait_for("Rewind to before which turn?")
-        term.keys("Down", "Enter")  # turn 2
+        term.keys("Up", "Up", "Enter")  # turn 2
         screen = term.wait_for("Rewind code only")
-        assert "Rewind code and conversation (the agent forgets turn 2 on; then " in screen
-        assert "`claude --resume sid`" in screen
-        assert "Rewind code only (the agent still remembers turn 2 on)" in screen
+        term.keys("Up")
+        screen = term.wait_for("The files go back; the agent still remembers turn 2 on.")
+        term.keys("Up", "Up")
+        screen = term.wait_for("The agent forgets turn 2 on. Then resume it with:")
+        assert "  claude --resume sid" in screen
         term.keys("Enter")
         screen = term.wait_for("EXIT=")
         assert "EXIT=0" in screen and "conversation: rewound to before turn 2" in screen
@@ -215,9 +230,153 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
         term = Terminal([*snapstore_bin(), "--session", session, "rewind"], root, HOME=str(home))
         try:
             term.wait_for("Rewind to before which turn?")
-            term.keys("Enter")  # turn 1, the one left
-            screen = term.wait_for("Cancel")
-            assert "Rewind code only (the chat cannot go back: Claude Code is running" in screen
-            assert "Rewind code and conversation" not in screen
+            term.keys("Up", "Enter")  # turn 1, the one left
+            screen = term.wait_for("Do nothing (Esc)")
+            assert "The chat cannot go back: Claude Code is running" in screen
+            assert "Rewind code only" in screen and "Rewind code and conversation" not in screen
         finally:
             term.close()
+
+
+# -- at 80 columns, with what a real session looks like ---------------------------------------
+
+#: A real Claude Code session id, and the name its hooks give the session (48 characters).
+SID = "7c1e0a52-3f4b-4c1e-9d7e-0a523f4b4c1e"
+SESSION = f"claude-code/{SID}"
+LONG = (
+    "Create a minimal Flask app with an index route and a requirements file listing Flask",
+    "Add a /health endpoint that returns JSON with the status and the version of the app",
+    "Greet the user by name from the ?name= query parameter, and write a test for it",
+)
+
+
+@pytest.fixture
+def claude(tmp_path: Path, root: Path) -> Path:
+    """A Claude Code session of three turns with real-length names and prompts, made 3 h, 2 h
+    and 1 h before the command's clock; the home folder its transcript is in."""
+    home = tmp_path / "home"
+    transcript = home / ".claude" / "projects" / "-ws" / f"{SID}.jsonl"
+    transcript.parent.mkdir(parents=True)
+    clock = Clock(FIXED_NOW - 3 * 3600)
+    with Store.init(root, clock=clock) as store:
+        for i, prompt in enumerate(LONG):
+            store.begin_turn(SESSION, prompt, f"p{i}", transcript=str(transcript))
+            claude_turn(transcript, i, sid=SID, text=prompt)
+            agent_write(
+                store, "app.py", "".join(f"line {j}\n" for j in range(i + 2)), session=SESSION
+            )
+            agent_write(store, f"part{i}.py", f"part = {i}\n", session=SESSION)
+            store.end_turn(SESSION)
+            clock.tick(3600)
+    return home
+
+
+def _state(root: Path, home: Path) -> tuple[object, bytes]:
+    """The workspace's files and the agent's transcript."""
+    (transcript,) = home.glob(".claude/projects/-ws/*.jsonl")
+    return snapshot(root), transcript.read_bytes()
+
+
+def _chosen(screen: str) -> str:
+    """The row the cursor is on."""
+    (row,) = [line for line in screen.splitlines() if line.startswith("> ")]
+    return row[2:].strip()
+
+
+def _in_width(screen: str, columns: int) -> None:
+    """Every line fits the terminal with a column to spare: none was cut by the terminal."""
+    assert max(len(line.rstrip()) for line in screen.splitlines()) < columns, screen
+
+
+def test_enter_on_the_defaults_changes_nothing(claude: Path, root: Path) -> None:
+    """Enter, Enter (a Gemini CLI user's habit) stays where it is; so does Enter on the
+    confirmation of a turn chosen."""
+    before = _state(root, claude)
+    env = {"HOME": str(claude), "SNAPSTORE_SESSION": SESSION}
+    term = Terminal([*snapstore_bin(), "rewind"], root, columns=80, **env)
+    try:
+        screen = term.wait_for("Stay at current position")
+        assert _chosen(screen) == "Stay at current position", screen
+        assert "Cancel rewind and stay here: nothing changes." in screen
+        term.keys("Enter", "Enter")
+        screen = term.wait_for("EXIT=")
+        assert "stayed at the current position; nothing changed" in screen and "EXIT=0" in screen
+    finally:
+        term.close()
+    assert _state(root, claude) == before
+    term = Terminal([*snapstore_bin(), "rewind"], root, columns=80, **env)
+    try:
+        term.wait_for("Stay at current position")
+        term.keys("Up", "Enter")  # the newest turn, then Enter on the confirmation's default
+        screen = term.wait_for("Select an action:")
+        assert _chosen(screen) == "Do nothing (Esc)", screen
+        assert "The files and the chat stay as they are." in screen
+        term.keys("Enter")
+        screen = term.wait_for("EXIT=")
+        assert "cancelled; nothing changed" in screen and "EXIT=0" in screen
+    finally:
+        term.close()
+    assert _state(root, claude) == before
+    with Store.open(root) as store:
+        assert [p.n for p in store.rewind_points(SESSION)] == [1, 2, 3]
+        assert store.operations() == []
+
+
+def test_the_confirmation_summarises_the_rewind_at_80_columns(
+    claude: Path, root: Path, cli
+) -> None:
+    """The seed's summary (files, lines, how long ago, what a rewind does not cover) and every
+    outcome's words fit 80 columns, the resume command whole on its own line."""
+    log = cli("--json", "--session", SESSION, "log").json[:2]  # the turns taken back
+    added, removed = sum(p["added"] for p in log), sum(p["removed"] for p in log)
+    env = {"HOME": str(claude), "SNAPSTORE_SESSION": SESSION}
+    term = Terminal([*snapstore_bin(), "rewind"], root, columns=80, **env)
+    try:
+        term.wait_for("Stay at current position")
+        term.keys("Up", "Up", "Enter")  # turn 2
+        screen = term.wait_for("Select an action:")
+        _in_width(screen, 80)
+        assert f"Rewind to before turn 2 ({log[1]['turn'][:8]}, 2 h ago):" in screen
+        assert f"Takes back 2 turns: 3 files, +{added} -{removed} lines" in screen
+        assert "\N{INFORMATION SOURCE} Not taken back: what the agent did beyond" in screen
+        assert "a push to a remote" in screen and "Shell commands' changes were not" in screen
+        assert "  restore  app.py" in screen and "  delete   part2.py" in screen
+        term.keys("Up", "Up", "Up")  # to "Rewind code and conversation"
+        screen = term.wait_for("The agent forgets turn 2 on. Then resume it with:")
+        _in_width(screen, 80)
+        assert _chosen(screen) == "Rewind code and conversation"
+        assert f"\n  claude --resume {SID}\n" in screen
+        term.keys("Escape")
+        term.wait_for("EXIT=0")
+    finally:
+        term.close()
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+def test_the_list_shows_turn_ids_and_cuts_prompts_between_words(
+    claude: Path, root: Path, columns: int
+) -> None:
+    with Store.open(root) as store:
+        ids = {p.n: p.turn.id[:8] for p in store.rewind_points(SESSION)}
+    env = {"HOME": str(claude), "SNAPSTORE_SESSION": SESSION}
+    term = Terminal([*snapstore_bin(), "rewind"], root, columns=columns, **env)
+    try:
+        screen = term.wait_for("Stay at current position")
+        term.keys("Escape")
+        term.wait_for("EXIT=0")
+    finally:
+        term.close()
+    _in_width(screen, columns)
+    assert f"session {SESSION}" in screen
+    rows = [line[2:] for line in screen.splitlines() if re.match(r"  \s*\d  [0-9a-f]{8}  ", line)]
+    cells = [re.split(r"\s{2,}", row.strip()) for row in rows]  # n, id, when, prompt, stats
+    assert [(int(c[0]), c[1], c[2]) for c in cells] == [
+        (3, ids[3], "3 h ago"), (2, ids[2], "2 h ago"), (1, ids[1], "1 h ago")
+    ]  # fmt: skip
+    for prompt, (*_, shown, stats) in zip(LONG, cells, strict=True):
+        assert stats.startswith("2 files +")
+        if columns == 200:
+            assert shown == prompt
+        else:  # cut where a word ends, and said so
+            assert shown.endswith("…") and len(shown) > 20, shown
+            assert prompt.startswith(shown[:-1]) and prompt[len(shown) - 1] == " ", shown

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from snapstore_cli.operations.impact import NOT_COVERED, SHELL_UNRECORDED
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
@@ -171,9 +172,43 @@ def test_a_running_turn_refuses_a_rewind_and_nothing_changes(
             assert refused["data"]["code"] == "run_active"
             assert refused["data"]["session_id"] == "default"
             assert running.id in refused["data"]["message"]
+            # a sentence for people, with what to do next
+            assert refused["data"]["message"].startswith("Turn ")
+            assert refused["data"]["message"].endswith(
+                "Wait until the agent finishes its turn; the buttons come back then."
+            )
         assert ask(ws, {"action": "ops"})["data"]["ops"] == []
     assert (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points()) == before
     assert store.open_turn("default") == running
+
+
+def test_a_dry_run_rewind_says_what_it_would_do_and_changes_nothing(
+    store: Store, root: Path, ui: Ui
+) -> None:
+    """What the page's confirmation shows: the plan, and the summary the picker shows too."""
+    turns = agent_turns(store)
+    before = (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points())
+    with open_socket(ui) as ws:
+        frame = {"action": "rewind", "session_id": "default", "turn": 2, "dry_run": True}
+        plan = ask(ws, frame)
+        assert plan["type"] == "rewind_result", plan
+        data = plan["data"]
+        assert data["dry_run"] is True and data["turns_reverted"] == [turns[2], turns[1]]
+        assert data["restored"] == ["app.py"] and data["deleted"] == ["notes.txt"]
+        points = {p.turn.id: p for p in store.rewind_points()}
+        assert data["summary"] == {
+            "turns": 2,
+            "files": 2,
+            "added": points[turns[1]].added + points[turns[2]].added,
+            "removed": points[turns[1]].removed + points[turns[2]].removed,
+            "time": points[turns[1]].turn.created,
+            "uncaptured": [],
+            "notes": [NOT_COVERED, SHELL_UNRECORDED],
+        }
+        refused = ask(ws, {**frame, "dry_run": "yes"})
+        assert refused["data"]["code"] == "bad_frame"
+        assert ask(ws, {"action": "ops"})["data"]["ops"] == []
+    assert (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points()) == before
 
 
 def test_new_head_id_comes_back_after_a_partial_failure(store: Store, root: Path, ui: Ui) -> None:

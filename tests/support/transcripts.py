@@ -22,16 +22,20 @@ from . import agent_write
 PROMPTS = ("write notes", "change notes", "append to notes")
 
 
-def claude_turn(path: Path, i: int, version: str = "2.1.332") -> None:
-    """Claude Code's records of turn ``i``: its prompt record, an answer, a ``last-prompt``."""
+def claude_turn(
+    path: Path, i: int, version: str = "2.1.332", *, sid: str = "sid", text: str | None = None
+) -> None:
+    """Claude Code's records of turn ``i`` of session ``sid``: its prompt record (``text``, or
+    ``PROMPTS[i]``), an answer, a ``last-prompt``."""
+    text = PROMPTS[i] if text is None else text
     prompt = {
         "type": "user",
         "uuid": f"u{i}",
         "parentUuid": f"a{i - 1}" if i else None,
         "promptId": f"p{i}",
-        "message": {"role": "user", "content": PROMPTS[i]},
+        "message": {"role": "user", "content": text},
         "version": version,
-        "sessionId": "sid",
+        "sessionId": sid,
     }
     answer = {
         "type": "assistant",
@@ -39,7 +43,7 @@ def claude_turn(path: Path, i: int, version: str = "2.1.332") -> None:
         "parentUuid": f"u{i}",
         "message": {"content": [{"type": "text", "text": f"done {i}"}]},
     }
-    leaf = {"type": "last-prompt", "lastPrompt": PROMPTS[i], "leafUuid": f"a{i}"}
+    leaf = {"type": "last-prompt", "lastPrompt": text, "leafUuid": f"a{i}"}
     _append(path, [prompt, answer, leaf])
 
 

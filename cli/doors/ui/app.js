@@ -4,14 +4,20 @@
 
 const params = new URLSearchParams(location.search);
 const TOKEN = params.get("token") || "";
-// How long a button waits for its answer before it is given back (ms); `?patience=` shortens it.
+// How long a move waits for its answer before its buttons are given back (ms); `?patience=`
+// shortens it.
 const PATIENCE = Number(params.get("patience")) > 0 ? Number(params.get("patience")) : 30000;
+// The store's clock when the page was served (seconds), so that "5 min ago" is said as the
+// command line says it; it runs on with the browser's.
+const SERVED = Number(document.querySelector('meta[name="snapstore-now"]').content) * 1000;
+const SKEW = Number.isFinite(SERVED) && SERVED > 0 ? SERVED - Date.now() : 0;
 
 const $ = (id) => document.getElementById(id);
 let socket = null;
 let current = params.get("session");
 let nextId = 1;
-const pending = new Map(); // request_id -> {button, timer}
+const pending = new Map(); // request_id -> {timer, onReply}
+const state = { running: null, moving: false, ops: [] };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -29,30 +35,97 @@ function button(label, cls, onClick) {
 
 function notice(text, kind) {
   const box = $("notice");
-  box.textContent = text;
+  box.textContent = text || "";
   box.dataset.kind = kind || "info";
   box.hidden = !text;
 }
 
-// Send one request; a button given is disabled until its answer, or PATIENCE ms.
-function send(action, extra, btn) {
+function progress(text) {
+  $("progress-text").textContent = text || "";
+  $("progress").hidden = !text;
+  document.body.setAttribute("aria-busy", text ? "true" : "false");
+}
+
+// -- time --------------------------------------------------------------------------------------
+
+function now() {
+  return (Date.now() + SKEW) / 1000;
+}
+
+// How long ago, as `snapstore log` says it: "just now", "5 min ago", "3 h ago", "2 days ago",
+// then the date.
+function ago(seconds) {
+  if (!seconds) return "";
+  const delta = Math.max(0, now() - seconds);
+  if (delta < 45) return "just now";
+  if (delta < 3600) return `${Math.round(delta / 60)} min ago`;
+  if (delta < 86400) return `${Math.round(delta / 3600)} h ago`;
+  if (delta < 7 * 86400) return count(Math.round(delta / 86400), "day") + " ago";
+  return new Date(seconds * 1000).toLocaleDateString();
+}
+
+function when(seconds, cls) {
+  const node = el("span", `ago ${cls || ""}`.trim(), ago(seconds));
+  node.dataset.time = seconds;
+  node.title = new Date(seconds * 1000).toLocaleString();
+  return node;
+}
+
+function retime() {
+  for (const node of document.querySelectorAll(".ago[data-time]")) {
+    node.textContent = ago(Number(node.dataset.time));
+  }
+}
+
+function count(n, word) {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function short(id) {
+  return id ? id.slice(0, 8) : "(start)";
+}
+
+// -- the socket --------------------------------------------------------------------------------
+
+// Send one request. A move (`progress` given) disables every move button until its answer,
+// or PATIENCE ms, and says what it waits for; `onReply` takes the answer instead of the page.
+function send(action, extra, options) {
+  const opts = options || {};
   const requestId = "r" + nextId++;
   const frame = Object.assign({ action: action, session_id: current, request_id: requestId }, extra);
   if (!socket || socket.readyState !== WebSocket.OPEN) {
     notice("Not connected to snapstore ui; retrying.", "error");
     return;
   }
-  if (btn) {
-    btn.disabled = true;
-    const timer = setTimeout(() => {
+  const entry = { onReply: opts.onReply, timer: null, move: Boolean(opts.progress) };
+  if (entry.move) {
+    notice("");
+    progress(opts.progress);
+    state.moving = true;
+    entry.timer = setTimeout(() => {
       pending.delete(requestId);
-      btn.disabled = false;
+      settle();
       notice(`No answer after ${Math.round(PATIENCE / 1000)} s: the store may be busy. ` +
         "Try again; the operation log shows what was done.", "error");
     }, PATIENCE);
-    pending.set(requestId, { button: btn, timer: timer });
+    buttons();
   }
+  pending.set(requestId, entry);
   socket.send(JSON.stringify(frame));
+}
+
+function settle() {
+  state.moving = [...pending.values()].some((p) => p.move);
+  if (!state.moving) progress("");
+  buttons();
+}
+
+// Every move button follows the session: none while a turn of it runs, or a move is waiting.
+function buttons() {
+  const live = socket && socket.readyState === WebSocket.OPEN;
+  const blocked = !live || !current || Boolean(state.running) || state.moving;
+  for (const b of document.querySelectorAll("button.move")) b.disabled = blocked;
+  $("running").hidden = !state.running;
 }
 
 function connect() {
@@ -64,10 +137,12 @@ function connect() {
     send("sessions", { session_id: null });
     send("ops", { session_id: null });
     if (current) send("load_session", {});
+    buttons();
   });
   socket.addEventListener("close", () => {
     link.dataset.state = "down";
     link.textContent = "disconnected";
+    buttons();
     setTimeout(connect, 1000);
   });
   socket.addEventListener("message", (event) => receive(JSON.parse(event.data)));
@@ -78,8 +153,9 @@ function receive(frame) {
   const waiting = pending.get(data.request_id);
   if (waiting) {
     clearTimeout(waiting.timer);
-    waiting.button.disabled = false;
     pending.delete(data.request_id);
+    settle();
+    if (waiting.onReply) return waiting.onReply(frame);
   }
   const mine = data.session_id === current;
   switch (frame.type) {
@@ -90,10 +166,11 @@ function receive(frame) {
     case "rewind_result":
     case "switch_result":
     case "undo_result": return mine && showResult(frame.type, data);
-    case "error": return (mine || data.session_id === null) &&
-      notice(`${data.message} (${data.code})`, "error");
+    case "error": return (mine || data.session_id === null) && notice(data.message, "error");
   }
 }
+
+// -- sessions ----------------------------------------------------------------------------------
 
 function choose(session) {
   current = session;
@@ -102,10 +179,25 @@ function choose(session) {
   history.replaceState(null, "", url);
   $("result").hidden = true;
   notice("");
+  state.running = null;
   send("load_session", {});
   for (const item of $("sessions").children) {
     item.classList.toggle("chosen", item.dataset.session === current);
   }
+  showOps(state.ops);
+  buttons();
+}
+
+// A session's name in two parts, the agent and its own id, each on one line.
+function sessionName(name) {
+  const cut = name.indexOf("/");
+  const box = el("span", "name");
+  if (cut > 0) {
+    box.append(el("span", "agent", name.slice(0, cut)), el("span", "sid", name.slice(cut + 1)));
+  } else {
+    box.append(el("span", "agent", name));
+  }
+  return box;
 }
 
 function showSessions(sessions) {
@@ -114,72 +206,183 @@ function showSessions(sessions) {
   for (const s of sessions) {
     const item = el("li", s.session_id === current ? "chosen" : "");
     item.dataset.session = s.session_id;
-    const pick = button(s.session_id, "session", () => choose(s.session_id));
-    const who = s.agent || "api";
-    item.append(pick, el("small", "", `${who} · ${count(s.turns, "turn")} · ${when(s.time)}`));
+    const pick = button("", "session", () => choose(s.session_id));
+    pick.title = s.session_id;
+    pick.append(sessionName(s.session_id));
+    const about = el("small", "", `${count(s.turns, "turn")} · `);
+    about.append(when(s.time));
+    item.append(pick, about);
     if (s.open_turn) item.append(el("small", "running", "a turn is running"));
     list.append(item);
   }
   if (!current && sessions.length) choose(sessions[0].session_id);
 }
 
-function when(seconds) {
-  return seconds ? new Date(seconds * 1000).toLocaleString() : "";
-}
+// -- turns -------------------------------------------------------------------------------------
 
-function count(n, word) {
-  return `${n} ${word}${n === 1 ? "" : "s"}`;
-}
-
-function short(id) {
-  return id ? id.slice(0, 8) : "(start)";
-}
+const SHOWN_FILES = 5; // of a turn's files, on its card
 
 function turnItem(t, rewound) {
   const item = el("li", "turn");
   item.dataset.turn = t.id;
   if (t.n !== null) item.dataset.n = t.n;
   const head = el("div", "head");
-  head.append(
-    el("span", "n", t.n !== null ? `#${t.n}` : "rewound"),
-    el("code", "id", short(t.id)),
-    el("span", "time", when(t.time)),
-    el("span", "stats", count(t.files.length, "file")),
+  const stats = el("span", "stats");
+  stats.append(
+    el("span", "count", count(t.files.length, "file")),
     el("span", "added", `+${t.added}`),
     el("span", "removed", `−${t.removed}`),
   );
-  if (t.branches) {
-    head.append(el("span", "branches", `${t.branches} rewound after it`));
-  }
+  head.append(
+    el("span", "n", t.n !== null ? `#${t.n}` : "rewound"),
+    el("code", "id", short(t.id)),
+    when(t.time, "time"),
+  );
+  if (t.state === "open") head.append(el("span", "running", "running now"));
+  head.append(stats);
   const prompt = el("p", "prompt", t.prompt || "(no prompt)");
   const files = el("ul", "files");
-  for (const f of t.files) {
-    files.append(el("li", `st-${f.status}`, `${f.path}  +${f.added} −${f.removed}`));
+  for (const f of t.files.slice(0, SHOWN_FILES)) {
+    const row = el("li", `st-${f.status}`);
+    row.append(el("span", "path", f.path), el("span", "lines", ` +${f.added} −${f.removed}`));
+    row.title = `${f.status}: ${f.path}`;
+    files.append(row);
+  }
+  if (t.files.length > SHOWN_FILES) {
+    files.append(el("li", "more", `and ${count(t.files.length - SHOWN_FILES, "more file")} ` +
+      "(the diff shows them)"));
   }
   const actions = el("div", "actions");
-  actions.append(button("diff", "", (b) => send("diff", { turn: t.id }, b)));
+  actions.append(button("diff", "", () => send("diff", { turn: t.id })));
   if (rewound) {
-    actions.append(button("switch to this", "switch", (b) =>
-      send("switch", { turn: t.id, on_conflict: $("policy").value }, b)));
+    const go = button("switch to this", "switch move", () => switchTo(t));
+    go.title = "Make the files what they were right after this turn";
+    actions.append(go);
   } else {
-    actions.append(button("rewind here", "rewind", (b) =>
-      send("rewind", { turn: t.id, mode: $("mode").value, on_conflict: $("policy").value }, b)));
+    const go = button("↩ rewind here", "rewind move", () => rewindHere(t));
+    go.title = "Take back this turn and every later one; its prompt comes back to edit";
+    actions.append(go);
   }
+  if (t.branches) actions.append(el("span", "branches", `↻ ${t.branches} rewound after it`));
   item.append(head, prompt, files, actions);
   return item;
 }
 
 function showSession(data) {
   $("title").textContent = data.session_id;
+  $("title").title = data.session_id;
   const turns = $("turns");
   turns.replaceChildren(...data.turns.map((t) => turnItem(t, false)));
   if (!data.turns.length) turns.append(el("li", "hint", "No turns on this branch."));
-  if (data.open_turn) turns.prepend(el("li", "running", "A turn is running now."));
   $("rewound").replaceChildren(...data.rewound.map((t) => turnItem(t, true)));
   $("rewound-box").hidden = !data.rewound.length;
-  const undoing = [...pending.values()].some((p) => p.button === $("undo"));
-  if (!undoing) $("undo").disabled = false;
+  state.running = data.open_turn;
+  buttons();
 }
+
+// -- moves -------------------------------------------------------------------------------------
+
+const MODES = {
+  both: "Rewind files and chat",
+  code: "Rewind files only",
+  conversation: "Rewind the chat only",
+};
+
+// A rewind of one turn's files goes at once (undo takes it back); one of several turns, or of
+// the conversation, is confirmed first, with what a dry run says it would do.
+function rewindHere(t) {
+  const args = { turn: t.id, mode: $("mode").value, on_conflict: $("policy").value };
+  const go = () => send("rewind", args, { progress: `Rewinding to before turn #${t.n}…` });
+  if (t.n === 1 && args.mode === "code") return go();
+  send("rewind", Object.assign({ dry_run: true }, args), {
+    progress: `Working out what rewinding to before turn #${t.n} would do…`,
+    onReply: (frame) => {
+      if (frame.type === "error") return notice(frame.data.message, "error");
+      if (frame.data.session_id === current) confirmRewind(t, args.mode, frame.data, go);
+    },
+  });
+}
+
+function switchTo(t) {
+  send("switch", { turn: t.id, on_conflict: $("policy").value },
+    { progress: `Switching to right after ${short(t.id)}…` });
+}
+
+function undo() {
+  const mode = $("mode").value === "code" ? "code" : "both";
+  send("undo", { mode: mode, on_conflict: $("policy").value }, { progress: "Undoing the last rewind…" });
+}
+
+function planItems(data) {
+  const items = [];
+  for (const p of data.restored) items.push(["restore", p]);
+  for (const p of data.merged) items.push(["merge", `${p} (keeps your edits)`]);
+  for (const p of data.deleted) items.push(["delete", p]);
+  for (const e of data.errors) items.push([e.kind === "conflict" ? "conflict" : "error", e.message]);
+  return items;
+}
+
+// What a move does to the agent's chat: a sentence, and the command that resumes it (or "").
+function chatWords(chat) {
+  if (!chat) return ["", ""];
+  if (chat.status === "rewound") return ["The agent forgets these turns; then resume it with:", chat.resume_command];
+  return [chat.note ? `The chat: ${chat.note}` : "", ""];
+}
+
+// Fill `box` with a sentence and, on a line of its own, a command to copy; hide it when empty.
+function say(box, words) {
+  const [text, command] = words;
+  box.replaceChildren(text);
+  if (command) box.append(el("code", "command", command));
+  box.hidden = !text;
+}
+
+function confirmRewind(t, mode, plan, go) {
+  const dialog = $("confirm");
+  const s = plan.summary;
+  $("confirm-title").textContent =
+    `Rewind to before turn #${t.n} (${short(t.id)}, ${ago(s.time)})?`;
+  $("confirm-prompt").textContent = t.prompt || "(no prompt)";
+  $("confirm-summary").textContent = `Takes back ${count(s.turns, "turn")}: ` +
+    `${count(s.files, "file")}, +${s.added} −${s.removed} lines`;
+  const list = $("confirm-plan");
+  list.replaceChildren();
+  for (const [what, text] of planItems(plan)) {
+    const row = el("li", `plan-${what}`);
+    row.append(el("span", "what", what), el("span", "", text));
+    list.append(row);
+  }
+  if (!list.children.length) list.append(el("li", "hint", "No file changes."));
+  say($("confirm-chat"), chatWords(plan.conversation));
+  $("confirm-notes").replaceChildren(...s.notes.map((n) => el("li", "", n)));
+  $("confirm-go").textContent = MODES[mode];
+  $("confirm-go").onclick = () => { dialog.close("go"); go(); };
+  $("confirm-cancel").onclick = () => dialog.close("cancel");
+  dialog.showModal();
+  $("confirm-cancel").focus();
+}
+
+function showResult(type, data) {
+  if (data.dry_run) return;
+  const verb = { rewind_result: "Rewound", switch_result: "Switched", undo_result: "Undone" }[type];
+  const written = data.restored_paths.length;
+  const head = data.new_head_id ? `; head is now ${short(data.new_head_id)}` :
+    "; no turn is left on the branch";
+  $("result-title").textContent = `${verb}: ${count(data.turns_reverted.length, "turn")}, ` +
+    `${count(written, "file")} written${head}`;
+  $("prompt").value = data.user_text || "";
+  $("prompt-box").hidden = !data.user_text;
+  const chat = data.conversation;
+  const resume = chat && chat.status === "rewound" && type === "rewind_result";
+  say($("resume"), resume ? ["Then resume the agent with:", chat.resume_command] : ["", ""]);
+  const problems = $("problems");
+  problems.replaceChildren(...data.errors.map((e) => el("li", e.kind, e.message)));
+  $("result").hidden = false;
+  $("result").dataset.kind = data.errors.length ? "partial" : "ok";
+  notice("");
+}
+
+// -- the diff and the operation log -----------------------------------------------------------
 
 function showDiff(data) {
   $("diff-title").textContent = `Diff of ${short(data.turn)}`;
@@ -205,51 +408,45 @@ function showDiff(data) {
   }
 }
 
-function showResult(type, data) {
-  const verb = { rewind_result: "Rewound", switch_result: "Switched", undo_result: "Undone" }[type];
-  const written = data.restored_paths.length;
-  const head = data.new_head_id ? `; head is now ${short(data.new_head_id)}` :
-    "; no turn is left on the branch";
-  $("result-title").textContent = `${verb}: ${count(data.turns_reverted.length, "turn")}, ` +
-    `${count(written, "file")} written${head}`;
-  $("prompt").textContent = data.user_text || "";
-  $("prompt-box").hidden = !data.user_text;
-  const problems = $("problems");
-  problems.replaceChildren();
-  for (const c of data.conflicts) problems.append(el("li", "conflict", `conflict: ${c.path}: ${c.reason}`));
-  for (const e of data.errors) problems.append(el("li", "error", `not written: ${e.path}: ${e.reason}`));
-  $("result").hidden = false;
-  $("result").dataset.kind = data.conflicts.length || data.errors.length ? "partial" : "ok";
-  notice("");
-}
+const OP_WORDS = { rewind: "to before", switch: "to right after", undo: "of" };
 
+// The chosen session's operations, or (the switch) every session's, newest first.
 function showOps(ops) {
+  state.ops = ops;
+  const all = $("ops-all").checked;
   const list = $("ops");
   list.replaceChildren();
   for (const op of ops) {
+    if (!all && op.session_id !== current) continue;
     const item = el("li", op.undone_by ? "undone" : "");
-    item.append(
-      el("strong", "", op.action),
-      el("span", "", ` of ${short(op.target)} · ${op.session_id} · ${when(Date.parse(op.time) / 1000)}`),
-    );
+    const target = op.target_n ? `#${op.target_n} ${short(op.target)}` : short(op.target);
+    item.append(el("strong", "", op.action), ` ${OP_WORDS[op.action] || "of"} ${target} · `,
+      count(op.files.length, "file"), " · ", when(Date.parse(op.time) / 1000));
     if (op.conflicts || op.errors) {
-      item.append(el("span", "problem",
-        ` · ${count(op.conflicts, "conflict")}, ${count(op.errors, "error")}`));
+      item.append(el("span", "problem", ` · ${count(op.conflicts + op.errors, "path")} left`));
     }
-    if (op.undone_by) item.append(el("span", "", " · undone"));
+    if (op.undone_by) item.append(" · undone");
+    if (all) {
+      const who = el("span", "who", op.session_id);
+      who.title = op.session_id;
+      item.append(who);
+    }
     list.append(item);
   }
-  if (!ops.length) list.append(el("li", "hint", "No rewind yet."));
+  if (!list.children.length) {
+    list.append(el("li", "hint", all ? "No rewind yet." : "No rewind in this session yet."));
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
-  $("undo").addEventListener("click", () => send("undo", { on_conflict: $("policy").value }, $("undo")));
+  $("undo").addEventListener("click", undo);
+  $("ops-all").addEventListener("change", () => showOps(state.ops));
   $("copy").addEventListener("click", () => {
-    const text = $("prompt").textContent;
-    navigator.clipboard.writeText(text).then(
-      () => notice("Prompt copied.", "info"),
+    navigator.clipboard.writeText($("prompt").value).then(
+      () => notice("Prompt copied: paste it into the agent.", "info"),
       () => notice("Could not copy: select the prompt and copy it.", "error"),
     );
   });
+  setInterval(retime, 30000);
   connect();
 });

@@ -25,10 +25,12 @@ from snapstore.core.records import BOTH, CODE, MODES, POLICIES
 from snapstore.ops.history import RewindPoint
 
 from ...operations.context import Context
+from ...operations.impact import impact, taken_back
 from ...operations.moves import run
 from ...operations.outcome import Outcome
 from ...operations.requests import Move
 from ...output.plain import iso
+from . import sentences
 
 #: Lines of one file's diff sent to the page; a longer diff is cut and says so.
 MAX_DIFF_LINES = 2000
@@ -70,6 +72,13 @@ def _request_id(request: dict[str, Any]) -> str | int | None:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return None
+
+
+def failure(exc: BaseException, request: dict[str, Any]) -> str:
+    """The error frame for a failure while answering ``request``: the library's code (or
+    ``internal``, for a failure of snapstore's own), and a sentence that says what to do."""
+    code = CODES.get(type(exc), exc.code) if isinstance(exc, SnapstoreError) else "internal"
+    return error(code, sentences.error_message(exc), request)
 
 
 def error(code: str, message: str, request: dict[str, Any]) -> str:
@@ -115,7 +124,7 @@ def answer(store: Store, ctx: Context, frame: dict[str, Any]) -> str:
     except FrameError as exc:
         return error(exc.code, exc.message, frame)
     except SnapstoreError as exc:
-        return error(CODES.get(type(exc), exc.code), exc.message, frame)
+        return failure(exc, frame)
     return reply(kind, session, data, frame)
 
 
@@ -144,6 +153,13 @@ def _choice(frame: dict[str, Any], key: str, choices: tuple[C, ...], default: C)
         if value == choice:
             return choice
     raise FrameError("bad_frame", f"{key} must be one of {', '.join(choices)}")
+
+
+def _flag(frame: dict[str, Any], key: str) -> bool:
+    value = frame.get(key, False)
+    if not isinstance(value, bool):
+        raise FrameError("bad_frame", f"{key} must be true or false")
+    return value
 
 
 def _turn_ref(frame: dict[str, Any]) -> str:
@@ -290,7 +306,8 @@ def ops(
 
 def result_json(outcome: Outcome) -> dict[str, Any]:
     """A move's result frame data (docs/api.md, ``rewind_result``): the outcome's JSON, as
-    every door gives it, and the names the page's protocol began with."""
+    every door gives it, and the names the page's protocol began with; each path left in
+    ``errors`` also says, in a sentence, what happened to it."""
     data = outcome.to_json()
     result = outcome.result
     assert result is not None
@@ -300,6 +317,9 @@ def result_json(outcome: Outcome) -> dict[str, Any]:
         new_head_id=result.new_head,
         user_text=outcome.prompt or result.user_text,
     )
+    for item in data["errors"]:
+        marked = item["path"] in result.marked
+        item["message"] = sentences.left(item["path"], item["kind"], item["reason"], marked)
     for key in ("session", "undo_id", "new_head"):
         data.pop(key)
     return data
@@ -332,8 +352,14 @@ def rewind(
         session,
         mode=_choice(frame, "mode", MODES, "both"),
         on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
     )
-    return "rewind_result", _move(store, ctx, move)
+    data = _move(store, ctx, move)
+    if move.dry_run:  # what the page's confirmation shows, as the picker's does
+        assert session is not None
+        turn = store.resolve_turn(target, session).id
+        data["summary"] = impact(store, taken_back(store.rewind_points(session), turn)).to_json()
+    return "rewind_result", data
 
 
 def switch(
@@ -345,6 +371,7 @@ def switch(
         _turn_ref(frame),
         session,
         on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
     )
     return "switch_result", _move(store, ctx, move)
 
@@ -362,6 +389,7 @@ def undo(
         session,
         mode=_choice(frame, "mode", (BOTH, CODE), BOTH),
         on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
     )
     return "undo_result", _move(store, ctx, move)
 

@@ -9,7 +9,9 @@ any handshake, and ``/ws`` upgrades to the socket that carries the frames of
 - a ``Host`` of ``127.0.0.1:PORT`` or ``localhost:PORT``: a site whose own name was made to
   resolve to 127.0.0.1 (DNS rebinding) is refused (403);
 - the token printed with the address, on every request (401 without it), compared in
-  constant time; the page passes it on to its script, its style sheet and its socket;
+  constant time; the page passes it on to its script, its style sheet and its socket (the
+  page is also given the store's clock, so that it says how long ago a turn was as the
+  command line does, ``SNAPSTORE_NOW`` included);
 - for the socket, an ``Origin`` that is the page's own, or none (a program, not a
   browser): a page of another site the user has open cannot drive it (403);
 - pages with a strict Content-Security-Policy: only the page's own script and style,
@@ -42,7 +44,6 @@ from websockets.datastructures import Headers
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
-from snapstore import SnapstoreError
 from snapstore.core.db import data_file
 
 from ...operations.context import Context
@@ -110,8 +111,9 @@ class UiServer:
             return _plain(404, "Not Found", "not found")
         name = "index.html" if url.path == "/" else url.path[1:]
         body = resources.files(__package__).joinpath(name).read_bytes()
-        if name == "index.html":
-            body = body.replace(b"__TOKEN__", self.token.encode())
+        if name == "index.html":  # the token for its requests, the clock for its "5 min ago"
+            now = f"{self.ctx.env.clock()():.3f}".encode()
+            body = body.replace(b"__TOKEN__", self.token.encode()).replace(b"__NOW__", now)
         return _response(200, "OK", FILES[url.path], body, self._headers())
 
     def _headers(self) -> list[tuple[str, str]]:
@@ -163,10 +165,8 @@ class UiServer:
             try:
                 with self.ctx.open() as store:
                     return [frames.answer(store, self.ctx, request) for request in requests]
-            except SnapstoreError as exc:
-                return [frames.error(exc.code, exc.message, r) for r in requests]
-            except Exception as exc:
-                return [frames.error("internal", f"internal error: {exc!r}", r) for r in requests]
+            except Exception as exc:  # the store cannot be opened, or snapstore failed
+                return [frames.failure(exc, r) for r in requests]
 
         return await asyncio.get_running_loop().run_in_executor(self.worker, run)
 
