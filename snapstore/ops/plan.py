@@ -499,6 +499,8 @@ class _Fold:
             assert self.version is not None
             plan.content = Entry(FILE, markers, self.version.mode)
             plan.result = version_of(plan.content)
+            if self.start is None:  # written where nothing is: its undo removes what it brings
+                plan.mkdirs = self.ws.missing_parents(self.path)
         raise _Conflict(plan)
 
     def plan(self) -> PathPlan:
