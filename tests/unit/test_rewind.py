@@ -81,6 +81,25 @@ def test_markers_written_into_a_folder_gone_since_are_undone_with_the_folder(
     assert snapshot(root, dirs=True) == before  # docs/ is gone again
 
 
+def test_markers_that_the_file_already_holds_are_not_written_again(
+    store: Store, root: Path
+) -> None:
+    """The fold ends in a conflict whose markers are exactly what the file holds already:
+    the path is left in conflict as it is, neither written nor reported as marked."""
+    agent = _edit(BASE, 3, "AGENT\n")
+    write(root, "f.txt", BASE)
+    first = agent_turn(store, "agent edits line 3", {"f.txt": agent})
+    mine = _edit(BASE, 3, "USER\n")
+    write(root, "f.txt", mine)
+    marked = store.rewind(first, on_conflict="markers", dry_run=True).plans[0].content.data
+    agent_turn(store, "agent writes those markers", {"f.txt": marked})
+    stat = os.stat(root / "f.txt")
+    result = store.rewind(first, on_conflict="markers")  # takes both turns back
+    assert [c["path"] for c in result.conflicts] == ["f.txt"]
+    assert result.marked == [] and result.changed == []
+    assert read(root, "f.txt") == marked and os.stat(root / "f.txt").st_ino == stat.st_ino
+
+
 def test_user_edits_between_agent_turns_are_kept(store: Store, root: Path) -> None:
     write(root, "f.txt", BASE)
     t1 = agent_turn(store, "turn 1", {"other.txt": "x\n"})
