@@ -598,9 +598,15 @@ class _Fold:
         plan = PathPlan(self.path, CONFLICT, self.start, self.start_entry, reason=reason)
         if self.on_conflict == MARKERS and markers is not None:
             assert self.version is not None
-            plan.content = Entry(FILE, markers, self.version.mode)
-            plan.result = version_of(plan.content)
-            plan.spool = spool if isinstance(markers, Big) else None
+            content = Entry(FILE, markers, self.version.mode)
+            result = version_of(content)
+            if differs(self.start, result):  # else the file holds them already: no write
+                plan.content, plan.result = content, result
+                plan.spool = spool if isinstance(markers, Big) else None
+            elif spool is not None:
+                spool.close()
+            if self.start is None:  # written where nothing is: its undo removes what it brings
+                plan.mkdirs = self.ws.missing_parents(self.path)
         raise _Conflict(plan)
 
     def plan(self) -> PathPlan:

@@ -469,7 +469,8 @@ def scan(
             for scope in scopes:
                 walker.scope(scope)
         new_state = _uncaptured(state, new_state, walker, scopes)
-        _record(repo, session, walker, result, progress, new_state, list(window), created)
+        known = frozenset((state or {}).get("folders") or ())  # there before: never brought
+        _record(repo, session, walker, result, progress, new_state, list(window), created, known)
     finally:
         if collecting:
             gc.enable()
@@ -540,9 +541,11 @@ def _record(
     new_state: dict | None,
     actions: list[WindowAction],
     folders: list[str],
+    known: frozenset[str],
 ) -> None:
     """Read, encode and commit the candidates in batches, then the gone paths and the
-    ``folders`` that came (given to the agent's open turn, if the changes are its)."""
+    ``folders`` that came (given to the agent's open turn, if the changes are its);
+    ``known``: the folders the last full scan saw."""
     commit = _Committer(repo, session, result, actions)
     batch: list[_Item] = []
     size = 0
@@ -555,14 +558,14 @@ def _record(
             batch.append(item)
             size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
-            commit(_encode(repo, batch, result.baseline), [])
+            commit(_encode(repo, batch, result.baseline, known), [])
             batch, size = [], 0
         if progress is not None:
             progress("read", done, total)
     gone_items = [_Item(rel, old) for rel, old in walker.gone()]
     if batch or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            _encode(repo, batch, result.baseline),
+            _encode(repo, batch, result.baseline, known),
             gone_items,
             walker.forget,
             new_state,
@@ -597,8 +600,9 @@ def _item(
     return item
 
 
-def _encode(repo: Repo, items: list[_Item], baseline: bool) -> list[_Item]:
-    """Hash and compress a batch, each against its path's latest version."""
+def _encode(repo: Repo, items: list[_Item], baseline: bool, known: frozenset[str]) -> list[_Item]:
+    """Hash and compress a batch, each against its path's latest version; a new file's
+    ``mkdirs`` counts the parent folders it brought (none of ``known``)."""
     if not items:
         return items
     with repo.read() as v:
@@ -611,16 +615,19 @@ def _encode(repo: Repo, items: list[_Item], baseline: bool) -> list[_Item]:
             assert item.version is not None
             item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
             if not baseline and item.old is None and base is None:
-                item.mkdirs = _new_parents(v, item.rel)
+                item.mkdirs = _new_parents(v, item.rel, known)
     return items
 
 
-def _new_parents(v: View, rel: str) -> int:
-    """How many parent folders of a new file held nothing indexed: the ones it brought."""
+def _new_parents(v: View, rel: str, known: frozenset[str]) -> int:
+    """How many parent folders of a new file it brought: those that held nothing indexed
+    and that the last full scan did not see (``known``: an empty folder that was there,
+    the user's, is not the file's and stays when the file's creation is taken back)."""
     parts = rel.split("/")[:-1]
     count = 0
     for depth in range(len(parts), 0, -1):
-        if v.indexed_below("/".join(parts[:depth])):
+        folder = "/".join(parts[:depth])
+        if folder in known or v.indexed_below(folder):
             break
         count += 1
     return count

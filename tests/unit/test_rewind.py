@@ -63,6 +63,43 @@ def test_overlapping_user_edit_is_a_conflict(store: Store, root: Path, policy: s
         assert content == BASE and result.restored == ["f.txt"]
 
 
+def test_markers_written_into_a_folder_gone_since_are_undone_with_the_folder(
+    store: Store, root: Path
+) -> None:
+    """A rewind brings back a file whose folder is gone since (the user removed it once the
+    agent had deleted the file) and writes it with conflict markers: its undo deletes the
+    file and removes the folder the rewind brought with it."""
+    write(root, "docs/f.txt", BASE)
+    turn = agent_turn(store, "agent edits line 3", {"docs/f.txt": _edit(BASE, 3, "AGENT\n")})
+    write(root, "docs/f.txt", _edit(BASE, 3, "USER\n"))
+    agent_turn(store, "agent deletes it", {"docs/f.txt": None})
+    (root / "docs").rmdir()
+    before = snapshot(root, dirs=True)
+    result = store.rewind(turn, on_conflict="markers")
+    assert result.marked == ["docs/f.txt"] and b"<<<<<<<" in read(root, "docs/f.txt")
+    assert store.undo().deleted == ["docs/f.txt"]
+    assert snapshot(root, dirs=True) == before  # docs/ is gone again
+
+
+def test_markers_that_the_file_already_holds_are_not_written_again(
+    store: Store, root: Path
+) -> None:
+    """The fold ends in a conflict whose markers are exactly what the file holds already:
+    the path is left in conflict as it is, neither written nor reported as marked."""
+    agent = _edit(BASE, 3, "AGENT\n")
+    write(root, "f.txt", BASE)
+    first = agent_turn(store, "agent edits line 3", {"f.txt": agent})
+    mine = _edit(BASE, 3, "USER\n")
+    write(root, "f.txt", mine)
+    marked = store.rewind(first, on_conflict="markers", dry_run=True).plans[0].content.data
+    agent_turn(store, "agent writes those markers", {"f.txt": marked})
+    stat = os.stat(root / "f.txt")
+    result = store.rewind(first, on_conflict="markers")  # takes both turns back
+    assert [c["path"] for c in result.conflicts] == ["f.txt"]
+    assert result.marked == [] and result.changed == []
+    assert read(root, "f.txt") == marked and os.stat(root / "f.txt").st_ino == stat.st_ino
+
+
 def test_user_edits_between_agent_turns_are_kept(store: Store, root: Path) -> None:
     write(root, "f.txt", BASE)
     t1 = agent_turn(store, "turn 1", {"other.txt": "x\n"})

@@ -51,6 +51,29 @@ def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: P
     assert store.scan().count == 0  # the rewind's writes are not seen as new changes
 
 
+def test_a_folder_that_was_there_before_the_shell_call_stays_when_its_file_is_rewound(
+    store: Store, root: Path
+) -> None:
+    """A shell call writes a file into an empty folder that was already there (the
+    user's): rewinding the call deletes the file and keeps the folder, which the call did
+    not bring; the folders it did bring go."""
+    make_tree(root)
+    (root / "empty").mkdir()
+    store.scan()
+    before = snapshot(root, dirs=True)
+    store.begin_turn("s", "write into empty/", scan=True)
+    store.shell_begin("s", "call-1")
+    shell(
+        root,
+        "echo made > empty/made.txt && mkdir -p empty/new/deep && echo x > empty/new/deep/x.txt",
+    )
+    store.shell_end("s", "call-1")
+    store.end_turn("s", scan=True)
+    result = store.rewind(1, "s")
+    assert result.ok and sorted(result.deleted) == ["empty/made.txt", "empty/new/deep/x.txt"]
+    assert snapshot(root, dirs=True) == before  # empty/ stays; empty/new/deep goes
+
+
 def test_a_user_edit_between_turns_is_the_users_and_survives(store: Store, root: Path) -> None:
     make_tree(root)
     store.scan()

@@ -1,12 +1,16 @@
 """A hypothesis state machine against a reference model: never a silently wrong tree.
 
 Three sessions and the user act on one workspace: turns begin and end; agents write,
-delete, change modes, swap a file for a folder, call tools in parallel on one file;
-the user edits what the agents touched and what they did not; sessions rewind,
-switch and undo; gc runs. After every step the workspace must be exactly what
-``tests.support.model`` says, fsck must pass, and every session's branch must be
-the model's: every turn whose edits are in the workspace is on it and rewinds by
-number, every turn taken back is off it.
+delete, change modes, swap a file for a folder, create files in new nested folders,
+make folders in shell calls, call tools in parallel on one file; the user edits what
+the agents touched and what they did not, and makes and removes folders; sessions
+rewind, switch, undo, redo and finish what an operation left, with any conflict policy;
+gc runs. After every step the workspace (its files and its empty folders) must be
+exactly what ``tests.support.model`` says, fsck must pass, and every session's branch
+must be the model's: every turn whose edits are in the workspace is on it and rewinds
+by number, every turn taken back is off it. An operation that writes nothing (every
+path already as planned, or every path in conflict) is an operation all the same: it
+moves the head, and undo and redo take it back and do it again.
 
 The model works in slots (see its docstring) so that the right answer, merges
 and conflicts included, is exact. Runs 2,000 examples; ``--slow`` runs 50,000. A second
@@ -24,18 +28,25 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, event, note, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from snapstore import NotFound, RunActive, Store
+from snapstore import BadInput, NotFound, RunActive, Store
 from snapstore.core import blobs, chunked
 from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, snapshot
-from ..support.model import SLOTS, Model, Outcome, State
+from ..support.model import SLOTS, Model, Operation, Outcome, State
 
 SESSIONS = ("a", "b", "c")
-TEXT = ("t0.txt", "t1.txt", "sub/t2.txt")
-ALL = (*TEXT, "b.dat", "ln", "cfg", "cfg/x.txt")
+#: ``nest/a/n.txt`` brings two folders; ``nest/u.txt`` fills the outer one.
+TEXT = ("t0.txt", "t1.txt", "sub/t2.txt", "nest/a/n.txt")
+ALL = (*TEXT, "nest/u.txt", "b.dat", "ln", "cfg", "cfg/x.txt")
+FOLDERS = ("sub", "nest", "nest/a", "cfg")
+#: The conflict policy of an operation; the default most often.
+POLICY = st.sampled_from(["skip", "skip", "markers", "theirs"])
+#: What to do at once when an operation left paths: nothing, or finish them with a policy
+#: (as the command line suggests: ``snapstore rewind --finish --on-conflict markers``).
+THEN = st.sampled_from([None, None, "skip", "markers", "theirs"])
 #: Every order of two tool calls' events on one file that an agent can produce: each call's
 #: pre-write (P), write (W) and post-write (Q) in that order, the second write after the first.
 PARALLEL = [
@@ -92,7 +103,7 @@ class Workspace(RuleBasedStateMachine):
             return State("link", self.model.token(who), 0o777)
         if path == "b.dat":
             return State("bin", self.model.token(who), 0o644 if cur is None else cur.mode)
-        if cur is None or how == "new":
+        if cur is None or how == "new" or (cur.kind == "raw" and how.startswith("slot")):
             mode = 0o644 if cur is None else cur.mode
             return State("text", tuple(self.model.token(who) for _ in range(SLOTS)), mode)
         if how == "chmod":
@@ -124,6 +135,8 @@ class Workspace(RuleBasedStateMachine):
         self.clock.tick()
         # scan mode: what changed since the last scan is recorded first, as the user's
         turn = self.store.begin_turn(session, f"prompt {self.model.token('p')}", scan=scan)
+        if scan:
+            self.model.scan()  # the folders that came since are the user's
         self.model.begin(turn.id, session)
 
     @rule(session=st.sampled_from(SESSIONS), scan=st.booleans())
@@ -133,17 +146,20 @@ class Workspace(RuleBasedStateMachine):
                 self.store.end_turn(session, scan=scan)
             return
         self.store.end_turn(session, scan=scan)
+        if scan:
+            self.model.scan()
         self.model.end(session)
 
     def _write(self, session: str, path: str, state: State | None, tool: str = "Write") -> None:
         """One tool call: capture, write, record."""
         before = self.model.files.get(path)
+        mkdirs = self.model.missing_parents(path)
         result = self.store.pre_write([path], tool, session)
         if session not in self.model.open:
             self.model.begin(result.turn, session, implicit=True)
         self._put(path, state)
         self.store.post_write([path], session)
-        self.model.record(session, path, before, state)
+        self.model.record(session, path, before, state, mkdirs)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -187,12 +203,8 @@ class Workspace(RuleBasedStateMachine):
             return
         content = self.model.files[old]
         self._write(session, old, None, "Delete")
-        self._write(
-            session,
-            new,
-            content._replace(value=tuple(self.model.token("agent") for _ in range(SLOTS))),
-            "Write",
-        )
+        tokens = tuple(self.model.token("agent") for _ in range(SLOTS))
+        self._write(session, new, State("text", tokens, content.mode), "Write")
 
     @rule(
         pair=st.permutations(SESSIONS).map(lambda order: order[:2]),
@@ -221,22 +233,32 @@ class Workspace(RuleBasedStateMachine):
     @rule(
         session=st.sampled_from(SESSIONS),
         path=st.sampled_from(TEXT),
-        how=st.sampled_from(["slot0", "slot2", "chmod", "delete", "new"]),
+        how=st.sampled_from(["slot0", "slot2", "chmod", "delete", "new", "mkdir", "mkdir"]),
     )
     def shell_call(self, session: str, path: str, how: str) -> None:
-        """Scan mode: the agent's shell tool changes a file no hook names; the scans around
-        the call give the change to the session's turn."""
-        state = self._edited(path, how, "shell")
-        if state is None and path not in self.model.files:
+        """Scan mode: the agent's shell tool changes a file no hook names, or only makes
+        its folders (``mkdir -p``); the scans around the call give the change, and the
+        folders that came, to the session's turn."""
+        state = None if how == "mkdir" else self._edited(path, how, "shell")
+        if state is None and path not in self.model.files and how != "mkdir":
             return
         before = self.model.files.get(path)
+        mkdirs = self.model.missing_parents(path)
         call = self.model.token("call")
         self.store.shell_begin(session, call)
+        self.model.scan()
         if session not in self.model.open:
             self.model.begin(self.store.open_turn(session).id, session, implicit=True)
-        self._put(path, state)
+        if how == "mkdir":
+            folder = path.rpartition("/")[0]
+            if folder and self.model.make_folder(folder):
+                (self.root / folder).mkdir(parents=True)
+        else:
+            self._put(path, state)
         self.store.shell_end(session, call)
-        self.model.record(session, path, before, state)
+        if how != "mkdir":
+            self.model.record(session, path, before, state, mkdirs)
+        self.model.turns[self.model.open[session]].folders += self.model.scan()
 
     @rule(
         sessions=st.sampled_from([*itertools.combinations(SESSIONS, 2), SESSIONS]),
@@ -252,12 +274,14 @@ class Workspace(RuleBasedStateMachine):
         calls = [self.model.token("call") for _ in sessions]
         for session, call in zip(sessions, calls, strict=True):
             self.store.shell_begin(session, call)
+            self.model.scan()
             if session not in self.model.open:
                 self.model.begin(self.store.open_turn(session).id, session, implicit=True)
         self._put(path, state)
+        self.model.set(path, state)  # the user's, unattributed, and so are its folders
         for session, call in zip(sessions, calls, strict=True):
             self.store.shell_end(session, call)
-        self.model.set(path, state)  # the user's, unattributed
+            self.model.scan()
 
     # -- the user ---------------------------------------------------------------------------
 
@@ -272,19 +296,60 @@ class Workspace(RuleBasedStateMachine):
         self._put(path, state)
         self.model.set(path, state)
 
+    @rule(folder=st.sampled_from(FOLDERS))
+    def user_makes_a_folder(self, folder: str) -> None:
+        """An empty folder of the user's (``mkdir -p``), where no file stands."""
+        if self.model.make_folder(folder):
+            (self.root / folder).mkdir(parents=True, exist_ok=True)
+
+    @rule(folder=st.sampled_from(FOLDERS))
+    def user_removes_an_empty_folder(self, folder: str) -> None:
+        if self.model.remove_folder(folder):
+            (self.root / folder).rmdir()
+
     # -- going back and forth ------------------------------------------------------------------
 
     def _check_result(self, result, outcome: Outcome, what: str = "") -> None:
         assert {e["path"] for e in result.errors} == outcome.errors, result.errors
         assert {c["path"] for c in result.conflicts} == outcome.conflicts, result.conflicts
+        assert set(result.marked) == outcome.marked, result.marked
         for kind, found in (
             ("conflict", result.conflicts),
             ("merge", result.merged),
             ("error", result.errors),
             ("restore", result.restored),
+            ("conflict written with markers", result.marked),
         ):
             if found:
                 event(f"{what} with a {kind}")
+
+    def _done(
+        self, result, op: Operation, outcome: Outcome, what: str, then: str | None = None
+    ) -> None:
+        """An operation the model carried out: the store reports what the model did, and
+        one that wrote nothing is an operation all the same. What it left is finished at
+        once with the policy ``then``, if given."""
+        self._check_result(result, outcome, what)
+        assert not result.dry_run and not result.nothing_done, result
+        assert sorted(result.changed) == sorted(op.writes), (result.changed, op.writes)
+        assert result.new_head == op.new_head, (result.new_head, op.new_head)
+        assert result.folders_created == op.folders_created, result.folders_created
+        assert result.folders_removed == op.folders_removed, result.folders_removed
+        if op.folders_created or op.folders_removed:
+            event(f"{what} that made or removed a turn's folders")
+        if op.emptied:
+            event(f"{what} that removed folders a write it took back had brought")
+        if op.kept_full:
+            event(f"{what} that kept such a folder: it holds something")
+        if not op.left:  # nothing left: nothing to finish (finished, or nothing to retry)
+            with pytest.raises(NotFound):
+                self.store.finish(op.session)
+        if not op.writes:
+            event(f"{what} that wrote nothing" + (" (all in conflict)" if op.left else ""))
+            with self.store.repo.read() as v:
+                assert v.turn(op.id).op.status == "applied"
+        if op.left and then is not None:
+            self._finish(op.session, then)
 
     def _settle(self, session: str, force: bool) -> bool:
         """Whether an operation on ``session`` may go on: with no open turn, or with
@@ -299,78 +364,146 @@ class Workspace(RuleBasedStateMachine):
         self.model.end(session)
         return True
 
-    @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6), force=st.booleans())
-    def rewind(self, session: str, n: int, force: bool) -> None:
+    @rule(
+        session=st.sampled_from(SESSIONS),
+        n=st.integers(1, 6),
+        force=st.booleans(),
+        policy=POLICY,
+        then=THEN,
+    )
+    def rewind(self, session: str, n: int, force: bool, policy: str, then: str | None) -> None:
         if not self.model.branch(session) or not self._settle(session, force):
             return
         branch = self.model.branch(session)
         if n > len(branch):
             return
-        target = branch[n - 1]
-        back, outcome = self.model.plan_rewind(session, target)
-        result = self.store.rewind(n, session)
-        self._check_result(result, outcome, "rewind")
-        self.model.apply(
-            result.undo_id,
-            session,
-            "rewind",
-            outcome,
-            branch[0],
-            self.model.turns[target].parent,
-            [t.id for t in back],
-            [],
-        )
+        op, outcome = self.model.plan_rewind(session, branch[n - 1], policy)
+        result = self.store.rewind(n, session, on_conflict=policy)
+        op.id = result.undo_id
+        self._done(result, self.model.rewind(op, outcome), outcome, "rewind", then)
 
-    @rule(data=st.data())
-    def switch(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), policy=POLICY, then=THEN)
+    def switch(self, data: st.DataObject, policy: str, then: str | None) -> None:
         choices = list(self.model.turns)  # in the order they came: the same on every run
         if not choices:
             return
+        heads = set(self.model.heads.values())
+        elsewhere = [t for t in choices if t not in heads]  # mostly: a switch to the head
+        if elsewhere and data.draw(st.integers(0, 3)):  # writes nothing
+            choices = elsewhere
         target = data.draw(st.sampled_from(choices))
         note(f"switch to turn #{choices.index(target)} ({self.model.turns[target].session})")
         session = self.model.turns[target].session
         if not self._settle(session, force=True):
             return
-        back, forward, outcome = self.model.plan_switch(target)
-        result = self.store.switch(target)
-        self._check_result(
-            result,
-            outcome,
-            "switch back"
-            if back and not forward
-            else "switch forward"
-            if forward and not back
-            else "switch across",
+        op, outcome = self.model.plan_switch(target, policy)
+        result = self.store.switch(target, on_conflict=policy)
+        op.id = result.undo_id
+        what = (
+            ("switch across" if op.forward else "switch back")
+            if op.reverted
+            else ("switch forward" if op.forward else "switch to the head")
         )
-        self.model.apply(
-            result.undo_id,
-            session,
-            "switch",
-            outcome,
-            self.model.heads.get(session),
-            target,
-            [t.id for t in back],
-            [t.id for t in forward],
-        )
+        self._done(result, self.model.switch(op, outcome), outcome, what, then)
 
-    @rule()
-    def undo(self) -> None:
-        op = self.model.last_undoable()
-        if op is None:
+    def _undo(self, done: Operation, by_id: bool, policy: str, then: str | None = None) -> None:
+        """Take back ``done`` (by its id, or as the newest operation not undone yet)."""
+        ref = done.id if by_id else None
+        if done.session in self.model.open:
+            with pytest.raises(RunActive):
+                self.store.undo(ref)
+            self._settle(done.session, force=True)
+        op, outcome = self.model.plan_undo(done, policy)
+        result = self.store.undo(ref, on_conflict=policy)
+        assert result.target == done.id and result.session == done.session
+        op.id = result.undo_id
+        if op.on_branch:
+            event("an undo that became a turn on top")
+            op.new_head = result.new_head
+        what = f"undo of a {done.action}"
+        self._done(result, self.model.undo(op, outcome), outcome, what, then)
+
+    def _redo(self, undo: Operation, by_id: bool, policy: str, then: str | None = None) -> None:
+        """Take back ``undo`` (by its id, or as the newest undo not redone yet): refused
+        once its session moved on, else what it took back is done again, from what the
+        files hold now."""
+        ref = undo.id if by_id else None
+        if undo.session in self.model.open:
+            with pytest.raises(RunActive):
+                self.store.redo(ref, on_conflict=policy)
+            return
+        if undo.on_branch or self.model.heads.get(undo.session) != undo.new_head:
+            with pytest.raises(BadInput):  # the invariants check that nothing moved
+                self.store.redo(ref, on_conflict=policy)
+            event("a redo refused: the session moved on, or the undo is a turn of its own")
+            return
+        op, outcome = self.model.plan_redo(undo, policy)
+        result = self.store.redo(ref, on_conflict=policy)
+        op.id = result.undo_id
+        with self.store.repo.read() as v:
+            assert v.turn(op.id).op.redoes == undo.id and v.turn(op.id).op.action == op.action
+        what = f"redo of a {op.action}"
+        self._done(result, self.model.redo(undo, op, outcome), outcome, what, then)
+
+    @rule(data=st.data(), policy=POLICY, then=THEN)
+    def undo(self, data: st.DataObject, policy: str, then: str | None) -> None:
+        """Take back the newest operation not undone yet, or (by its id) any of them."""
+        undoable = [op for op in self.model.ops if op.undoable]
+        if not undoable:
             with pytest.raises(NotFound):
                 self.store.undo()
             return
-        if op.session in self.model.open:
-            with pytest.raises(RunActive):
-                self.store.undo()
-            self._settle(op.session, force=True)
-        outcome = self.model.plan_undo(op)
-        result = self.store.undo()
-        assert result.target == op.id and result.session == op.session
-        self._check_result(result, outcome, "undo")
-        if self.model.heads.get(op.session) != op.new_head:
-            event("an undo that became a turn on top")
-        self.model.undo(op, result.undo_id, outcome, result.new_head)
+        by_id = data.draw(st.booleans())
+        done = data.draw(st.sampled_from(undoable)) if by_id else undoable[-1]
+        self._undo(done, by_id, policy, then)
+
+    @rule(data=st.data(), policy=POLICY, then=THEN)
+    def redo(self, data: st.DataObject, policy: str, then: str | None) -> None:
+        """Take back the newest undo not redone yet, or (by its id) any of them."""
+        redoable = [op for op in self.model.ops if op.redoable]
+        if not redoable:
+            with pytest.raises(NotFound):
+                self.store.redo(on_conflict=policy)
+            return
+        by_id = data.draw(st.booleans())
+        undo = data.draw(st.sampled_from(redoable)) if by_id else redoable[-1]
+        self._redo(undo, by_id, policy, then)
+
+    @precondition(lambda self: any(op.undoable for op in self.model.ops))
+    @rule(undo_policy=POLICY, redo_policy=POLICY)
+    def undo_then_redo(self, undo_policy: str, redo_policy: str) -> None:
+        """Undo the newest operation (whatever it did, or if it wrote nothing), then redo
+        it at once: the redo does it again, from what the undo left."""
+        self._undo([op for op in self.model.ops if op.undoable][-1], False, undo_policy)
+        self._redo([op for op in self.model.ops if op.redoable][-1], False, redo_policy)
+
+    def _left_something(self) -> list[str]:
+        """The sessions whose last operation left paths: finish retries them, unless the
+        operation was undone or the head moved since."""
+        return [s for s in SESSIONS if s in self.model.last_op and self.model.last_op[s].left]
+
+    @precondition(lambda self: self._left_something())
+    @rule(data=st.data(), policy=POLICY)
+    def finish(self, data: st.DataObject, policy: str) -> None:
+        """Retry, later, what a session's last operation left (the user may have edited
+        the paths since), with any policy. (Where the operation left nothing, finish is
+        refused: ``_done`` checks it.)"""
+        self._finish(data.draw(st.sampled_from(self._left_something())), policy)
+
+    def _finish(self, session: str, policy: str) -> None:
+        """Retry what the session's last operation left with ``policy``: the head stays;
+        refused once the operation was undone or the head moved since."""
+        left = self.model.leftover(session)
+        if left is None:
+            with pytest.raises(NotFound):
+                self.store.finish(session, on_conflict=policy)
+            event("finish refused: undone, or the head moved since")
+            return
+        op, outcome = self.model.plan_finish(left, policy)
+        result = self.store.finish(session, on_conflict=policy)
+        assert result.target == left.id, (result.target, left.id)
+        op.id = result.undo_id
+        self._done(result, self.model.apply(op, outcome), outcome, f"finish ({policy})")
 
     @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6))
     def every_point_rewinds_as_the_model_says(self, session: str, n: int) -> None:
@@ -408,7 +541,7 @@ class Workspace(RuleBasedStateMachine):
 
     @invariant()
     def the_workspace_is_what_the_model_says(self) -> None:
-        assert snapshot(self.root) == self.model.tree()
+        assert snapshot(self.root, dirs=True) == self.model.tree()
 
     @invariant()
     def every_branch_is_the_models(self) -> None:
