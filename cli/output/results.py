@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from .plain import Segment, colour, emit, paint, printable, say
 
 if TYPE_CHECKING:
-    from snapstore.ops.plan import RewindResult
+    from snapstore.ops.result import RewindResult
     from snapstore.ops.scan import ScanResult
 
     from ..operations.outcome import Outcome
@@ -62,12 +62,8 @@ def report(outcome: Outcome, as_json: bool) -> int:
             if not outcome.resumed:
                 say("no interrupted rewind to resume")
             return
-        if outcome.result.dry_run:
-            from snapstore.ops.diffs import entry_diff
-
-            for plan in outcome.result.plans:
-                if plan.writes:
-                    diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+        for path, lines in outcome.diffs():  # a dry run's
+            diff(path, lines)
         summary(
             outcome.result,
             outcome.verb,

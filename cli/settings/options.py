@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from snapstore import DEFAULT_SESSION, Store
+from snapstore import DEFAULT_SESSION
 
 from .environment import Environment
+
+if TYPE_CHECKING:
+    from snapstore import Store
 
 
 class Options:

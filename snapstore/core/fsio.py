@@ -38,8 +38,8 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from . import blobs, faults
-from .db import STORE_DIRNAME
 from .errors import BadInput, FileChanged, SnapstoreError, StoreFull, TooLarge, UnsafePath
+from .places import STORE_DIRNAME
 from .records import FILE, LINK, Big, Entry, fingerprint
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
