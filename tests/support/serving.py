@@ -1,9 +1,10 @@
 """`snapstore serve` as a test's child process, for the moves a command line hands it.
 
 It runs in the foreground (its log is its stderr, kept in a file), dies with the test
-process, and is stopped by pid. Two knobs that only a test's daemon has, set in the child
+process, and is stopped by pid. Three knobs that only a test's daemon has, set in the child
 before the console script runs: a fault point at which it kills itself with SIGKILL (as
-tests/support/crash_child.py's children do), and another snapstore version to report.
+tests/support/crash_child.py's children do), one at which it waits until the test lets it go
+on (:meth:`Serving.paused`, :meth:`Serving.release`), and another snapstore version to report.
 """
 
 from __future__ import annotations
@@ -23,14 +24,23 @@ REPO = Path(__file__).resolve().parents[2]
 _CHILD = """
 import sys
 sys.path.insert(0, sys.argv[1])
-fault, record, version = sys.argv[2:5]
+fault, record, version, pause = sys.argv[2:6]
 if fault:
     from tests.support.crash_child import install_fault
     install_fault(fault, record)
+if pause:
+    import os, time
+    from snapstore.core import faults
+    def wait(point):
+        if point == pause and not os.path.exists(record + ".release"):
+            open(record + ".paused", "w").close()
+            while not os.path.exists(record + ".release"):
+                time.sleep(0.01)
+    faults.install(wait)
 if version:
     import snapstore
     snapstore.__version__ = version
-sys.argv = ["snapstore", *sys.argv[5:]]
+sys.argv = ["snapstore", *sys.argv[6:]]
 from snapstore_cli.launch import main
 main()
 """
@@ -45,6 +55,7 @@ class Serving:
         env: Mapping[str, str],
         fault: str = "",
         version: str = "",
+        pause: str = "",
     ):
         from snapstore_cli.doors.daemon import info
 
@@ -56,7 +67,7 @@ class Serving:
         self.faults = ws.parent / f"faults-{ws.name}"
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, str(REPO), fault, str(self.faults), version]
+                [sys.executable, "-c", _CHILD, str(REPO), fault, str(self.faults), version, pause]
                 + ["serve"],
                 cwd=ws,
                 env=dict(env),
@@ -83,6 +94,14 @@ class Serving:
     def killed_at(self) -> str | None:
         """The fault point it killed itself at, if it did."""
         return self.faults.read_text().strip() if self.faults.exists() else None
+
+    def paused(self) -> bool:
+        """Whether it waits at the pause point (in the middle of a move)."""
+        return Path(f"{self.faults}.paused").exists()
+
+    def release(self) -> None:
+        """Let it go on from the pause point (and pass it from now on)."""
+        Path(f"{self.faults}.release").touch()
 
     def stop(self) -> None:
         if self.proc.poll() is None:
