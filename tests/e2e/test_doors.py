@@ -1,13 +1,14 @@
 """One behaviour through every door: a table of scenarios, each run through each front end.
 
 Every door (the Click application, the fast path, the fast path through the workspace's daemon,
-the interactive picker, the page's socket and the Python API) hands a move to the operation layer (``snapstore_cli.operations``) and renders
-its outcome; this table proves that the same request gives the same answer through each. For
-every scenario and every door, a fresh workspace is built the same way, the move is made, and
-then compared with every other door's: the files on disk, the agent's transcript, the operation
-log and the reply's fields (ids and folders written as the workspace's own, so that stores
-built apart compare). Each scenario also says what that answer must be, so that the doors
-cannot agree on a wrong one. A new door joins by adding one entry to :data:`DOORS`.
+the interactive picker, the page's socket and the Python API) hands a move to the operation
+layer (``snapstore_cli.operations``) and renders its outcome; this table proves that the same
+request gives the same answer through each. For every scenario and every door, a fresh
+workspace is built the same way, the move is made, and then compared with every other door's:
+the files on disk, the agent's transcript, the operation log and the reply's fields (ids and
+folders written as the workspace's own, so that stores built apart compare). Each scenario also
+says what that answer must be, so that the doors cannot agree on a wrong one. A new door joins
+by adding one entry to :data:`DOORS`.
 """
 
 from __future__ import annotations

@@ -65,10 +65,10 @@ class Serving:
         self.store = str(ws / ".snapstore")
         self.log_path = ws.parent / f"serve-{ws.name}.log"
         self.faults = ws.parent / f"faults-{ws.name}"
+        knobs = (version, pause, "serve")
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _CHILD, str(REPO), fault, str(self.faults), version, pause]
-                + ["serve"],
+                [sys.executable, "-c", _CHILD, str(REPO), fault, str(self.faults), *knobs],
                 cwd=ws,
                 env=dict(env),
                 stdin=subprocess.DEVNULL,
