@@ -8,10 +8,8 @@ one) and render it without loading either.
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Final, Literal
-
-if TYPE_CHECKING:
-    from .plan import PathPlan
+from collections.abc import Sequence
+from typing import Any, Final, Literal, Protocol
 
 #: What an operation does to one path.
 Action = Literal["restore", "delete", "merge", "conflict", "error", "keep"]
@@ -21,6 +19,26 @@ MERGE: Final = "merge"
 CONFLICT: Final = "conflict"
 ERROR: Final = "error"
 KEEP: Final = "keep"
+
+
+class Planned(Protocol):
+    """One path's plan as a result reads it: what :class:`~snapstore.ops.plan.PathPlan` holds,
+    named here so that this module does not load the planner."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def action(self) -> Action: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def warning(self) -> str | None: ...
+    @property
+    def content(self) -> Any: ...
+    @property
+    def current_entry(self) -> Any: ...
+    @property
+    def writes(self) -> bool: ...
 
 
 class RewindResult:
@@ -69,7 +87,7 @@ class RewindResult:
         dry_run: bool = False,
         conversation: dict[str, Any] | None = None,
         nothing_done: bool = False,
-        plans: list[PathPlan] | None = None,
+        plans: Sequence[Planned] | None = None,
     ):
         self.session = session
         self.target = target
@@ -123,7 +141,7 @@ class RewindResult:
             raise ValueError("not a rewind result")
         return cls(**data)
 
-    def add(self, plan: PathPlan) -> None:
+    def add(self, plan: Planned) -> None:
         """Sort one path's plan into the result lists."""
         if plan.action == RESTORE:
             self.restored.append(plan.path)
