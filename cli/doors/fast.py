@@ -355,8 +355,8 @@ def _move(parsed: Parsed) -> tuple[int, bool]:
     )
     routed = route.perform(opts, move)
     if routed is not None:
-        code = report(routed.outcome, opts.json)
-        for note in routed.after:
+        code = report(routed[0], opts.json)
+        for note in routed[1]:
             runner.tell(note)
         return code, True
     from ..operations.context import Context

@@ -23,10 +23,10 @@ says so and points to ``snapstore ops`` and ``rewind --resume`` (:class:`AnswerL
 
 from __future__ import annotations
 
+import _socket  # the C module: socket.py's enums cost this process a fifth of its imports
 import json
 import os
-import socket
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from snapstore import __version__
 from snapstore.core.errors import Unfinished
@@ -62,17 +62,11 @@ class AnswerLost(Unfinished):
     code = "answer_lost"
 
 
-class Routed(NamedTuple):
-    """A move the daemon made: its outcome, and the notes of what the daemon did after it (the
-    automatic gc), which a command line prints after the outcome, as its own frame would."""
-
-    outcome: Outcome
-    after: list[str]
-
-
-def perform(opts: Options, move: Move) -> Routed | None:
-    """The move made by the workspace's daemon, and its outcome; None when no daemon took it
-    (make it here). A failure the daemon reports is raised as it worded it (``Relayed``)."""
+def perform(opts: Options, move: Move) -> tuple[Outcome, list[str]] | None:
+    """The move made by the workspace's daemon: its outcome, and the notes of what the daemon
+    did after it (the automatic gc), which a command line prints after the outcome as its own
+    frame would; None when no daemon took the move (make it here). A failure the daemon
+    reports is raised as it worded it (``Relayed``)."""
     try:
         store_dir = opts.store_dir()
     except Exception:  # no store here: the local path says so, as it always did
@@ -104,7 +98,7 @@ def perform(opts: Options, move: Move) -> Routed | None:
         failed = reply["failure"]
         raise Relayed(str(failed["message"]), int(failed["exit_code"]), str(failed["code"]))
     try:
-        return Routed(Outcome.from_wire(move, reply["outcome"]), reply["after"])
+        return Outcome.from_wire(move, reply["outcome"]), reply["after"]
     except ValueError:
         raise _lost(running, "its answer could not be read") from None
 
@@ -130,16 +124,20 @@ def _exchange(running: dict[str, Any], lock: str, key: str, body: bytes) -> dict
         f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     )
+    conn = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        conn = socket.create_connection(("127.0.0.1", port), timeout=CONNECT)
-    except OSError:  # refused, or nothing listens yet: the daemon never saw the move
-        return None
-    with conn:
+        conn.settimeout(CONNECT)
+        try:
+            conn.connect(("127.0.0.1", port))
+        except OSError:  # refused, or nothing listens yet: the daemon never saw the move
+            return None
         try:
             conn.sendall(head.encode("ascii") + body)
         except OSError:  # the daemon reads the whole body before it starts: it did not
             return None
         status, data = _reply(conn, running, lock)
+    finally:
+        conn.close()
     if status != 200:  # the daemon refuses only before it starts a move (docs/design.md)
         return None
     try:
@@ -153,7 +151,7 @@ def _exchange(running: dict[str, Any], lock: str, key: str, body: bytes) -> dict
         raise _lost(running, "its answer could not be read") from None
 
 
-def _reply(conn: socket.socket, running: dict[str, Any], lock: str) -> tuple[int, bytes]:
+def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[int, bytes]:
     """The status and body of the daemon's reply, waiting while the daemon still holds its
     lock (a move on a big tree takes a while); AnswerLost when it went away without one."""
     conn.settimeout(POLL)

@@ -46,7 +46,7 @@ def _perform(request: Move) -> tuple[Outcome, list[str]]:
     opts = options()
     routed = route.perform(opts, request)
     if routed is not None:
-        return routed.outcome, routed.after
+        return routed
     return perform(Context.of(opts), request), []
 
 
