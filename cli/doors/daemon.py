@@ -297,8 +297,9 @@ class Daemon:
             said = "done"
         target = "" if move.target is None else f" {printable(move.target)}"
         where = "" if move.session is None else f" (session {printable(move.session)})"
+        dry = " --dry-run" if move.dry_run else ""
         took = (time.monotonic() - started) * 1e3
-        self.log(f"move: {move.action}{target}{where}: {said} in {took:.0f} ms")
+        self.log(f"move: {move.action}{target}{dry}{where}: {said} in {took:.0f} ms")
         return json.dumps(answer).encode()
 
     def _inside(self, cwd: str) -> None:

@@ -267,7 +267,11 @@ def test_a_routed_move_loads_neither_the_store_nor_its_database(root: Path, tmp_
         assert heavy not in loaded, heavy
 
 
-def test_clicks_moves_go_to_the_daemon_too(tmp_path: Path) -> None:
+def test_clicks_moves_go_to_the_daemon_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A switch, a redo refused, and a rewind a person confirmed: the preview and the move
+    both made by the daemon, the prompt by the command line."""
+    from snapstore_cli.doors.click.commands import rewind
+
     b = _build(tmp_path, SCENARIOS["conversation"])
     with Store.open(b.ws) as store:
         first = store.rewind_points(CLAUDE)[-1].turn.id
@@ -276,4 +280,15 @@ def test_clicks_moves_go_to_the_daemon_too(tmp_path: Path) -> None:
         assert switched.returncode == 0, switched.stderr
         redo = _run(b, "--json", "redo", click=True)  # nothing to redo: refused as here
         assert redo.returncode == 4, redo.stderr
-        assert [m.split()[1] for m in daemon.moves()] == ["switch", "redo"]
+        asked: list[str] = []
+        monkeypatch.setattr(rewind, "_interactive", lambda: True)
+        monkeypatch.setattr("click.confirm", lambda text, **_: asked.append(text) or True)
+        confirmed = _run(b, "rewind", "1", click=True)
+        assert confirmed.returncode == 0, confirmed.stderr
+        assert asked == ["Rewind?"]
+        assert [m.rsplit(": ", 1)[0] for m in daemon.moves()] == [
+            f"move: switch {first} (session {CLAUDE})",
+            f"move: redo (session {CLAUDE})",
+            f"move: rewind 1 --dry-run (session {CLAUDE})",
+            f"move: rewind 1 (session {CLAUDE})",
+        ]
