@@ -244,7 +244,7 @@ class Daemon:
             wait = request.get("lock_timeout")
             if not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
                 raise BadInput("a move's lock_timeout is a number of seconds")
-        except (ValueError, BadInput) as exc:  # json's errors are ValueErrors
+        except (ValueError, RecursionError, BadInput) as exc:  # json's: ValueError, or deep
             return 400, _error(f"not a move: {exc}")
         command = "rewind" if move.action in ("finish", "resume") else move.action
         started = time.monotonic()
@@ -300,7 +300,7 @@ class Daemon:
         dry = " --dry-run" if move.dry_run else ""
         took = (time.monotonic() - started) * 1e3
         self.log(f"move: {move.action}{target}{dry}{where}: {said} in {took:.0f} ms")
-        return json.dumps(answer).encode()
+        return json.dumps(answer, default=str).encode()  # as --json prints it
 
     def _inside(self, cwd: str) -> None:
         """Refuse an event from outside this daemon's workspace: its store is another one."""

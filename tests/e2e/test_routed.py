@@ -162,7 +162,7 @@ def test_a_daemon_of_another_version_is_left_alone(tmp_path: Path) -> None:
 
 
 def _post(
-    daemon: Serving, body: dict[str, object], secret: str | None = None
+    daemon: Serving, body: dict[str, object] | bytes, secret: str | None = None
 ) -> tuple[int, dict[str, object]]:
     port = json.loads((daemon.ws / ".snapstore" / "serve.lock").read_text())["port"]
     if secret is None:
@@ -172,7 +172,8 @@ def _post(
         headers = {"Content-Type": "application/json"}
         if secret:
             headers["X-Snapstore-Secret"] = secret
-        conn.request("POST", PATH, body=json.dumps(body).encode(), headers=headers)
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        conn.request("POST", PATH, body=raw, headers=headers)
         reply = conn.getresponse()
         return reply.status, json.loads(reply.read())
     finally:
@@ -209,6 +210,8 @@ def test_the_daemon_refuses_another_version_environment_or_move(tmp_path: Path) 
         ):
             got, reply = _post(daemon, {**good, **change})
             assert (got, set(reply)) == (status, {"error"}), change
+        for hostile in (b"[" * 100_000 + b"]" * 100_000, b"\xff not json", b"[]"):
+            assert _post(daemon, hostile)[0] == 400
         got, reply = _post(daemon, good, secret="")
         assert got == 401
         assert daemon.moves() == []
