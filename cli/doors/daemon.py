@@ -33,11 +33,11 @@ instead, as the hook command blocks it. When the daemon is not running, nothing
 answers: ``snapstore hook install claude-code --http`` sets ``onFailure:
 block``, so that a write waits rather than go unprotected.
 
-Requests (hook events and moves) are served one at a time (a lock around the store), each on its
-connection's thread. The store stays open between requests and is closed after
-:data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
-``<store>/serve.lock`` (its pid and port, and its snapstore version and move protocol) while
-it runs.
+Requests (hook events and moves) are served one at a time (a lock around the store),
+each on its connection's thread. The store stays open between requests and is closed
+after :data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
+``<store>/serve.lock`` (its pid and port, and its snapstore version and move protocol)
+while it runs.
 
 It is the workspace's one daemon: in scan mode it also runs the watcher
 (snapstore.ops.watch), so that the scans around each shell call ask it instead
@@ -248,7 +248,7 @@ class Daemon:
             return 400, _error(f"not a move: {exc}")
         command = "rewind" if move.action in ("finish", "resume") else move.action
         started = time.monotonic()
-        if not self.lock.acquire(timeout=float(wait)):
+        if not self.lock.acquire(timeout=min(float(wait), threading.TIMEOUT_MAX)):
             busy = StoreLocked(
                 f"the store is busy: snapstore serve is recording or making another move "
                 f"(waited {float(wait):g} s)",
