@@ -74,7 +74,7 @@ def perform(opts: Options, move: Move) -> tuple[Outcome, list[str]] | None:
     if store_dir is None:
         return None
     lock = os.path.join(store_dir, LOCK_FILE)
-    running = holder_info(lock)
+    running = _holder(lock)
     if not running or running.get("version") != __version__:
         return None
     if running.get("protocol") != PROTOCOL or not isinstance(running.get("port"), int):
@@ -101,6 +101,15 @@ def perform(opts: Options, move: Move) -> tuple[Outcome, list[str]] | None:
         return Outcome.from_wire(move, reply["outcome"]), reply["after"]
     except ValueError:
         raise _lost(running, "its answer could not be read") from None
+
+
+def _holder(lock: str) -> dict[str, Any] | None:
+    """What the daemon holding ``lock`` wrote in it; None when none holds it, or the store's
+    folder cannot hold one (a file stands there: the local path says what is wrong)."""
+    try:
+        return holder_info(lock)
+    except OSError:
+        return None
 
 
 def _secret(store_dir: str) -> str | None:
@@ -160,7 +169,7 @@ def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[in
         try:
             chunk = conn.recv(65536)
         except TimeoutError:
-            if (holder_info(lock) or {}).get("pid") != running.get("pid"):
+            if (_holder(lock) or {}).get("pid") != running.get("pid"):
                 raise _lost(running, "it stopped before it answered") from None
             continue
         except OSError:  # a reset: what came before it may still be the whole answer
