@@ -19,7 +19,7 @@ The public API (documented in docs/python-api.md):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .core.errors import (
     BadInput,
@@ -31,8 +31,14 @@ from .core.errors import (
     StoreLocked,
     UnsafePath,
 )
-from .ops.capture import CaptureResult
-from .store import DEFAULT_SESSION, STORE_DIRNAME, Store, find_root, tracked
+from .core.places import STORE_DIRNAME, find_root
+from .core.records import DEFAULT_SESSION
+
+if TYPE_CHECKING:
+    from .ops.capture import CaptureResult
+    from .ops.history import RewindPoint
+    from .ops.result import RewindResult
+    from .store import Store, tracked
 
 __version__ = "0.1.0"
 
@@ -56,14 +62,22 @@ __all__ = [
 ]
 
 
+#: What loads on first use, and from where: the facade and its result types load the store's
+#: database (lmdb) and its operations, which a front end that only finds the store, or only
+#: renders a result it was sent (a move answered by ``snapstore serve``), never needs.
+_LAZY = {
+    "Store": "store",
+    "tracked": "store",
+    "CaptureResult": "ops.capture",
+    "RewindResult": "ops.result",
+    "RewindPoint": "ops.history",
+}
+
+
 def __getattr__(name: str) -> Any:
-    # Result types of rewinding and history load lazily: the hook path never needs them.
-    if name == "RewindResult":
-        from .ops.plan import RewindResult
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'snapstore' has no attribute {name!r}")
+    import importlib
 
-        return RewindResult
-    if name == "RewindPoint":
-        from .ops.history import RewindPoint
-
-        return RewindPoint
-    raise AttributeError(f"module 'snapstore' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{where}", __name__), name)

@@ -22,11 +22,12 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .core.db import INITIAL_MAP_SIZE, STORE_DIRNAME, keep_out_of_git
+from .core.db import INITIAL_MAP_SIZE, keep_out_of_git
 from .core.errors import NotFound, SnapstoreError
 from .core.fsio import DEFAULT_MAX_FILE_SIZE, exclude_from_git
+from .core.places import STORE_DIRNAME, find_root
 from .core.records import BOTH, DEFAULT_SESSION, SKIP, Change, Entry, Mode, Policy, Turn
-from .core.repo import Repo, find_root
+from .core.repo import Repo
 
 if TYPE_CHECKING:
     from .core.fsio import Workspace

@@ -15,8 +15,16 @@ that has the store open costs about a millisecond. What the daemon accepts:
   ``Content-Length`` (no chunked bodies), read within :data:`TIMEOUT` seconds;
 - capture events only: the agent's adapter turns the payload into a turn's
   begin or end, or a capture before or after a write, exactly as the hook
-  command does, and everything else is ignored. Nothing a request says can
-  change the workspace, and events from outside it are refused.
+  command does, and everything else is ignored. Nothing a hook's request says
+  can change the workspace, and events from outside it are refused;
+- and ``POST /snapstore/move``, under the same checks: a move (rewind, switch,
+  undo, redo) that a command line hands over (``doors.route``), made through the
+  operation layer on the open store with the context resolved at the daemon's
+  start, and answered with its outcome or its failure as the command line would
+  print them. Anything but a 200 says the move was not started (another version
+  or protocol, another environment, a malformed move), and the command line
+  makes it itself; a daemon killed during a move leaves what a killed command
+  line leaves, which ``rewind --resume`` finishes.
 
 The reply is the agent's hook output: an empty body, go ahead. When snapstore
 itself fails, the failure goes to ``<store>/hook.log`` and the agent shows a
@@ -25,10 +33,11 @@ instead, as the hook command blocks it. When the daemon is not running, nothing
 answers: ``snapstore hook install claude-code --http`` sets ``onFailure:
 block``, so that a write waits rather than go unprotected.
 
-Requests are served one at a time (a lock around the store), each on its
-connection's thread. The store stays open between requests and is closed after
-:data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
-``<store>/serve.lock`` (its pid and port) while it runs.
+Requests (hook events and moves) are served one at a time (a lock around the store),
+each on its connection's thread. The store stays open between requests and is closed
+after :data:`IDLE` seconds without one, so that gc can compact it. The daemon holds
+``<store>/serve.lock`` (its pid and port, and its snapstore version and move protocol)
+while it runs.
 
 It is the workspace's one daemon: in scan mode it also runs the watcher
 (snapstore.ops.watch), so that the scans around each shell call ask it instead
@@ -51,7 +60,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
-from snapstore import BadInput, Store
+from snapstore import BadInput, Store, __version__
 from snapstore.adapters import (
     BEGIN,
     IGNORE,
@@ -63,20 +72,22 @@ from snapstore.adapters import (
     parse,
 )
 from snapstore.core.db import FILE_MODE
-from snapstore.core.errors import ServeRunning
+from snapstore.core.errors import ServeRunning, SnapstoreError, StoreLocked
 from snapstore.core.locks import holder_info
 from snapstore.ops.watchlink import REQUEST_DIR
 
-from ..operations import daemons
+from ..operations import daemons, moves
+from ..operations.context import Context
 from ..operations.lifecycle import live_sessions
-from ..operations.runner import failure, record
+from ..operations.requests import Move
+from ..operations.runner import WRITES, failure, record
+from ..output.plain import printable
 from ..settings.config import Config, set_serve_port
 from ..settings.environment import Environment, strict_hooks
 from ..settings.trust import SECRET_FILE, trust, trusted
 from .hook import agent_table, log_line
+from .route import HEADER, LOCK_FILE, PATH, PROTOCOL
 
-LOCK_FILE = "serve.lock"
-HEADER = "X-Snapstore-Secret"
 #: The environment variable that carries the secret into the agent's header.
 SECRET_VAR = "SNAPSTORE_HOOK_SECRET"
 #: Seconds a connection may take to send one request.
@@ -154,6 +165,7 @@ class Daemon:
         log: Callable[[str], None] | None = None,
     ):
         self.env, self.root, self.store_dir, self.key = env, root, store_dir, key
+        self.ctx = Context(env, root)  # the agents' homes, as at the daemon's start
         self.strict = strict_hooks()
         self.lock = threading.Lock()
         self.store: Store | None = None
@@ -214,6 +226,84 @@ class Daemon:
         if self.strict and action.kind in (BEGIN, PRE):
             return _block(action, f"snapstore: {text}")
         return _message(f"snapstore: {text}")
+
+    # -- one move ---------------------------------------------------------------------
+
+    def move(self, body: bytes) -> tuple[int, bytes]:
+        """Make the move a command line handed over; the HTTP status and the reply. Every
+        status but 200 means the move was not started: the command line makes it itself."""
+        try:
+            request = json.loads(body)
+            if not isinstance(request, dict):
+                raise BadInput("a move's request is a JSON object")
+            if request.get("protocol") != PROTOCOL or request.get("version") != __version__:
+                return 409, _error(
+                    f"this daemon is snapstore {__version__} (move protocol {PROTOCOL}), not "
+                    f"{request.get('version')!r} ({request.get('protocol')!r})"
+                )
+            if request.get("homes") != self.ctx.homes or request.get("now") != self.env.now:
+                return 409, _error("another environment: the agents' homes or the clock")
+            move = Move.from_json(request.get("move"))
+            wait = request.get("lock_timeout")
+            if not isinstance(wait, (int, float)) or not 0 <= wait < float("inf"):
+                raise BadInput("a move's lock_timeout is a number of seconds")
+        except (ValueError, RecursionError, BadInput) as exc:  # json's: ValueError, or deep
+            return 400, _error(f"not a move: {exc}")
+        command = "rewind" if move.action in ("finish", "resume") else move.action
+        started = time.monotonic()
+        if not self.lock.acquire(timeout=min(float(wait), threading.TIMEOUT_MAX)):
+            busy = StoreLocked(
+                f"the store is busy: snapstore serve is recording or making another move "
+                f"(waited {float(wait):g} s)",
+                what="snapstore serve",
+                timeout=wait,
+            )
+            return 200, self._answer(move, command, started, busy)
+        try:
+            self.last = time.monotonic()
+            store = self._open()
+            outcome = moves.run(store, self.ctx, move)
+            after = []
+            if command in WRITES and self.config.gc_auto:  # as the command line's frame runs it
+                from ..operations import autogc
+
+                try:
+                    note = autogc.run_if_due(store, self.config)
+                except SnapstoreError:
+                    note = None
+                if note is not None:
+                    after.append(note)
+            reply = {"outcome": outcome.to_wire(diffs=request.get("diffs") is True)}
+            return 200, self._answer(move, command, started, None, {**reply, "after": after})
+        except Exception as exc:  # a move's failure is its answer, never the daemon's end
+            return 200, self._answer(move, command, started, exc)
+        finally:
+            self.last = time.monotonic()
+            self.lock.release()
+
+    def _answer(
+        self,
+        move: Move,
+        command: str,
+        started: float,
+        exc: BaseException | None,
+        reply: dict[str, Any] | None = None,
+    ) -> bytes:
+        """The reply's body (the failure's words when ``exc``), logged in one line."""
+        answer: dict[str, Any] = {"protocol": PROTOCOL, "version": __version__}
+        if exc is not None:
+            text, code, kind = failure(exc, command)
+            answer["failure"] = {"message": text, "exit_code": code, "code": kind}
+            said = f"refused ({kind})"
+        else:
+            answer.update(reply or {})
+            said = "done"
+        target = "" if move.target is None else f" {printable(move.target)}"
+        where = "" if move.session is None else f" (session {printable(move.session)})"
+        dry = " --dry-run" if move.dry_run else ""
+        took = (time.monotonic() - started) * 1e3
+        self.log(f"move: {move.action}{target}{dry}{where}: {said} in {took:.0f} ms")
+        return json.dumps(answer, default=str).encode()  # as --json prints it
 
     def _inside(self, cwd: str) -> None:
         """Refuse an event from outside this daemon's workspace: its store is another one."""
@@ -308,6 +398,11 @@ def _monotonic(stamps: list[float]) -> list[float]:
     return [stamp + offset for stamp in stamps]
 
 
+def _error(why: str) -> bytes:
+    """A refusal's body, as every other refusal of the daemon's."""
+    return json.dumps({"error": why}).encode()
+
+
 def _message(text: str) -> bytes:
     """Go ahead, and show the user this line."""
     return json.dumps({"systemMessage": text}).encode()
@@ -329,7 +424,7 @@ def _block(action: HookAction, reason: str) -> bytes:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """Refuses everything but an authenticated capture event from loopback."""
+    """Refuses everything but an authenticated capture event or move from loopback."""
 
     server: _Server
     _headers_buffer: list[bytes]  # http.server's, undeclared in its stubs: _send appends to it
@@ -353,6 +448,9 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) != length:
             self.close_connection = True
             return
+        if self.path == PATH:
+            self._send(*self.server.daemon.move(body))
+            return
         agent = self.path.split("/")[3]
         self._send(200, self.server.daemon.handle(agent, body))
 
@@ -372,10 +470,11 @@ class _Handler(BaseHTTPRequestHandler):
         if host not in self.server.hosts:
             return 403, "wrong Host"
         parts = self.path.split("/")
-        if len(parts) != 4 or parts[1:3] != ["snapstore", "hook"] or parts[3] not in AGENTS:
+        hook = len(parts) == 4 and parts[1:3] == ["snapstore", "hook"] and parts[3] in AGENTS
+        if not hook and self.path != PATH:
             return 404, "no such hook"
         if self.command != "POST":
-            return 405, f"a hook event is a POST, not {self.command}"
+            return 405, f"a {'hook event' if hook else 'move'} is a POST, not {self.command}"
         given = self.headers.get(HEADER)
         if not given:
             return 401, f"no {HEADER} header"
@@ -448,7 +547,13 @@ class Serving:
             os.pwrite(
                 self._lock_fd,
                 json.dumps(
-                    {"pid": os.getpid(), "port": self.port, "root": self.daemon.root}
+                    {
+                        "pid": os.getpid(),
+                        "port": self.port,
+                        "root": self.daemon.root,
+                        "version": __version__,
+                        "protocol": PROTOCOL,
+                    }
                 ).encode(),
                 0,
             )

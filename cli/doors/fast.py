@@ -13,7 +13,8 @@ that cannot be opened) goes to the Click application, whose commands
 contract is docs/cli.md's: options before or after the command, ``--json`` and
 ``--session``; the frame around a command (one-line errors with their exit codes,
 finishing an interrupted rewind, gc after a command that added to the store) is
-``runner``'s, as for every front end.
+``runner``'s, as for every front end. A move goes to the workspace's daemon when one runs
+(``route``), and is made here otherwise.
 """
 
 from __future__ import annotations
@@ -341,12 +342,13 @@ def _openable(parsed: Parsed) -> bool:
     return not os.path.isdir(path)
 
 
-def _move(parsed: Parsed) -> int:
-    """``rewind TURN``, ``undo`` or ``redo``, through the operation layer; the exit code."""
-    from ..operations.context import Context
-    from ..operations.moves import perform
+def _move(parsed: Parsed) -> tuple[int, bool]:
+    """``rewind TURN``, ``undo`` or ``redo``, through the operation layer: the exit code, and
+    whether the workspace's daemon made the move (``route``: then neither the store nor the
+    rewind is loaded here)."""
     from ..operations.requests import Move
     from ..output.results import report
+    from . import route
 
     opts, values = parsed.options, parsed.values
     move = Move(
@@ -359,7 +361,16 @@ def _move(parsed: Parsed) -> int:
         force="force" in values,
         git="no_git" not in values,
     )
-    return report(perform(Context.of(opts), move), opts.json)
+    routed = route.perform(opts, move)
+    if routed is not None:
+        code = report(routed[0], opts.json)
+        for note in routed[1]:
+            runner.tell(note)
+        return code, True
+    from ..operations.context import Context
+    from ..operations.moves import perform
+
+    return report(perform(Context.of(opts), move), opts.json), False
 
 
 def _asks(parsed: Parsed) -> bool:
@@ -380,11 +391,12 @@ def run(args: list[str]) -> int | None:
         return None  # a person may watch a long scan: Click's command draws its progress
     opts = parsed.options
     code = [0]  # a move's own: 1 when it left a path not put back
+    routed = [False]  # made by the workspace's daemon, which ran the automatic gc
 
     def work() -> None:
         if parsed.command in ONE_ARGUMENT:
-            code[0] = _move(parsed)
+            code[0], routed[0] = _move(parsed)
         else:
             show(_run(parsed), opts.json)
 
-    return runner.run(opts, work, lambda: parsed.command) or code[0]
+    return runner.run(opts, work, lambda: parsed.command, here=lambda: not routed[0]) or code[0]

@@ -11,11 +11,13 @@ homes through every door.
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-from snapstore import Store
+from typing import TYPE_CHECKING
 
 from ..settings.environment import Environment, agent_homes
 from ..settings.options import Options
+
+if TYPE_CHECKING:
+    from snapstore import Store
 
 
 class Context:

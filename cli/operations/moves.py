@@ -29,7 +29,7 @@ from .requests import Move, check
 
 if TYPE_CHECKING:
     from snapstore import Store
-    from snapstore.ops.plan import RewindResult
+    from snapstore.ops.result import RewindResult
 
     from .context import Context
 

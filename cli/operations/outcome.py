@@ -1,11 +1,13 @@
 """What a move did: the one result value every door renders, and its JSON (docs/cli.md).
 
-The library's :class:`~snapstore.ops.plan.RewindResult` keeps conflicts and failed writes
+The library's :class:`~snapstore.ops.result.RewindResult` keeps conflicts and failed writes
 apart (its journal stores them so). A door's user asks a simpler question first: which paths
 were not put back? So ``errors`` here lists every one of them, conflicts included, each with
 its ``reason`` and its ``kind`` (``conflict`` or ``failed``); ``conflicts`` keeps the detail.
 The same value is printed for people, sent as ``--json``, framed for the page's socket and
-worded for a model; nothing a door shows is computed anywhere else.
+worded for a model; nothing a door shows is computed anywhere else. ``snapstore serve`` sends
+it back to the command line that handed it a move (:meth:`Outcome.to_wire`), which rebuilds
+it (:meth:`Outcome.from_wire`) and prints it as if it had made the move itself.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from snapstore.core.records import DEFAULT_SESSION
 
 if TYPE_CHECKING:
-    from snapstore.ops.plan import RewindResult
+    from snapstore.ops.result import RewindResult
 
     from .requests import Move
 
@@ -69,7 +71,7 @@ class Outcome:
     layer noticed on the way (``notes``: the session it chose, an interrupted move it
     finished first), and the command that finishes what it left."""
 
-    __slots__ = ("by_hand", "finish", "move", "notes", "result", "resumed")
+    __slots__ = ("_sent", "by_hand", "finish", "move", "notes", "result", "resumed")
 
     def __init__(
         self,
@@ -89,6 +91,70 @@ class Outcome:
             self.finish = finish_command(result.session, result.conflicts, failed, result.marked)
             if self.finish is None:
                 self.by_hand = by_hand(result.conflicts, result.marked)
+        #: a dry run's count of files it would write, and its diffs, as another process sent
+        self._sent: tuple[int, list[tuple[str, list[str]]]] | None = None
+
+    @classmethod
+    def from_wire(cls, move: Move, data: Any) -> Outcome:
+        """The outcome of ``move`` from what :meth:`to_wire` sent; a document that is not one
+        is refused (ValueError)."""
+        from snapstore.ops.result import RewindResult
+
+        try:
+            result, resumed, notes, writes, diffs = (
+                data["result"],
+                data["resumed"],
+                data["notes"],
+                data["writes"],
+                data["diffs"],
+            )
+            outcome = cls(
+                move,
+                None if result is None else RewindResult.from_json(result),
+                [str(note) for note in notes],
+                [RewindResult.from_json(r) for r in resumed],
+            )
+            sent = [(str(path), [str(line) for line in lines]) for path, lines in diffs]
+            outcome._sent = (int(writes), sent)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an outcome: {exc}") from None
+        return outcome
+
+    def to_wire(self, diffs: bool = False) -> dict[str, Any]:
+        """What a door in another process needs to print this outcome as this one would: the
+        results as the library gives them, the notes, how many files a dry run would write,
+        and (``diffs``: ``--diff``) what they would become."""
+        return {
+            "result": None if self.result is None else self.result.to_json(),
+            "resumed": [r.to_json() for r in self.resumed],
+            "notes": self.notes,
+            "writes": self.writes(),
+            "diffs": self.diffs() if diffs else [],
+        }
+
+    def writes(self) -> int:
+        """How many files a dry run would write; none for a move."""
+        if self._sent is not None:
+            return self._sent[0]
+        result = self.result
+        if result is None or not result.dry_run:
+            return 0
+        return sum(1 for plan in result.plans if plan.writes)
+
+    def diffs(self) -> list[tuple[str, list[str]]]:
+        """A dry run's diffs, one (path, lines) per path it would write; none for a move."""
+        if self._sent is not None:
+            return self._sent[1]
+        result = self.result
+        if result is None or not result.dry_run:
+            return []
+        from snapstore.ops.diffs import entry_diff
+
+        return [
+            (plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+            for plan in result.plans
+            if plan.writes
+        ]
 
     @property
     def verb(self) -> str:

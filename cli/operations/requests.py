@@ -8,10 +8,11 @@ checks (which options go together) are made here, once.
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+import os
+from typing import Any, Literal, NamedTuple, get_args
 
 from snapstore import BadInput
-from snapstore.core.records import BOTH, CODE, SKIP, Mode, Policy
+from snapstore.core.records import BOTH, CODE, MODES, POLICIES, SKIP, Mode, Policy
 
 #: The moves: back (rewind), anywhere (switch), taking one back (undo), doing it again (redo),
 #: retrying what one left (finish), and finishing one a crash cut short (resume).
@@ -45,6 +46,33 @@ class Move(NamedTuple):
     inside: bool = False
     git: bool = True
     expect_head: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The move as a JSON object (what the command line sends ``snapstore serve``)."""
+        return {**self._asdict(), "paths": list(self.paths)}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Move:
+        """The move :meth:`to_json` gave, each field checked (BadInput names the first that is
+        not of its kind): it came over a socket."""
+        if not isinstance(data, dict) or set(data) != set(cls._fields):
+            raise BadInput("a move names exactly the fields " + ", ".join(cls._fields))
+        words = {"action": get_args(Action), "mode": MODES, "on_conflict": POLICIES}
+        for name, allowed in words.items():
+            if data[name] not in allowed:
+                raise BadInput(f"a move's {name} is one of {', '.join(allowed)}")
+        for name in ("target", "session", "shown", "expect_head"):
+            if data[name] is not None and not isinstance(data[name], str):
+                raise BadInput(f"a move's {name} is a string or null")
+        for name in ("dry_run", "force", "inside", "git"):
+            if not isinstance(data[name], bool):
+                raise BadInput(f"a move's {name} is true or false")
+        paths = data["paths"]
+        if not isinstance(paths, list) or not all(
+            isinstance(p, str) and os.path.isabs(p) for p in paths
+        ):
+            raise BadInput("a move's paths are absolute paths")
+        return cls(**{**data, "paths": tuple(paths)})
 
 
 def check(move: Move) -> None:

@@ -36,11 +36,22 @@ WRITES = frozenset({"begin", "end", "pre-write", "post-write", "rewind", "undo",
 DEBUG_HINT = " (run with --debug for the traceback)"
 
 
+class Relayed(Exception):
+    """A failure another process worded (``snapstore serve``, for a move it was handed): what
+    it says, its exit code and its JSON code, reported here as that process found them."""
+
+    def __init__(self, text: str, exit_code: int, code: str):
+        super().__init__(text)
+        self.text, self.exit_code, self.code = text, exit_code, code
+
+
 def failure(exc: BaseException, command: str | None = None) -> tuple[str, int, str]:
     """What an error says after ``snapstore: `` (worded for ``command``), its exit code, and
     its code in a JSON error document. An error that is not snapstore's is an internal one."""
     from . import failures
 
+    if isinstance(exc, Relayed):
+        return exc.text, exc.exit_code, exc.code
     if isinstance(exc, SnapstoreError):
         return failures.message(exc, command), failures.exit_code(exc), exc.code
     return f"internal error: {exc!r}", 1, "internal"
@@ -51,18 +62,21 @@ def run(
     work: Callable[[], object],
     command: Callable[[], str | None],
     passthrough: tuple[type[BaseException], ...] = (),
+    here: Callable[[], bool] = lambda: True,
 ) -> int:
     """Run one command line's ``work``; its exit code.
 
     ``command`` names the command once the front end knows it (for the hint's wording and the
-    automatic gc). Errors in ``passthrough`` are the front end's to report.
+    automatic gc). Errors in ``passthrough`` are the front end's to report. ``here`` says
+    whether the work was done in this process: a move ``snapstore serve`` made ran its
+    automatic gc there.
     """
     try:
         work()
     except passthrough:
         raise
     except KeyboardInterrupt:
-        _say("interrupted")
+        tell("interrupted")
         return 130
     except Exception as exc:
         from ..output.plain import reader_gone
@@ -76,12 +90,12 @@ def run(
         text, code, kind = failure(exc, command())
         failures.report(text + DEBUG_HINT if kind == "internal" else text, code, kind, opts.json)
         return code
-    if command() in WRITES:
+    if command() in WRITES and here():
         from . import autogc
 
         note = autogc.after_command(opts)
         if note is not None:
-            _say(note)
+            tell(note)
     return 0
 
 
@@ -105,15 +119,16 @@ def open_for_write(opts: Options) -> Store:
     store = opts.open_store()
     try:
         for note in resume(store):
-            _say(note)
+            tell(note)
     except BaseException:
         store.close()
         raise
     return store
 
 
-def _say(text: str) -> None:
-    """One line for people on stderr, after ``snapstore: `` (not loaded on the hook path)."""
+def tell(text: str) -> None:
+    """One line for people on stderr, after ``snapstore: `` (its output module is not loaded
+    on the hook path)."""
     from ..output.plain import say
 
     say(f"snapstore: {text}")

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from .plain import Segment, colour, emit, paint, printable, reader_gone, reason, say, tell
 
 if TYPE_CHECKING:
-    from snapstore.ops.plan import RewindResult
+    from snapstore.ops.result import RewindResult
     from snapstore.ops.scan import ScanResult
 
     from ..operations.outcome import Outcome
@@ -72,14 +72,12 @@ def report(outcome: Outcome, as_json: bool, diffs: bool = False) -> int:
             prompt=outcome.prompt,
             by_hand=outcome.by_hand,
         )
-        writes = [plan for plan in result.plans if plan.writes] if result.dry_run else []
+        writes = outcome.writes()
         if writes and not diffs:
-            say(f"snapstore: add --diff to see what the {len(writes)} file(s) would become")
+            say(f"snapstore: add --diff to see what the {writes} file(s) would become")
         elif writes:
-            from snapstore.ops.diffs import entry_diff
-
-            for plan in writes:
-                diff(plan.path, entry_diff(plan.path, plan.current_entry, plan.content))
+            for path, lines in outcome.diffs():
+                diff(path, lines)
 
     try:
         emit(as_json, outcome.to_json(), human)

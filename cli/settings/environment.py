@@ -21,12 +21,16 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
-from snapstore import BadInput, SnapstoreError, Store, find_root
-from snapstore.core.db import STORE_DIRNAME
+from snapstore import BadInput, SnapstoreError, find_root
 from snapstore.core.errors import NoStore
+from snapstore.core.places import STORE_DIRNAME
 
-from .config import Config
+if TYPE_CHECKING:  # loaded when a store is opened: finding one needs neither (fast.route)
+    from snapstore import Store
+
+    from .config import Config
 
 DEFAULT_LOCK_TIMEOUT = 10.0
 
@@ -118,6 +122,10 @@ class Environment:
     ) -> tuple[Store, Config]:
         """The store and its settings. With ``warn``, a bad settings file is reported there
         and the defaults are used, instead of failing, and so is one not written here."""
+        from snapstore import Store
+
+        from .config import Config
+
         store_dir = self.store_dir_for(root)
         config = Config()
         if store_dir is not None:

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-from snapstore import DEFAULT_SESSION, BadInput, Store
+from snapstore import DEFAULT_SESSION
+from snapstore.core.errors import BadInput
 
 from .environment import Environment
+
+if TYPE_CHECKING:
+    from snapstore import Store
 
 
 class Options:

@@ -53,8 +53,6 @@ from .errors import (
 )
 from .locks import DENIED, OPEN_LOCK, WRITE_LOCK, flock, flock_existing, upgrade
 
-#: The store's folder in a workspace root.
-STORE_DIRNAME = ".snapstore"
 #: The store is private, whatever the umask: it holds the bytes of every file captured (a
 #: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
 #: bits away), and a store opened for writing has any wider mode taken back.

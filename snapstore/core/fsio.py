@@ -35,7 +35,6 @@ from contextlib import contextmanager
 from typing import BinaryIO
 
 from . import blobs, faults
-from .db import STORE_DIRNAME
 from .errors import (
     BadInput,
     FileChanged,
@@ -46,6 +45,7 @@ from .errors import (
     UnsafePath,
 )
 from .folders import DIR_FLAGS, Folders
+from .places import STORE_DIRNAME
 from .records import FILE, LINK, Big, Entry, fingerprint
 
 #: Up to this many paths, a flush syncs each file and folder; above, the whole file

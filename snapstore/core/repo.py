@@ -32,21 +32,15 @@ import json
 import os
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from . import blobs
-from .db import (
-    INITIAL_MAP_SIZE,
-    SCHEMA_VERSION,
-    STORE_DIRNAME,
-    Database,
-    Writer,
-    keep_out_of_git,
-)
+from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, Database, Writer, keep_out_of_git
 from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
 from .fsio import Workspace
+from .places import STORE_DIRNAME
 from .records import (
     OPEN,
     Big,
@@ -72,22 +66,6 @@ RECORDS: dict[str, type] = {"turns": Turn, "sessions": Session, "changes": Chang
 #: ``git`` keys: a move of a turn (``m`` turn id ``/`` sequence), the last value recorded of
 #: a ref, HEAD, the index or the stash's reflog (``r`` name).
 _MOVE, _VALUE = b"m", b"r"
-
-
-def find_root(start: str | os.PathLike[str], names: Iterable[str] = (STORE_DIRNAME,)) -> str | None:
-    """The nearest folder at or above ``start`` holding an entry of one of ``names``.
-
-    With the default it finds a workspace's store, the way git finds ``.git``.
-    """
-    path = os.path.realpath(start)
-    names = tuple(names)
-    while True:
-        if any(os.path.lexists(os.path.join(path, name)) for name in names):
-            return path
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
 
 
 def session_key(name: str) -> bytes:

@@ -22,8 +22,8 @@ import re
 import stat
 from typing import TYPE_CHECKING
 
-from ..core.db import STORE_DIRNAME
 from ..core.fsio import TEMP_NAME
+from ..core.places import STORE_DIRNAME
 
 if TYPE_CHECKING:
     import pathspec

@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import bisect
 import contextlib
-import copy
 import itertools
 import os
 import stat
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..core import faults
 from ..core.errors import FileChanged, SnapstoreError
@@ -48,19 +47,12 @@ from ..core.records import (
     version_of,
 )
 from ..core.repo import View
+from .result import CONFLICT, DELETE, ERROR, KEEP, MERGE, RESTORE, Action
+from .result import RewindResult as RewindResult  # the planner's result: its home is .result
 
 if TYPE_CHECKING:
     from ..core.chunked import Spool
     from ..text.bigmerge import Source
-
-#: What an operation does to one path.
-Action = Literal["restore", "delete", "merge", "conflict", "error", "keep"]
-RESTORE: Final = "restore"
-DELETE: Final = "delete"
-MERGE: Final = "merge"
-CONFLICT: Final = "conflict"
-ERROR: Final = "error"
-KEEP: Final = "keep"
 
 
 class Step(NamedTuple):
@@ -177,122 +169,6 @@ class PathPlan:
 
     def __repr__(self) -> str:
         return f"PathPlan({self.path!r}, {self.action!r}, reason={self.reason!r})"
-
-
-class RewindResult:
-    """What a rewind or undo did (or, with ``dry_run``, would do)."""
-
-    #: What :meth:`to_json` holds, in its order (``plans`` aside: they hold file bytes).
-    FIELDS = (
-        "session",
-        "target",
-        "user_text",
-        "turns_reverted",
-        "restored",
-        "deleted",
-        "merged",
-        "conflicts",
-        "marked",
-        "errors",
-        "warnings",
-        "folders_removed",
-        "folders_created",
-        "new_head",
-        "undo_id",
-        "dry_run",
-        "conversation",
-        "nothing_done",
-        "git",
-    )
-    __slots__ = (*FIELDS, "plans")
-
-    def __init__(
-        self,
-        session: str,
-        target: str | None,
-        user_text: str,
-        turns_reverted: list[str],
-        restored: list[str] | None = None,
-        deleted: list[str] | None = None,
-        merged: list[str] | None = None,
-        conflicts: list[dict[str, str]] | None = None,
-        marked: list[str] | None = None,
-        errors: list[dict[str, str]] | None = None,
-        warnings: list[dict[str, str]] | None = None,
-        folders_removed: list[str] | None = None,
-        folders_created: list[str] | None = None,
-        new_head: str | None = None,
-        undo_id: str | None = None,
-        dry_run: bool = False,
-        conversation: dict[str, Any] | None = None,
-        nothing_done: bool = False,
-        git: dict[str, Any] | None = None,
-        plans: list[PathPlan] | None = None,
-    ):
-        self.session = session
-        self.target = target
-        self.user_text = user_text
-        self.turns_reverted = turns_reverted
-        self.restored = restored or []
-        self.deleted = deleted or []
-        self.merged = merged or []
-        self.conflicts = conflicts or []
-        self.marked = marked or []  # conflicts written with markers
-        self.errors = errors or []
-        self.warnings = warnings or []
-        self.folders_removed = folders_removed or []  # emptied folders turns made
-        self.folders_created = folders_created or []  # folders turns made, put back
-        self.new_head = new_head
-        self.undo_id = undo_id
-        self.dry_run = dry_run
-        self.conversation = conversation  # the agent's chat (snapstore.conversation)
-        #: every write failed: nothing moved (head, turns), and the operation can be run again
-        self.nothing_done = nothing_done
-        #: the repository's HEAD, refs and index (snapstore.ops.gitplan.result); None: no
-        #: repository, or not asked
-        self.git = git
-        self.plans = plans or []
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, RewindResult) and self.to_json() == other.to_json()
-
-    def __repr__(self) -> str:
-        return f"RewindResult({self.to_json()!r})"
-
-    @property
-    def ok(self) -> bool:
-        """Nothing left undone: no file in conflict or failed, and the git half whole."""
-        return not self.conflicts and not self.errors and (self.git or {}).get("ok", True)
-
-    @property
-    def changed(self) -> list[str]:
-        """The files it wrote (or would write): conflict markers count."""
-        return self.restored + self.merged + self.deleted + self.marked
-
-    @property
-    def left(self) -> list[dict[str, str]]:
-        """What it left undone, which ``finish`` retries: conflicts and failed writes."""
-        return [] if self.nothing_done else self.conflicts + self.errors
-
-    def to_json(self) -> dict[str, Any]:
-        return copy.deepcopy({name: getattr(self, name) for name in self.FIELDS})
-
-    def add(self, plan: PathPlan) -> None:
-        """Sort one path's plan into the result lists."""
-        if plan.action == RESTORE:
-            self.restored.append(plan.path)
-        elif plan.action == DELETE:
-            self.deleted.append(plan.path)
-        elif plan.action == MERGE:
-            self.merged.append(plan.path)
-        elif plan.action == CONFLICT:
-            self.conflicts.append({"path": plan.path, "reason": plan.reason})
-            if plan.content is not None:
-                self.marked.append(plan.path)
-        elif plan.action == ERROR:
-            self.errors.append({"path": plan.path, "reason": plan.reason})
-        if plan.warning:
-            self.warnings.append({"path": plan.path, "reason": plan.warning})
 
 
 def refuse_clashes(ws: Workspace, plans: list[PathPlan]) -> None:

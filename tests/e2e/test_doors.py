@@ -1,14 +1,14 @@
 """One behaviour through every door: a table of scenarios, each run through each front end.
 
-Every door (the Click application, the fast path, the interactive picker, the page's socket,
-the Python API and ``snapstore mcp``) hands a move to the operation layer
-(``snapstore_cli.operations``) and renders its outcome; this table proves that the same request
-gives the same answer through each. For every scenario and every door, a fresh workspace is
-built the same way, the move is made, and then compared with every other door's: the files on
-disk, the agent's transcript, the operation log and the reply's fields (ids and folders written
-as the workspace's own, so that stores built apart compare). Each scenario also says what that
-answer must be, so that the doors cannot agree on a wrong one. A new door joins by adding one
-entry to :data:`DOORS`.
+Every door (the Click application, the fast path, the fast path through the workspace's daemon,
+the interactive picker, the page's socket, the Python API and ``snapstore mcp``) hands a move
+to the operation layer (``snapstore_cli.operations``) and renders its outcome; this table proves
+that the same request gives the same answer through each. For every scenario and every door, a
+fresh workspace is built the same way, the move is made, and then compared with every other
+door's: the files on disk, the agent's transcript, the operation log and the reply's fields
+(ids and folders written as the workspace's own, so that stores built apart compare). Each
+scenario also says what that answer must be, so that the doors cannot agree on a wrong one. A
+new door joins by adding one entry to :data:`DOORS`.
 
 The MCP door is the agent's own, from inside its open turn: its rewind is of the files alone
 and is recorded as a change of that turn. It answers the file scenarios as every door does
@@ -32,6 +32,7 @@ from snapstore_cli.operations.outcome import public
 from snapstore import SnapstoreError, Store
 
 from ..support import agent_turn, agent_write, hermetic_env, read, run_snapstore, write
+from ..support.serving import Serving
 from ..support.transcripts import PROMPTS, pose, session_of
 from ..support.trees import snapshot
 from ..support.ui import ask, open_socket, running_ui
@@ -261,6 +262,15 @@ def fast_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     return _command_line(b, request, click=False)
 
 
+def daemon_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    """The fast path's command line while `snapstore serve` runs for the workspace: the move
+    is the daemon's (its log says it made it), the output this process's."""
+    with Serving(b.ws, b.env) as daemon:
+        reply = _command_line(b, request, click=False)
+        assert [line.split()[1] for line in daemon.moves()] == [request.action], daemon.log()
+    return reply
+
+
 def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
     """`snapstore rewind` with no TURN on a terminal: the first menu chooses the turn (the
     oldest at the top, turn 1 just above "Stay at current position"), the second the mode
@@ -406,6 +416,7 @@ Door = Callable[[Built, Request, pytest.MonkeyPatch], Reply]
 DOORS: dict[str, Door] = {
     "click": click_door,
     "fast path": fast_door,
+    "daemon": daemon_door,
     "picker": picker_door,
     "socket": socket_door,
     "python": python_door,

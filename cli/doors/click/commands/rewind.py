@@ -1,9 +1,11 @@
 """Commands that move between turns: rewind, switch, undo and redo.
 
 Each builds a :class:`~snapstore_cli.operations.requests.Move` and hands it to the operation
-layer, as every door does, and prints the outcome. What they print is plain text
-(``output.results``): with ``--yes`` or ``--json`` they load no rich; only the picker and its
-table do.
+layer, as every door does, and prints the outcome: the workspace's daemon makes it when one
+runs (``doors.route``), this process otherwise. The picker and the confirmation prompt are
+this process's; the move a person confirmed goes to the daemon too. What they print is plain
+text (``output.results``): with ``--yes`` or ``--json`` they load no rich; only the picker
+and its table do.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import click
 
 from snapstore.core.records import BOTH, CODE, MODES, POLICIES, SKIP, Mode, Policy
 
+from ....operations import runner
 from ....operations.context import Context
-from ....operations.moves import as_seen, is_new, perform, run
+from ....operations.moves import as_seen, is_new, perform
 from ....operations.outcome import Outcome
 from ....operations.requests import Move
 from ....output import results
+from ... import route
 from ..app import (
     common_options,
     complete_operation,
@@ -41,9 +45,22 @@ def _diff_goes_with_dry_run(diffs: bool, dry_run: bool) -> None:
         raise click.UsageError("--diff goes with --dry-run")
 
 
-def _report(outcome: Outcome, diffs: bool = False) -> None:
-    """Print the outcome; exit 1 when it left (or, dry, would leave) anything undone."""
+def _perform(request: Move, diffs: bool = False) -> tuple[Outcome, list[str]]:
+    """The move's outcome, made by the workspace's daemon when one runs (with a dry run's
+    ``diffs``), else here; and the notes of what the daemon did after it (its automatic gc)."""
+    opts = options()
+    routed = route.perform(opts, request, diffs)
+    if routed is not None:
+        return routed
+    return perform(Context.of(opts), request), []
+
+
+def _report(outcome: Outcome, after: list[str] | None = None, diffs: bool = False) -> None:
+    """Print the outcome (and what came after it); exit 1 when it left (or, dry, would leave)
+    anything undone."""
     code = results.report(outcome, options().json, diffs)
+    for note in after or ():
+        runner.tell(note)
     if code:
         sys.exit(code)
 
@@ -130,10 +147,10 @@ def rewind(
         extra = turn is not None or paths or mode != BOTH
         if extra:
             raise click.UsageError(f"--{action} takes no TURN, --path or --mode")
-        _report(perform(ctx, request._replace(action=action, target=None)))
+        _report(*_perform(request._replace(action=action, target=None)))
         return
-    with ctx.open() as store:
-        if turn is None:
+    if turn is None:
+        with ctx.open() as store:
             session = opts.session_for(store)
             if is_new(store, session):  # the list of rewind points is empty
                 emit([], lambda: print_start("Nothing to rewind: this store has no turns yet."))
@@ -141,17 +158,27 @@ def rewind(
             from ...picker import choose
 
             picked = choose(store, ctx, request._replace(session=session), _interactive())
-            if picked is not None:
-                _report(picked)
-            return
-        if not (yes or dry_run) and _interactive():
-            request = as_seen(store, request)  # what the plan shows is what is confirmed
-            preview = run(store, ctx, request._replace(dry_run=True))
-            assert preview.result is not None
-            results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
-            click.confirm("Rewind?", abort=True)
-        outcome = run(store, ctx, request)
-    _report(outcome, diffs)
+        if picked is not None:
+            _report(picked)
+        return
+    if not (yes or dry_run) and _interactive():
+        request = _confirm(ctx, request, "Rewind?")
+    _report(*_perform(request, diffs), diffs=diffs)
+
+
+def _confirm(ctx: Context, request: Move, question: str) -> Move:
+    """Show the move's plan and ask; the move as it was shown (a turn number pinned to the
+    turn and head it named: what the plan shows is what is confirmed)."""
+    with ctx.open() as store:
+        request = as_seen(store, request)
+    preview = _perform(request._replace(dry_run=True))[0]
+    assert preview.result is not None
+    if request.action == "rewind":
+        results.summary(preview.result, "rewind", turn=preview.turn, prompt=preview.prompt)
+    else:
+        results.summary(preview.result, request.action)
+    click.confirm(question, abort=True)
+    return request
 
 
 @click.command()
@@ -190,19 +217,12 @@ def switch(
     """
     _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
-    ctx = Context.of(opts)
     request = Move(
         "switch", turn, opts.session, on_conflict=on_conflict, force=force, git=not no_git
     )
-    with ctx.open() as store:
-        if not (yes or dry_run) and _interactive():
-            request = as_seen(store, request)
-            preview = run(store, ctx, request._replace(dry_run=True))
-            assert preview.result is not None
-            results.summary(preview.result, "switch")
-            click.confirm("Switch?", abort=True)
-        outcome = run(store, ctx, request._replace(dry_run=dry_run))
-    _report(outcome, diffs)
+    if not (yes or dry_run) and _interactive():
+        request = _confirm(Context.of(opts), request, "Switch?")
+    _report(*_perform(request._replace(dry_run=dry_run), diffs), diffs=diffs)
 
 
 @click.command()
@@ -272,4 +292,4 @@ def _undo_or_redo(
     _diff_goes_with_dry_run(diffs, dry_run)
     opts = options()
     request = Move(verb, ref, opts.session, mode, on_conflict, dry_run=dry_run, git=not no_git)
-    _report(perform(Context.of(opts), request), diffs)
+    _report(*_perform(request, diffs), diffs=diffs)
