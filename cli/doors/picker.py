@@ -34,7 +34,7 @@ from snapstore.core.errors import AgentRunning, ConversationRefused
 from snapstore.core.records import BOTH, CODE, CONVERSATION, Mode
 from snapstore.ops.gitshow import operation_lines as git_lines
 from snapstore.ops.history import RewindPoint
-from snapstore.ops.plan import RewindResult
+from snapstore.ops.result import RewindResult
 
 from ..operations.context import Context
 from ..operations.impact import Impact, impact

@@ -62,8 +62,9 @@ class AnswerLost(Unfinished):
     code = "answer_lost"
 
 
-def perform(opts: Options, move: Move) -> tuple[Outcome, list[str]] | None:
-    """The move made by the workspace's daemon: its outcome, and the notes of what the daemon
+def perform(opts: Options, move: Move, diffs: bool = False) -> tuple[Outcome, list[str]] | None:
+    """The move made by the workspace's daemon (with a dry run's diffs, ``diffs``: ``--diff``
+    read by a person): its outcome, and the notes of what the daemon
     did after it (the automatic gc), which a command line prints after the outcome as its own
     frame would; None when no daemon took the move (make it here). A failure the daemon
     reports is raised as it worded it (``Relayed``)."""
@@ -89,7 +90,7 @@ def perform(opts: Options, move: Move) -> tuple[Outcome, list[str]] | None:
         "homes": agent_homes(),
         "now": opts.env.now,
         "lock_timeout": opts.env.lock_timeout,
-        "diffs": move.dry_run and not opts.json,
+        "diffs": diffs and move.dry_run and not opts.json,
     }
     reply = _exchange(running, lock, key, json.dumps(request).encode())
     if reply is None:

@@ -10,13 +10,15 @@ without the commits, gc'd since), a move is said without its count.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import GitRefused, SnapstoreError
 from ..core.records import GitMove
-from ..core.repo import Repo, View
 from ..git import files, moves
 from ..git.layout import Layout, find
+
+if TYPE_CHECKING:  # what a move's lines read loads no database: a routed client prints them
+    from ..core.repo import Repo, View
 
 
 def describe(repo: Repo, v: View, turn_moves: list[GitMove], git_dir: str | None) -> list[str]:

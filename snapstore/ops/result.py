@@ -64,6 +64,7 @@ class RewindResult:
         "dry_run",
         "conversation",
         "nothing_done",
+        "git",
     )
     __slots__ = (*FIELDS, "plans")
 
@@ -87,6 +88,7 @@ class RewindResult:
         dry_run: bool = False,
         conversation: dict[str, Any] | None = None,
         nothing_done: bool = False,
+        git: dict[str, Any] | None = None,
         plans: Sequence[Planned] | None = None,
     ):
         self.session = session
@@ -108,6 +110,9 @@ class RewindResult:
         self.conversation = conversation  # the agent's chat (snapstore.conversation)
         #: every write failed: nothing moved (head, turns), and the operation can be run again
         self.nothing_done = nothing_done
+        #: the repository's HEAD, refs and index (snapstore.ops.gitplan.result); None: no
+        #: repository, or not asked
+        self.git = git
         self.plans = plans or []
 
     def __eq__(self, other: object) -> bool:
@@ -118,7 +123,8 @@ class RewindResult:
 
     @property
     def ok(self) -> bool:
-        return not self.conflicts and not self.errors
+        """Nothing left undone: no file in conflict or failed, and the git half whole."""
+        return not self.conflicts and not self.errors and (self.git or {}).get("ok", True)
 
     @property
     def changed(self) -> list[str]:

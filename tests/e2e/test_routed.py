@@ -50,9 +50,15 @@ def _seen(b: Built, done: subprocess.CompletedProcess[str]) -> tuple[str, str, i
 
 
 def test_a_person_reads_the_same_bytes_from_the_daemon(tmp_path: Path) -> None:
-    """A dry run's diffs, a rewind that leaves a conflict (and the command that finishes it),
-    its undo: printed by the command line from the daemon's answer as from its own move."""
-    steps = [("rewind", "1", "--dry-run"), ("rewind", "1", "--yes"), ("undo",)]
+    """A dry run (how many files it would write; with --diff, their diffs), a rewind that
+    leaves a conflict (and what to do about it), its undo: printed by the command line from
+    the daemon's answer as from its own move."""
+    steps = [
+        ("rewind", "1", "--dry-run"),
+        ("rewind", "1", "--dry-run", "--diff"),
+        ("rewind", "1", "--yes"),
+        ("undo",),
+    ]
     seen: dict[str, list[tuple[str, str, int]]] = {}
     for door in ("local", "daemon"):
         b = _build(tmp_path / door, SCENARIOS["conflict"])
@@ -60,11 +66,14 @@ def test_a_person_reads_the_same_bytes_from_the_daemon(tmp_path: Path) -> None:
             daemon = stack.enter_context(Serving(b.ws, b.env)) if door == "daemon" else None
             seen[door] = [_seen(b, _run(b, *step)) for step in steps]
             if daemon is not None:
-                assert [m.split()[1] for m in daemon.moves()] == ["rewind", "rewind", "undo"]
+                moves = [m.split()[1] for m in daemon.moves()]
+                assert moves == ["rewind", "rewind", "rewind", "undo"]
     assert seen["daemon"] == seen["local"]
-    dry, rewound, undone = seen["local"]
-    assert "diff --git a/app.txt" in dry[0] or "diff --git a/other.txt" in dry[0]
-    assert rewound[2] == 1 and "finish with: snapstore rewind --finish" in rewound[0]
+    dry, diffs, rewound, undone = seen["local"]
+    assert "add --diff to see what the 1 file(s) would become" in dry[1]
+    assert "diff --git" not in dry[0]
+    assert "diff --git a/other.txt" in diffs[0]
+    assert rewound[2] == 1 and "app.txt" in rewound[0]
     assert undone[2] == 0
 
 
