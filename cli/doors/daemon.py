@@ -56,7 +56,8 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,7 @@ from snapstore.adapters import (
     load_payload,
     parse,
 )
+from snapstore.core import faults
 from snapstore.core.db import FILE_MODE
 from snapstore.core.errors import ServeRunning, SnapstoreError, StoreLocked
 from snapstore.core.locks import holder_info
@@ -168,6 +170,10 @@ class Daemon:
         self.ctx = Context(env, root)  # the agents' homes, as at the daemon's start
         self.strict = strict_hooks()
         self.lock = threading.Lock()
+        #: set, under ``lock``, once the daemon stops: a move that comes now is refused
+        self.stopping = False
+        self._moves = 0  # moves come and not yet answered, which the daemon's end waits for
+        self._answered = threading.Condition()
         self.store: Store | None = None
         self.config = Config()
         self._config_stamp: float | None = None
@@ -229,9 +235,29 @@ class Daemon:
 
     # -- one move ---------------------------------------------------------------------
 
-    def move(self, body: bytes) -> tuple[int, bytes]:
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Count a move from its request to its reply's last byte (:meth:`drained`)."""
+        with self._answered:
+            self._moves += 1
+        try:
+            yield
+        finally:
+            with self._answered:
+                self._moves -= 1
+                self._answered.notify_all()
+
+    def drained(self, timeout: float) -> None:
+        """Wait until every move that came has had its reply sent (or ``timeout``)."""
+        with self._answered:
+            self._answered.wait_for(lambda: self._moves == 0, timeout)
+
+    def move(self, body: bytes, starting: Callable[[], None]) -> tuple[int, bytes]:
         """Make the move a command line handed over; the HTTP status and the reply. Every
-        status but 200 means the move was not started: the command line makes it itself."""
+        status but 200 means the move was not started: the command line makes it itself.
+        ``starting`` tells the command line, before anything is done, that the move is now
+        this daemon's (what it hears before that, a closed connection included, is a
+        refusal)."""
         try:
             request = json.loads(body)
             if not isinstance(request, dict):
@@ -260,6 +286,10 @@ class Daemon:
             )
             return 200, self._answer(move, command, started, busy)
         try:
+            if self.stopping:
+                return 503, _error("this daemon is stopping")
+            faults.point("serve.taking")  # killed here, it never took the move
+            starting()
             self.last = time.monotonic()
             store = self._open()
             outcome = moves.run(store, self.ctx, move)
@@ -449,12 +479,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         if self.path == PATH:
-            self._send(*self.server.daemon.move(body))
+            with self.server.daemon.answering():
+                self._send(*self.server.daemon.move(body, self._starting))
             return
         agent = self.path.split("/")[3]
         self._send(200, self.server.daemon.handle(agent, body))
 
     do_GET = do_HEAD = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_CONNECT = do_TRACE = do_POST
+
+    def _starting(self) -> None:
+        """Tell the command line that the move is this daemon's now: an interim reply, before
+        the move does anything (``doors.route`` makes the move itself when it never hears it)."""
+        self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        self.wfile.flush()
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
         """The standard library's refusals (a malformed request, an unknown method, headers
@@ -613,7 +650,9 @@ class Serving:
             for thread in threads[1:]:
                 thread.join()
             with self.daemon.lock:
+                self.daemon.stopping = True  # a move that comes now is refused, not cut short
                 self.daemon.close()
+            self.daemon.drained(TIMEOUT)  # the replies of moves made (or refused) are sent
             os.close(self._lock_fd)
             daemons.unregister(listed)
 

@@ -53,6 +53,8 @@ LOCK_FILE = "serve.lock"
 CONNECT = 1.0
 #: Seconds between two looks at whether the daemon still runs, while the move takes.
 POLL = 0.5
+#: The daemon's interim reply once the move is its own; a refusal comes without it.
+TAKEN = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
 class AnswerLost(Unfinished):
@@ -145,9 +147,12 @@ def _exchange(running: dict[str, Any], lock: str, key: str, body: bytes) -> dict
             conn.sendall(head.encode("ascii") + body)
         except OSError:  # the daemon reads the whole body before it starts: it did not
             return None
-        status, data = _reply(conn, running, lock)
+        answer = _reply(conn, running, lock)
     finally:
         conn.close()
+    if answer is None:  # it went away before it took the move: a daemon stopping, say
+        return None
+    status, data = answer
     if status != 200:  # the daemon refuses only before it starts a move (docs/design.md)
         return None
     try:
@@ -161,9 +166,11 @@ def _exchange(running: dict[str, Any], lock: str, key: str, body: bytes) -> dict
         raise _lost(running, "its answer could not be read") from None
 
 
-def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[int, bytes]:
+def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[int, bytes] | None:
     """The status and body of the daemon's reply, waiting while the daemon still holds its
-    lock (a move on a big tree takes a while); AnswerLost when it went away without one."""
+    lock (a move on a big tree takes a while). None when it went away before it said that
+    it took the move (its interim ``100 Continue``: until then, nothing was done);
+    AnswerLost when it went away after."""
     conn.settimeout(POLL)
     chunks: list[bytes] = []
     while True:
@@ -171,6 +178,8 @@ def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[in
             chunk = conn.recv(65536)
         except TimeoutError:
             if (_holder(lock) or {}).get("pid") != running.get("pid"):
+                if not b"".join(chunks).startswith(TAKEN):
+                    return None
                 raise _lost(running, "it stopped before it answered") from None
             continue
         except OSError:  # a reset: what came before it may still be the whole answer
@@ -179,6 +188,16 @@ def _reply(conn: _socket.socket, running: dict[str, Any], lock: str) -> tuple[in
             break
         chunks.append(chunk)
     raw = b"".join(chunks)
+    if raw.startswith(TAKEN):
+        return _final(raw[len(TAKEN) :], running)
+    try:  # a refusal, or the store busy: whole, or closed before the move was taken
+        return _final(raw, running)
+    except AnswerLost:
+        return None
+
+
+def _final(raw: bytes, running: dict[str, Any]) -> tuple[int, bytes]:
+    """The status and body of a whole HTTP reply; AnswerLost when it is cut short."""
     head, sep, body = raw.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     parts = lines[0].split(" ", 2)

@@ -161,6 +161,8 @@ def summary(
 def git_lines(git: dict | None, prefix: str = "") -> list[list[Segment]]:
     """What an operation did (or, dry, would do) to the repository: HEAD, each ref (and the
     ref that keeps where it was), the index; what it left alone and why."""
+    if git is None:  # no repository, or not asked: nothing of git's to load
+        return []
     from snapstore.ops.gitshow import operation_lines
 
     styles = {

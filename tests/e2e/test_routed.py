@@ -117,6 +117,24 @@ def test_a_daemon_killed_mid_move_leaves_what_resume_finishes(
     assert _same_across_stores(b, _state(b)) == reference
 
 
+def test_a_daemon_gone_before_it_took_the_move_leaves_it_to_the_command_line(
+    tmp_path: Path, reference: object
+) -> None:
+    """Killed after it read the request but before it said that the move is its own (a
+    daemon stopping as the move comes looks the same): the command line makes the move
+    itself, once."""
+    b = _build(tmp_path, SCENARIOS["conversation"])
+    with Serving(b.ws, b.env, fault="serve.taking:1") as daemon:
+        done = _run(b, "--json", "rewind", "2", "--yes")
+        assert daemon.killed_at() == "serve.taking", done.stderr
+        assert daemon.proc.wait(timeout=30) == -9
+    assert done.returncode == 0, done.stderr
+    with Store.open(b.ws) as store:
+        assert store.unfinished_operations() == []
+        assert len(store.operations()) == 1
+    assert _same_across_stores(b, _state(b)) == reference
+
+
 # -- a second command line while a move runs ---------------------------------------------
 
 

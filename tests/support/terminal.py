@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import struct
 import subprocess
 import termios
@@ -13,6 +14,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .runner import snapstore_bin
+
+#: Seconds a command may go without printing before it is taken to wait for keys no one sends.
+SILENT = 120
 
 
 def on_terminal(
@@ -35,6 +39,12 @@ def on_terminal(
     os.close(side)
     chunks = []
     while True:
+        if not select.select([main], [], [], SILENT)[0]:  # waiting for keys: a prompt, a picker
+            child.kill()
+            child.wait()
+            os.close(main)
+            shown = b"".join(chunks).decode("utf-8", "replace")
+            raise AssertionError(f"{argv}: silent for {SILENT} s, waiting for keys?\n{shown}")
         try:
             data = os.read(main, 65536)
         except OSError:  # EIO: every holder of the terminal's other side closed it
