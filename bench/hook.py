@@ -44,7 +44,10 @@ def hook_command() -> list[str]:
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
+    """The hook alone: no daemon starts at a prompt (the shell-hooks suite measures one), so
+    none outlives the workspace this suite removes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SNAPSTORE_")}
+    return {**env, "SNAPSTORE_DAEMON": "off"}
 
 
 def _payload(root: str, event: str, **fields: Any) -> bytes:

@@ -197,6 +197,8 @@ def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_
         finally:
             os.killpg(sleeper.pid, signal.SIGKILL)  # flock's sleep holds the lock too
             sleeper.wait()
+        if agent == "codex":
+            _wait_held(s.home / ".codex" / "thread-writer-locks" / f"{sid}.lock", held=False)
         # the entry outlives the process it names: it no longer counts
         dry = rewind(s, session, "2", "--dry-run")
         assert dry.returncode == 0, dry.stderr
@@ -259,8 +261,9 @@ def done_id(done: subprocess.CompletedProcess) -> str:
     return json.loads(done.stdout)["undo_id"]
 
 
-def _wait_held(lock: Path) -> None:
-    """Wait until the `flock` child holds ``lock``."""
+def _wait_held(lock: Path, held: bool = True) -> None:
+    """Wait until the `flock` child holds ``lock`` (or, ``held`` false, until no process
+    does: a killed group's last process lets it go as it exits, not when killpg returns)."""
     import fcntl
     import time
 
@@ -270,10 +273,14 @@ def _wait_held(lock: Path) -> None:
             try:
                 fcntl.flock(f, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return
-            fcntl.flock(f, fcntl.LOCK_UN)
+                if held:
+                    return
+            else:
+                fcntl.flock(f, fcntl.LOCK_UN)
+                if not held:
+                    return
             time.sleep(0.02)
-    raise AssertionError(f"{lock} was never locked")
+    raise AssertionError(f"{lock} was never {'locked' if held else 'let go'}")
 
 
 @pytest.mark.usefixtures("on_path")

@@ -21,9 +21,10 @@ comment on the lines just before a block says how, in words the reader may see:
 
 Output is compared after the parts that differ from run to run are made the same on both
 sides: the home folder (``/home/me``), where snapstore is installed
-(``/home/me/.local/bin/snapstore``), seconds (``0.41 s``) and the store file's size. Turn
-and operation ids are random per store: an id the doc shows (8 or 12 hex digits) is bound to
-the id the command printed in its place, and a later command that names it gets that one.
+(``/home/me/.local/bin/snapstore``), seconds (``0.41 s``), the store file's size and its
+blobs' compressed size. Turn and operation ids are random per store: an id the doc shows (8
+or 12 hex digits) is bound to the id the command printed in its place, and a later command
+that names it gets that one.
 A line ``...`` stands for any lines, and ``...`` within a line for any text.
 """
 
@@ -299,10 +300,12 @@ KINDS = {"project": _project, "turns": _turns, "claude": _claude}
 
 def normal(text: str, home: Home) -> str:
     """What differs from run to run, made the same: the home folder, snapstore's own path,
-    seconds, the store file's size, trailing spaces."""
+    seconds, the store file's size and what its blobs take compressed (the bytes of a
+    compressed frame move by a few with the tree's paths and times), trailing spaces."""
     text = text.replace(str(home.home), SHOWN_HOME)
     text = re.sub(r"\b\d+\.\d+ s\b", "0.00 s", text)
     text = re.sub(r"[\d.]+ (?:B|KiB|MiB|GiB) on disk", "N on disk", text)
+    text = re.sub(r"[\d.]+ (?:B|KiB|MiB|GiB) in (\d+) blob", r"N in \1 blob", text)
     return "\n".join(line.rstrip() for line in text.split("\n")).strip("\n")
 
 

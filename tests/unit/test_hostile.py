@@ -120,6 +120,8 @@ def test_fuzzed_hook_payloads(
 ) -> None:
     for key in [k for k in os.environ if k.startswith("SNAPSTORE_")]:
         monkeypatch.delenv(key)
+    monkeypatch.setenv("SNAPSTORE_DAEMON", "off")
+    monkeypatch.chdir(root)  # a payload without a working folder is the hook's own: this one
     Store.init(root).close()
 
     @FUZZ
