@@ -79,8 +79,9 @@ DJANGO_SIZES = (
 _QUANTILES = [q for q, _ in DJANGO_SIZES]
 FULL = {"rounds": 7, "rewind_reps": 3}
 QUICK = {"rounds": 3, "rewind_reps": 1}
-#: Past this many files a walk of the tree costs seconds: one rewind repetition only.
-ONE_REP_FILES = 500_000
+#: Past this many files a walk of the tree costs seconds: one rewind repetition, three rounds
+#: of the rest, one ``gc``.
+LARGE = 500_000
 DAEMON_LIMIT = 256 * 2**20
 TARGETS = {"per_turn_vs_smallest": 1.2, "init_vs_git_status": 1.0, "init_store_share": 0.01}
 UNAVAILABLE = "not available"
@@ -349,11 +350,12 @@ def shell(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
     started, pid = timed(lambda: shell_hooks.daemon_up(run.root, auto))
     try:
         info = watcher_info(os.path.join(run.root, STORE_DIR)) or {}
-        pids = sorted({pid, int(info.get("pid") or pid)})
-        rss = sum(_rss(p)[0] for p in pids)
+        watcher = int(info.get("pid") or pid)
+        pids = [pid] if watcher == pid else [pid, watcher]  # serve, then its watch process
+        rss = [_rss(p)[0] for p in pids]
         watches = sum(_watches(p) for p in pids)
         up = shell_hooks.calls(run.root, auto, rounds, rounds)
-        peak = sum(_rss(p)[1] for p in pids)
+        peak = [_rss(p)[1] for p in pids]
     finally:
         subprocess.run(_snapstore("serve", "--stop"), cwd=run.root, env=env, capture_output=True)
         shell_hooks._wait_gone(pid)
@@ -366,51 +368,64 @@ def shell(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
         "daemon_process": {
             "start_s": started,
             "pids": len(pids),
-            "rss_bytes": rss,
-            "peak_rss_bytes": peak,
+            "rss_bytes": sum(rss),
+            "peak_rss_bytes": sum(peak),
+            "peak_rss_by_process": dict(zip(("serve", "watch"), peak, strict=False)),
             "inotify_watches": watches,
             "max_user_watches": _max_user_watches(),
         },
     }
 
 
-def commands(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
-    """``log``, ``status`` and ``gc`` of the session as processes."""
+def commands(run: SessionRun, rounds: int, gcs: int, env: dict[str, str]) -> dict[str, Any]:
+    """``log`` and ``status`` of the session as processes, ``rounds`` times, and ``gc``
+    ``gcs`` times (it keeps every turn: they are recent)."""
     out = {}
-    for name in ("log", "status", "gc"):
+    for name, times_ in (("log", rounds), ("status", rounds), ("gc", gcs)):
         args = _snapstore("--session", SESSION, name)
-        out[name] = _median([measured(args, run.root, env).seconds for _ in range(rounds)])
+        out[name] = _median([measured(args, run.root, env).seconds for _ in range(times_)])
     return out
 
 
 def one_size(
     files: int, cfg: Config, sizes: dict[str, int], tmp: str, step: Step
 ) -> dict[str, Any]:
-    """Every figure on one tree, then the tree is deleted."""
+    """Every figure on one tree, then the tree is deleted. The session has as many turns as
+    the deepest rewind needs, and two more (at most ``cfg.turns``)."""
     tick = step(f"scale: {files:,} files", 6)
     init: dict[str, Any] = {}
+    rounds = min(sizes["rounds"], 3) if files >= LARGE else sizes["rounds"]
     run = SessionRun(
-        scale_workload(files, cfg.turns, cfg.seed),
+        scale_workload(files, min(cfg.turns, max(cfg.depths) + 2), cfg.seed),
         os.path.join(tmp, f"scale-{files}"),
-        init=_init(init, sizes["rounds"], cfg.git_baseline),
+        init=_init(init, rounds, cfg.git_baseline),
         skip=frozenset({STORE_DIR, ".git"}),
     )
     env = _env()
+    phases: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def done(phase: str) -> None:
+        nonlocal clock
+        phases[phase] = time.perf_counter() - clock
+        clock = time.perf_counter()
+        tick()
+
     try:
         run.setup()
-        tick()
+        done("setup")
         run.play()
         run.close()
-        tick()
-        reps = 1 if files >= ONE_REP_FILES else sizes["rewind_reps"]
+        done("session")
+        reps = 1 if files >= LARGE else sizes["rewind_reps"]
         rewound = rewinds(run, cfg.depths, reps, env)
-        tick()
-        written = pre_write(run, sizes["rounds"], env)
-        tick()
-        shelled = shell(run, sizes["rounds"], env)
-        tick()
-        ran = commands(run, sizes["rounds"], env)
-        tick()
+        done("rewinds")
+        written = pre_write(run, rounds, env)
+        done("pre_write")
+        shelled = shell(run, rounds, env)
+        done("shell")
+        ran = commands(run, rounds, 1 if files >= LARGE else min(rounds, 3), env)
+        done("commands")
     finally:
         shutil.rmtree(run.workdir, ignore_errors=True)
     return {
@@ -427,6 +442,7 @@ def one_size(
         "pre_write": written,
         "shell": shelled,
         "commands": ran,
+        "phases_s": phases,
     }
 
 
@@ -454,9 +470,12 @@ def _git_backed(r: dict[str, Any]) -> float | None:
     return r["init"]["git_backed"]["seconds"] if "git_backed" in r["init"] else None
 
 
+GIT_BACKED = Metric("init_git", "`snapstore init`, git-backed baseline", _git_backed)
+
+
 METRICS = [
     Metric("init", "`snapstore init`", lambda r: r["init"]["snapstore"]["seconds"]),
-    Metric("init_git", "`snapstore init`, git-backed baseline", _git_backed),
+    GIT_BACKED,
     Metric(
         "git_status",
         "`git status` on the clean repository",
@@ -602,7 +621,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
             Figure(
                 "i29",
                 f"  `init` with the git-backed baseline, {n} files",
-                _show(METRICS[1], _git_backed(r)),
+                _show(GIT_BACKED, _git_backed(r)),
                 f"git status {seconds(git_status)}",
                 ratio(_git_backed(r) or math.nan, git_status),
             ),
