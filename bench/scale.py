@@ -1,6 +1,6 @@
 """``python -m bench scale``: the same figures at 1,000, 10,000, 100,000 and 1,000,000 files.
 
-    python -m bench scale                  # 1k, 10k, 100k and 1M files (about 25 minutes)
+    python -m bench scale                  # 1k, 10k, 100k and 1M files (30-45 minutes, ~25 GB)
     python -m bench scale --quick          # 100k files, fewer rounds
     python -m bench scale --files 1000 20000 --git-baseline=--git-baseline
 
@@ -312,15 +312,16 @@ def pre_write(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, An
     return {"hook": _median(hook), "floor": _median(floor)}
 
 
-def _rss(pid: int) -> tuple[int, int]:
-    """A process's resident and peak resident bytes (VmRSS, VmHWM)."""
+def _memory(pid: int) -> dict[str, int]:
+    """A process's resident bytes: VmRSS, its peak VmHWM, and VmRSS's parts RssAnon (its
+    own) and RssFile (mapped file pages it touched: the store's LMDB file among them)."""
     found = {}
     with open(f"/proc/{pid}/status", encoding="ascii") as handle:
         for line in handle:
             key, _, value = line.partition(":")
-            if key in ("VmRSS", "VmHWM"):
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
                 found[key] = int(value.split()[0]) * 1024
-    return found["VmRSS"], found["VmHWM"]
+    return found
 
 
 def _watches(pid: int) -> int:
@@ -352,10 +353,11 @@ def shell(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
         info = watcher_info(os.path.join(run.root, STORE_DIR)) or {}
         watcher = int(info.get("pid") or pid)
         pids = [pid] if watcher == pid else [pid, watcher]  # serve, then its watch process
-        rss = [_rss(p)[0] for p in pids]
+        rss = [_memory(p)["VmRSS"] for p in pids]
         watches = sum(_watches(p) for p in pids)
         up = shell_hooks.calls(run.root, auto, rounds, rounds)
-        peak = [_rss(p)[1] for p in pids]
+        after = [_memory(p) for p in pids]
+        peak = [m["VmHWM"] for m in after]
     finally:
         subprocess.run(_snapstore("serve", "--stop"), cwd=run.root, env=env, capture_output=True)
         shell_hooks._wait_gone(pid)
@@ -371,6 +373,7 @@ def shell(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
             "rss_bytes": sum(rss),
             "peak_rss_bytes": sum(peak),
             "peak_rss_by_process": dict(zip(("serve", "watch"), peak, strict=False)),
+            "memory_by_process": dict(zip(("serve", "watch"), after, strict=False)),
             "inotify_watches": watches,
             "max_user_watches": _max_user_watches(),
         },
