@@ -15,22 +15,18 @@ commit`` per turn. On each tree, in one run:
   bytes on disk), against ``git status`` on the clean repository and the shadow repository's
   first ``git add -A && git commit`` (time, peak RSS, ``.git`` bytes); with
   ``--git-baseline ARG``, once more with that argument to ``init`` (the git-backed baseline);
-- a session of ``--turns`` agent turns (:mod:`bench.session`, in-process), a shadow git
-  checkpoint before each;
-- ``rewind N --yes`` and ``undo`` as processes for each depth, checked byte for byte, against
-  ``git reset --hard`` there and back in the shadow repository;
-- one file write's hook: ``pre-write`` as a process inside an open turn, against the bare
-  import floor;
-- one shell call's two hooks in scan mode (:func:`bench.shell_hooks.calls`): without the
-  daemon (each walks the tree), against ``git status``; then the daemon started as a
-  session's start does (its start time: until its watcher has synced), its RSS, its inotify
-  watches against ``fs.inotify.max_user_watches``, and the same hooks with it up;
+- an agent session (:mod:`bench.session`, in-process) as long as the deepest rewind needs,
+  and two turns more, a shadow git checkpoint before each turn;
+- ``rewind N --yes`` and ``undo`` as processes, checked byte for byte, against ``git reset
+  --hard`` there and back; ``pre-write`` as a process in an open turn, against the floor;
+- one shell call's two hooks in scan mode (:func:`bench.shell_hooks.calls`) without the
+  daemon, against ``git status``; the daemon started as a session's start does (its start:
+  until its watcher's first scan is done), its memory, its inotify watches against
+  ``fs.inotify.max_user_watches``, and the same hooks with it up;
 - ``log``, ``status`` and ``gc`` as processes.
 
-Trees are made under a temporary folder and deleted after each size. Figures are medians;
-the table in ``scale.md`` puts each beside its value at the smallest size, and the targets:
-every per-turn figure at the largest size within 1.2x of the smallest, the daemon under
-256 MiB, ``init`` within 1.0x ``git status`` and storing under 1% of the tree's bytes.
+Trees are deleted after each size. Figures are medians; ``scale.md`` puts each beside its
+value at the smallest size, with the targets (docs/benchmarks.md, "Scale").
 """
 
 from __future__ import annotations
@@ -360,7 +356,7 @@ def shell(run: SessionRun, rounds: int, env: dict[str, str]) -> dict[str, Any]:
         peak = [m["VmHWM"] for m in after]
     finally:
         subprocess.run(_snapstore("serve", "--stop"), cwd=run.root, env=env, capture_output=True)
-        shell_hooks._wait_gone(pid)
+        shell_hooks.wait_gone(pid)
     return {
         "no_daemon": _median(walk["snapstore"]),
         "daemon": _median(up["snapstore"]),
@@ -588,6 +584,10 @@ def _label(files: int) -> str:
     )
 
 
+def _figure(what: str, value: str, peer: str, times_: float, *target: Any) -> Figure:
+    return Figure("i29", what, value, peer, times_, *target)
+
+
 def figures(rows: list[dict[str, Any]]) -> list[Figure]:
     """Each size's figures beside their peers, then the targets."""
     out = []
@@ -596,8 +596,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         git_status = init["git_status"]["median"]
         snap = init["snapstore"]
         out += [
-            Figure(
-                "i29",
+            _figure(
                 f"`init`, {n} files",
                 seconds(snap["seconds"]),
                 f"git status {seconds(git_status)}",
@@ -605,8 +604,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 "≤ 1.0x",
                 snap["seconds"] <= git_status * TARGETS["init_vs_git_status"],
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"  the store after `init`, {n} files",
                 size(snap["store_bytes"]),
                 f"the tree {size(r['tree_bytes'])}",
@@ -614,22 +612,19 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 "≤ 0.01x",
                 snap["store_bytes"] <= r["tree_bytes"] * TARGETS["init_store_share"],
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"  `init` peak RSS, {n} files",
                 size(snap["peak_rss"]),
                 f"shadow git's first commit {size(init['shadow_git']['peak_rss'])}",
                 ratio(snap["peak_rss"], init["shadow_git"]["peak_rss"]),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"  `init` with the git-backed baseline, {n} files",
                 _show(GIT_BACKED, _git_backed(r)),
                 f"git status {seconds(git_status)}",
                 ratio(_git_backed(r) or math.nan, git_status),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"per-turn checkpoint (in-process), {n} files",
                 seconds(r["turn"]["snapstore_in_process"]["median"]),
                 f"shadow git {seconds(r['turn']['shadow_git']['median'])}",
@@ -637,22 +632,19 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                     r["turn"]["snapstore_in_process"]["median"], r["turn"]["shadow_git"]["median"]
                 ),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"`pre-write` process, {n} files",
                 seconds(r["pre_write"]["hook"]["median"]),
                 f"bare import {seconds(r['pre_write']['floor']['median'])}",
                 ratio(r["pre_write"]["hook"]["median"], r["pre_write"]["floor"]["median"]),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"shell call's two hooks, daemon up, {n} files",
                 seconds(r["shell"]["daemon"]["median"]),
                 f"snapstore's ignored-event hooks {seconds(r['shell']['ignored']['median'])}",
                 ratio(r["shell"]["daemon"]["median"], r["shell"]["ignored"]["median"]),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"shell call's two hooks, no daemon, {n} files",
                 seconds(r["shell"]["no_daemon"]["median"]),
                 f"git status {seconds(r['shell']['git_status']['median'])}",
@@ -662,8 +654,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         for depth, row in r["rewind"].items():
             if isinstance(row, dict) and "rewind" in row:
                 out.append(
-                    Figure(
-                        "i29",
+                    _figure(
                         f"`rewind {depth} --yes` process, {n} files",
                         seconds(row["rewind"]["median"]),
                         f"git reset --hard {seconds(row['git']['median'])}",
@@ -673,15 +664,13 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         d = r["shell"]["daemon_process"]
         big = r["files"] >= 1_000_000
         out += [
-            Figure(
-                "i29",
+            _figure(
                 f"daemon start, {n} files",
                 seconds(d["start_s"]),
                 f"git status {seconds(git_status)}",
                 ratio(d["start_s"], git_status),
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"daemon RSS (peak), {n} files",
                 size(d["peak_rss_bytes"]),
                 "limit 256 MiB",
@@ -689,8 +678,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 "≤ 1.0x" if big else "",
                 d["peak_rss_bytes"] <= DAEMON_LIMIT if big else None,
             ),
-            Figure(
-                "i29",
+            _figure(
                 f"daemon inotify watches, {n} files",
                 f"{d['inotify_watches']:,}",
                 f"max_user_watches {d['max_user_watches']:,}",
@@ -699,8 +687,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         ]
         for name in ("log", "status", "gc"):
             out.append(
-                Figure(
-                    "i29",
+                _figure(
                     f"`{name}` process, {n} files",
                     seconds(r["commands"][name]["median"]),
                     "",
@@ -714,8 +701,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
             if m.per_turn and a and b:
                 limit = TARGETS["per_turn_vs_smallest"]
                 out.append(
-                    Figure(
-                        "i29",
+                    _figure(
                         f"{m.what}: {_label(large['files'])} vs {_label(small['files'])} files",
                         _show(m, b),
                         _show(m, a),

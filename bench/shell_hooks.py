@@ -176,7 +176,7 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
         with_daemon = calls(root, {**env, "SNAPSTORE_DAEMON": "auto"}, rounds, rounds)
     finally:
         subprocess.run([SNAPSTORE, "serve", "--stop"], cwd=root, env=env, capture_output=True)
-        _wait_gone(pid)
+        wait_gone(pid)
     shutil.rmtree(root, ignore_errors=True)
     median = statistics.median
     return {
@@ -192,7 +192,7 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
     }
 
 
-def _wait_gone(pid: int, timeout: float = 60.0) -> None:
+def wait_gone(pid: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
