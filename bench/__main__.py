@@ -10,6 +10,7 @@
     python -m bench log                  # `snapstore log` on 1,000 turns with huge rewrites
     python -m bench big-files --quick    # peak memory and bytes stored for a 100 MB file
     python -m bench big-merge            # rewinds that merge 10-500 MB text files, against git
+    python -m bench scale                # 1k to 1M files: init, hooks, daemon, rewinds (30-45 min)
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -24,7 +25,7 @@ from collections.abc import Callable
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import big_files, big_merge, processes, report
+from . import big_files, big_merge, processes, report, scale
 from .suites import SUITES, Config, run_suite
 from .tree import CorrectnessError
 
@@ -32,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SUITES["processes"] = processes.suite
 SUITES["big-files"] = big_files.suite
 SUITES["big-merge"] = big_merge.suite
+SUITES["scale"] = scale.suite
 QUICK = dict(
     files=[1_000],
     turns=12,
@@ -105,6 +107,12 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         help="run git gc --aggressive for the after-gc size (default: on trees up to 20k files)",
     )
     parser.add_argument("--tmp", help="where the temporary trees go (default: the system's)")
+    parser.add_argument(
+        "--git-baseline",
+        metavar="ARG",
+        help="scale: the `snapstore init` argument for the git-backed baseline; init is then "
+        "measured without and with it (default: not available)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     cfg = Config(
@@ -115,6 +123,7 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         restic=not args.no_restic,
         gc=args.gc,
         tmp=args.tmp,
+        git_baseline=args.git_baseline,
     )
     if args.quick:
         for key, value in QUICK.items():
@@ -134,6 +143,8 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
     suites = args.suites or (
         ["repo"] if args.repo else QUICK_SUITES if args.quick else DEFAULT_SUITES
     )
+    if "scale" in suites and args.files is None:
+        cfg.files = scale.QUICK_FILES if args.quick else scale.SIZES
     if "repo" in suites and not args.repo:
         parser.error("the repo suite needs --repo PATH")
     return suites, cfg, not args.no_progress

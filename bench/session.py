@@ -68,9 +68,21 @@ class SessionRun:
     """One workload in one temporary folder: the workspace, the store and every peer."""
 
     def __init__(
-        self, workload: Workload, workdir: str, *, peers: bool = True, restic: bool = False
+        self,
+        workload: Workload,
+        workdir: str,
+        *,
+        peers: bool = True,
+        restic: bool = False,
+        init: Callable[[SessionRun], Store] | None = None,
+        skip: frozenset[str] = frozenset({STORE_DIR}),
     ):
+        """``init`` makes and opens the store (default: ``Store.init`` in this process); it
+        runs once the peers exist, so it may set them up first. ``skip``: the top-level names
+        the tree checks leave out."""
         self.workload = workload
+        self.init = init or (lambda run: Store.init(run.root))
+        self.skip = skip
         self.workdir = workdir
         self.root = os.path.join(workdir, "ws")
         self.with_peers = peers
@@ -92,14 +104,14 @@ class SessionRun:
             files=len(base), tree_bytes=_tree_bytes(self.root, base), materialise_s=seconds
         )
         self.plans = self.workload.plan(self.root, base)
-        self.tree = Tree(self.root, base, frozenset({STORE_DIR}))
-        seconds, self.store = timed(lambda: Store.init(self.root))
-        self.info["snapstore_init_s"] = seconds
+        self.tree = Tree(self.root, base, self.skip)
         if self.with_peers:
             self.git = ShadowGit(self.root, os.path.join(self.workdir, "git"), (STORE_DIR,))
             self.copy = PlainCopy(self.root, os.path.join(self.workdir, "copy"))
         if self.with_restic:
             self.restic = Restic(self.root, os.path.join(self.workdir, "restic"), (STORE_DIR,))
+        seconds, self.store = timed(lambda: self.init(self))
+        self.info["snapstore_init_s"] = seconds
         touched = {e.path for plan in self.plans for e in plan.agent + plan.user}
         self.agent_paths = {e.path for plan in self.plans for e in plan.agent}
         self.final = {rel: base.get(rel) for rel in touched}

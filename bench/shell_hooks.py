@@ -112,7 +112,8 @@ def git_status(root: str, env: dict[str, str], rounds: int) -> list[float]:
 
 
 def daemon_up(root: str, env: dict[str, str], timeout: float = 600.0) -> int:
-    """Start the daemon as a session's start does, and wait for its watcher."""
+    """Start the daemon as a session's start does, and wait for its watcher: its lock
+    taken, then its first scan done (the log's ``started ... watching`` line)."""
     from snapstore_cli.doors.daemon import info
 
     from snapstore.ops.watchlink import watcher_info
@@ -122,10 +123,25 @@ def daemon_up(root: str, env: dict[str, str], timeout: float = 600.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running, watcher = info(store), watcher_info(store)
-        if running and running.get("port") and watcher and watcher.get("sync"):
+        if (
+            running
+            and running.get("port")
+            and watcher
+            and watcher.get("sync")
+            and _watching(store, root)
+        ):
             return int(running["pid"])
         time.sleep(0.05)
     raise RuntimeError("the daemon did not start")
+
+
+def _watching(store: str, root: str) -> bool:
+    """Whether the watcher has said that it watches ``root`` (after its first scan)."""
+    try:
+        with open(os.path.join(store, "serve.log"), encoding="utf-8", errors="replace") as log:
+            return any(" started " in line and f"watching {root}" in line for line in log)
+    except FileNotFoundError:
+        return False
 
 
 def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
@@ -160,7 +176,7 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
         with_daemon = calls(root, {**env, "SNAPSTORE_DAEMON": "auto"}, rounds, rounds)
     finally:
         subprocess.run([SNAPSTORE, "serve", "--stop"], cwd=root, env=env, capture_output=True)
-        _wait_gone(pid)
+        wait_gone(pid)
     shutil.rmtree(root, ignore_errors=True)
     median = statistics.median
     return {
@@ -176,7 +192,7 @@ def one_size(files: int, rounds: int, base: Path) -> dict[str, Any]:
     }
 
 
-def _wait_gone(pid: int, timeout: float = 60.0) -> None:
+def wait_gone(pid: int, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:

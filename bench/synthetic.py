@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .tree import FILE, LINK, Version
 
@@ -148,12 +148,19 @@ def _size(rng: random.Random) -> int:
     return max(16, min(MAX_SIZE, int(rng.lognormvariate(math.log(MEDIAN_SIZE), SIGMA))))
 
 
-def generate(files: int, seed: int) -> Iterator[tuple[str, str, bytes, int]]:
-    """Yield ``(path, kind, data, mode)`` for every entry of the tree, folders first implied."""
+#: Draws one file's size from the generator's random source.
+Sizes = Callable[[random.Random], int]
+
+
+def generate(
+    files: int, seed: int, per_folder: int = FILES_PER_DIR, sizes: Sizes = _size
+) -> Iterator[tuple[str, str, bytes, int]]:
+    """Yield ``(path, kind, data, mode)`` for every entry of the tree, folders first implied:
+    ``files // per_folder`` folders, each file's size from ``sizes``."""
     rng = random.Random(f"tree:{files}:{seed}")
     text = Text(rng)
     corpus = text.corpus(CORPUS_SIZE)
-    folders = _folders(rng, max(1, files // FILES_PER_DIR))
+    folders = _folders(rng, max(1, files // per_folder))
     exts, weights = zip(*EXTENSIONS, strict=True)
     last_in_folder: dict[str, str] = {}
     for i in range(files):
@@ -166,7 +173,7 @@ def generate(files: int, seed: int) -> Iterator[tuple[str, str, bytes, int]]:
         if sibling is not None and rng.random() < LINK_SHARE:
             yield path, LINK, sibling.encode(), 0o777
             continue
-        size = _size(rng)
+        size = sizes(rng)
         if ext in BINARY:
             yield path, FILE, rng.randbytes(size), 0o644
             continue
@@ -175,11 +182,13 @@ def generate(files: int, seed: int) -> Iterator[tuple[str, str, bytes, int]]:
         yield path, FILE, data, 0o755 if ext == ".sh" else 0o644
 
 
-def materialise(root: str, files: int, seed: int) -> dict[str, Version]:
+def materialise(
+    root: str, files: int, seed: int, per_folder: int = FILES_PER_DIR, sizes: Sizes = _size
+) -> dict[str, Version]:
     """Write the tree under ``root`` and return its base state."""
     base: dict[str, Version] = {}
     made: set[str] = set()
-    for path, kind, data, mode in generate(files, seed):
+    for path, kind, data, mode in generate(files, seed, per_folder, sizes):
         folder = os.path.dirname(path)
         if folder and folder not in made:
             os.makedirs(os.path.join(root, folder), exist_ok=True)

@@ -56,6 +56,50 @@ def test_quick_benchmark_runs_and_restores_the_right_bytes(tmp_path: Path) -> No
     assert (out / "figures.md").read_text().count("\n") > 5
 
 
+def test_quick_scale_benchmark_checks_its_rewinds_and_measures_the_daemon(tmp_path: Path) -> None:
+    """``bench scale --quick`` (shrunk from 100k to 2,000 files to stay fast): the rewinds are
+    checked byte for byte, ``init`` runs on a clean git repository, the daemon watches every
+    folder, and the figures table, JSON and git-backed column are written."""
+    out = tmp_path / "results"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "scale",
+            "--quick",
+            "--files",
+            "2000",
+            "--no-progress",
+            "--out",
+            str(out),
+            "--tmp",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    scale = json.loads((out / "scale.json").read_text())
+    (row,) = scale["results"]["sizes"]
+    assert row["files"] == 2000 and row["folders"] == 100
+    rewind = row["rewind"]
+    assert set(rewind) >= {"1", "10"}
+    assert rewind["checks"] == 2 * 2 * rewind["reps"]  # a rewind and its undo, per depth
+    init = row["init"]
+    assert init["snapstore"]["store_bytes"] > 0 and init["snapstore"]["peak_rss"] > 0
+    assert "git_backed" not in init and scale["params"]["git_baseline"] == "not available"
+    daemon = row["shell"]["daemon_process"]
+    assert daemon["inotify_watches"] >= row["folders"]
+    assert daemon["rss_bytes"] > 0 and daemon["max_user_watches"] > 0
+    table = (out / "scale.md").read_text()
+    assert "`rewind 10 --yes`, a process" in table and "not available" in table
+    assert (out / "figures.md").read_text().count("\n") > 10
+    assert (tmp_path / "results").exists() and not list(tmp_path.glob("snapstore-bench-scale-*"))
+
+
 def test_the_conversation_benchmark_checks_what_each_mode_did(tmp_path: Path) -> None:
     """bench.conversation refuses a figure of a rewind that did not do its work: --mode both
     must grow the transcript, --mode code must leave it, undo must put it back."""
