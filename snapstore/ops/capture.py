@@ -576,7 +576,11 @@ def _commit_post(
             if (found is None or found.base != before.key) and check:
                 return None  # ``paths`` moved since it was read: read again
             if found is None or found.base != before.key or found.key is None:
-                why = found.lost if found is not None and found.lost else "its version moved meanwhile"
+                why = (
+                    found.lost
+                    if found is not None and found.lost
+                    else "its version moved meanwhile"
+                )
                 skipped.append((rel, why))
                 continue
             tx.put_blob(found.key, found.value, found.data)
