@@ -35,6 +35,7 @@ from snapstore.ops.scan import scan
 from .measure import ratio, timed
 from .report import Figure, seconds, size, table, write_json
 from .synthetic import materialise
+from .tree import CorrectnessError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GIT_ENV = {
@@ -90,6 +91,11 @@ def run(files: int, rounds: int) -> dict[str, Any]:
             status.append(timed(lambda: _git(root, "status", "--porcelain"))[0])
             with_refs.append(_first_scan(root, True))
             without.append(_first_scan(root, False))
+        for got in with_refs:  # a figure of a baseline that did not do its work is refused
+            if got["read"] + got["referenced"] != len(base) or got["referenced"] == 0:
+                raise CorrectnessError(f"the referenced baseline read or referenced wrong: {got}")
+        if any(got["read"] != len(base) or got["referenced"] for got in without):
+            raise CorrectnessError("the stored baseline did not read every file")
         return {
             "files": len(base),
             "tree_bytes": tree_bytes,
