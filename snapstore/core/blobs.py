@@ -97,6 +97,19 @@ def digest_hex(data: bytes) -> str:
     return blake3(data).hexdigest()
 
 
+#: The BLAKE3 key-derivation context of a git reference's key: keys so made never equal
+#: the plain BLAKE3 of any content, so a reference cannot be taken for a blob.
+REFERENCE_CONTEXT = "snapstore 2026-12 git blob reference"
+
+
+def reference_key(oid: str) -> bytes:
+    """The key that names a file version known by reference to git blob ``oid`` (hex), in
+    ``paths`` and the scan index, as a digest names a stored blob (docs/format.md)."""
+    from blake3 import blake3
+
+    return blake3(oid.encode(), derive_key_context=REFERENCE_CONTEXT).digest()
+
+
 def hasher() -> "blake3":
     """An incremental :func:`digest`, for content read in pieces (big files)."""
     from blake3 import blake3

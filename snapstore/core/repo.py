@@ -66,6 +66,8 @@ RECORDS: dict[str, type] = {"turns": Turn, "sessions": Session, "changes": Chang
 #: ``git`` keys: a move of a turn (``m`` turn id ``/`` sequence), the last value recorded of
 #: a ref, HEAD, the index or the stash's reflog (``r`` name).
 _MOVE, _VALUE = b"m", b"r"
+#: A ``gitrefs`` value: the blob's size, then its git object id in hex.
+_REF_SIZE = struct.Struct(">Q")
 
 
 def session_key(name: str) -> bytes:
@@ -88,6 +90,13 @@ def change_key(turn_id: str, seq: int) -> bytes:
 
 def _move_key(turn_id: str, seq: int) -> bytes:
     return _MOVE + change_key(turn_id, seq)
+
+
+def _parse_ref(key: bytes, value: bytes) -> tuple[str, int]:
+    oid = value[_REF_SIZE.size :].decode("ascii", "replace")
+    if len(oid) not in (40, 64) or any(c not in "0123456789abcdef" for c in oid):
+        raise StoreCorrupt(f"git reference {key.hex()[:12]} is malformed")
+    return oid, _REF_SIZE.unpack_from(value)[0]
 
 
 def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -241,6 +250,24 @@ class View:
 
     def blob_value(self, key: bytes) -> bytes | None:
         return self._get("blobs", key)
+
+    def git_ref(self, key: bytes) -> tuple[str, int] | None:
+        """The git object id and size a reference key stands for (None: ``key`` names no
+        reference: a blob's digest, or nothing)."""
+        value = self._get("gitrefs", key)
+        return None if value is None else _parse_ref(key, bytes(value))
+
+    def has_git_refs(self) -> bool:
+        """Whether any version is known by reference (one cursor step: a scan asks it)."""
+        return bool(self._txn.cursor(db=self._dbs["gitrefs"]).first())
+
+    def git_refs(self) -> Iterator[tuple[bytes, tuple[str, int] | StoreCorrupt]]:
+        """Every reference, or why its value cannot be read."""
+        for key, value in self._items("gitrefs"):
+            try:
+                yield bytes(key), _parse_ref(bytes(key), bytes(value))
+            except StoreCorrupt as exc:
+                yield bytes(key), exc
 
     def blob(self, key: bytes, chunked: bool = True, size: int | None = None) -> bytes:
         """The verified bytes of a blob, following its delta chain.
@@ -489,6 +516,11 @@ class Tx(View):
             self._put("heads", key, turn_id.encode())
 
     def put_change(self, change: Change) -> None:
+        """Store a change. Its versions are blobs of the store, never git references: a
+        capture copies a referenced version in first (snapstore.ops.gitbase)."""
+        for version in (change.before, change.after):
+            if version is not None and self._get("gitrefs", version.key) is not None:
+                raise StoreCorrupt(f"a change of {change.path} names a git reference, not a blob")
         self._put("changes", change_key(change.turn, change.seq), dumps(change))
 
     def delete_change(self, change: Change) -> None:
@@ -590,6 +622,13 @@ class Tx(View):
 
     def delete_blob(self, key: bytes) -> None:
         self._delete("blobs", key)
+
+    def put_git_ref(self, key: bytes, oid: str, size: int) -> None:
+        """Record that ``key`` stands for git blob ``oid`` of ``size`` bytes."""
+        self._put("gitrefs", key, _REF_SIZE.pack(size) + oid.encode())
+
+    def delete_git_ref(self, key: bytes) -> None:
+        self._delete("gitrefs", key)
 
     # -- paths, the scan index, settings -----------------------------------------
 
@@ -778,12 +817,12 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a store of schema 1 to 4 to the current schema in one commit
+        """Bring a store of schema 1 to 5 to the current schema in one commit
         (docs/format.md, Versions): schema 3 only added optional fields, schema 4 a blob
-        encoding and schema 5 optional fields (a conversation edit's, an inside rewind's)
-        and the ``git`` database (created empty when the store was opened), so a store of
-        schema 2 or later needs nothing but its version. A store of schema 4 or older also
-        gets its ``.gitignore``."""
+        encoding, schema 5 optional fields (a conversation edit's, an inside rewind's)
+        and the ``git`` database, schema 6 the ``gitrefs`` database (both created empty
+        when the store was opened), so a store of schema 2 or later needs nothing but its
+        version. A store of schema 4 or older also gets its ``.gitignore``."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]

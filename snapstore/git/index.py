@@ -13,6 +13,7 @@ unknown version) is compared byte for byte.
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 _HEADER = struct.Struct(">4sII")
 #: ctime, mtime (seconds and nanoseconds each), dev, ino, mode, uid, gid, size
@@ -28,22 +29,47 @@ Entry = tuple[bytes, int, bytes, int]  # path, mode, object id, flags that matte
 def entries(data: bytes, oid_bytes: int = 20) -> list[Entry] | None:
     """What the index stages, entry by entry; None when it cannot be read so (a version
     or an extension this reader does not know, a malformed file)."""
+    found = stat_entries(data, oid_bytes)
+    if found is None:
+        return None
+    return [(e.path, e.mode, e.oid, e.meaning) for e in found]
+
+
+class StatEntry(NamedTuple):
+    """One index entry with the stat data git cached for its work-tree file: what
+    ``git status`` compares with ``lstat`` to know, without reading it, that the file
+    still holds the staged blob."""
+
+    path: bytes
+    mode: int
+    oid: bytes
+    meaning: int  # stage, assume-valid, intent-to-add, skip-worktree (the flags that matter)
+    ctime_ns: int
+    mtime_ns: int
+    ino: int  # the low 32 bits, as git keeps them
+    size: int  # the low 32 bits, as git keeps them
+
+
+def stat_entries(data: bytes, oid_bytes: int = 20) -> list[StatEntry] | None:
+    """Every entry of the index with its stat data; None as for :func:`entries`."""
     try:
         return _entries(data, oid_bytes)
     except (struct.error, IndexError, ValueError):
         return None
 
 
-def _entries(data: bytes, oid_bytes: int) -> list[Entry] | None:
+def _entries(data: bytes, oid_bytes: int) -> list[StatEntry] | None:
     signature, version, count = _HEADER.unpack_from(data)
     if signature != b"DIRC" or version not in (2, 3, 4):
         return None
-    found: list[Entry] = []
+    found: list[StatEntry] = []
     at = _HEADER.size
     path = b""
     for _ in range(count):
         start = at
-        mode = _STAT.unpack_from(data, at)[6]
+        ctime_s, ctime_n, mtime_s, mtime_n, _dev, ino, mode, _uid, _gid, size = _STAT.unpack_from(
+            data, at
+        )
         at += _STAT.size
         oid = data[at : at + oid_bytes]
         at += oid_bytes
@@ -68,7 +94,18 @@ def _entries(data: bytes, oid_bytes: int) -> list[Entry] | None:
             at = start + ((end - start) // 8 + 1) * 8  # NUL-padded to a multiple of 8
         stage = (flags >> 12) & 3
         meaning = (stage << 16) | (flags & _ASSUME_VALID) | (extended & _MEANINGFUL)
-        found.append((path, mode, oid, meaning))
+        found.append(
+            StatEntry(
+                path,
+                mode,
+                oid,
+                meaning,
+                ctime_s * 1_000_000_000 + ctime_n,
+                mtime_s * 1_000_000_000 + mtime_n,
+                ino,
+                size,
+            )
+        )
     if data[at : at + 4] == b"link":  # a split index: its entries live in another file
         return None
     return found

@@ -33,6 +33,7 @@ from ..core.records import (
 from ..core.repo import Locked, Repo, Tx, View
 
 if TYPE_CHECKING:
+    from .gitbase import Copied
     from .session_base import Base
 
 T = TypeVar("T")
@@ -490,6 +491,7 @@ def post_write(
         with repo.read() as v:
             turn = v.open_turn(session)
             awaiting = {c.path: c for c in _awaiting(v, turn)} if turn is not None else {}
+            referenced = _referenced(v, [rel for rel in rels if rel not in awaiting])
         unread: dict[str, SnapstoreError] = {}
         prepared = prepare(
             repo,
@@ -501,11 +503,20 @@ def post_write(
         if not prepared and (refused or unread):
             raise next(iter({**refused, **unread}.values()))
         check = attempt < _ATTEMPTS - 1  # the last attempt records what it read
+        copied: dict[str, Copied] = {}
+        if referenced:  # a change from a version known by reference to git: bring it in
+            from .gitbase import copy_in
+
+            now = {rel: (base, prepared[rel].data) for rel, base in referenced.items()}
+            copied = copy_in(repo, {rel: item for rel, item in now.items() if rel in prepared})
 
         def commit(
-            tx: Tx, prepared: dict[str, _Prepared] = prepared, check: bool = check
+            tx: Tx,
+            prepared: dict[str, _Prepared] = prepared,
+            check: bool = check,
+            copied: "dict[str, Copied]" = copied,
         ) -> CaptureResult | None:
-            return _commit_post(tx, repo, session, tool, list(prepared), prepared, check)
+            return _commit_post(tx, repo, session, tool, list(prepared), prepared, check, copied)
 
         try:
             result = _write(repo, prepared.values(), commit)
@@ -526,8 +537,10 @@ def _commit_post(
     rels: list[str],
     prepared: dict[str, _Prepared],
     check: bool,
+    copied: "dict[str, Copied]",
 ) -> CaptureResult | None:
-    """One post-write's commit; None (and nothing written) when a read went stale."""
+    """One post-write's commit; None (and nothing written) when a read went stale.
+    ``copied``: the earlier versions known by reference to git, brought in."""
     turn = tx.open_turn(session)
     if check and any(
         _in_flight(turn, rel) <= 1 and not _still_there(repo, prepared[rel]) for rel in rels
@@ -558,6 +571,20 @@ def _commit_post(
                 )
             )
             continue
+        if before is not None and tx.git_ref(before.key) is not None:
+            found = copied.get(rel)
+            if (found is None or found.base != before.key) and check:
+                return None  # ``paths`` moved since it was read: read again
+            if found is None or found.base != before.key or found.key is None:
+                why = (
+                    found.lost
+                    if found is not None and found.lost
+                    else "its version moved meanwhile"
+                )
+                skipped.append((rel, why))
+                continue
+            tx.put_blob(found.key, found.value, found.data)
+            before = before._replace(digest=found.key.hex())
         recorded.append(rel)
         if not differs(before, item.version):
             continue  # the store knows this version already
@@ -583,6 +610,15 @@ def _commit_post(
     tx.event("post_write", session=session, turn=turn.id if turn else None, paths=recorded)
     faults.point("capture.commit")
     return CaptureResult(session, turn.id if turn else None, recorded, skipped)
+
+
+def _referenced(v: View, rels: list[str]) -> dict[str, bytes]:
+    """The paths of ``rels`` whose latest version is known by reference to git, with its
+    reference key (snapstore.ops.gitbase); a store without any costs one cursor step."""
+    if not rels or not v.has_git_refs():
+        return {}
+    found = {rel: v.path_digest(rel) for rel in rels}
+    return {rel: key for rel, key in found.items() if key is not None and v.git_ref(key)}
 
 
 def _in_flight(turn: Turn | None, rel: str) -> int:

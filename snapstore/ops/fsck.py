@@ -10,7 +10,9 @@
   (an index, a stash list);
 - every turn's parent and previous rewind exist; every head, every session's
   open turn and last rewind, every pending operation and every ``paths`` entry
-  points at something that exists.
+  points at something that exists; a ``paths`` entry known by reference to git
+  (snapstore.ops.gitbase) names an object git still gives back, whole and matching
+  its id.
 
 An interrupted rewind (``meta/unfinished``) is not a problem: it is reported so
 that it can be resumed. With ``repair``, what cannot be recovered is dropped in
@@ -82,16 +84,16 @@ def fsck(repo: Repo, repair: bool = False) -> FsckReport:
     """Verify the whole store; with ``repair``, drop what cannot be recovered."""
     if not repair:
         with repo.read() as v:
-            return _check(v).report
+            return _check(repo, v).report
     with repo.lock() as w:
         with repo.read() as v:
-            found = _check(v)
+            found = _check(repo, v)
         if not found.report.ok:
             w.write(lambda tx: _repair(tx, found))
     return found.report
 
 
-def _check(v: View) -> _Findings:
+def _check(repo: Repo, v: View) -> _Findings:
     found = _Findings()
     for key, _ in v.blob_values():
         found.report.blobs_checked += 1
@@ -107,6 +109,7 @@ def _check(v: View) -> _Findings:
     for key, change in v.records("changes"):
         _check_change(v, found, key, change)
     _check_links(v, found)
+    _check_references(repo, v, found)
     _check_git(v, found)
     found.report.pending = v.unfinished()
     return found
@@ -185,9 +188,35 @@ def _check_links(v: View, found: _Findings) -> None:
         if op_id not in turns:
             found.dangling("pending", op_id, op_id, "the interrupted operation has no record")
     for rel, digest in v.path_digests():
+        if v.git_ref(digest) is not None:
+            continue  # known by reference to git: _check_references
         if not v.has_blob(digest) or digest in found.bad_blobs:
             found.bad_paths.append(rel)
             found.dangling("path", rel, digest.hex(), "its latest version cannot be read")
+
+
+def _check_references(repo: Repo, v: View, found: _Findings) -> None:
+    """Each version known by reference must come back from git whole: a malformed
+    reference is corrupt, and a ``paths`` entry whose object git lacks (or gives back
+    otherwise than its id says) cannot be read."""
+    refs: dict[bytes, tuple[str, int]] = {}
+    for key, ref in v.git_refs():
+        if isinstance(ref, StoreCorrupt):
+            found.corrupt("git reference", key.hex(), str(ref))
+        else:
+            refs[key] = ref
+    named = {rel: digest for rel, digest in v.path_digests() if digest in refs}
+    if not named:
+        return
+    from .gitbase import check  # only a store that holds references starts git
+
+    bad = check(repo, {digest: refs[digest] for digest in named.values()})
+    for rel, digest in named.items():
+        if digest in bad:
+            found.bad_paths.append(rel)
+            found.dangling(
+                "path", rel, refs[digest][0], f"its baseline version is in git: {bad[digest]}"
+            )
 
 
 def _repair(tx: Tx, found: _Findings) -> None:

@@ -371,6 +371,7 @@ def _sweep(w: Locked, result: GcResult) -> None:
             key=lambda k: headers[k].depth,
         )  # bases before what rests on them
         dead = [k for k in headers if k not in live]
+        dead_refs = [k for k, _ in snap.git_refs() if k not in live]  # no path names them
         stale_counts = [k for k in snap.counted() if k[:32] not in live or k[32:] not in live]
 
         def commit(tx: Tx) -> tuple[int, int]:
@@ -394,6 +395,8 @@ def _sweep(w: Locked, result: GcResult) -> None:
             faults.point("gc.rebased")
             for key in dead:
                 tx.delete_blob(key)
+            for key in dead_refs:
+                tx.delete_git_ref(key)
             for key in stale_counts:
                 tx.forget_line_counts(key)
             return len(dead), rebased

@@ -14,10 +14,11 @@ those changes by comparing the workspace with two databases:
   the same bytes only refreshes the index and records nothing twice.
 
 The first scan of a workspace records the baseline: every file's blob, so that
-any file can come back later. Changes found inside one agent's shell call
-belong to its turn (snapstore.ops.shell); all others go to a closed turn of kind
-``user`` that no branch contains, so a rewind never takes the user's own work
-back.
+any file can come back later (in a git repository, a file git's index shows clean
+against HEAD is recorded by reference instead, unread: snapstore.ops.gitbase). Changes
+found inside one agent's shell call belong to its turn (snapstore.ops.shell); all
+others go to a closed turn of kind ``user`` that no branch contains, so a rewind never
+takes the user's own work back.
 
 Reading and compressing happen outside the write lock, in batches; each batch
 is one commit. Inside the commit every path is checked again (its fingerprint
@@ -32,6 +33,7 @@ import os
 import stat
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..core.errors import FileChanged, SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
@@ -57,6 +59,9 @@ from ..core.repo import Locked, Repo, Tx, View
 from .capture import writing
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
+
+if TYPE_CHECKING:
+    from .gitbase import Baseline, Copied
 
 FP_SIZE = FINGERPRINT.size
 #: A file touched this recently may change again within the same timestamp tick
@@ -161,7 +166,10 @@ class ScanResult:
 class _Item:
     """One path whose fingerprint moved: what is on disk now, ready to commit."""
 
-    __slots__ = ("check", "data", "fingerprint", "key", "mkdirs", "old", "rel", "value", "version")
+    __slots__ = (
+        *("check", "copied", "data", "fingerprint", "key", "mkdirs"),
+        *("old", "ref", "rel", "value", "version"),
+    )
 
     def __init__(
         self,
@@ -180,6 +188,8 @@ class _Item:
         self.value: bytes | None = None  # encoded; None when the blob is already stored
         self.data: bytes | Big = b""
         self.mkdirs = 0
+        self.ref: tuple[str, int] | None = None  # recorded by reference: git object id, size
+        self.copied: Copied | None = None  # its referenced earlier version, brought in
 
 
 def _stored(st: os.stat_result, now_ns: int) -> bytes:
@@ -219,6 +229,8 @@ class _Walker:
         self.candidates: list[tuple[str, bytes | None]] = []
         self.forget: list[str] = []
         self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
+        self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
+        self.referenced: list[_Item] = []
 
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
@@ -324,9 +336,24 @@ class _Walker:
                 self.refuse(_decode(rel), "not a regular file or a symlink", st)
             elif st.st_size > limit and is_reg(mode):
                 self.refuse(_decode(rel), f"larger than the size cap ({limit} bytes)", st)
-            else:
+            elif old is not None or self.baseline is None or not self._referenced(rel, st):
                 candidates.append((_decode(rel), old))
         return files
+
+    def _referenced(self, rel: bytes, st: os.stat_result) -> bool:
+        """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase)."""
+        assert self.baseline is not None
+        found = self.baseline.find(rel, st)
+        if found is None:
+            return False
+        key, oid, size = found
+        item = _Item(
+            _decode(rel), None, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st)
+        )
+        item.key, item.ref = key, (oid, size)
+        item.version = Version(key.hex(), stat.S_IMODE(st.st_mode), FILE)
+        self.referenced.append(item)
+        return True
 
     def _rules_unchanged(self, prefix: bytes, present: dict[str, os.DirEntry[str]]) -> bool:
         """Whether this folder's ignore files are as the index last saw them."""
@@ -426,6 +453,7 @@ def scan(
     dirs: dict[str, int] | None = None,
     rules: IgnoreRules | None = None,
     window: Iterable[WindowAction] = (),
+    git_baseline: bool = True,
 ) -> ScanResult:
     """Record what changed since the last scan, in the whole workspace or below ``paths``.
 
@@ -435,6 +463,7 @@ def scan(
     windows in the scan's last commit, after what it found is recorded.
     ``dirs``, when given, collects the folders visited (path -> inode).
     ``rules`` may be kept from an earlier scan while no ignore file changed.
+    ``git_baseline``: the first scan may record git's clean files by reference.
     """
     started = time.perf_counter()
     result = ScanResult(source=source)
@@ -451,6 +480,10 @@ def scan(
     if scopes is None and dirs is None:
         dirs = {}  # a full scan notes the folders, to find the ones that came
     walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
+    if result.baseline and result.full and git_baseline:
+        from .gitbase import baseline
+
+        walker.baseline = baseline(repo)
     new_state = None
     if scopes is None and (state is None or state.get("exclude") != exclude):
         new_state = {"baseline": (state or {}).get("baseline", repo.clock()), "exclude": exclude}
@@ -547,6 +580,8 @@ def _record(
     ``folders`` that came (given to the agent's open turn, if the changes are its);
     ``known``: the folders the last full scan saw."""
     commit = _Committer(repo, session, result, actions)
+    for at in range(0, len(walker.referenced), BATCH_FILES):
+        commit(walker.referenced[at : at + BATCH_FILES], [])
     batch: list[_Item] = []
     size = 0
     total = len(walker.candidates)
@@ -558,15 +593,18 @@ def _record(
             batch.append(item)
             size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
-            commit(_encode(repo, batch, result.baseline, known), [])
+            commit(_copied(repo, _encode(repo, batch, result.baseline, known), result), [])
             batch, size = [], 0
         if progress is not None:
             progress("read", done, total)
     gone_items = [_Item(rel, old) for rel, old in walker.gone()]
+    while len(gone_items) > BATCH_FILES:  # each batch's earlier versions are held at once
+        commit([], _copied(repo, gone_items[:BATCH_FILES], result))
+        gone_items = gone_items[BATCH_FILES:]
     if batch or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            _encode(repo, batch, result.baseline, known),
-            gone_items,
+            _copied(repo, _encode(repo, batch, result.baseline, known), result),
+            _copied(repo, gone_items, result),
             walker.forget,
             new_state,
             final=True,
@@ -616,6 +654,22 @@ def _encode(repo: Repo, items: list[_Item], baseline: bool, known: frozenset[str
             item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
             if not baseline and item.old is None and base is None:
                 item.mkdirs = _new_parents(v, item.rel, known)
+    return items
+
+
+def _copied(repo: Repo, items: list[_Item], result: ScanResult) -> list[_Item]:
+    """Bring in the earlier version of each item whose ``paths`` entry is a git reference
+    (snapstore.ops.gitbase), outside the write lock; one git cannot give back is reported
+    as not captured. A store that holds no reference loads nothing of git's."""
+    with repo.read() as v:
+        if not items or not v.has_git_refs():
+            return items
+    from .gitbase import copy_items
+
+    for rel, why in copy_items(repo, items):
+        lost = {"path": rel, "reason": why}
+        result.skipped.append(lost)
+        result.uncaptured.append(lost)
     return items
 
 
@@ -736,7 +790,15 @@ class _Committer:
                 continue
             base = tx.path_digest(item.rel)
             before = _before(base, item, latest.get(item.rel))
-            if item.version is not None:
+            if base is not None and before is not None and tx.git_ref(base) is not None:
+                from .gitbase import settle
+
+                before = settle(tx, item, base, before)
+                if before is None:
+                    continue
+            if item.ref is not None:
+                tx.put_git_ref(item.key or b"", *item.ref)
+            elif item.version is not None:
                 tx.put_blob(item.key or b"", item.value, item.data)
             if self.result.baseline or not differs(before, item.version):
                 if self.result.baseline:

@@ -115,3 +115,21 @@ def test_the_conversation_benchmark_checks_what_each_mode_did(tmp_path: Path) ->
     results = json.loads((tmp_path / "conversation.json").read_text())["results"]
     assert [r["agent"] for r in results] == ["claude-code", "codex", "gemini-cli", "qwen-code"]
     assert all(len(r["raw"]["both"]) == len(r["raw"]["code"]) == 2 for r in results)
+
+
+def test_the_git_baseline_benchmark_references_the_clean_files(tmp_path: Path) -> None:
+    """bench.git_baseline's quick run: the baseline by reference reads only what git cannot
+    vouch for (the tree's symlinks), the other stores every file, and the figures say so."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.git_baseline", "--quick", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "git-baseline.json").read_text())["results"]
+    refs, stored = results["referenced"], results["stored"]
+    assert refs["referenced"] + refs["read"] == results["files"] == stored["read"]
+    assert refs["read"] < results["files"] // 10
+    assert refs["live_bytes"] < stored["live_bytes"]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from snapstore import Store
+from snapstore.core.db import SCHEMA_VERSION
 from snapstore.core.errors import GitRefused
 from snapstore.git import files
 from snapstore.git.index import entries, same_index
@@ -137,7 +138,7 @@ def test_a_schema_4_store_is_upgraded_with_the_git_table_and_its_gitignore(
         drop_table(store, "git")
     (root / ".snapstore" / ".gitignore").unlink()
     with Store.open(root, clock=clock) as store:
-        assert raw_values(store, "meta")[b"schema"] == b"5"
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
         assert (root / ".snapstore" / ".gitignore").read_text().splitlines()[-1] == "*"
         store.begin_turn("s", "commit")
         git(root, "commit", "-qam", "agent")

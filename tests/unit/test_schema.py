@@ -28,7 +28,8 @@ def _as_schema_1(store: Store) -> None:
     raw_put(store, b"unfinished", None, "meta")
     raw_put(store, b"schema", b"1", "meta")
     drop_table(store, "counts")  # schema 2 added it
-    drop_table(store, "git")  # and schema 5 this one
+    drop_table(store, "git")  # schema 5 this one
+    drop_table(store, "gitrefs")  # and schema 6 this one
 
 
 def test_a_schema_1_store_is_upgraded_and_keeps_its_history(root: Path, clock: Clock) -> None:
@@ -168,3 +169,19 @@ def transcript_of(store: Store, transcript: Path) -> bytes:
     """A Claude Code session of three turns in ``transcript``; its bytes."""
     session_of(store, "claude-code", transcript)
     return transcript.read_bytes()
+
+
+def test_a_schema_5_store_is_upgraded_with_the_gitrefs_table(root: Path, clock: Clock) -> None:
+    """Schema 6 added the ``gitrefs`` table (the baseline by reference): a schema-5 store
+    gets it empty, and its blobs still bring a file back."""
+    write(root, "f.txt", "one\n")
+    with Store.init(root, clock=clock, git=False) as store:
+        agent_turn(store, "first", {"f.txt": "two\n"})
+        raw_put(store, b"schema", b"5", "meta")
+        drop_table(store, "gitrefs")
+    with Store.open(root, clock=clock, git=False) as store:
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
+        assert [e["schema"] for e in store.events() if e["type"] == "upgrade"] == [SCHEMA_VERSION]
+        assert raw_values(store, "gitrefs") == {}
+        assert store.rewind(1).ok and read(root, "f.txt") == b"one\n"
+        assert store.fsck().ok

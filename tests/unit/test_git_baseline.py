@@ -1,0 +1,263 @@
+"""The baseline by reference: in a real git repository, the first scan records the files
+git's index shows clean against HEAD by their blob id, unread; their bytes come into the
+store the first time a change needs them, verified against git's id, so that a later
+``git gc`` takes nothing a turn depends on. Files whose bytes differ from the blob (a
+smudge filter, autocrlf, a Git LFS pointer's filter) are stored as ever."""
+
+from __future__ import annotations
+
+import os
+import zlib
+from pathlib import Path
+
+import pytest
+
+from snapstore import Store
+from snapstore.core import blobs
+from snapstore.ops import scan
+
+from ..support import Clock, write
+from ..support.gitrepo import git, sh
+from ..support.rawdb import raw_values
+
+
+@pytest.fixture(autouse=True)
+def _settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(scan, "RACY_NS", 0)  # files written by the test count as settled
+
+
+def _repo(root: Path, files: dict[str, str | bytes], attributes: str = "") -> None:
+    git(root, "init", "-q", "-b", "main")
+    if attributes:
+        write(root, ".gitattributes", attributes)
+    for rel, data in files.items():
+        write(root, rel, data)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "start")
+
+
+def _referenced(store: Store) -> set[str]:
+    """The paths whose baseline is a reference to git, not a blob of the store."""
+    refs = raw_values(store, "gitrefs")
+    with store.repo.read() as v:
+        return {rel for rel, digest in v.path_digests() if digest in refs}
+
+
+def _turn(store: Store, script: str, session: str = "s") -> str:
+    """One agent turn whose shell call runs ``script`` (scan mode)."""
+    turn = store.begin_turn(session, script, scan=True)
+    store.shell_begin(session, "call")
+    sh(Path(store.root), script)
+    store.shell_end(session, "call")
+    store.end_turn(session, scan=True)
+    return turn.id
+
+
+def _loose(root: Path, rel: str) -> Path:
+    oid = git(root, "rev-parse", f"HEAD:{rel}")
+    return root / ".git" / "objects" / oid[:2] / oid[2:]
+
+
+def test_clean_files_are_referenced_unread_and_the_rest_stored(root: Path, clock: Clock) -> None:
+    _repo(root, {f"src/f{i}.txt": f"file {i}\n" * 20 for i in range(30)} | {"run.sh": "echo\n"})
+    os.chmod(root / "run.sh", 0o755)
+    git(root, "add", "run.sh")
+    git(root, "commit", "-qm", "executable")
+    write(root, "src/f1.txt", "edited, not staged\n")
+    write(root, "src/f2.txt", "staged\n")
+    git(root, "add", "src/f2.txt")
+    write(root, "untracked.txt", "new\n")
+    with Store.init(root, clock=clock) as store:
+        result = store.scan()
+        assert result.baseline
+        referenced = _referenced(store)
+        assert referenced == {f"src/f{i}.txt" for i in range(30) if i not in (1, 2)} | {"run.sh"}
+        assert result.read == 3  # only the edited, the staged and the untracked file
+        with store.repo.read() as v:  # the three read are stored as ever
+            for rel in ("src/f1.txt", "src/f2.txt", "untracked.txt"):
+                assert v.blob(v.path_digest(rel)) == (root / rel).read_bytes()
+        assert len(raw_values(store, "blobs")) == 3
+        assert store.fsck().ok
+        assert store.scan().count == 0  # a second scan finds nothing, reads nothing
+        assert store.scan().read == 0
+
+
+def test_a_shell_rm_of_a_referenced_file_is_rewound_exactly(root: Path, clock: Clock) -> None:
+    data = {"keep.txt": "kept\n", "gone.txt": "the file rm takes\n" * 50, "edit.txt": "one\n"}
+    _repo(root, data | {"tool.sh": "#!/bin/sh\n"})
+    os.chmod(root / "tool.sh", 0o755)
+    git(root, "commit", "-qam", "mode")
+    with Store.init(root, clock=clock) as store:
+        store.scan()
+        assert {"gone.txt", "edit.txt", "tool.sh"} <= _referenced(store)
+        _turn(store, "rm gone.txt && echo two >> edit.txt && chmod -x tool.sh && touch keep.txt")
+        assert "keep.txt" in _referenced(store)  # only touched: still a reference, not copied
+        result = store.rewind(1, "s")
+        assert result.ok and sorted(result.restored) == ["edit.txt", "gone.txt", "tool.sh"]
+        for rel, text in data.items():
+            assert (root / rel).read_text() == text
+        assert os.stat(root / "tool.sh").st_mode & 0o777 == 0o755
+        assert git(root, "status", "--porcelain") == ""
+        assert store.fsck().ok
+
+
+def test_the_version_a_turn_needs_survives_git_gc_of_its_branch(root: Path, clock: Clock) -> None:
+    """The agent deletes a branch and prunes: the baseline's file it removed earlier comes
+    back from the store, because its bytes were copied when the turn changed it."""
+    _repo(root, {"base.txt": "on main\n"})
+    git(root, "checkout", "-q", "-b", "feature")
+    write(root, "feature.txt", "only on the feature branch\n" * 30)
+    git(root, "add", "feature.txt")
+    git(root, "commit", "-qm", "feature")
+    with Store.init(root, clock=clock) as store:
+        store.scan()
+        assert "feature.txt" in _referenced(store)
+        object_file = _loose(root, "feature.txt")
+        _turn(store, "git checkout -q main")  # the file leaves the work tree
+        _turn(
+            store,
+            "git branch -D feature && git reflog expire --expire=now --all && "
+            "git gc -q --prune=now",
+        )
+        assert not object_file.exists()  # git no longer has the object
+        result = store.rewind(2, "s")
+        assert result.restored == ["feature.txt"] and not result.errors
+        assert (root / "feature.txt").read_text() == "only on the feature branch\n" * 30
+        # the branch itself cannot come back: git pruned its commit, and the rewind says so
+        assert result.git is not None and "pruned" in str(result.git["refs"])
+        assert store.fsck().ok
+
+
+def test_a_version_git_lost_before_any_capture_is_refused_not_guessed(
+    root: Path, clock: Clock
+) -> None:
+    """The file leaves the work tree and its object is pruned inside one shell call, before
+    any capture could copy it: the scan says it was not captured, the rewind says it is
+    not restored, and nothing is written in its place."""
+    _repo(root, {"base.txt": "on main\n"})
+    git(root, "checkout", "-q", "-b", "feature")
+    write(root, "feature.txt", "only on the feature branch\n")
+    git(root, "add", "feature.txt")
+    git(root, "commit", "-qm", "feature")
+    warnings: list[str] = []
+    with Store.init(root, clock=clock, git=False, warn=warnings.append) as store:
+        store.scan()
+        _turn(
+            store,
+            "git checkout -q main && git branch -D feature && "
+            "git reflog expire --expire=now --all && git gc -q --prune=now",
+        )
+        assert any("feature.txt" in w and "missing from the repository" in w for w in warnings)
+        result = store.rewind(1, "s")
+        assert not (root / "feature.txt").exists()
+        assert [w["path"] for w in result.warnings] == ["feature.txt"]
+        assert "missing from the repository" in result.warnings[0]["reason"]
+        assert store.fsck().ok  # nothing of the store names the lost version
+
+
+def test_autocrlf_lfs_pointers_and_a_smudge_filter_are_stored_not_referenced(
+    root: Path, clock: Clock
+) -> None:
+    """Where git converts between the blob and the file, the file's bytes are not the
+    blob's: they are read and stored, and a rewind brings back the file's bytes."""
+    pointer = (
+        "version https://git-lfs.github.com/spec/v1\n"
+        "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
+        "size 12345\n"
+    )
+    _repo(
+        root,
+        {
+            "plain.txt": "plain\n",
+            "model.bin": pointer,
+            "notes.up": "shouting\n",
+            "crlf.txt": "a\nb\n",
+        },
+        attributes="*.bin filter=lfs diff=lfs merge=lfs -text\n*.up filter=upper\n",
+    )
+    git(root, "config", "filter.upper.smudge", "tr a-z A-Z")
+    git(root, "config", "filter.upper.clean", "tr A-Z a-z")
+    git(root, "config", "core.autocrlf", "true")
+    for rel in ("notes.up", "crlf.txt"):
+        (root / rel).unlink()
+    git(root, "checkout", "--", "notes.up", "crlf.txt")  # checked out through the conversions
+    assert (root / "notes.up").read_bytes() == b"SHOUTING\r\n"
+    assert (root / "crlf.txt").read_bytes() == b"a\r\nb\r\n"
+    assert git(root, "status", "--porcelain") == ""  # git calls them all clean
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        referenced = _referenced(store)
+        assert not referenced & {"notes.up", "crlf.txt", "model.bin"}
+        assert "plain.txt" not in referenced  # autocrlf: any text file may be converted
+        git(root, "config", "--unset", "core.autocrlf")
+        with store.repo.read() as v:
+            for rel in ("notes.up", "crlf.txt", "model.bin"):
+                assert v.blob(v.path_digest(rel)) == (root / rel).read_bytes()
+        before = {rel: (root / rel).read_bytes() for rel in ("notes.up", "crlf.txt", "model.bin")}
+        _turn(store, "rm notes.up crlf.txt model.bin")
+        assert store.rewind(1, "s").ok
+        assert {rel: (root / rel).read_bytes() for rel in before} == before
+
+
+def test_a_corrupt_or_missing_object_is_refused_with_the_files_name(
+    root: Path, clock: Clock
+) -> None:
+    _repo(root, {"bad.txt": "hello\n", "lost.txt": "lost\n", "fine.txt": "fine\n"})
+    warnings: list[str] = []
+    with Store.init(root, clock=clock, git=False, warn=warnings.append) as store:
+        store.scan()
+        assert {"bad.txt", "lost.txt"} <= _referenced(store)
+        bad = _loose(root, "bad.txt")  # now holds other bytes under the same id
+        bad.chmod(0o644)
+        bad.write_bytes(zlib.compress(b"blob 6\0HELLO\n"))
+        _loose(root, "lost.txt").unlink()
+        report = store.fsck()
+        named = {d["key"]: d["reason"] for d in report.dangling}
+        assert not report.ok and set(named) == {"bad.txt", "lost.txt"}
+        assert "does not hold the bytes its id names" in named["bad.txt"]
+        assert "missing from the repository" in named["lost.txt"]
+        _turn(store, "echo new > bad.txt && rm lost.txt && echo more >> fine.txt")
+        assert sorted(w.split(" ")[0] for w in warnings) == ["bad.txt", "lost.txt"]
+        rewound = store.rewind(1, "s")
+        assert (root / "bad.txt").read_text() == "new\n"  # never HELLO: left as it is
+        assert not (root / "lost.txt").exists()
+        assert (root / "fine.txt").read_text() == "fine\n"  # its object was sound
+        assert sorted(w["path"] for w in rewound.warnings) == ["bad.txt", "lost.txt"]
+        assert store.fsck().ok  # the lost versions were never recorded
+
+
+def test_a_write_without_its_pre_write_starts_from_the_copied_version(
+    root: Path, clock: Clock
+) -> None:
+    """A hook's post-write whose pre-write never came: the change starts from the
+    referenced version, copied in from git, and a rewind brings it back."""
+    _repo(root, {"app.py": "print('one')\n"})
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        assert "app.py" in _referenced(store)
+        store.begin_turn("s", "edit")
+        write(root, "app.py", "print('two')\n")
+        store.post_write(["app.py"], "s")
+        store.end_turn("s")
+        assert "app.py" not in _referenced(store)
+        assert store.rewind(1, "s").ok
+        assert (root / "app.py").read_text() == "print('one')\n"
+
+
+def test_gc_drops_references_no_path_names_and_outside_git_nothing_changes(
+    root: Path, clock: Clock, tmp_path: Path
+) -> None:
+    _repo(root, {"a.txt": "a\n", "b.txt": "b\n"})
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        assert len(raw_values(store, "gitrefs")) == 2
+        _turn(store, "echo changed > a.txt")
+        store.gc()
+        b_key = blobs.reference_key(git(root, "rev-parse", "HEAD:b.txt"))
+        assert set(raw_values(store, "gitrefs")) == {b_key}  # a.txt's went when it changed
+        assert store.rewind(1, "s").ok and (root / "a.txt").read_text() == "a\n"
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    write(plain, "a.txt", "a\n")
+    with Store.init(plain, clock=clock) as store:
+        assert store.scan().read == 1 and raw_values(store, "gitrefs") == {}
