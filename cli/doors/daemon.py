@@ -119,13 +119,16 @@ def secret(store_dir: str) -> str:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w", encoding="ascii") as handle:
             handle.write(secrets.token_hex(32) + "\n")
-        try:
-            os.link(tmp, path)  # fails if another process made it first: theirs stands
-        except FileExistsError:
-            pass
-        finally:
-            os.unlink(tmp)
-        trust(store_dir, SECRET_FILE)
+
+        def put() -> None:
+            try:
+                os.link(tmp, path)  # fails if another process made it first: theirs stands
+            except FileExistsError:
+                pass
+            finally:
+                os.unlink(tmp)
+
+        trust(store_dir, SECRET_FILE, put=put)
     if os.stat(path).st_mode & 0o077:
         os.chmod(path, 0o600)
     with open(path, encoding="ascii") as handle:

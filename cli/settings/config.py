@@ -21,7 +21,7 @@ from snapstore import BadInput
 from snapstore.core.blobs import digest_hex
 from snapstore.core.fsio import DEFAULT_MAX_FILE_SIZE
 
-from .trust import CONFIG_FILE, record, trust
+from .trust import CONFIG_FILE, record, settled, trust
 
 if TYPE_CHECKING:
     import configparser
@@ -86,14 +86,13 @@ class Config:
         """The settings of ``<store>/config``; the defaults, with :attr:`refused` saying
         why, when this user did not write the file here (see :func:`trust`)."""
         path = os.path.join(store_dir, CONFIG_FILE)
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except (FileNotFoundError, NotADirectoryError):
+        data, recorded = _bytes(path), record(store_dir).get(CONFIG_FILE)
+        if data is not None and digest_hex(data) != recorded:
+            with settled(store_dir):  # read half way through snapstore's own write?
+                data, recorded = _bytes(path), record(store_dir).get(CONFIG_FILE)
+        if data is None:
             return cls()
-        except OSError as exc:
-            raise BadInput(f"cannot read {path}: {exc.strerror}") from None
-        if digest_hex(data) == record(store_dir).get(CONFIG_FILE):
+        if digest_hex(data) == recorded:
             return cls._parse(path, data)
         unused = cls()
         unused.refused = (
@@ -210,7 +209,8 @@ def set_serve_port(store_dir: str, port: int) -> None:
 
 
 def _write(store_dir: str, parser: configparser.ConfigParser) -> None:
-    """Replace the config (mode 0600) and record it as written here."""
+    """Replace the config (mode 0600) and record it as written here, under the record's lock
+    (a hook reading it meanwhile waits, and never takes it for a stranger's)."""
     text = io.StringIO()
     parser.write(text)
     path = os.path.join(store_dir, CONFIG_FILE)
@@ -218,8 +218,7 @@ def _write(store_dir: str, parser: configparser.ConfigParser) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(text.getvalue().encode())
-    os.replace(tmp, path)
-    trust(store_dir, CONFIG_FILE)
+    trust(store_dir, CONFIG_FILE, put=lambda: os.replace(tmp, path))
 
 
 def _read(store_dir: str) -> configparser.ConfigParser:
@@ -305,3 +304,14 @@ def _parser(path: str, data: bytes) -> configparser.ConfigParser:
     except (configparser.Error, UnicodeDecodeError) as exc:
         raise BadInput(f"{path} is not a valid settings file: {exc}") from None
     return parser
+
+
+def _bytes(path: str) -> bytes | None:
+    """The file's bytes; None when there is none."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror}") from None

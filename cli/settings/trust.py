@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import stat
+from collections.abc import Callable, Iterator
 
 from snapstore import BadInput
 from snapstore.core.blobs import digest_hex
@@ -115,17 +116,44 @@ def _file_digest(path: str) -> str | None:
 def trusted(store_dir: str, name: str) -> bool:
     """Whether the store's file ``name`` is absent, or as snapstore wrote it for this user."""
     digest = _file_digest(os.path.join(store_dir, name))
-    return digest is None or digest == record(store_dir).get(name)
+    if digest is None or digest == record(store_dir).get(name):
+        return True
+    with settled(store_dir):
+        digest = _file_digest(os.path.join(store_dir, name))
+        return digest is None or digest == record(store_dir).get(name)
 
 
-def trust(store_dir: str, *names: str) -> None:
+@contextlib.contextmanager
+def settled(store_dir: str) -> Iterator[None]:
+    """Hold the record still while a reader looks again at a file it did not find recorded:
+    snapstore writes a settings file and records it under the record's lock (:func:`trust`),
+    so a file read half way through that write (replaced, not yet recorded) is looked at
+    again once the write is done, not refused as a stranger's."""
+    import fcntl
+
+    from snapstore.core.errors import SnapstoreError
+    from snapstore.core.locks import flock_existing
+
+    fd = None
+    with contextlib.suppress(SnapstoreError, OSError):  # busy past the wait: as it stands
+        fd = flock_existing(f"{_record_path(store_dir)}.lock", fcntl.LOCK_SH, 2.0, "the record")
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def trust(store_dir: str, *names: str, put: Callable[[], None] | None = None) -> None:
     """Record the store's files ``names`` as they are now as written by this user here
-    (snapstore's own writes, and `snapstore config trust`).
+    (snapstore's own writes, and `snapstore config trust`); ``put``, when given, writes
+    them first, under the same lock.
 
     The record holds every file's digest, so its read, change and write happen under an
     flock of ``<record>.lock``: a daemon trusting its new ``serve.secret`` while `hook
     install` trusts the config it just wrote would otherwise write back the record it read
-    before, and the config, no longer trusted, would be ignored by every hook."""
+    before, and the config, no longer trusted, would be ignored by every hook. A reader
+    that finds a file not recorded waits for that lock and looks again (:func:`settled`)."""
     import fcntl
 
     from snapstore.core.locks import flock
@@ -140,6 +168,8 @@ def trust(store_dir: str, *names: str) -> None:
             raise Unrecorded(f"cannot record the store's settings as yours: {why}")
         lock = flock(f"{path}.lock", fcntl.LOCK_EX, 10.0, "the trust record", create=0o600)
         try:
+            if put is not None:
+                put()
             kept = _read(path)
             kept["store"] = os.path.realpath(store_dir)
             for name in names:

@@ -267,6 +267,48 @@ def test_two_trusts_at_once_keep_both_files_trusted(
     assert settings.trusted(str(store), "config") and settings.trusted(str(store), "serve.secret")
 
 
+@pytest.mark.parametrize("name", ["config", "serve.secret"])
+def test_a_file_read_while_snapstore_writes_it_is_never_a_strangers(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """A hook reads the config while the daemon records its port in it (or the secret as the
+    daemon makes it): the file is replaced, then recorded. A read that falls between the two
+    waits for the record and finds the file snapstore's, as a real agent's parallel hooks
+    once did not ("was not written by snapstore for you")."""
+    import threading
+    import time
+
+    from snapstore_cli.doors import daemon
+    from snapstore_cli.settings import config
+    from snapstore_cli.settings import trust as settings
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    store = root / ".snapstore"
+    store.mkdir()
+    config.set_serve_port(str(store), 1111)  # the first write, recorded
+    writer = threading.Thread(
+        target=config.set_serve_port if name == "config" else daemon.secret,
+        args=(str(store), 2222) if name == "config" else (str(store),),
+    )
+    real_read, replaced = settings._read, threading.Event()
+
+    def slow_read(path: str) -> dict[str, str]:
+        if threading.current_thread() is writer and not replaced.is_set():
+            replaced.set()  # trust(): the file is in place, the record not yet written
+            time.sleep(0.5)
+        return real_read(path)
+
+    monkeypatch.setattr(settings, "_read", slow_read)
+    writer.start()
+    assert replaced.wait(5)
+    if name == "config":
+        loaded = config.Config.load(str(store))
+        assert loaded.refused is None and loaded.serve_port == 2222
+    else:
+        assert settings.trusted(str(store), name)
+    writer.join()
+
+
 def _state(tmp_path: Path) -> tuple[dict[str, str], Path]:
     state = tmp_path / "state"
     return {"XDG_STATE_HOME": str(state)}, state / "snapstore" / "trusted"
