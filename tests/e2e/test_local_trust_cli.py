@@ -292,8 +292,13 @@ def test_a_file_read_while_snapstore_writes_it_is_never_a_strangers(
     )
     real_read, replaced = settings._read, threading.Event()
 
+    def in_place() -> bool:  # the new file is there: the writer is between its two steps
+        if name == "config":
+            return "2222" in (store / "config").read_text()
+        return (store / name).exists()
+
     def slow_read(path: str) -> dict[str, str]:
-        if threading.current_thread() is writer and not replaced.is_set():
+        if threading.current_thread() is writer and not replaced.is_set() and in_place():
             replaced.set()  # trust(): the file is in place, the record not yet written
             time.sleep(0.5)
         return real_read(path)
