@@ -318,7 +318,8 @@ def test_progress_shows_while_a_move_waits(store: Store, ui: Ui, page: Page) -> 
     rewind(page, 2)
     expect(page.locator("#progress")).to_have_text("Rewinding to before turn #2…", timeout=SHOWN)
     expect(page.locator("#undo")).to_be_disabled()
-    expect(page.locator("#turns li.turn[data-n='3'] button.rewind")).to_be_disabled()
+    # whatever list the server's pushes left (the rewound turns may be gone from it already)
+    expect(page.locator("#turns li.turn button.rewind").first).to_be_disabled()
     for _ in range(600):  # the held answer reaches the route (a bound, not a timing)
         if held:
             break
