@@ -21,12 +21,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import stat
 import time
 from collections.abc import Iterable
 
 from ..core.errors import GitRefused
-from .layout import Layout, read_small
+from .layout import Layout, open_regular, read_small
 from .stamp import fingerprint
 
 #: The names of the state that are not refs (a ref's name starts with ``refs/``).
@@ -46,7 +45,6 @@ REMOTE = "refs/remotes/"
 MAX_PACKED_REFS = 16 * 1024 * 1024
 #: The most refs a repository may hold for its state to be recorded.
 MAX_REFS = 250_000
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 #: What git's check_refname_format refuses in a component, and anywhere (compiled when a
 #: ref is first checked: a record in which no ref moved never needs it).
 _BAD_REF = r"[\x00-\x20\x7f~^:?*\[\\]|\.\.|@\{|//|/\.|^\.|\.lock(/|$)|[/.]$|^/"
@@ -264,20 +262,10 @@ def _packed(layout: Layout) -> dict[str, str]:
 def read_file(path: str, limit: int, what: str) -> bytes | None:
     """The bytes of the index or the stash's reflog (None: absent); one over ``limit``
     (the capture limit) is refused, as a workspace file over it is skipped."""
-    try:
-        fd = os.open(path, _FLAGS)
-    except FileNotFoundError:
+    fd = open_regular(path, limit, what, f"the capture limit ({limit} bytes)")
+    if fd is None:
         return None
-    except OSError as exc:
-        raise GitRefused(f"cannot read {what}: {exc.strerror}", path=path) from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise GitRefused(f"{what} is not a regular file", path=path)
-        if st.st_size > limit:
-            raise GitRefused(
-                f"{what} is {st.st_size} bytes, over the capture limit ({limit} bytes)", path=path
-            )
         chunks = []
         while True:
             chunk = os.read(fd, 1 << 20)

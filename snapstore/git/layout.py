@@ -45,23 +45,35 @@ class Layout:
         self.dot = dot or git_dir  # what names the repository: ROOT/.git, or GIT_DIR
 
 
-def read_small(path: str, limit: int = SMALL_FILE) -> bytes | None:
-    """A small file's bytes, never through a symlink (None: absent). A symlink, a file
-    that is no regular file, or one over ``limit`` is refused."""
+def open_regular(path: str, limit: int, what: str, cap: str) -> int | None:
+    """A descriptor on the regular file ``path``, never opened through a symlink (None:
+    absent); one that cannot be opened, that is no regular file, or that is over ``limit``
+    bytes is refused, naming it as ``what`` and the limit as ``cap``."""
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
         return None
     except OSError as exc:
-        raise GitRefused(f"cannot read {path}: {exc.strerror}", path=path) from None
+        raise GitRefused(f"cannot read {what}: {exc.strerror}", path=path) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise GitRefused(f"{path} is not a regular file", path=path)
+            raise GitRefused(f"{what} is not a regular file", path=path)
         if st.st_size > limit:
-            raise GitRefused(
-                f"{path} is {st.st_size} bytes, over the {limit} bytes snapstore reads", path=path
-            )
+            raise GitRefused(f"{what} is {st.st_size} bytes, over {cap}", path=path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_small(path: str, limit: int = SMALL_FILE) -> bytes | None:
+    """A small file's bytes, never through a symlink (None: absent). A symlink, a file
+    that is no regular file, or one over ``limit`` is refused."""
+    fd = open_regular(path, limit, path, f"the {limit} bytes snapstore reads")
+    if fd is None:
+        return None
+    try:
         with os.fdopen(os.dup(fd), "rb") as handle:
             return handle.read(limit + 1)[:limit]
     finally:
