@@ -37,7 +37,7 @@ from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
 
-from .diff import is_binary, split_lines
+from .diff import is_binary, shared_end, shared_start, split_lines
 from .merge import merge_window
 
 __all__ = ["WINDOW", "WINDOW_LINES", "BigMerge", "Bytes", "Handle", "Source", "merge_big"]
@@ -281,7 +281,7 @@ def _common_prefix(a: Source, b: Source) -> int:
         width = min(size, limit - pos)
         here = _differ(a, b, pos, width, key if width == size else None, 0)
         if here is not None:
-            return pos + _shared_start(*here)
+            return pos + shared_start(*here)
         pos += width
     return limit
 
@@ -299,7 +299,7 @@ def _common_suffix(a: Source, b: Source) -> int:
         start = a.size - done - width
         there = _differ(a, b, start, width, key if width == size else None, shift)
         if there is not None:
-            return done + _shared_end(*there)
+            return done + shared_end(*there, min(map(len, there)))
         done += width
     return limit
 
@@ -341,30 +341,6 @@ def _blocks(source: Source) -> list[tuple[bytes | None, int]]:
     if chunks is not None:
         return list(chunks)
     return [(None, min(PIECE, source.size - pos)) for pos in range(0, source.size, PIECE)]
-
-
-def _shared_start(a: bytes, b: bytes) -> int:
-    """Length of the common prefix of two byte strings (bisection: slices compare in C)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _shared_end(a: bytes, b: bytes) -> int:
-    """Length of the common suffix of two byte strings."""
-    lo, hi, na, nb = 0, min(len(a), len(b)), len(a), len(b)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[na - mid : na - lo] == b[nb - mid : nb - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _line_start(source: Source, at: int) -> int:

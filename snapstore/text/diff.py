@@ -31,8 +31,9 @@ from __future__ import annotations
 import operator
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import accumulate, chain, compress, count, pairwise
+from typing import Any
 
 __all__ = [
     "Counts",
@@ -45,6 +46,8 @@ __all__ = [
     "is_binary",
     "line_ids",
     "line_stats",
+    "shared_end",
+    "shared_start",
     "split_lines",
 ]
 
@@ -103,8 +106,9 @@ def _unchanged(flags: list[bool]) -> list[int]:
     return list(compress(range(len(flags)), map(operator.not_, flags)))
 
 
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the common prefix, by bisection on slice comparisons (done in C)."""
+def shared_start(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """Length of the common prefix of two sequences (lines' ids, bytes), by bisection on
+    slice comparisons (done in C)."""
     lo, hi = 0, min(len(a), len(b))
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -115,8 +119,8 @@ def _common_prefix(a: list[int], b: list[int]) -> int:
     return lo
 
 
-def _common_suffix(a: list[int], b: list[int], limit: int) -> int:
-    """Length of the common suffix, at most ``limit``."""
+def shared_end(a: Sequence[Any], b: Sequence[Any], limit: int) -> int:
+    """Length of the common suffix of two sequences, at most ``limit``."""
     lo, hi, na, nb = 0, limit, len(a), len(b)
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -487,8 +491,8 @@ def _changes(
     """Flag the lines of a and b that are not on the common subsequence git would choose;
     and whether the search stayed git's."""
     changed_a, changed_b = [False] * len(a), [False] * len(b)
-    lo = _common_prefix(a, b)
-    ahi = len(a) - _common_suffix(a, b, min(len(a), len(b)) - lo)
+    lo = shared_start(a, b)
+    ahi = len(a) - shared_end(a, b, min(len(a), len(b)) - lo)
     bhi = ahi + len(b) - len(a)
     if whole is None:
         keep_a = _search_mask(a, lo, ahi, Counter(b), len(a))
