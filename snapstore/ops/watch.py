@@ -154,7 +154,11 @@ class Watcher:
     # -- life cycle --
 
     def start(self, progress: Progress | None = None) -> ScanResult:
-        """Lock, start watching, then scan the whole workspace once (the baseline if new)."""
+        """Lock, start watching, then scan the whole workspace once (the baseline if new).
+
+        The lock says ``sync`` only once the kernel's watches are in place: a request
+        written before then would never be seen, and its asker would wait out its
+        timeout for an answer that cannot come (it scans for itself instead)."""
         self._lock()
         try:
             os.makedirs(self.requests_dir, DIR_MODE, exist_ok=True)
@@ -169,7 +173,8 @@ class Watcher:
 
             self._observer = Observer()
             _watch(self._observer, self)
-            self._observer.start()
+            self._observer.start()  # the watches are added before this returns
+            self._write_info(sync=self.store_rel is not None)
             result = self._full_scan(progress)
         except BaseException:
             self.stop(flush=False)
@@ -191,14 +196,16 @@ class Watcher:
                 what="the watcher lock",
                 timeout=0,
             ) from None
-        os.ftruncate(fd, 0)
-        os.write(
-            fd,
-            json.dumps(
-                {"pid": os.getpid(), "sync": self.store_rel is not None, "root": self.root}
-            ).encode(),
-        )
         self._lock_fd = fd
+        self._write_info(sync=False)
+
+    def _write_info(self, sync: bool) -> None:
+        """What others read from the lock (watchlink.watcher_info). A reader that finds it
+        half written reads no ``sync`` and scans for itself."""
+        assert self._lock_fd is not None
+        info = {"pid": os.getpid(), "sync": sync, "root": self.root}
+        os.ftruncate(self._lock_fd, 0)
+        os.pwrite(self._lock_fd, json.dumps(info).encode(), 0)
 
     def run(self, stop: threading.Event) -> None:
         """Record changes as they come until ``stop`` is set."""

@@ -473,7 +473,7 @@ def test_a_real_shell_only_turn_is_rewound_exactly_with_the_daemon_up_or_down(
         install_snapstore(s)
         if daemon == "up":  # up before the first call, so that every scan asks it
             assert snap(s, "serve", "--detach").returncode == 0
-            wait_until(lambda: watcher_info(str(s.workspace / ".snapstore")) is not None)
+            wait_until(lambda: (watcher_info(str(s.workspace / ".snapstore")) or {}).get("sync"))
         else:
             s.extra_env["SNAPSTORE_DAEMON"] = "off"
         before = {p.name: p.read_bytes() for p in s.workspace.glob("*.txt")}

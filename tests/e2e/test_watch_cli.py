@@ -16,8 +16,6 @@ from ..support import hermetic_env, read, snapstore_bin, wait_until, write
 from ..support.reaper import die_with_parent
 
 
-# The watcher writes its lock before it watches: a scan asked at once goes unanswered for the
-# lock timeout, then scans in full. A process's start-up gives the watcher that time.
 @pytest.mark.process
 def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
     write(root, "a.txt", "a\n")
@@ -33,7 +31,7 @@ def test_watch_daemon_serves_scans_and_stops_cleanly(cli, root: Path) -> None:
     )
     try:
         with Store.open(root) as store:
-            wait_until(lambda: watcher_info(store.store_dir) is not None)
+            wait_until(lambda: (watcher_info(store.store_dir) or {}).get("sync"))
         assert cli("scan", "--json").json["source"] == "watch"  # answered once it is watching
         write(root, "a.txt", "changed\n")  # recorded when asked (the debounce is long)
         scanned = cli("scan", "--json")
