@@ -166,6 +166,7 @@ def test_a_daemon_ends_with_its_workspace(root: Path, store: Path, gone: str, st
     watcher = watcher_pid(store)
     listed = Path(os.environ["XDG_STATE_HOME"]) / "snapstore" / "daemons" / f"{pid}.json"
     assert json.loads(listed.read_text())["root"] == str(root)
+
     def removed(path: Path) -> bool:  # as `rm -rf` run again: the watcher may record the
         try:  # removals in the store while the tree goes, until it sees the tree gone
             shutil.rmtree(path)
