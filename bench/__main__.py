@@ -107,12 +107,6 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         help="run git gc --aggressive for the after-gc size (default: on trees up to 20k files)",
     )
     parser.add_argument("--tmp", help="where the temporary trees go (default: the system's)")
-    parser.add_argument(
-        "--git-baseline",
-        metavar="ARG",
-        help="scale: the `snapstore init` argument for the git-backed baseline; init is then "
-        "measured without and with it (default: not available)",
-    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     cfg = Config(
@@ -123,7 +117,6 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         restic=not args.no_restic,
         gc=args.gc,
         tmp=args.tmp,
-        git_baseline=args.git_baseline,
     )
     if args.quick:
         for key, value in QUICK.items():

@@ -2,7 +2,7 @@
 
     python -m bench scale                  # 1k, 10k, 100k and 1M files (30-45 minutes, ~25 GB)
     python -m bench scale --quick          # 100k files, fewer rounds
-    python -m bench scale --files 1000 20000 --git-baseline=--git-baseline
+    python -m bench scale --files 1000 20000
 
 Each tree (:mod:`bench.synthetic`) has N files in N/20 folders, and their sizes follow a
 real repository's: the quantiles of Django 5.1.10's source release (:data:`DJANGO_SIZES`,
@@ -13,8 +13,9 @@ commit`` per turn. On each tree, in one run:
 
 - ``init``: ``snapstore init`` as a process (wall time, peak RSS from ``wait4``, the store's
   bytes on disk), against ``git status`` on the clean repository and the shadow repository's
-  first ``git add -A && git commit`` (time, peak RSS, ``.git`` bytes); with
-  ``--git-baseline ARG``, once more with that argument to ``init`` (the git-backed baseline);
+  first ``git add -A && git commit`` (time, peak RSS, ``.git`` bytes). ``init`` runs twice:
+  first with ``.git`` moved aside, so that it stores every file's bytes as outside git, then
+  in the repository, where it references the clean files (the git-backed baseline: it stays);
 - an agent session (:mod:`bench.session`, in-process) as long as the deepest rewind needs,
   and two turns more, a shadow git checkpoint before each turn;
 - ``rewind N --yes`` and ``undo`` as processes, checked byte for byte, against ``git reset
@@ -214,10 +215,11 @@ def git_status(root: str, env: dict[str, str], rounds: int, clean: bool) -> list
     return samples
 
 
-def _init(result: dict[str, Any], rounds: int, git_baseline: str | None) -> Callable[..., Store]:
+def _init(result: dict[str, Any], rounds: int) -> Callable[..., Store]:
     """The store's maker for :class:`SessionRun`: the shadow's first commit, the workspace's
-    own clean repository and ``git status`` on it, then ``snapstore init`` (twice with
-    ``git_baseline``: without that argument, then with it, which stays)."""
+    own clean repository and ``git status`` on it, then ``snapstore init`` twice: with the
+    repository's ``.git`` moved aside (every file stored), then in it (the clean files
+    referenced), which stays."""
 
     def init(run: SessionRun) -> Store:
         env = _env()
@@ -233,17 +235,20 @@ def _init(result: dict[str, Any], rounds: int, git_baseline: str | None) -> Call
         _own_repository(run, env)
         git_status(run.root, env, 1, clean=True)  # warm: the index is refreshed once
         result["git_status"] = _median(git_status(run.root, env, rounds, clean=True))
-        variants: list[tuple[str, list[str]]] = [("snapstore", [])]
-        if git_baseline:
-            variants.append(("git_backed", [git_baseline]))
-        for name, extra in variants:
+        dot_git, aside = os.path.join(run.root, ".git"), os.path.join(run.root, "..", "git-aside")
+        for name in ("stored", "snapstore"):
             shutil.rmtree(os.path.join(run.root, STORE_DIR), ignore_errors=True)
-            ran = measured(_snapstore("init", *extra), run.root, env, rss=True)
+            if name == "stored":
+                os.rename(dot_git, aside)
+            try:
+                ran = measured(_snapstore("init"), run.root, env, rss=True)
+            finally:
+                if name == "stored":
+                    os.rename(aside, dot_git)
             result[name] = {
                 "seconds": ran.seconds,
                 "peak_rss": ran.peak_rss,
                 "store_bytes": disk_usage(os.path.join(run.root, STORE_DIR)),
-                "args": extra,
             }
         return Store.open(run.root)
 
@@ -397,7 +402,7 @@ def one_size(
     run = SessionRun(
         scale_workload(files, min(cfg.turns, max(cfg.depths) + 2), cfg.seed),
         os.path.join(tmp, f"scale-{files}"),
-        init=_init(init, rounds, cfg.git_baseline),
+        init=_init(init, rounds),
         skip=frozenset({STORE_DIR, ".git"}),
     )
     env = _env()
@@ -465,16 +470,16 @@ def _depth(depth: int) -> Callable[[dict[str, Any]], float | None]:
     )
 
 
-def _git_backed(r: dict[str, Any]) -> float | None:
-    return r["init"]["git_backed"]["seconds"] if "git_backed" in r["init"] else None
-
-
-GIT_BACKED = Metric("init_git", "`snapstore init`, git-backed baseline", _git_backed)
+STORED = Metric(
+    "init_stored",
+    "`snapstore init` storing every file (`.git` moved aside)",
+    lambda r: r["init"]["stored"]["seconds"],
+)
 
 
 METRICS = [
     Metric("init", "`snapstore init`", lambda r: r["init"]["snapstore"]["seconds"]),
-    GIT_BACKED,
+    STORED,
     Metric(
         "git_status",
         "`git status` on the clean repository",
@@ -619,10 +624,10 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 ratio(snap["peak_rss"], init["shadow_git"]["peak_rss"]),
             ),
             _figure(
-                f"  `init` with the git-backed baseline, {n} files",
-                _show(GIT_BACKED, _git_backed(r)),
+                f"  `init` storing every file (`.git` moved aside), {n} files",
+                f"{seconds(init['stored']['seconds'])}; store {size(init['stored']['store_bytes'])}",
                 f"git status {seconds(git_status)}",
-                ratio(_git_backed(r) or math.nan, git_status),
+                ratio(init["stored"]["seconds"], git_status),
             ),
             _figure(
                 f"per-turn checkpoint (in-process), {n} files",
@@ -793,7 +798,6 @@ def suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
         "turns": cfg.turns,
         "depths": cfg.depths,
         "seed": cfg.seed,
-        "git_baseline": cfg.git_baseline or UNAVAILABLE,
         **sizes,
     }
     results = {"sizes": rows, "targets": TARGETS, "daemon_limit_bytes": DAEMON_LIMIT}

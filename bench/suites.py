@@ -49,8 +49,6 @@ class Config:
     restic: bool = True
     gc: bool | None = None
     tmp: str | None = None
-    #: ``snapstore init``'s argument for the git-backed baseline, when it has one (scale suite)
-    git_baseline: str | None = None
 
 
 @dataclass
