@@ -599,7 +599,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
     for r in rows:
         n, init = _label(r["files"]), r["init"]
         git_status = init["git_status"]["median"]
-        snap = init["snapstore"]
+        snap, stored = init["snapstore"], init["stored"]
         out += [
             _figure(
                 f"`init`, {n} files",
@@ -625,9 +625,9 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
             ),
             _figure(
                 f"  `init` storing every file (`.git` moved aside), {n} files",
-                f"{seconds(init['stored']['seconds'])}; store {size(init['stored']['store_bytes'])}",
+                f"{seconds(stored['seconds'])}; store {size(stored['store_bytes'])}",
                 f"git status {seconds(git_status)}",
-                ratio(init["stored"]["seconds"], git_status),
+                ratio(stored["seconds"], git_status),
             ),
             _figure(
                 f"per-turn checkpoint (in-process), {n} files",
