@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
-from ..core.blobs import parse_header
 from ..core.errors import SnapstoreError
 from ..core.records import (
     AGENT,
@@ -356,16 +355,15 @@ def status(repo: Repo, session: str) -> StoreStatus:
         open_turn = record.open_turn if record else None
         if open_turn and v.turn(open_turn).state != OPEN:
             open_turn = None
-        sizes = {}
-        stored = 0
-        for key, value in v.blob_values():
-            sizes[key] = parse_header(value, key).size
-            stored += len(value)
+        count, stored = v.blob_usage()
+        sizes: dict[bytes, int] = {}
         logical = 0
         for change in v.all_changes():
             for version in (change.before, change.after):
                 if version is not None:
-                    logical += sizes.get(version.key, 0)
+                    if version.key not in sizes:
+                        sizes[version.key] = v.blob_size(version.key)
+                    logical += sizes[version.key]
         head = v.head(session)
         left = leftover(v, session)
         uncaptured = [
@@ -380,7 +378,7 @@ def status(repo: Repo, session: str) -> StoreStatus:
         turns,
         open_turn,
         head,
-        len(sizes),
+        count,
         stored,
         logical,
         repo.data_bytes(),
