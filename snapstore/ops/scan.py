@@ -708,9 +708,10 @@ class _Committer:
         forget = list(forget)
         with self.repo.lock() as w:
             items = [item for item in items if self._store_big(w, item)]
-            turn, recorded = w.write(
-                lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
-            )
+            with self.repo.ws.holding_folders():  # each path is checked: a folder opened once
+                turn, recorded = w.write(
+                    lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
+                )
         for kind, rel in recorded:
             getattr(self.result, kind).append(rel)
         if turn is not None:
