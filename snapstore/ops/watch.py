@@ -200,12 +200,15 @@ class Watcher:
         self._write_info(sync=False)
 
     def _write_info(self, sync: bool) -> None:
-        """What others read from the lock (watchlink.watcher_info). A reader that finds it
-        half written reads no ``sync`` and scans for itself."""
+        """What others read from the lock (watchlink.watcher_info), written over what was
+        there and padded with spaces to its length, so that a reader never finds it empty
+        (one that finds it half written reads no ``sync`` and scans for itself)."""
         assert self._lock_fd is not None
-        info = {"pid": os.getpid(), "sync": sync, "root": self.root}
-        os.ftruncate(self._lock_fd, 0)
-        os.pwrite(self._lock_fd, json.dumps(info).encode(), 0)
+        info = json.dumps({"pid": os.getpid(), "sync": sync, "root": self.root}).encode()
+        old = os.fstat(self._lock_fd).st_size
+        if old > 4096:  # not a watcher's: what a stale lock held is no length to keep
+            os.ftruncate(self._lock_fd, old := 0)
+        os.pwrite(self._lock_fd, info.ljust(old), 0)
 
     def run(self, stop: threading.Event) -> None:
         """Record changes as they come until ``stop`` is set."""

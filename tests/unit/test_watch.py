@@ -163,3 +163,35 @@ def test_a_second_watcher_is_refused(running: Running, store: Store) -> None:
 
     with pytest.raises(StoreLocked, match="already running"):
         store.watcher().start()
+
+
+def test_the_watcher_says_sync_only_once_its_watches_are_in_place(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request written before the kernel watches the request folder would never be seen:
+    its asker would wait out its whole timeout. Until the watches are in place the lock
+    names the watcher's pid but no ``sync``, so an asker scans for itself at once."""
+    from watchdog.observers import Observer
+
+    from snapstore.ops.watchlink import watcher_info
+
+    seen: list[dict | None] = []
+    start = Observer.start
+
+    def observed(self: Observer) -> None:
+        seen.append(watcher_info(store.store_dir))
+        start(self)
+
+    monkeypatch.setattr(Observer, "start", observed)
+    run = Running(store)
+    run.watcher.start()
+    try:
+        assert seen == [{"pid": os.getpid(), "sync": False, "root": store.root}]
+        assert watcher_info(store.store_dir) == {
+            "pid": os.getpid(),
+            "sync": True,
+            "root": store.root,
+        }
+    finally:
+        run.watcher.stop()
+    assert watcher_info(store.store_dir) is None
