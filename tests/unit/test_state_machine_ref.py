@@ -170,6 +170,25 @@ class RefWorkspace(Workspace):
         self.user_edit(path, how)
         self.run_git(session, ["forget and gc"], None)
 
+    @rule(data=st.data())
+    def cat_what_a_turn_found(self, data: st.DataObject) -> None:
+        """``cat --before`` of a committed file, at a turn that changed it first: the
+        committed bytes, from the store's own blob, whatever git pruned since."""
+        found = [
+            (turn, path)
+            for turn in self.model.turns.values()
+            if turn.kind == "agent"
+            for path, runs in turn.changes.items()
+            if path in COMMITTED and identical(runs[0].before, COMMITTED[path])
+        ]
+        if not found:
+            return
+        turn, path = data.draw(st.sampled_from(found))
+        entry = self.store.cat(turn.id, path, turn.session, before=True)
+        assert (entry.kind, entry.data, entry.mode) == COMMITTED[path].render(), path
+        if self.oids[path] in self.model.pruned:
+            event("cat of a committed version git pruned since")
+
     # -- what must hold after every step ------------------------------------------------
 
     @invariant()
