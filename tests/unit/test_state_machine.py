@@ -23,6 +23,7 @@ import itertools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -69,8 +70,12 @@ class Workspace(RuleBasedStateMachine):
         self.root = Path(self.tmp) / "ws"
         self.root.mkdir()
         self.clock = Clock()
-        self.store = Store.init(self.root, clock=self.clock, durable=False)
         self.model = Model()
+        self.store = self._start()
+
+    def _start(self) -> Store:
+        """The store of the workspace, empty so far."""
+        return Store.init(self.root, clock=self.clock, durable=False)
 
     def teardown(self) -> None:
         self.store.close()
@@ -154,12 +159,16 @@ class Workspace(RuleBasedStateMachine):
         """One tool call: capture, write, record."""
         before = self.model.files.get(path)
         mkdirs = self.model.missing_parents(path)
-        result = self.store.pre_write([path], tool, session)
-        if session not in self.model.open:
-            self.model.begin(result.turn, session, implicit=True)
+        self._pre_write(session, path, tool)
         self._put(path, state)
         self.store.post_write([path], session)
         self.model.record(session, path, before, state, mkdirs)
+
+    def _pre_write(self, session: str, path: str, tool: str) -> None:
+        """A tool call's pre-write; outside a turn it begins an implicit one."""
+        result = self.store.pre_write([path], tool, session)
+        if session not in self.model.open:
+            self.model.begin(result.turn, session, implicit=True)
 
     @rule(
         session=st.sampled_from(SESSIONS),
@@ -183,9 +192,7 @@ class Workspace(RuleBasedStateMachine):
         self.model.set(path, before)
         for call in order:
             if call[0] == "P":
-                result = self.store.pre_write([path], "Edit", session)
-                if session not in self.model.open:
-                    self.model.begin(result.turn, session, implicit=True)
+                self._pre_write(session, path, "Edit")
             elif call[0] == "W":
                 self._put(path, first if call == "W1" else second)
             else:
@@ -222,9 +229,7 @@ class Workspace(RuleBasedStateMachine):
         if other == path or path not in self.model.files:
             return
         before = self.model.files.get(path)
-        result = self.store.pre_write([path], "Edit", first)
-        if first not in self.model.open:
-            self.model.begin(result.turn, first, implicit=True)
+        self._pre_write(first, path, "Edit")
         self.agent_edit(second, other, "slot1")
         self._put(path, state)
         self.store.post_write([path], first)
@@ -239,25 +244,35 @@ class Workspace(RuleBasedStateMachine):
         """Scan mode: the agent's shell tool changes a file no hook names, or only makes
         its folders (``mkdir -p``); the scans around the call give the change, and the
         folders that came, to the session's turn."""
-        state = None if how == "mkdir" else self._edited(path, how, "shell")
-        if state is None and path not in self.model.files and how != "mkdir":
+        if how != "mkdir":
+            state = self._edited(path, how, "shell")
+            if state is not None or path in self.model.files:
+                self._shell_call(session, lambda: self._put(path, state), {path: state})
             return
-        before = self.model.files.get(path)
-        mkdirs = self.model.missing_parents(path)
+        folder = path.rpartition("/")[0]
+
+        def mkdir() -> None:
+            if folder and self.model.make_folder(folder):
+                (self.root / folder).mkdir(parents=True)
+
+        self._shell_call(session, mkdir, {})
+
+    def _shell_call(
+        self, session: str, run: Callable[[], None], changes: dict[str, State | None]
+    ) -> None:
+        """One shell call of ``session`` that runs ``run``, which changes each path of
+        ``changes`` to what it holds there (and may make folders, in the model too)."""
+        before = {path: self.model.files.get(path) for path in changes}
+        mkdirs = {path: self.model.missing_parents(path) for path in changes}
         call = self.model.token("call")
         self.store.shell_begin(session, call)
         self.model.scan()
         if session not in self.model.open:
             self.model.begin(self.store.open_turn(session).id, session, implicit=True)
-        if how == "mkdir":
-            folder = path.rpartition("/")[0]
-            if folder and self.model.make_folder(folder):
-                (self.root / folder).mkdir(parents=True)
-        else:
-            self._put(path, state)
+        run()
         self.store.shell_end(session, call)
-        if how != "mkdir":
-            self.model.record(session, path, before, state, mkdirs)
+        for path, state in changes.items():
+            self.model.record(session, path, before[path], state, mkdirs[path])
         self.model.turns[self.model.open[session]].folders += self.model.scan()
 
     @rule(
@@ -539,9 +554,13 @@ class Workspace(RuleBasedStateMachine):
 
     # -- what must hold after every step ---------------------------------------------------
 
+    def _tree(self) -> dict[str, tuple[str, bytes, int]]:
+        """The workspace's files and empty folders, as ``Model.tree`` shows them."""
+        return snapshot(self.root, dirs=True)
+
     @invariant()
     def the_workspace_is_what_the_model_says(self) -> None:
-        assert snapshot(self.root, dirs=True) == self.model.tree()
+        assert self._tree() == self.model.tree()
 
     @invariant()
     def every_branch_is_the_models(self) -> None:
@@ -559,19 +578,20 @@ class Workspace(RuleBasedStateMachine):
         assert report.ok, report
 
 
-def _run(examples: int, slow: bool) -> None:
-    Workspace.TestCase.settings = settings(
+def run(machine: type[RuleBasedStateMachine], examples: int, slow: bool, steps: int = 40) -> None:
+    """Run ``machine`` (this one, or one built on it) for ``examples`` of ``steps``."""
+    machine.TestCase.settings = settings(
         max_examples=examples,
-        stateful_step_count=40,
+        stateful_step_count=steps,
         deadline=None,
         suppress_health_check=list(HealthCheck),
         derandomize=not slow,
     )
-    Workspace.TestCase().runTest()
+    machine.TestCase().runTest()
 
 
 def test_state_machine(slow: bool) -> None:
-    _run(50_000 if slow else 2_000, slow)
+    run(Workspace, 50_000 if slow else 2_000, slow)
 
 
 def test_state_machine_with_the_binary_file_in_chunks(
@@ -584,4 +604,4 @@ def test_state_machine_with_the_binary_file_in_chunks(
     monkeypatch.setattr(chunked, "AVERAGE", 256)
     monkeypatch.setattr(chunked, "SMALLEST", 64)
     monkeypatch.setattr(chunked, "LARGEST", 1024)
-    _run(5_000 if slow else 300, slow)
+    run(Workspace, 5_000 if slow else 300, slow)
