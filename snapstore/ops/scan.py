@@ -55,7 +55,8 @@ from ..core.records import (
     fingerprint,
     index_version,
 )
-from ..core.repo import Locked, Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx
+from ..core.view import View
 from .capture import writing
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .shell import WindowAction, apply_actions, owner
