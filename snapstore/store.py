@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from .ops.history import Operation, RewindPoint, SessionInfo, StoreStatus, TurnDetail
     from .ops.plan import RewindResult
     from .ops.rewind import Git as GitScope
-    from .ops.scan import ScanResult
+    from .ops.scanrecord import ScanResult
     from .ops.session_base import Base
     from .ops.shell import WindowAction
     from .ops.watch import Report, Watcher

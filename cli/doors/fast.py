@@ -36,7 +36,7 @@ from ..settings.options import Options
 if TYPE_CHECKING:
     from snapstore.core.records import Mode, Policy
     from snapstore.ops.capture import CaptureResult
-    from snapstore.ops.scan import ScanResult
+    from snapstore.ops.scanrecord import ScanResult
 
     from ..operations.requests import Action
 

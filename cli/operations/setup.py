@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from snapstore import Store
-    from snapstore.ops.scan import ScanResult
+    from snapstore.ops.scanrecord import ScanResult
 
     from ..settings.trust import Unrecorded
 

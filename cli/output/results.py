@@ -17,7 +17,7 @@ from .plain import Segment, colour, emit, paint, printable, reader_gone, reason,
 
 if TYPE_CHECKING:
     from snapstore.ops.result import RewindResult
-    from snapstore.ops.scan import ScanResult
+    from snapstore.ops.scanrecord import ScanResult
 
     from ..operations.outcome import Outcome
 

@@ -30,7 +30,8 @@ from . import blobs, faults
 from .errors import FileChanged, StoreCorrupt
 from .fsio import Workspace
 from .records import Big
-from .repo import Locked, Tx, View
+from .repo import Locked, Tx
+from .view import View
 
 #: FastCDC's target, least and greatest chunk sizes (restic's are 1, 0.5 and 8 MiB).
 AVERAGE, SMALLEST, LARGEST = 1024 * 1024, 256 * 1024, blobs.MAX_CHUNK

@@ -1,18 +1,19 @@
 """The record layer: a store's LMDB tables as typed records, beside its workspace.
 
 Every operation module (capture, history, scan, the rewind planner and its
-journal, gc, fsck) reads and writes the store through this module and nothing
-else; none of them sees a table name or a raw LMDB transaction. Reads and
-writes take the transaction as their receiver::
+journal, gc, fsck) reads and writes the store through this module and its read
+side (snapstore.core.view), and nothing else; none of them sees a table name or
+a raw LMDB transaction. Reads and writes take the transaction as their receiver::
 
     with repo.read() as v:
         turn = v.turn(turn_id)
     repo.write(lambda tx: tx.put_change(change))
 
-A :class:`View` reads one consistent snapshot; a :class:`Tx` is a view that
-also writes, inside one durable commit. ``Repo.write`` takes the store's write
-lock for its one commit. An operation whose commits must not interleave with
-another writer's holds the lock as a value, and passes it to what needs it::
+A :class:`~snapstore.core.view.View` reads one consistent snapshot; a :class:`Tx`
+is a view that also writes, inside one durable commit. ``Repo.write`` takes the
+store's write lock for its one commit. An operation whose commits must not
+interleave with another writer's holds the lock as a value, and passes it to
+what needs it::
 
     with repo.lock() as w:
         plan = ...  # read, knowing no other writer commits meanwhile
@@ -22,8 +23,8 @@ A commit's function may run more than once (when the map grows), so it must
 only touch the transaction. The keys and encodings are specified in
 docs/format.md.
 
-This module imports only what lies below it: the database, blobs, records and
-the workspace's safe file I/O.
+This module imports only what lies below it: the database, blobs, records, the
+reads and the workspace's safe file I/O.
 """
 
 from __future__ import annotations
@@ -38,436 +39,18 @@ from typing import Any, TypeVar
 
 from . import blobs
 from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, Database, Writer, keep_out_of_git
-from .errors import BadInput, StoreCorrupt, StoreLocked, UnknownSession, UnknownTurn
+from .errors import BadInput, StoreCorrupt, StoreLocked
 from .fsio import Workspace
 from .places import STORE_DIRNAME
-from .records import (
-    OPEN,
-    Big,
-    Change,
-    Entry,
-    GitMove,
-    Session,
-    Turn,
-    Version,
-    dumps,
-    index_version,
-    loads,
-    unscanned_fingerprint,
-)
+from .records import Big, Change, GitMove, Session, Turn, Version, dumps, unscanned_fingerprint
+from .view import GIT_MOVE, GIT_VALUE, RECORDS, REF_SIZE, View, change_key, session_key
 
 T = TypeVar("T")
-_SEQ = struct.Struct(">I")
 _EVENT = struct.Struct(">Q")
-#: Longest session name, in bytes (an LMDB key holds 511).
-MAX_NAME = 255
-#: Record kinds whose raw entries fsck walks (and repair may drop).
-RECORDS: dict[str, type] = {"turns": Turn, "sessions": Session, "changes": Change}
-#: ``git`` keys: a move of a turn (``m`` turn id ``/`` sequence), the last value recorded of
-#: a ref, HEAD, the index or the stash's reflog (``r`` name).
-_MOVE, _VALUE = b"m", b"r"
-#: A ``gitrefs`` value: the blob's size, then its git object id in hex.
-_REF_SIZE = struct.Struct(">Q")
-
-
-def session_key(name: str) -> bytes:
-    """A session name as a database key; a name that cannot be one is bad input."""
-    try:
-        key = name.encode()
-    except UnicodeEncodeError:
-        raise BadInput(f"session name {name!r} is not valid UTF-8", session=name) from None
-    if not key or len(key) > MAX_NAME or b"\0" in key:
-        raise BadInput(
-            f"session name {name[:40]!r} must be 1 to {MAX_NAME} bytes, without NUL", session=name
-        )
-    return key
-
-
-def change_key(turn_id: str, seq: int) -> bytes:
-    """The ``changes`` key: turn id, ``/``, 4-byte big-endian sequence."""
-    return turn_id.encode() + b"/" + _SEQ.pack(seq)
 
 
 def _move_key(turn_id: str, seq: int) -> bytes:
-    return _MOVE + change_key(turn_id, seq)
-
-
-def _parse_ref(key: bytes, value: bytes) -> tuple[str, int]:
-    oid = value[_REF_SIZE.size :].decode("ascii", "replace")
-    if len(oid) not in (40, 64) or any(c not in "0123456789abcdef" for c in oid):
-        raise StoreCorrupt(f"git reference {key.hex()[:12]} is malformed")
-    return oid, _REF_SIZE.unpack_from(value)[0]
-
-
-def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
-    """The entries of a cursor's database whose key starts with ``prefix``, in key order."""
-    if cursor.set_range(prefix):
-        for key, value in cursor:
-            if not key.startswith(prefix):
-                break
-            yield key, value
-
-
-class View:
-    """Typed reads over one consistent snapshot of the store."""
-
-    __slots__ = ("_dbs", "_txn", "clock")
-
-    def __init__(self, txn: Any, dbs: dict[str, Any], clock: Callable[[], float]):
-        self._txn, self._dbs, self.clock = txn, dbs, clock
-
-    def _get(self, db: str, key: bytes) -> bytes | None:
-        return self._txn.get(key, db=self._dbs[db])
-
-    def _items(self, db: str) -> Iterator[tuple[bytes, bytes]]:
-        return iter(self._txn.cursor(db=self._dbs[db]))
-
-    def _meta_json(self, key: bytes) -> Any:
-        raw = self._get("meta", key)
-        return None if raw is None else json.loads(raw)
-
-    # -- turns and sessions ------------------------------------------------------
-
-    def find_turn(self, turn_id: str) -> Turn | None:
-        raw = self._get("turns", turn_id.encode())
-        return None if raw is None else loads(Turn, raw)
-
-    def turn(self, turn_id: str) -> Turn:
-        """The turn with this exact id."""
-        turn = self.find_turn(turn_id)
-        if turn is None:
-            raise UnknownTurn(f"unknown turn {turn_id}", ref=turn_id)
-        return turn
-
-    def turns(self) -> Iterator[Turn]:
-        """Every turn, in id order."""
-        for _, raw in self._items("turns"):
-            yield loads(Turn, raw)
-
-    def session(self, name: str) -> Session | None:
-        raw = self._get("sessions", session_key(name))
-        return None if raw is None else loads(Session, raw)
-
-    def require_session(self, name: str) -> Session:
-        session = self.session(name)
-        if session is None:
-            raise UnknownSession(f"unknown session {name!r}", session=name)
-        return session
-
-    def sessions(self) -> Iterator[Session]:
-        for _, raw in self._items("sessions"):
-            yield loads(Session, raw)
-
-    def session_count(self) -> int:
-        return int(self._txn.stat(self._dbs["sessions"])["entries"])
-
-    def head(self, session: str) -> str | None:
-        """The last turn of the session's current branch (None at its start)."""
-        raw = self._get("heads", session_key(session))
-        return None if raw is None else bytes(raw).decode()
-
-    def heads(self) -> Iterator[tuple[str, str]]:
-        """Every session's head, as (session, turn id)."""
-        for key, raw in self._items("heads"):
-            yield bytes(key).decode(errors="replace"), bytes(raw).decode(errors="replace")
-
-    def open_turn(self, session: str) -> Turn | None:
-        """The session's open turn, if it has one."""
-        record = self.session(session)
-        if record is None or record.open_turn is None:
-            return None
-        turn = self.turn(record.open_turn)
-        return turn if turn.state == OPEN else None
-
-    # -- changes -----------------------------------------------------------------
-
-    def changes(self, turn_id: str) -> list[Change]:
-        """The changes of one turn, in the order they were recorded."""
-        cursor = self._txn.cursor(db=self._dbs["changes"])
-        return [loads(Change, raw) for _, raw in _prefixed(cursor, turn_id.encode() + b"/")]
-
-    def change(self, turn_id: str, seq: int) -> Change:
-        raw = self._get("changes", change_key(turn_id, seq))
-        if raw is None:
-            raise StoreCorrupt(f"turn {turn_id} lists change {seq}, which is missing", turn=turn_id)
-        return loads(Change, raw)
-
-    def all_changes(self) -> Iterator[Change]:
-        """Every change of every turn, grouped by turn."""
-        for _, raw in self._items("changes"):
-            yield loads(Change, raw)
-
-    # -- the repository's state (docs/format.md, git) --------------------------------
-
-    def git_moves(self, turn_id: str) -> list[GitMove]:
-        """What one turn moved in the repository, in the order it was recorded."""
-        cursor = self._txn.cursor(db=self._dbs["git"])
-        prefix = _MOVE + turn_id.encode() + b"/"
-        return [loads(GitMove, raw) for _, raw in _prefixed(cursor, prefix)]
-
-    def all_git_moves(self) -> Iterator[GitMove]:
-        cursor = self._txn.cursor(db=self._dbs["git"])
-        for _, raw in _prefixed(cursor, _MOVE):
-            yield loads(GitMove, raw)
-
-    def git_value(self, name: str) -> str | None:
-        """The last recorded value of ``name`` (None: absent, or never recorded)."""
-        raw = self._get("git", _VALUE + name.encode())
-        return None if raw is None else bytes(raw).decode()
-
-    def git_values(self) -> dict[str, str]:
-        """Every recorded value: the repository as the last record saw it."""
-        cursor = self._txn.cursor(db=self._dbs["git"])
-        return {
-            bytes(key[1:]).decode(): bytes(raw).decode() for key, raw in _prefixed(cursor, _VALUE)
-        }
-
-    def git_state(self) -> dict[str, Any] | None:
-        """The last record's stamp: the repository's layout and the fingerprints it read."""
-        return self._meta_json(b"git")
-
-    def records(self, kind: str) -> Iterator[tuple[bytes, Any]]:
-        """Raw entries of ``turns``, ``sessions`` or ``changes``, each decoded or, when it
-        cannot be, the :class:`StoreCorrupt` saying why (for fsck)."""
-        cls = RECORDS[kind]
-        for key, raw in self._items(kind):
-            try:
-                yield bytes(key), loads(cls, raw)
-            except StoreCorrupt as exc:
-                yield bytes(key), exc
-
-    # -- blobs -------------------------------------------------------------------
-
-    def has_blob(self, key: bytes) -> bool:
-        """Whether the blob is stored; its value is not read (a big file's chunks are
-        looked up by the thousand, and reading each would copy it)."""
-        return bool(self._txn.cursor(db=self._dbs["blobs"]).set_key(key))
-
-    def blob_values(self) -> Iterator[tuple[bytes, bytes]]:
-        """Every stored blob value (header and payload), by key."""
-        for key, value in self._items("blobs"):
-            yield bytes(key), value
-
-    def blob_value(self, key: bytes) -> bytes | None:
-        return self._get("blobs", key)
-
-    def blob_usage(self) -> tuple[int, int]:
-        """How many blobs are stored, and the bytes of their values: one pass of the
-        cursor in C, no header read (outside git the baseline is a blob per file)."""
-        cursor = self._txn.cursor(db=self._dbs["blobs"])
-        total = sum(map(len, cursor.iternext(keys=False, values=True)))
-        return int(self._txn.stat(self._dbs["blobs"])["entries"]), total
-
-    def blob_size(self, key: bytes) -> int:
-        """The size of the bytes blob ``key`` holds, from its header (0: not stored)."""
-        value = self._get("blobs", key)
-        return 0 if value is None else blobs.parse_header(value, key).size
-
-    def git_ref(self, key: bytes) -> tuple[str, int] | None:
-        """The git object id and size a reference key stands for (None: ``key`` names no
-        reference: a blob's digest, or nothing)."""
-        value = self._get("gitrefs", key)
-        return None if value is None else _parse_ref(key, bytes(value))
-
-    def has_git_refs(self) -> bool:
-        """Whether any version is known by reference (one cursor step: a scan asks it)."""
-        return bool(self._txn.cursor(db=self._dbs["gitrefs"]).first())
-
-    def git_refs(self) -> Iterator[tuple[bytes, tuple[str, int] | StoreCorrupt]]:
-        """Every reference, or why its value cannot be read."""
-        for key, value in self._items("gitrefs"):
-            try:
-                yield bytes(key), _parse_ref(bytes(key), bytes(value))
-            except StoreCorrupt as exc:
-                yield bytes(key), exc
-
-    def blob(self, key: bytes, chunked: bool = True, size: int | None = None) -> bytes:
-        """The verified bytes of a blob, following its delta chain.
-
-        Every level of the chain decodes to its recorded size and hashes to its
-        key, and each delta records its base's depth plus one; anything else is
-        :class:`StoreCorrupt`. A chunked blob is joined from :meth:`pieces` (what
-        may meet a big file streams it instead), unless ``chunked`` is false: then
-        it is refused, as a chunk or a delta base that is chunked always is. With
-        ``size`` (a chunk's, from its list), a blob stating another size is refused
-        before anything is decoded.
-        """
-        chain: list[tuple[bytes, bytes, blobs.BlobHeader]] = []
-        current: bytes | None = key
-        while current is not None:
-            value = self._get("blobs", current)
-            if value is None:
-                what = "blob" if current == key else f"delta base {current.hex()[:12]} of blob"
-                raise StoreCorrupt(f"{what} {key.hex()[:12]} is missing from the store")
-            header = blobs.parse_header(value, current)
-            if current == key and size is not None and header.size != size:
-                raise StoreCorrupt(f"blob {key.hex()[:12]} states {header.size} bytes, not {size}")
-            if header.encoding == blobs.CHUNKED and current == key and chunked:
-                return b"".join(self.pieces(key))
-            if chain and chain[-1][2].depth != header.depth + 1:
-                raise StoreCorrupt(f"blob {chain[-1][0].hex()[:12]} records a wrong delta depth")
-            chain.append((current, value, header))
-            if len(chain) > blobs.MAX_CHAIN + 1:
-                raise StoreCorrupt(f"blob {key.hex()[:12]} has a delta chain that is too long")
-            current = header.base
-        data: bytes | None = None
-        for blob_key, value, header in reversed(chain):
-            data = blobs.decode_payload(value, header, blob_key, data)
-        assert data is not None
-        return data
-
-    def chunks(self, key: bytes, value: bytes | None = None) -> list[tuple[bytes, int]] | None:
-        """A chunked blob's (digest, size) list; None for a blob stored whole. ``value``
-        is the blob's value when it is not stored yet (a pull checks it first)."""
-        value = self._get("blobs", key) if value is None else value
-        if value is None:
-            raise StoreCorrupt(f"blob {key.hex()[:12]} is missing from the store")
-        header = blobs.parse_header(value, key)
-        return None if header.encoding != blobs.CHUNKED else blobs.chunk_refs(value, header, key)
-
-    def pieces(self, key: bytes, value: bytes | None = None) -> Iterator[bytes]:
-        """A blob's bytes in verified pieces: each chunk of a chunked blob (or the whole of
-        another), checked against its digest, and the whole checked against ``key`` before
-        the last piece is given. Memory holds one chunk at a time. ``value``: a chunked
-        blob's value that is not stored yet (a pull checks it against the stored chunks)."""
-        refs = self.chunks(key, value)
-        if refs is None:
-            yield self.blob(key)
-            return
-        whole = blobs.hasher()
-        for n, (chunk, size) in enumerate(refs):
-            try:  # read once; a chunked chunk, or one stating another size, is refused
-                data = self.blob(chunk, chunked=False, size=size)
-            except StoreCorrupt as exc:
-                raise StoreCorrupt(
-                    f"chunk {chunk.hex()[:12]} of blob {key.hex()[:12]} is damaged: {exc}"
-                ) from None
-            whole.update(data)
-            if n == len(refs) - 1 and whole.digest() != key:
-                raise StoreCorrupt(f"blob {key.hex()[:12]} does not match its digest")
-            yield data
-
-    def content(self, version: Version | None) -> Entry | None:
-        """A recorded version as workspace content (None: the path is absent); a chunked
-        blob as :class:`~snapstore.core.records.Big`, to be streamed by :meth:`pieces`."""
-        if version is None:
-            return None
-        value = self._get("blobs", version.key)
-        if value is not None and value[0] == blobs.CHUNKED:
-            size = blobs.parse_header(value, version.key).size
-            return Entry(version.kind, Big(version.key, size), version.mode)
-        return Entry(version.kind, self.blob(version.key), version.mode)
-
-    def encode(self, data: bytes, base_key: bytes | None) -> tuple[bytes, bytes | None]:
-        """The digest of ``data`` and its encoded value (None when already stored)."""
-        key = blobs.digest(data)
-        if self.has_blob(key):
-            return key, None
-        return key, self.encode_against(data, key, base_key)
-
-    def encode_against(self, data: bytes, key: bytes, base_key: bytes | None) -> bytes:
-        """Encode ``data`` as a delta against ``base_key`` when that base is usable."""
-        if base_key is not None and base_key != key:
-            raw = self._get("blobs", base_key)
-            if raw is not None:
-                header = blobs.parse_header(raw, base_key)
-                if header.depth < blobs.MAX_CHAIN and header.size <= blobs.MAX_DELTA_BASE:
-                    try:
-                        base = self.blob(base_key)
-                    except StoreCorrupt:
-                        pass  # never delta against a bad base; store a full frame
-                    else:
-                        return blobs.encode(data, base, base_key, header.depth)
-        return blobs.encode(data)
-
-    # -- paths, the scan index, settings -----------------------------------------
-
-    def path_digest(self, rel: str) -> bytes | None:
-        """The latest digest recorded for ``rel`` (the delta base for its next version)."""
-        return self._get("paths", os.fsencode(rel))
-
-    def path_version(self, rel: str, like: Version | None = None) -> Version | None:
-        """The latest version recorded for ``rel``; None when there is none.
-
-        ``paths`` keeps only the digest. The kind and mode are those of the scan
-        index when it describes the same digest, else those of ``like``.
-        """
-        digest = self.path_digest(rel)
-        if digest is None:
-            return None
-        indexed = self.index_entry(os.fsencode(rel))
-        if indexed is not None and indexed.endswith(digest):
-            return index_version(bytes(indexed))
-        if like is None:
-            return Version(bytes(digest).hex())
-        return Version(bytes(digest).hex(), like.mode, like.kind)
-
-    def path_digests(self) -> Iterator[tuple[str, bytes]]:
-        for key, digest in self._items("paths"):
-            yield os.fsdecode(bytes(key)), bytes(digest)
-
-    def index_entry(self, rel: bytes) -> bytes | None:
-        """A path's scan-index value: stat fingerprint, then digest (docs/format.md)."""
-        return self._get("index", rel)
-
-    def index_entries(self, scopes: list[str] | None = None) -> dict[bytes, bytes]:
-        """Index entries: all of them, or those at or below each scope."""
-        if scopes is None:
-            return dict(self._items("index"))
-        found: dict[bytes, bytes] = {}
-        cursor = self._txn.cursor(db=self._dbs["index"])
-        for scope in scopes:
-            key = os.fsencode(scope)
-            value = self.index_entry(key)
-            if value is not None:
-                found[key] = value
-            found.update(_prefixed(cursor, key + b"/"))
-        return found
-
-    def index_values(self) -> Iterator[bytes]:
-        for _, value in self._items("index"):
-            yield bytes(value)
-
-    def indexed_below(self, folder: str) -> bool:
-        """Whether any index entry lies below ``folder``."""
-        cursor = self._txn.cursor(db=self._dbs["index"])
-        return next(_prefixed(cursor, os.fsencode(folder) + b"/"), None) is not None
-
-    def line_counts(self, key: bytes) -> tuple[int, int, bool] | None:
-        """Lines added and removed between two versions, if counted before (``counts``)."""
-        raw = self._get("counts", key)
-        if raw is None:
-            return None
-        added, removed, binary = json.loads(raw)
-        return int(added), int(removed), bool(binary)
-
-    def counted(self) -> Iterator[bytes]:
-        """The keys of every kept line count."""
-        for key, _ in self._items("counts"):
-            yield bytes(key)
-
-    def scan_state(self) -> dict[str, Any] | None:
-        """What the last full scan recorded (baseline time, ignore-rule stamp)."""
-        return self._meta_json(b"scan")
-
-    def shell_windows(self) -> dict[str, list[tuple[str, float]]]:
-        """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""
-        return {
-            session: [(call, float(opened)) for call, opened in calls]
-            for session, calls in (self._meta_json(b"shell") or {}).items()
-        }
-
-    def store_id(self) -> str:
-        """The store's random id, fixed at creation (it names this store on remotes)."""
-        return bytes(self._get("meta", b"store_id") or b"").decode()
-
-    def unfinished(self) -> list[str]:
-        """Rewinds and undos journaled but not finished (docs/format.md, durability)."""
-        return list(self._meta_json(b"unfinished") or [])
-
-    def events(self) -> list[dict[str, Any]]:
-        """The whole audit log, oldest first."""
-        return [json.loads(raw) for _, raw in self._items("events")]
+    return GIT_MOVE + change_key(turn_id, seq)
 
 
 class Tx(View):
@@ -550,7 +133,7 @@ class Tx(View):
         return moves[-1].seq + 1 if moves else 0
 
     def set_git_value(self, name: str, value: str | None) -> None:
-        key = _VALUE + name.encode()
+        key = GIT_VALUE + name.encode()
         if value is None:
             self._delete("git", key)
         else:
@@ -637,7 +220,7 @@ class Tx(View):
 
     def put_git_ref(self, key: bytes, oid: str, size: int) -> None:
         """Record that ``key`` stands for git blob ``oid`` of ``size`` bytes."""
-        self._put("gitrefs", key, _REF_SIZE.pack(size) + oid.encode())
+        self._put("gitrefs", key, REF_SIZE.pack(size) + oid.encode())
 
     def delete_git_ref(self, key: bytes) -> None:
         self._delete("gitrefs", key)

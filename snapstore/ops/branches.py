@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.errors import BadInput, UnknownOperation, UnknownTurn
 from ..core.records import APPLIED, BRANCH_KINDS, REWIND, UNDO, Turn
-from ..core.repo import View
+from ..core.view import View
 
 #: An argument of at most this many digits is a number from ``log``, not an id prefix.
 MAX_NUMBER_DIGITS = 6

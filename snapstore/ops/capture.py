@@ -30,7 +30,8 @@ from ..core.records import (
     differs,
     fingerprint,
 )
-from ..core.repo import Locked, Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx
+from ..core.view import View
 
 if TYPE_CHECKING:
     from .gitbase import Copied

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from ..core.errors import BadInput
 from ..core.records import LINK, SCAN, Big, Entry, Source, Turn, Version, differs, version_of
-from ..core.repo import Repo, View
+from ..core.repo import Repo
+from ..core.view import View
 from ..text.diff import is_binary
 from ..text.unified import unified_diff
 from .branches import ancestors, refuse_unchanged, resolve_turn

@@ -28,7 +28,8 @@ from typing import Any
 from ..core.blobs import DIGEST_SIZE
 from ..core.errors import StoreCorrupt
 from ..core.records import Change, GitMove, Session, Turn
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Repo, Tx
+from ..core.view import View
 from ..git.files import blob_keys
 
 

@@ -34,7 +34,8 @@ from dataclasses import dataclass, field
 from ..core import blobs, faults
 from ..core.errors import StoreCorrupt
 from ..core.records import AGENT, FINGERPRINT, OPEN, REWIND, USER, Change, Turn
-from ..core.repo import Locked, Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx
+from ..core.view import View
 from ..git.files import blob_keys
 from .branches import last_undoable
 from .session_base import base_keys

@@ -31,7 +31,8 @@ from typing import Any
 
 from ..core.errors import GitRefused, SnapstoreError
 from ..core.records import GitMove, Turn
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Repo, Tx
+from ..core.view import View
 from ..git import files, moves
 from ..git.index import same_index
 from ..git.layout import Layout, find

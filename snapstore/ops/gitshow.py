@@ -18,7 +18,8 @@ from ..git import files, moves
 from ..git.layout import Layout, find
 
 if TYPE_CHECKING:  # what a move's lines read loads no database: a routed client prints them
-    from ..core.repo import Repo, View
+    from ..core.repo import Repo
+    from ..core.view import View
 
 
 def describe(repo: Repo, v: View, turn_moves: list[GitMove], git_dir: str | None) -> list[str]:

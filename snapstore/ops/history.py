@@ -28,7 +28,8 @@ from ..core.records import (
     Turn,
     Version,
 )
-from ..core.repo import Repo, Tx, View
+from ..core.repo import Repo, Tx
+from ..core.view import View
 from ..text.diff import is_binary, line_stats, split_lines
 from .branches import ancestors, branch, leftover, number, resolve_turn
 

@@ -52,7 +52,8 @@ from ..core.records import (
     fingerprint,
     version_of,
 )
-from ..core.repo import Locked, Repo, Tx, View
+from ..core.repo import Locked, Repo, Tx
+from ..core.view import View
 from . import gitplan
 from .plan import (
     CONFLICT,

@@ -46,7 +46,7 @@ from ..core.records import (
     same,
     version_of,
 )
-from ..core.repo import View
+from ..core.view import View
 from .result import CONFLICT, DELETE, ERROR, KEEP, MERGE, RESTORE, Action
 from .result import RewindResult as RewindResult  # the planner's result: its home is .result
 

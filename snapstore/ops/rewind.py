@@ -56,7 +56,8 @@ from ..core.records import (
     RewindOp,
     Turn,
 )
-from ..core.repo import Locked, Repo, View
+from ..core.repo import Locked, Repo
+from ..core.view import View
 from . import gitplan
 from .branches import (
     ancestors,

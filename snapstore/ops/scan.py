@@ -20,10 +20,9 @@ found inside one agent's shell call belong to its turn (snapstore.ops.shell); al
 others go to a closed turn of kind ``user`` that no branch contains, so a rewind never
 takes the user's own work back.
 
-Reading and compressing happen outside the write lock, in batches; each batch
-is one commit. Inside the commit every path is checked again (its fingerprint
-must not have moved since it was read), so a scan never records bytes that a
-concurrent rewind has already replaced.
+This module walks the workspace against the index and reads what moved, outside
+the write lock, in batches; each batch is one commit, which checks every path
+again and records the changes (snapstore.ops.scanrecord).
 """
 
 from __future__ import annotations
@@ -32,38 +31,30 @@ import gc
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from ..core.errors import FileChanged, SnapstoreError
+from ..core.errors import SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
-    CLOSED,
-    DEFAULT_SESSION,
     FILE,
     FINGERPRINT,
     LINK,
     SCAN,
-    USER,
     Big,
-    Change,
     Entry,
     Source,
-    Turn,
     Version,
-    differs,
     fingerprint,
-    index_version,
 )
-from ..core.repo import Locked, Repo, Tx, View
-from .capture import writing
+from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
-from .shell import WindowAction, apply_actions, owner
+from .scanrecord import Committer, Item, ScanResult, copied, encode
+from .shell import WindowAction
 
 if TYPE_CHECKING:
-    from .gitbase import Baseline, Copied
+    from .gitbase import Baseline
 
-FP_SIZE = FINGERPRINT.size
 #: A file touched this recently may change again within the same timestamp tick
 #: ("racily clean" in git): its entry is stored so that the next scan re-reads it.
 RACY_NS = 2_000_000_000
@@ -74,122 +65,6 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 #: progress(phase, done, total): phase "walk" (total 0: unknown) or "read".
 Progress = Callable[[str, int, int], None]
-
-
-class ScanResult:
-    """What one scan found and recorded.
-
-    A plain class, not a dataclass: scans run from hooks and from processes whose
-    start-up counts, and ``dataclasses`` loads ``inspect`` (docs/benchmarks.md).
-    """
-
-    __slots__ = (
-        "added",
-        "baseline",
-        "changed",
-        "deleted",
-        "files",
-        "full",
-        "read",
-        "seconds",
-        "skipped",
-        "source",
-        "turn",
-        "unattributed",
-        "uncaptured",
-        "user",
-    )
-
-    def __init__(
-        self,
-        changed: Iterable[str] = (),
-        added: Iterable[str] = (),
-        deleted: Iterable[str] = (),
-        skipped: Iterable[dict[str, str]] = (),
-        seconds: float = 0.0,
-        turn: str | None = None,
-        user: bool = False,
-        unattributed: Iterable[str] = (),
-        baseline: bool = False,
-        files: int = 0,
-        read: int = 0,
-        source: Source = SCAN,
-        full: bool = True,
-        uncaptured: list[dict[str, str]] | None = None,
-    ):
-        self.changed = list(changed)
-        self.added = list(added)
-        self.deleted = list(deleted)
-        self.skipped = list(skipped)  # path, reason
-        self.seconds = seconds
-        self.turn = turn  # the turn the changes went to
-        self.user = user  # whether that turn is a ``user`` turn (changes seen between turns)
-        self.unattributed = list(unattributed)  # sessions whose shell calls overlapped
-        self.baseline = baseline  # the first scan: the baseline was recorded, no changes
-        self.files = files  # files looked at
-        self.read = read  # files read and hashed because their fingerprint moved
-        self.source = source
-        self.full = full  # the whole workspace, or only some paths
-        #: the files of ``skipped`` that are new or changed since the last scan skipped them:
-        #: what they hold now was never captured, so no rewind can bring it back
-        self.uncaptured = uncaptured or []
-
-    @property
-    def count(self) -> int:
-        return len(self.changed) + len(self.added) + len(self.deleted)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "changed": list(self.changed),
-            "added": list(self.added),
-            "deleted": list(self.deleted),
-            "skipped": [dict(s) for s in self.skipped],
-            "seconds": round(self.seconds, 4),
-            "turn": self.turn,
-            "user": self.user,
-            "unattributed": list(self.unattributed),
-            "baseline": self.baseline,
-            "files": self.files,
-            "read": self.read,
-            "source": self.source,
-            "full": self.full,
-            "uncaptured": [dict(s) for s in self.uncaptured],
-        }
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, ScanResult) and self.to_json() == other.to_json()
-
-    def __repr__(self) -> str:
-        return f"ScanResult({self.to_json()!r})"
-
-
-class _Item:
-    """One path whose fingerprint moved: what is on disk now, ready to commit."""
-
-    __slots__ = (
-        *("check", "copied", "data", "fingerprint", "key", "mkdirs"),
-        *("old", "ref", "rel", "value", "version"),
-    )
-
-    def __init__(
-        self,
-        rel: str,
-        old: bytes | None,
-        version: Version | None = None,
-        fingerprint: bytes = b"",
-        check: bytes | None = None,
-    ):
-        self.rel = rel
-        self.old = old  # its index entry before the scan
-        self.version = version  # None: the path is gone
-        self.fingerprint = fingerprint  # to store; what lstat must still say at commit time
-        self.check = check
-        self.key: bytes | None = None
-        self.value: bytes | None = None  # encoded; None when the blob is already stored
-        self.data: bytes | Big = b""
-        self.mkdirs = 0
-        self.ref: tuple[str, int] | None = None  # recorded by reference: git object id, size
-        self.copied: Copied | None = None  # its referenced earlier version, brought in
 
 
 def _stored(st: os.stat_result, now_ns: int) -> bytes:
@@ -230,7 +105,7 @@ class _Walker:
         self.forget: list[str] = []
         self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
         self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
-        self.referenced: list[_Item] = []
+        self.referenced: list[Item] = []
 
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
@@ -347,7 +222,7 @@ class _Walker:
         if found is None:
             return False
         key, oid, size = found
-        item = _Item(
+        item = Item(
             _decode(rel), None, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st)
         )
         item.key, item.ref = key, (oid, size)
@@ -579,10 +454,10 @@ def _record(
     """Read, encode and commit the candidates in batches, then the gone paths and the
     ``folders`` that came (given to the agent's open turn, if the changes are its);
     ``known``: the folders the last full scan saw."""
-    commit = _Committer(repo, session, result, actions)
+    commit = Committer(repo, session, result, actions)
     for at in range(0, len(walker.referenced), BATCH_FILES):
         commit(walker.referenced[at : at + BATCH_FILES], [])
-    batch: list[_Item] = []
+    batch: list[Item] = []
     size = 0
     total = len(walker.candidates)
     old = dict(walker.candidates)
@@ -593,18 +468,18 @@ def _record(
             batch.append(item)
             size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
         if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
-            commit(_copied(repo, _encode(repo, batch, result.baseline, known), result), [])
+            commit(copied(repo, encode(repo, batch, result.baseline, known), result), [])
             batch, size = [], 0
         if progress is not None:
             progress("read", done, total)
-    gone_items = [_Item(rel, old) for rel, old in walker.gone()]
+    gone_items = [Item(rel, old) for rel, old in walker.gone()]
     while len(gone_items) > BATCH_FILES:  # each batch's earlier versions are held at once
-        commit([], _copied(repo, gone_items[:BATCH_FILES], result))
+        commit([], copied(repo, gone_items[:BATCH_FILES], result))
         gone_items = gone_items[BATCH_FILES:]
     if batch or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            _copied(repo, _encode(repo, batch, result.baseline, known), result),
-            _copied(repo, gone_items, result),
+            copied(repo, encode(repo, batch, result.baseline, known), result),
+            copied(repo, gone_items, result),
             walker.forget,
             new_state,
             final=True,
@@ -614,7 +489,7 @@ def _record(
 
 def _item(
     rel: str, entry: Entry | SnapstoreError | None, old: bytes | None, walker: _Walker
-) -> _Item | None:
+) -> Item | None:
     """What one candidate holds now, as read through the safe reader."""
     if isinstance(entry, SnapstoreError):
         walker.skip(rel, str(entry))
@@ -630,255 +505,9 @@ def _item(
     if entry.kind == FILE and size > walker.max_file_size:
         walker.refuse(rel, f"larger than the size cap ({walker.max_file_size} bytes)", st)
         return None
-    item = _Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
+    item = Item(rel, old, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st))
     if entry.kind == LINK:
         item.check = None  # a link's lstat is what the reader saw; nothing to re-check
     item.data = entry.data
     item.version = Version("", entry.mode, entry.kind)
     return item
-
-
-def _encode(repo: Repo, items: list[_Item], baseline: bool, known: frozenset[str]) -> list[_Item]:
-    """Hash and compress a batch, each against its path's latest version; a new file's
-    ``mkdirs`` counts the parent folders it brought (none of ``known``)."""
-    if not items:
-        return items
-    with repo.read() as v:
-        for item in items:
-            base = v.path_digest(item.rel)
-            if isinstance(item.data, Big):  # stored in chunks by the commit: _Committer
-                item.key, item.value = item.data.key, None
-            else:
-                item.key, item.value = v.encode(item.data, base)
-            assert item.version is not None
-            item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
-            if not baseline and item.old is None and base is None:
-                item.mkdirs = _new_parents(v, item.rel, known)
-    return items
-
-
-def _copied(repo: Repo, items: list[_Item], result: ScanResult) -> list[_Item]:
-    """Bring in the earlier version of each item whose ``paths`` entry is a git reference
-    (snapstore.ops.gitbase), outside the write lock; one git cannot give back is reported
-    as not captured. A store that holds no reference loads nothing of git's."""
-    with repo.read() as v:
-        if not items or not v.has_git_refs():
-            return items
-    from .gitbase import copy_items
-
-    for rel, why in copy_items(repo, items):
-        lost = {"path": rel, "reason": why}
-        result.skipped.append(lost)
-        result.uncaptured.append(lost)
-    return items
-
-
-def _new_parents(v: View, rel: str, known: frozenset[str]) -> int:
-    """How many parent folders of a new file it brought: those that held nothing indexed
-    and that the last full scan did not see (``known``: an empty folder that was there,
-    the user's, is not the file's and stays when the file's creation is taken back)."""
-    parts = rel.split("/")[:-1]
-    count = 0
-    for depth in range(len(parts), 0, -1):
-        folder = "/".join(parts[:depth])
-        if folder in known or v.indexed_below(folder):
-            break
-        count += 1
-    return count
-
-
-class _Committer:
-    """Commits batches to the turn the changes belong to (snapstore.ops.shell), made if needed."""
-
-    def __init__(
-        self, repo: Repo, session: str | None, result: ScanResult, actions: list[WindowAction]
-    ):
-        self.repo, self.session, self.result, self.actions = repo, session, result, actions
-        self.user_turns: dict[tuple[str, ...], str] = {}  # made by this scan, by shared sessions
-
-    def __call__(
-        self,
-        items: list[_Item],
-        gone: list[_Item],
-        forget: Iterable[str] = (),
-        new_state: dict | None = None,
-        final: bool = False,
-        folders: Sequence[str] = (),
-    ) -> None:
-        forget = list(forget)
-        with self.repo.lock() as w:
-            items = [item for item in items if self._store_big(w, item)]
-            with self.repo.ws.holding_folders():  # each path is checked: a folder opened once
-                turn, recorded = w.write(
-                    lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
-                )
-        for kind, rel in recorded:
-            getattr(self.result, kind).append(rel)
-        if turn is not None:
-            self.result.turn, self.result.user = turn.id, turn.kind == USER
-            self.result.unattributed = list(turn.unattributed)
-            if turn.kind == USER:
-                self.user_turns[turn.unattributed] = turn.id
-
-    def _store_big(self, w: Locked, item: _Item) -> bool:
-        """Store a big file's chunks in this hold of the lock, before the commit that
-        records it; False (skipped, for the next scan) when it changed meanwhile."""
-        if not isinstance(item.data, Big) or item.check is None:
-            return True
-        from ..core.chunked import store_big  # not on the path of a scan of small files
-
-        try:
-            store_big(w, self.repo.ws, item.rel, item.data, item.check)
-        except FileChanged as exc:
-            self.result.skipped.append({"path": item.rel, "reason": str(exc)})
-            return False
-        return True
-
-    def _target(self, tx: Tx) -> tuple[Turn | None, tuple[str, ...]]:
-        """The open agent turn the changes go to, or the sessions a user turn names."""
-        who = owner(tx.shell_windows(), self.actions, tx.clock())
-        if who.session is None:
-            return None, who.shared
-        turn = tx.open_turn(who.session)
-        return (turn, ()) if turn is not None else (None, (who.session,))
-
-    def _user_turn(self, tx: Tx, shared: tuple[str, ...]) -> Turn:
-        """This scan's user turn for changes owned so (made at the first one)."""
-        if shared in self.user_turns:
-            return tx.turn(self.user_turns[shared])
-        source = self.result.source
-        if not shared:
-            prompt = f"changes seen by {source} between turns"
-        else:
-            prompt = (
-                f"changes seen by {source} during shell calls of {', '.join(shared)} (unattributed)"
-            )
-        return tx.new_turn(
-            self.session or DEFAULT_SESSION,
-            kind=USER,
-            state=CLOSED,
-            prompt=prompt,
-            unattributed=shared,
-        )
-
-    def _commit(
-        self,
-        tx: Tx,
-        items: list[_Item],
-        gone: list[_Item],
-        forget: list[str],
-        new_state: dict | None,
-        final: bool,
-        folders: Sequence[str],
-    ) -> tuple[Turn | None, list[tuple[str, str]]]:
-        recorded = []
-        turn, shared = self._target(tx)
-        if turn is not None and folders:  # an agent's: a rewind of its turn removes them
-            turn = turn._replace(folders=(*turn.folders, *folders))
-            tx.put_turn(turn)
-        if turn is not None and final and self.result.uncaptured:  # a rewind says so
-            skipped = dict(turn.skipped)
-            skipped.update((s["path"], s["reason"]) for s in self.result.uncaptured)
-            turn = turn._replace(skipped=tuple(skipped.items()))
-            tx.put_turn(turn)
-        latest = {}
-        if turn is not None:
-            for change in tx.changes(turn.id):
-                latest[change.path] = change.after if change.done else change.before
-        held = writing(tx)  # a hook's write in progress owns its path
-        for item in [*items, *gone]:
-            if item.rel in held or not _still(self.repo, item):
-                continue
-            base = tx.path_digest(item.rel)
-            before = _before(base, item, latest.get(item.rel))
-            if base is not None and before is not None and tx.git_ref(base) is not None:
-                from .gitbase import settle
-
-                before = settle(tx, item, base, before)
-                if before is None:
-                    continue
-            if item.ref is not None:
-                tx.put_git_ref(item.key or b"", *item.ref)
-            elif item.version is not None:
-                tx.put_blob(item.key or b"", item.value, item.data)
-            if self.result.baseline or not differs(before, item.version):
-                if self.result.baseline:
-                    tx.set_path_digest(item.rel, item.version)
-                _index(tx, item)
-                continue
-            if turn is None:
-                turn = self._user_turn(tx, shared)
-            tx.put_change(
-                Change.recorded(
-                    turn=turn.id,
-                    seq=turn.next_change,
-                    path=item.rel,
-                    before=before,
-                    after=item.version,
-                    tool="",
-                    source=self.result.source,
-                    time=tx.clock(),
-                    mkdirs=item.mkdirs,
-                )
-            )
-            turn = turn._replace(next_change=turn.next_change + 1)
-            tx.set_path_digest(item.rel, item.version)
-            _index(tx, item)
-            kind = "deleted" if item.version is None else "added" if before is None else "changed"
-            recorded.append((kind, item.rel))
-        for rel in forget:
-            tx.delete_index(rel)
-        if self.result.baseline and final:
-            # What the store last knew of a path that is gone now (deleted before scan mode
-            # was on) is no baseline: a file that appears there later is new.
-            for rel in [
-                rel
-                for rel, _ in tx.path_digests()
-                if rel not in held and not self.repo.ws.occupied(rel)
-            ]:
-                tx.forget_path(rel)
-        if turn is not None and recorded:
-            if turn.kind == USER:
-                turn = turn._replace(closed=turn.created)
-            tx.put_turn(turn)
-            tx.event(
-                "scan",
-                session=turn.session,
-                turn=turn.id,
-                source=self.result.source,
-                paths=[rel for _, rel in recorded],
-            )
-        if new_state is not None:
-            tx.set_scan_state(new_state)
-            if self.result.baseline:
-                tx.event("scan_baseline", files=self.result.files)
-        if final:
-            apply_actions(tx, self.actions)  # and drop stale windows
-        return (turn if recorded else None), recorded
-
-
-def _index(tx: Tx, item: _Item) -> None:
-    if item.version is None:
-        tx.delete_index(item.rel)
-    else:
-        tx.put_index(item.rel, item.fingerprint + (item.key or b""))
-
-
-def _still(repo: Repo, item: _Item) -> bool:
-    """Whether the path still holds what was read (checked under the write lock)."""
-    if item.version is None:
-        return repo.ws.holds(item.rel, None)
-    return item.check is None or repo.ws.holds(item.rel, item.check)  # None: a link, as read
-
-
-def _before(base: bytes | None, item: _Item, latest: Version | None) -> Version | None:
-    """The baseline version of a path: its latest digest, with the mode last seen for it."""
-    if base is None:
-        return None
-    if item.old is not None and item.old[FP_SIZE:] == base:
-        return index_version(item.old)
-    if latest is not None and latest.digest == base.hex():
-        return latest
-    if item.version is not None:
-        return Version(base.hex(), item.version.mode, item.version.kind)
-    return Version(base.hex())

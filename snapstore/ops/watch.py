@@ -40,7 +40,8 @@ from ..core.errors import SnapstoreError, WatcherRunning
 from ..core.records import WATCH
 from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules
-from .scan import DEFAULT_MAX_FILE_SIZE, Progress, ScanResult, normalize_scopes, scan
+from .scan import DEFAULT_MAX_FILE_SIZE, Progress, normalize_scopes, scan
+from .scanrecord import ScanResult
 from .shell import WindowAction, open_windows
 from .watchlink import LOCK_NAME, REQUEST_DIR, watcher_info, write_json
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.locks import holder_info
 from ..core.repo import Repo
-from .scan import ScanResult
+from .scanrecord import ScanResult
 from .shell import WindowAction
 
 LOCK_NAME = "watch.lock"

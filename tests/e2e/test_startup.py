@@ -39,6 +39,7 @@ HOOK_MODULES = {
     "snapstore.core.places",
     "snapstore.core.records",
     "snapstore.core.repo",
+    "snapstore.core.view",
     "snapstore.store",
     "snapstore_cli",
     "snapstore_cli.doors",

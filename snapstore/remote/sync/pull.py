@@ -28,7 +28,8 @@ from typing import Any
 from ...core import blobs, faults
 from ...core.errors import StoreCorrupt, StoreLocked
 from ...core.records import AGENT, BASE, CLOSED, Change, Session, Turn, version_from_json
-from ...core.repo import Repo, Tx, View
+from ...core.repo import Repo, Tx
+from ...core.view import View
 from ...ops.session_base import base_changes, git_commit
 from ..format import layout
 from ..format.catalog import Catalog, RemoteSession, corrupt

@@ -31,7 +31,8 @@ from ...core import blobs, faults
 from ...core.db import FILE_MODE
 from ...core.errors import StoreLocked
 from ...core.records import AGENT, OPEN, Change, Session, Turn, version_to_json
-from ...core.repo import Repo, View
+from ...core.repo import Repo
+from ...core.view import View
 from ...ops.session_base import base_keys
 from ..format import layout
 from ..format.catalog import Catalog

@@ -46,7 +46,7 @@ from ..app import common_options, emit, options
 from .scan import track_shell_on
 
 if TYPE_CHECKING:
-    from snapstore.ops.scan import ScanResult
+    from snapstore.ops.scanrecord import ScanResult
 
 #: Every agent ``hook install`` knows, by its command-line name.
 AGENTS = AGENT_NAMES

@@ -24,7 +24,7 @@ from ..params import Number
 
 if TYPE_CHECKING:
     from snapstore import Store
-    from snapstore.ops.scan import ScanResult
+    from snapstore.ops.scanrecord import ScanResult
 
 
 @contextmanager
