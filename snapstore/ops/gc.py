@@ -360,9 +360,11 @@ def _relink_sessions(tx: Tx, graph: _Graph, drop: set[str]) -> list[str]:
 def _sweep(w: Locked, result: GcResult) -> None:
     """Step 3: rebase live deltas whose base is dead, fix depths, delete dead blobs.
 
-    Content is read from a snapshot taken before the commit, so a chain is
-    always read as it was written, whatever this commit has rewritten so far.
+    The new values are made from a snapshot, before the commit and under the same lock,
+    so a chain is always read as it was written; the snapshot is closed before the commit
+    begins, since a commit that must grow the map cannot while a read is open (core.db).
     """
+    rewrites: dict[bytes, bytes] = {}
     with w.repo.read() as snap:
         graph = _Graph.load(w.repo, snap)
         live = graph.live(set())
@@ -374,36 +376,35 @@ def _sweep(w: Locked, result: GcResult) -> None:
         dead = [k for k in headers if k not in live]
         dead_refs = [k for k, _ in snap.git_refs() if k not in live]  # no path names them
         stale_counts = [k for k in snap.counted() if k[:32] not in live or k[32:] not in live]
-
-        def commit(tx: Tx) -> tuple[int, int]:
-            current = dict(headers)
-            rebased = 0
-            for key in deltas:
-                value = original = snap.blob_value(key)
-                assert value is not None
-                if headers[key].base not in live:
-                    value = snap.encode_against(
-                        snap.blob(key), key, _live_ancestor(headers, key, live)
-                    )
-                    rebased += 1
+        current = dict(headers)
+        rebased = 0
+        for key in deltas:
+            value = original = snap.blob_value(key)
+            assert value is not None
+            if headers[key].base not in live:
+                value = snap.encode_against(snap.blob(key), key, _live_ancestor(headers, key, live))
+                rebased += 1
+            header = blobs.parse_header(value, key)
+            if header.base is not None and current[header.base].depth + 1 != header.depth:
+                value = blobs.with_depth(value, current[header.base].depth + 1)
                 header = blobs.parse_header(value, key)
-                if header.base is not None and current[header.base].depth + 1 != header.depth:
-                    value = blobs.with_depth(value, current[header.base].depth + 1)
-                    header = blobs.parse_header(value, key)
-                if value is not original:
-                    tx.replace_blob_value(key, value)
-                current[key] = header
-            faults.point("gc.rebased")
-            for key in dead:
-                tx.delete_blob(key)
-            for key in dead_refs:
-                tx.delete_git_ref(key)
-            for key in stale_counts:
-                tx.forget_line_counts(key)
-            return len(dead), rebased
+            if value is not original:
+                rewrites[key] = value
+            current[key] = header
 
-        removed, rebased = w.write(commit)
-    result.removed_blobs += removed
+    def commit(tx: Tx) -> None:
+        for key, value in rewrites.items():
+            tx.replace_blob_value(key, value)
+        faults.point("gc.rebased")
+        for key in dead:
+            tx.delete_blob(key)
+        for key in dead_refs:
+            tx.delete_git_ref(key)
+        for key in stale_counts:
+            tx.forget_line_counts(key)
+
+    w.write(commit)
+    result.removed_blobs += len(dead)
     result.rebased_blobs += rebased
 
 

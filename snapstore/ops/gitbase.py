@@ -157,24 +157,29 @@ def settle(tx: Tx, item: Scanned, base: bytes, before: Version) -> Version | Non
     reference ``base``, as the store's own blob (stored here); None when the item is
     settled without a change: its bytes are the same (it stays a reference), they were
     not brought in for this reference (the next scan sees it again), or git has lost them
-    (reported not captured: its new version becomes the baseline, as at the first scan)."""
+    (reported not captured: its new version becomes the baseline, as at the first scan).
+
+    ``item`` is left as it is: a commit that finds the map full runs again from the start
+    (core.db), and must find the same item (it once kept the reference as its new key,
+    and the second run recorded a change to that reference, a version no blob holds)."""
     copied = item.copied
     if copied is None or copied.base != base:
         return None
+    key = item.key
     if copied.lost:
         if item.version is not None:
             tx.put_blob(item.key or b"", item.value, item.data)
         tx.set_path_digest(item.rel, item.version)
     elif item.version is not None and copied.key == item.key and before.mode == item.version.mode:
-        item.key, item.version = base, item.version._replace(digest=base.hex())
+        key = base  # only touched: still the blob git holds, still by reference
     else:
         assert copied.key is not None
         tx.put_blob(copied.key, copied.value, copied.data)
         return before._replace(digest=copied.key.hex())
     if item.version is None:
         tx.delete_index(item.rel)
-    else:  # only touched: still the blob git holds, still by reference
-        tx.put_index(item.rel, item.fingerprint + (item.key or b""))
+    else:
+        tx.put_index(item.rel, item.fingerprint + (key or b""))
     return None
 
 

@@ -16,9 +16,10 @@ from snapstore import Store
 from snapstore.core import blobs
 from snapstore.ops import scan
 
-from ..support import Clock, write
+from ..support import Clock, changes_of, write
 from ..support.gitrepo import git, sh
 from ..support.rawdb import raw_values
+from ..support.retried import commits_run_twice
 
 
 @pytest.fixture(autouse=True)
@@ -261,3 +262,22 @@ def test_gc_drops_references_no_path_names_and_outside_git_nothing_changes(
     write(plain, "a.txt", "a\n")
     with Store.init(plain, clock=clock) as store:
         assert store.scan().read == 1 and raw_values(store, "gitrefs") == {}
+
+
+def test_a_scan_whose_commit_runs_again_leaves_a_touched_file_a_reference(
+    root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that must grow the map runs its function again (core.db). The scan's
+    settling of a file only touched once kept the reference in the item it was given, so
+    the second run recorded a change to the reference, and the scan failed ("names a git
+    reference, not a blob"), as the scale bench found at 100,000 files."""
+    _repo(root, {"a.txt": "committed\n" * 10, "b.txt": "other\n"})
+    with Store.init(root, clock=clock) as store:
+        store.scan()
+        ran = commits_run_twice(monkeypatch)
+        turn = _turn(store, "touch a.txt && echo more >> b.txt")
+        assert ran[0] > 0
+        assert "a.txt" in _referenced(store) and "b.txt" not in _referenced(store)
+        assert list(changes_of(store, turn)) == ["b.txt"]
+        assert store.rewind(1, "s").restored == ["b.txt"]
+        assert (root / "b.txt").read_text() == "other\n" and store.fsck().ok
