@@ -214,6 +214,8 @@ class Committer:
     ):
         self.repo, self.session, self.result, self.actions = repo, session, result, actions
         self.user_turns: dict[tuple[str, ...], str] = {}  # made by this scan, by shared sessions
+        #: A baseline's paths its commits found in place (so the last need not look again).
+        self.present: set[str] = set()
 
     def __call__(
         self,
@@ -228,9 +230,10 @@ class Committer:
         with self.repo.lock() as w:
             items = [item for item in items if self._store_big(w, item)]
             with self.repo.ws.holding_folders():  # each path is checked: a folder opened once
-                turn, recorded = w.write(
+                turn, recorded, present = w.write(
                     lambda tx: self._commit(tx, items, gone, forget, new_state, final, folders)
                 )
+        self.present.update(present)
         for kind, rel in recorded:
             getattr(self.result, kind).append(rel)
         if turn is not None:
@@ -289,8 +292,8 @@ class Committer:
         new_state: dict | None,
         final: bool,
         folders: Sequence[str],
-    ) -> tuple[Turn | None, list[tuple[str, str]]]:
-        recorded = []
+    ) -> tuple[Turn | None, list[tuple[str, str]], list[str]]:
+        recorded, present = [], []
         turn, shared = self._target(tx)
         if turn is not None and folders:  # an agent's: a rewind of its turn removes them
             turn = turn._replace(folders=(*turn.folders, *folders))
@@ -308,6 +311,8 @@ class Committer:
         for item in [*items, *gone]:
             if item.rel in held or not _still(self.repo, item):
                 continue
+            if self.result.baseline and item.version is not None:
+                present.append(item.rel)
             base = tx.path_digest(item.rel)
             before = _before(base, item, latest.get(item.rel))
             if base is not None and before is not None and tx.git_ref(base) is not None:
@@ -350,10 +355,11 @@ class Committer:
         if self.result.baseline and final:
             # What the store last knew of a path that is gone now (deleted before scan mode
             # was on) is no baseline: a file that appears there later is new.
+            seen = self.present.union(present)  # found in place under the lock: not gone
             for rel in [
                 rel
                 for rel, _ in tx.path_digests()
-                if rel not in held and not self.repo.ws.occupied(rel)
+                if rel not in held and rel not in seen and not self.repo.ws.occupied(rel)
             ]:
                 tx.forget_path(rel)
         if turn is not None and recorded:
@@ -373,7 +379,7 @@ class Committer:
                 tx.event("scan_baseline", files=self.result.files)
         if final:
             apply_actions(tx, self.actions)  # and drop stale windows
-        return (turn if recorded else None), recorded
+        return (turn if recorded else None), recorded, present
 
 
 def _index(tx: Tx, item: Item) -> None:
