@@ -10,6 +10,7 @@ the bare-import floor, ``import lmdb, blake3, zstandard``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,6 +182,11 @@ def test_a_hook_loads_only_the_capture_path(
         check=True,
         capture_output=True,
     )
+    # HEAD changed since init looked (its stamp is not taken racily then: init more than
+    # 2 s after `git init`, on a loaded machine), so the turn's edge reads the repository
+    head = root / ".git" / "HEAD"
+    st = head.stat()
+    os.utime(head, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     for which in ("begin", kind):  # a turn is open before its tools run
         args, raw = step(agent, which, root)
         loaded = _loaded(args, raw, root, tmp_path / f"{which}.json")
