@@ -72,6 +72,11 @@ def results_seen(s: Session, text: str) -> list[int]:
     return [i for i, r in enumerate(s.model.requests) if text in json.dumps(r.body)]
 
 
+def last_seen(s: Session, requests: int = 3, chars: int = 1500) -> list[str]:
+    """The end of each of the model's last requests (what the tools answered), for a failure."""
+    return [json.dumps(r.body)[-chars:] for r in s.model.requests[-requests:]]
+
+
 def version(s: Session) -> str:
     done = subprocess.run(
         [str(s.exe), "--version"], env=s.env(), capture_output=True, text=True, timeout=120
@@ -102,9 +107,9 @@ def test_the_agent_takes_back_its_own_turns_through_mcp(
         # the list the model read named turn 2 by its number, and the result it got back
         # named the files restored, in the request that followed the call
         listed = results_seen(s, "1 file(s), +1/-1: notes.txt (modified, +1/-1)")  # turn 2's
-        assert listed, "the model never got list_turns' answer"
+        assert listed, f"the model never got list_turns' answer; it got: {last_seen(s)}"
         restored = results_seen(s, "Restored exactly: notes.txt, other.txt.")
-        assert restored, "the model never got rewind_files' answer"
+        assert restored, f"the model never got rewind_files' answer; it got: {last_seen(s)}"
         call = max(i for i in listed if i < restored[0])  # its answer was the call
         took = s.model.requests[restored[0]].time - s.model.requests[call].time
 
