@@ -615,7 +615,9 @@ def _plan_git(
 ) -> None:
     """Add the repository's half to a planned operation (snapstore.ops.gitplan)."""
     if git.enabled:
-        operation.git = gitplan.plan(repo, v, git.git_dir, steps, gitplan.notes(turns))
+        operation.git, operation.git_held = gitplan.plan(
+            repo, v, git.git_dir, steps, gitplan.notes(turns)
+        )
         operation.result.git = gitplan.result(operation.git, None)
 
 
