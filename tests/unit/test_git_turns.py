@@ -249,6 +249,49 @@ def test_a_redo_after_the_undo_takes_the_repository_back_to_the_rewound_state(
     assert state(root) == after
 
 
+def test_a_redo_without_git_puts_the_files_back_and_leaves_the_repository(
+    root: Path, store: Store
+) -> None:
+    _repo(root, "")
+    store.scan()
+    before = state(root)
+    _shell_turn(store, root, "git checkout -q -b topic && echo t >> a.txt && git commit -qam t")
+    after = state(root)
+    assert store.rewind(1, SESSION).ok and store.undo().ok
+    assert state(root) == after
+
+    redone = store.redo(git=False)
+    assert redone.ok and redone.git is None
+    now = state(root)
+    assert now["files"] == before["files"]  # the files went back
+    for key in ("head", "branch", "refs", "index", "stash"):  # git did not
+        assert now[key] == after[key], key
+    assert not [k for k in keeps(root) if k.startswith(f"refs/snapstore/{redone.undo_id}/")]
+    assert store.undo().ok  # and its undo puts the files back alone
+    assert state(root) == after
+
+
+def test_a_redo_of_a_rewind_made_without_git_leaves_the_repository_too(
+    root: Path, store: Store
+) -> None:
+    """The redo does what the undo took back: a rewind that left git alone is made again
+    leaving it alone, whatever the redo's own default."""
+    _repo(root, "")
+    store.scan()
+    before = state(root)
+    _shell_turn(store, root, "git checkout -q -b topic && echo t >> a.txt && git commit -qam t")
+    after = state(root)
+    assert store.rewind(1, SESSION, git=False).ok and store.undo().ok
+    assert state(root) == after
+
+    redone = store.redo()
+    assert redone.ok and redone.git is None
+    now = state(root)
+    assert now["files"] == before["files"]
+    for key in ("head", "branch", "refs", "index", "stash"):
+        assert now[key] == after[key], key
+
+
 def test_an_undo_puts_back_an_index_git_refreshed_after_a_rewind(root: Path, store: Store) -> None:
     """A rewind writes an older index; `git status` then refreshes its stat cache, so the
     index on disk is one no record saw. A second rewind moves away from it, and its undo must
