@@ -1,0 +1,136 @@
+"""What the CLI says of the repository an operation moved, through the real hooks and git:
+the way back from a rewind that moves a branch (the ref that keeps the agent's commit, a
+`git log` to see it, the command that moves it back, in the rewind's output, `ops` and
+`show`). Hermetic: fixed clock (hermetic_env) and fixed git identity and dates
+(tests/support/gitrepo.py), so every commit id is the same in every run; only the
+operation ids (the store's own random id) are read from `--json`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..support.gitrepo import git, init
+from .test_git_layouts_cli import _turn
+
+SESSION = ("--session", "claude-code/s")
+
+
+def _git_block(stdout: str) -> list[str]:
+    """The git lines of a rewind's, undo's or redo's output (kinds git, conflict, note)."""
+    return [line for line in stdout.splitlines() if line.startswith(("  git ", "  note "))]
+
+
+def _way_back(op: str, ref: str, command: str) -> str:
+    return (
+        f"what the refs pointed at is kept under refs/snapstore/{op}/ (`git log "
+        f"refs/snapstore/{op}/{ref}`); `snapstore {command} {op}` moves them back"
+    )
+
+
+def _newest_op(cli) -> str:
+    return cli("--json", "ops").json[0]["id"]
+
+
+def _ops_lines(cli, op: str) -> list[str]:
+    listed = cli("ops")
+    assert listed.code == 0, listed.stderr
+    return [line for line in listed.stdout.splitlines() if line.startswith(f"{op[:8]}  git: ")]
+
+
+def _show_lines(cli, op: str) -> list[str]:
+    shown = cli("show", op, *SESSION)
+    assert shown.code == 0, shown.stderr
+    as_json = cli("--json", "show", op, *SESSION)
+    lines = [line for line in shown.stdout.splitlines() if line.startswith("  git  ")]
+    assert [f"  git  {text}" for text in as_json.json["git"]] == lines  # JSON says the same
+    return lines
+
+
+def _committed(cli, root: Path) -> tuple[str, str]:
+    """A repository whose agent turn committed on main; main before and after the turn."""
+    init(root)
+    assert cli("init", "--track-shell").code == 0
+    (root / "notes.txt").write_text("notes\nuser edit\n")  # the user's uncommitted work
+    main = git(root, "rev-parse", "main")
+    _turn(cli, root, "echo agent >> a.txt && git commit -qm 'the agent commits' a.txt", {})
+    agent = git(root, "rev-parse", "main")
+    assert agent != main
+    return main, agent
+
+
+def test_a_rewind_that_moves_a_branch_says_where_its_commits_are_kept(cli, root: Path) -> None:
+    main, agent = _committed(cli, root)
+    rewound = cli("rewind", "1", "--yes", *SESSION)
+    assert rewound.code == 0, rewound.stderr
+    op = _newest_op(cli)
+    moved = f"refs/heads/main: {agent[:7]} -> {main[:7]} (kept as refs/snapstore/{op}/heads/main)"
+    said = [moved, "the index put back", _way_back(op, "heads/main", "undo")]
+    assert _git_block(rewound.stdout) == [
+        f"  git       {said[0]}",
+        f"  git       {said[1]}",
+        f"  note      {said[2]}",
+    ]
+    assert f"undo it with: snapstore undo {op}" in rewound.stdout.splitlines()
+    assert _ops_lines(cli, op) == [f"{op[:8]}  git: {text}" for text in said]
+    assert _show_lines(cli, op) == [f"  git  {text}" for text in said]
+    # The ref named is there, on the agent's commit, and the `git log` named shows it.
+    assert git(root, "rev-parse", "main") == main
+    assert git(root, "rev-parse", f"refs/snapstore/{op}/heads/main") == agent
+    assert git(root, "log", "-1", "--format=%s", f"refs/snapstore/{op}/heads/main") == (
+        "the agent commits"
+    )
+    # And the command named moves it back.
+    undone = cli("undo", op)
+    assert undone.code == 0, undone.stderr
+    assert git(root, "rev-parse", "main") == agent
+
+
+def test_an_undo_names_the_redo_and_a_redo_the_undo_that_move_the_refs_back(
+    cli, root: Path
+) -> None:
+    """`snapstore undo UNDO` is refused (an undo is no rewind): an undo's way back is redo."""
+    main, agent = _committed(cli, root)
+    assert cli("rewind", "1", "--yes", *SESSION).code == 0
+    undone = cli("undo")
+    assert undone.code == 0, undone.stderr
+    undo = _newest_op(cli)
+    said = [
+        f"refs/heads/main: {main[:7]} -> {agent[:7]} (kept as refs/snapstore/{undo}/heads/main)",
+        "the index put back",
+        _way_back(undo, "heads/main", "redo"),
+    ]
+    assert _git_block(undone.stdout) == [
+        f"  git       {said[0]}",
+        f"  git       {said[1]}",
+        f"  note      {said[2]}",
+    ]
+    assert _ops_lines(cli, undo) == [f"{undo[:8]}  git: {text}" for text in said]
+    assert _show_lines(cli, undo) == [f"  git  {text}" for text in said]
+    assert git(root, "rev-parse", f"refs/snapstore/{undo}/heads/main") == main
+
+    redone = cli("redo", undo)  # the command named
+    assert redone.code == 0, redone.stderr
+    assert git(root, "rev-parse", "main") == main
+    redo = _newest_op(cli)
+    assert _git_block(redone.stdout)[-1] == f"  note      {_way_back(redo, 'heads/main', 'undo')}"
+    assert git(root, "rev-parse", f"refs/snapstore/{redo}/heads/main") == agent
+    assert cli("undo", redo).code == 0  # the command named
+    assert git(root, "rev-parse", "main") == agent
+
+
+def test_an_undo_that_stands_as_a_turn_names_the_rewind_that_takes_it_back(cli, root: Path) -> None:
+    main, agent = _committed(cli, root)
+    assert cli("rewind", "1", "--yes", *SESSION).code == 0
+    _turn(cli, root, "echo more >> b.txt", {})  # the session went on: the undo is a turn
+    undone = cli("undo")
+    assert undone.code == 0, undone.stderr
+    undo = _newest_op(cli)
+    way = _way_back(undo, "heads/main", "rewind")
+    assert _git_block(undone.stdout)[-1] == f"  note      {way}"
+    assert _ops_lines(cli, undo)[-1] == f"{undo[:8]}  git: {way}"
+    assert _show_lines(cli, undo)[-1] == f"  git  {way}"
+    assert git(root, "rev-parse", "main") == agent
+    assert cli("redo", undo).code == 2  # no redo takes this one back
+    rewound = cli("rewind", undo, "--yes")  # the command named
+    assert rewound.code == 0, rewound.stderr
+    assert git(root, "rev-parse", "main") == main
