@@ -1,15 +1,21 @@
 """What the CLI says of the repository an operation moved, through the real hooks and git:
 the way back from a rewind that moves a branch (the ref that keeps the agent's commit, a
 `git log` to see it, the command that moves it back, in the rewind's output, `ops` and
-`show`). Hermetic: fixed clock (hermetic_env) and fixed git identity and dates
-(tests/support/gitrepo.py), so every commit id is the same in every run; only the
-operation ids (the store's own random id) are read from `--json`."""
+`show`); and a ref the agent pushed, which no rewind or undo moves, with the rewind saying
+that snapstore cannot take back a push. Hermetic: fixed clock (hermetic_env) and fixed git
+identity and dates (tests/support/gitrepo.py), so every commit id is the same in every
+run; only the operation ids (the store's own random id) are read from `--json`."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import stat
 from pathlib import Path
 
-from ..support.gitrepo import git, init
+from snapstore.ops.gitplan import PUSHED
+
+from ..support.gitrepo import git, init, state
 from .test_git_layouts_cli import _turn
 
 SESSION = ("--session", "claude-code/s")
@@ -134,3 +140,94 @@ def test_an_undo_that_stands_as_a_turn_names_the_rewind_that_takes_it_back(cli, 
     rewound = cli("rewind", undo, "--yes")  # the command named
     assert rewound.code == 0, rewound.stderr
     assert git(root, "rev-parse", "main") == main
+
+
+def _logging_git(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """A `git` first on PATH that logs each command line, then runs the real git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = tmp_path / "git.log"
+    wrapper = folder / "git"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return {"PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}, log
+
+
+def _remote(bare: Path) -> dict[str, object]:
+    """What a bare remote holds: its refs, and every push it received (its hook's log)."""
+    received = bare / "received.log"
+    return {
+        "refs": git(bare, "for-each-ref", "--format=%(refname) %(objectname)"),
+        "received": received.read_text() if received.exists() else "",
+    }
+
+
+def test_a_pushed_ref_stays_and_the_rewind_says_it_cannot_take_back_the_push(
+    cli, root: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    hook = bare / "hooks" / "pre-receive"  # logs every push that reaches the remote
+    hook.write_text(f"#!/bin/sh\ncat >> {bare / 'received.log'}\n")
+    hook.chmod(0o755)
+    init(root)
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "-q", "-u", "origin", "main")
+    assert cli("init", "--track-shell").code == 0
+    (root / "notes.txt").write_text("notes\nuser edit\n")
+    before = state(root)
+    _turn(
+        cli,
+        root,
+        "echo agent >> a.txt && git commit -qm agent a.txt && git push -q origin main"
+        " && git checkout -q -b topic && echo t >> b.txt && git commit -qam topic"
+        " && git push -q -u origin topic",
+        {},
+    )
+    after, pushed = state(root), _remote(bare)
+    main, topic = git(root, "rev-parse", "main"), git(root, "rev-parse", "topic")
+    assert git(bare, "rev-parse", "main") == main and git(bare, "rev-parse", "topic") == topic
+    tracking = {"refs/remotes/origin/main": main, "refs/remotes/origin/topic": topic}
+    path, calls = _logging_git(tmp_path)
+
+    dry = cli("--json", "rewind", "1", "--yes", "--dry-run", *SESSION, env=path)
+    rewound = cli("--json", "rewind", "1", "--yes", *SESSION, env=path)
+    assert rewound.code == 0, rewound.stderr
+    for result in (dry.json, rewound.json):
+        remote = [r for r in result["git"]["refs"] if r["name"].startswith("refs/remotes/")]
+        assert remote == [
+            {"name": name, "before": oid, "after": oid, "status": "remote", "reason": PUSHED}
+            for name, oid in sorted(tracking.items())
+        ]
+    assert rewound.json["git"]["ok"] and rewound.json["git"]["head_after"] == "refs/heads/main"
+    assert not [k for k in rewound.json["git"]["kept"] if "/remotes/" in k]
+    for name, oid in tracking.items():  # the remote-tracking refs stay where the push left them
+        assert git(root, "rev-parse", name) == oid
+    now = state(root)
+    refs = dict(line.split() for line in before["refs"]) | tracking  # type: ignore[attr-defined]
+    assert now["refs"] == [f"{name} {oid}" for name, oid in sorted(refs.items())]
+    assert {k: v for k, v in now.items() if k != "refs"} == {
+        k: v for k, v in before.items() if k != "refs"
+    }  # the rest is as before the turn: on main, the user's edit uncommitted
+    assert _remote(bare) == pushed  # the remote holds what the agent pushed, and got nothing more
+
+    undone = cli("--json", "undo", env=path)
+    assert undone.code == 0, undone.stderr
+    assert state(root) == after
+    assert _remote(bare) == pushed
+
+    # For people: the rewind says it, for each ref the push moved, and `ops` says it too.
+    again = cli("rewind", "1", "--yes", *SESSION, env=path)
+    assert again.code == 0, again.stderr
+    op = _newest_op(cli)
+    for name in sorted(tracking):
+        assert f"  note      {name}: {PUSHED}" in again.stdout.splitlines()
+        assert f"{op[:8]}  git: {name}: {PUSHED}" in _ops_lines(cli, op)
+    assert cli("undo", env=path).code == 0
+    assert state(root) == after
+    assert _remote(bare) == pushed
+    ran = [line.split() for line in calls.read_text().splitlines()]
+    assert any("update-ref" in args for args in ran), ran  # the log is snapstore's git
+    assert not [args for args in ran if "push" in args], ran  # and it never pushed
