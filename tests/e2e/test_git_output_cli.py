@@ -142,6 +142,23 @@ def test_an_undo_that_stands_as_a_turn_names_the_rewind_that_takes_it_back(cli, 
     assert git(root, "rev-parse", "main") == main
 
 
+def test_redo_with_no_git_puts_the_files_back_and_leaves_the_repository(cli, root: Path) -> None:
+    _, agent = _committed(cli, root)
+    assert cli("rewind", "1", "--yes", *SESSION).code == 0
+    assert cli("undo").code == 0
+    after = state(root)
+    redone = cli("--json", "redo", "--no-git")
+    assert redone.code == 0, redone.stderr
+    assert redone.json["git"] is None and redone.json["restored"] == ["a.txt"]
+    assert (root / "a.txt").read_text() == "a1\na2\n"  # the file went back
+    now = state(root)
+    for key in ("head", "branch", "refs", "index"):  # the repository did not
+        assert now[key] == after[key], key
+    assert git(root, "rev-parse", "main") == agent
+    redo = redone.json["undo_id"]
+    assert git(root, "for-each-ref", f"refs/snapstore/{redo}/") == ""  # nothing kept: no move
+
+
 def _logging_git(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """A `git` first on PATH that logs each command line, then runs the real git."""
     real = shutil.which("git")
