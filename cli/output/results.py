@@ -128,7 +128,8 @@ def summary(
             ]
             for item in items
         ]
-    lines += git_lines(result.git, prefix)
+    on_branch = result.new_head is not None and result.new_head == result.undo_id
+    lines += git_lines(result.git, prefix, verb == "undone", on_branch)
     changed = len(result.changed)
     if not (changed or result.conflicts or result.errors):
         lines.append([("  no files to change", "")])
@@ -158,12 +159,18 @@ def summary(
         out.write(paint(segments, styled) + "\n")
 
 
-def git_lines(git: dict | None, prefix: str = "") -> list[list[Segment]]:
+def git_lines(
+    git: dict | None, prefix: str = "", undone: bool = False, on_branch: bool = False
+) -> list[list[Segment]]:
     """What an operation did (or, dry, would do) to the repository: HEAD, each ref (and the
-    ref that keeps where it was), the index; what it left alone and why."""
+    ref that keeps where it was), the index; what it left alone and why. ``undone``: the
+    operation is an undo (``on_branch``: one that stands as a turn of its own), which names
+    another command to move the refs back."""
     if git is None:  # no repository, or not asked: nothing of git's to load
         return []
-    from snapstore.ops.gitshow import operation_lines
+    from snapstore.ops.gitshow import operation_lines, way_back
+
+    way = way_back("undo" if undone else "rewind", on_branch)
 
     styles = {
         "git": ("git", "green"),
@@ -171,7 +178,7 @@ def git_lines(git: dict | None, prefix: str = "") -> list[list[Segment]]:
         "note": ("note", "dim"),
     }
     found = []
-    for kind, text in operation_lines(git):
+    for kind, text in operation_lines(git, way):
         name, style = styles[kind]
         said = f"{prefix}{text}" if kind == "git" else text
         found.append([(f"  {name:<9}", style), (f" {printable(said, quote=False)}", "")])

@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..core import blobs
 from ..core.errors import GitRefused, SnapstoreError
 from ..core.records import GitMove, Turn
 from ..core.repo import Repo, Tx
@@ -46,6 +47,8 @@ PUSHED = (
 )
 
 Steps = dict[str, list[tuple[str | None, str | None]]]  # name -> [(source, destination)]
+#: The names whose values are the digests of bytes the store keeps (what they say in errors).
+_HELD = {files.INDEX: "the repository's index", files.STASH_LOG: "the stash's reflog"}
 
 
 def steps(v: View, back: Iterable[Turn], forward: Iterable[Turn] = ()) -> Steps:
@@ -83,20 +86,23 @@ def notes(turns: Iterable[Turn]) -> list[str]:
 
 def plan(
     repo: Repo, v: View, git_dir: str | None, found: Steps, said: list[str]
-) -> dict[str, Any] | None:
-    """The journal's record of the git half (None: no repository, and nothing to say)."""
+) -> tuple[dict[str, Any] | None, dict[str, bytes]]:
+    """The journal's record of the git half (None: no repository, and nothing to say), and
+    the bytes of each index or stash list it moves away from: the journal stores those the
+    store lacks (an index git refreshed since the last record, or a rewind wrote), so that
+    the operation's undo has them to write back."""
     try:
         layout = find(repo.root, git_dir)
     except GitRefused as exc:
-        return _refused(str(exc), said, bool(found))
+        return _refused(str(exc), said, bool(found)), {}
     if layout is None:
         if not found and not said:
-            return None
-        return _refused("the workspace is no git repository any more", said, bool(found))
+            return None, {}
+        return _refused("the workspace is no git repository any more", said, bool(found)), {}
     try:
         return _plan(v, layout, found, said)
     except GitRefused as exc:
-        return _refused(str(exc), said, bool(found))
+        return _refused(str(exc), said, bool(found)), {}
 
 
 def _refused(reason: str, said: list[str], lost: bool) -> dict[str, Any]:
@@ -111,17 +117,22 @@ def _refused(reason: str, said: list[str], lost: bool) -> dict[str, Any]:
     }
 
 
-def _plan(v: View, layout: Layout, found: Steps, said: list[str]) -> dict[str, Any]:
-    now = moves.current(layout, sorted({files.HEAD, *found}))
-    disk: dict[str, bytes | None] = {}
+def _plan(
+    v: View, layout: Layout, found: Steps, said: list[str]
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    held = sorted({*found} & set(_HELD))  # the index and the stash list: read once, here
+    now = moves.current(layout, sorted({files.HEAD, *found} - set(held)))
+    disk: dict[str, bytes] = {}
+    for name in held:
+        data = files.read_file(files.file_path(layout, name), 1 << 40, _HELD[name])
+        now[name] = None if data is None else blobs.digest(data).hex()
+        if data is not None:
+            disk[name] = data
 
     def content(digest: str) -> bytes | None:
-        if digest == now.get(files.INDEX):
-            if files.INDEX not in disk:
-                disk[files.INDEX] = files.read_file(
-                    files.file_path(layout, files.INDEX), 1 << 40, "the repository's index"
-                )
-            return disk[files.INDEX]
+        for name, data in disk.items():
+            if digest == now[name]:
+                return data
         return v.blob(bytes.fromhex(digest))
 
     entries: dict[str, dict[str, Any]] = {}
@@ -129,7 +140,12 @@ def _plan(v: View, layout: Layout, found: Steps, said: list[str]) -> dict[str, A
         entries[name] = _fold(name, now.get(name), name_steps, layout, content)
     _couple(entries, now.get(files.HEAD))
     _gone(layout, entries)
-    return {
+    keep = {
+        name: data
+        for name, data in disk.items()
+        if entries[name]["status"] == MOVE and not v.has_blob(bytes.fromhex(now[name] or ""))
+    }
+    record = {
         "git_dir": layout.git_dir,
         "head": now.get(files.HEAD),
         "moves": [e for e in entries.values() if e["status"] != UNCHANGED or e["name"] == "HEAD"],
@@ -137,6 +153,7 @@ def _plan(v: View, layout: Layout, found: Steps, said: list[str]) -> dict[str, A
         "notes": said,
         "lost": False,
     }
+    return record, keep
 
 
 def _fold(

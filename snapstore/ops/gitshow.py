@@ -125,9 +125,19 @@ def _entries(v: View, digest: str | None) -> int:
         return 0
 
 
-def operation_lines(git: dict[str, Any] | None) -> list[tuple[str, str]]:
+def way_back(action: str, on_branch: bool = False) -> str:
+    """The command that moves back what an operation moved: ``undo`` for a rewind, switch or
+    redo; ``redo`` for an undo, or ``rewind`` for an undo that stands on the branch as a turn
+    of its own (no redo takes that one back)."""
+    if action == "undo":
+        return "rewind" if on_branch else "redo"
+    return "undo"
+
+
+def operation_lines(git: dict[str, Any] | None, way: str = "undo") -> list[tuple[str, str]]:
     """What an operation did to the repository (its result's ``git``), as (kind, text)
-    lines: kind ``git`` (done), ``conflict`` (left alone), ``note`` (said)."""
+    lines: kind ``git`` (done), ``conflict`` (left alone), ``note`` (said); ``way``: the
+    snapstore command that moves the refs back (:func:`way_back`)."""
     if git is None:
         return []
     lines: list[tuple[str, str]] = []
@@ -161,7 +171,7 @@ def operation_lines(git: dict[str, Any] | None) -> list[tuple[str, str]]:
             (
                 "note",
                 f"what the refs pointed at is kept under refs/snapstore/{op}/ (`git log "
-                f"{keeps[0]}`); `snapstore undo {op}` moves them back",
+                f"{keeps[0]}`); `snapstore {way} {op}` moves them back",
             )
         )
     return lines

@@ -299,10 +299,22 @@ def show(repo: Repo, ref: str | int, session: str, git_dir: str | None = None) -
             file_stats(v, v.changes(turn.id), count),
             number(v, turn),
             inside_moves(v, turn, numbers),
-            _git_words(repo, v, turn, git_dir),
+            _operation_words(turn) or _git_words(repo, v, turn, git_dir),
         )
     keep_counts(repo, count)
     return detail
+
+
+def _operation_words(turn: Turn) -> list[str]:
+    """What an operation did to the repository, as ``ops`` says it: each ref with where it
+    went and the ref that keeps where it was, and the command that moves them back."""
+    op = turn.op
+    git = op.result.get("git") if op is not None else None
+    if op is None or not git:
+        return []
+    from .gitshow import operation_lines, way_back
+
+    return [text for _, text in operation_lines(git, way_back(op.action, op.new_head == turn.id))]
 
 
 def inside_moves(v: View, turn: Turn, numbers: dict[str, int]) -> list[InsideMove]:

@@ -29,8 +29,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from .. import conversation
-from ..core import faults
-from ..core.chunked import store_big, store_spool
+from ..core import blobs, faults
+from ..core.chunked import store_big, store_bytes, store_spool
 from ..core.errors import SnapstoreError, StoreCorrupt
 from ..core.records import (
     APPLIED,
@@ -70,7 +70,7 @@ from .plan import (
 class Operation:
     """A planned rewind or undo, before it is journaled; its plans sorted into the result."""
 
-    __slots__ = ("git", "make_folders", "op", "plans", "remove_folders", "result")
+    __slots__ = ("git", "git_held", "make_folders", "op", "plans", "remove_folders", "result")
 
     def __init__(self, op: RewindOp, result: RewindResult, plans: list[PathPlan] | None = None):
         self.op = op
@@ -82,6 +82,9 @@ class Operation:
         self.make_folders: list[str] = []
         #: the repository's half (snapstore.ops.gitplan), journaled with the files
         self.git: dict[str, Any] | None = None
+        #: the bytes of the index or stash list it moves away from that the store lacks,
+        #: by name: stored with the journal, for the undo to write back
+        self.git_held: dict[str, bytes] = {}
         for plan in self.plans:
             result.add(plan)
         result.plans = self.plans
@@ -148,6 +151,17 @@ def _journal(w: Locked, operation: Operation) -> str:
                     continue
                 key, value = v.encode(entry.data, v.path_digest(plan.path))
                 encoded[key] = value
+        big: list[bytes] = []  # an index over 4 MiB the store lacks
+        for name, data in operation.git_held.items():  # what the git half moves away from
+            if len(data) > blobs.BIG:
+                big.append(data)
+                continue
+            last = v.git_value(name)  # a delta against the last one recorded, as a record's
+            key, value = v.encode(data, bytes.fromhex(last) if last else None)
+            if value is not None:
+                encoded[key] = value
+    for data in big:
+        store_bytes(w, data)
     for plan, entry in unstored:
         assert isinstance(entry.data, Big)
         if entry is plan.content and plan.spool is not None:  # a big merge's result

@@ -440,6 +440,8 @@ def _plan_redo(
         )
     done = _kept(v, record, undone.undoes).op
     assert done is not None
+    if not done.git:  # it left the repository alone (--no-git): so does doing it again
+        git = NO_GIT
     if done.action == SWITCH:
         operation = _plan_switch(repo, v, _kept(v, record, done.target), on_conflict, git)
     elif done.action == FINISH:
@@ -615,7 +617,9 @@ def _plan_git(
 ) -> None:
     """Add the repository's half to a planned operation (snapstore.ops.gitplan)."""
     if git.enabled:
-        operation.git = gitplan.plan(repo, v, git.git_dir, steps, gitplan.notes(turns))
+        operation.git, operation.git_held = gitplan.plan(
+            repo, v, git.git_dir, steps, gitplan.notes(turns)
+        )
         operation.result.git = gitplan.result(operation.git, None)
 
 

@@ -17,6 +17,7 @@ import pytest
 from snapstore import Store
 
 from ..support import Clock, agent_write, hermetic_env, snapstore_bin
+from ..support.gitrepo import git, init, state
 from ..support.runner import FIXED_NOW
 from ..support.transcripts import claude_turn, posing_as, session_of, transcript_in
 from ..support.trees import snapshot
@@ -236,6 +237,74 @@ def test_the_modes_say_what_they_do_to_the_agents_chat(tmp_path: Path, root: Pat
             assert "Rewind code only" in screen and "Rewind code and conversation" not in screen
         finally:
             term.close()
+
+
+@pytest.fixture
+def git_turn(cli, root: Path) -> dict[str, object]:
+    """A repository on main with the user's uncommitted edit, and one turn (hook mode) in
+    which the agent wrote a.txt, made the branch topic and committed it there; the
+    repository before the turn, after it, and topic's commit."""
+    init(root)
+    (root / "notes.txt").write_text("notes\nuser edit\n")
+    assert cli("init").code == 0
+    before = state(root)
+    assert cli("begin", "--prompt", "commit the work on a branch").code == 0
+    assert cli("pre-write", "a.txt").code == 0
+    (root / "a.txt").write_text("a1\na2\nagent\n")
+    assert cli("post-write", "a.txt").code == 0
+    git(root, "checkout", "-q", "-b", "topic")
+    git(root, "commit", "-qm", "agent", "a.txt")
+    assert cli("end").code == 0
+    return {"before": before, "after": state(root), "topic": git(root, "rev-parse", "topic")}
+
+
+def test_the_confirmation_says_what_moves_in_the_repository(git_turn, root: Path) -> None:
+    topic = str(git_turn["topic"])
+    term = Terminal([*snapstore_bin(), "rewind"], root)
+    try:
+        term.wait_for("Rewind to before which turn?")
+        term.keys("Up")  # the turn
+        screen = term.wait_for("Git:")
+        details = screen[screen.index("Git:") :].splitlines()
+        assert details[1:4] == [
+            "  checked out topic",
+            f"  created branch topic at {topic[:7]}",
+            "  updated the index",
+        ], screen
+        term.keys("Enter")
+        screen = term.wait_for("Select an action:")
+        assert "  git      HEAD: topic -> main\n" in screen, screen
+        assert f"  git      refs/heads/topic: {topic[:7]} -> (none)\n" in screen, screen
+        assert "  git      the index put back\n" in screen, screen
+        assert "restore  a.txt" in screen
+        assert state(root) == git_turn["after"]  # the dry run moved nothing
+        term.keys("Up", "Up", "Up", "Enter")  # "Rewind code and conversation"
+        screen = term.wait_for("EXIT=")
+        assert "EXIT=0" in screen, screen
+    finally:
+        term.close()
+    assert state(root) == git_turn["before"]  # on main, the user's edit, as before the turn
+    (kept,) = git(root, "for-each-ref", "--format=%(refname)", "refs/snapstore/").splitlines()
+    assert kept.endswith("/heads/topic") and git(root, "rev-parse", kept) == topic
+
+
+def test_with_no_git_the_confirmation_moves_nothing_of_the_repository(git_turn, root: Path) -> None:
+    term = Terminal([*snapstore_bin(), "rewind", "--no-git"], root)
+    try:
+        term.wait_for("Rewind to before which turn?")
+        term.keys("Up", "Enter")
+        screen = term.wait_for("Select an action:")
+        assert "restore  a.txt" in screen, screen
+        assert "  git      " not in screen and "index put back" not in screen, screen
+        term.keys("Up", "Up", "Up", "Enter")
+        screen = term.wait_for("EXIT=")
+        assert "EXIT=0" in screen, screen
+    finally:
+        term.close()
+    now = state(root)
+    assert git(root, "symbolic-ref", "HEAD") == "refs/heads/topic"  # git was left alone
+    assert now["refs"] == git_turn["after"]["refs"]  # type: ignore[index]
+    assert (root / "a.txt").read_text() == "a1\na2\n"  # the file went back
 
 
 # -- at 80 columns, with what a real session looks like ---------------------------------------

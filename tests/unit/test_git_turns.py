@@ -212,3 +212,104 @@ def test_a_switch_takes_the_repository_to_the_target_turns_state(root: Path, sto
     last = store.operations(SESSION)[0]
     assert store.undo(last.id).ok
     assert state(root) == after_second
+
+
+#: The turns a redo must take back again, exactly (refs, HEAD, index and files).
+REDONE = {
+    "checkout -b and commit -am": "git checkout -q -b topic && git commit -qam x",
+    "reset --hard": "git reset -q --hard HEAD~1",
+}
+
+
+@pytest.mark.parametrize("name", REDONE)
+def test_a_redo_after_the_undo_takes_the_repository_back_to_the_rewound_state(
+    root: Path, store: Store, name: str
+) -> None:
+    _repo(root, "")
+    store.scan()
+    before = state(root)
+    _shell_turn(store, root, REDONE[name])
+    after = state(root)
+    assert after != before
+    rewound = store.rewind(1, SESSION)
+    assert rewound.ok and state(root) == before
+    assert store.undo().ok and state(root) == after
+
+    redone = store.redo()
+    assert redone.ok, redone
+    assert state(root) == before  # refs, HEAD, the index and the files: as the rewind left them
+    assert redone.git is not None and redone.git["ok"]
+    assert [r["status"] for r in redone.git["refs"]] == [r["status"] for r in rewound.git["refs"]]
+    agents = dict(line.split() for line in after["refs"])  # type: ignore[attr-defined]
+    assert redone.git["kept"]  # what the redo moved away from (the agent's commits) is kept
+    for keep in redone.git["kept"]:
+        name_ = "refs/" + keep.removeprefix(f"refs/snapstore/{redone.undo_id}/")
+        assert git(root, "rev-parse", keep) == agents[name_]
+    assert store.undo().ok  # the redo is undone as any rewind
+    assert state(root) == after
+
+
+def test_a_redo_without_git_puts_the_files_back_and_leaves_the_repository(
+    root: Path, store: Store
+) -> None:
+    _repo(root, "")
+    store.scan()
+    before = state(root)
+    _shell_turn(store, root, "git checkout -q -b topic && echo t >> a.txt && git commit -qam t")
+    after = state(root)
+    assert store.rewind(1, SESSION).ok and store.undo().ok
+    assert state(root) == after
+
+    redone = store.redo(git=False)
+    assert redone.ok and redone.git is None
+    now = state(root)
+    assert now["files"] == before["files"]  # the files went back
+    for key in ("head", "branch", "refs", "index", "stash"):  # git did not
+        assert now[key] == after[key], key
+    assert not [k for k in keeps(root) if k.startswith(f"refs/snapstore/{redone.undo_id}/")]
+    assert store.undo().ok  # and its undo puts the files back alone
+    assert state(root) == after
+
+
+def test_a_redo_of_a_rewind_made_without_git_leaves_the_repository_too(
+    root: Path, store: Store
+) -> None:
+    """The redo does what the undo took back: a rewind that left git alone is made again
+    leaving it alone, whatever the redo's own default."""
+    _repo(root, "")
+    store.scan()
+    before = state(root)
+    _shell_turn(store, root, "git checkout -q -b topic && echo t >> a.txt && git commit -qam t")
+    after = state(root)
+    assert store.rewind(1, SESSION, git=False).ok and store.undo().ok
+    assert state(root) == after
+
+    redone = store.redo()
+    assert redone.ok and redone.git is None
+    now = state(root)
+    assert now["files"] == before["files"]
+    for key in ("head", "branch", "refs", "index", "stash"):
+        assert now[key] == after[key], key
+
+
+def test_an_undo_puts_back_an_index_git_refreshed_after_a_rewind(root: Path, store: Store) -> None:
+    """A rewind writes an older index; `git status` then refreshes its stat cache, so the
+    index on disk is one no record saw. A second rewind moves away from it, and its undo must
+    write it back: the journal keeps it (an undo once failed there, store corrupt, its
+    operation left unfinished for good)."""
+    _repo(root, "")
+    store.scan()
+    _shell_turn(store, root, "echo t >> a.txt && git commit -qam t")
+    _shell_turn(store, root, "echo u >> b.txt && git commit -qam u", call="toolu_2")
+    assert store.rewind(1, SESSION).ok
+    index = (root / ".git" / "index").read_bytes()
+    git(root, "status", "--porcelain")  # refreshes the index snapstore wrote
+    assert (root / ".git" / "index").read_bytes() != index
+    between = state(root)
+    refreshed = (root / ".git" / "index").read_bytes()
+    assert store.rewind(1, SESSION).ok
+    undone = store.undo()
+    assert undone.ok and undone.git is not None and undone.git["index"] == "restored"
+    assert (root / ".git" / "index").read_bytes() == refreshed  # byte for byte
+    assert store.unfinished_operations() == []
+    assert state(root) == between

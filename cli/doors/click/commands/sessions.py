@@ -11,7 +11,7 @@ import click
 
 from snapstore.adapters import agent_of
 from snapstore.core.records import APPLIED, FAILED, PLANNED, Status
-from snapstore.ops.gitshow import operation_lines
+from snapstore.ops.gitshow import operation_lines, way_back
 from snapstore.ops.history import Operation, SessionInfo
 
 from ....operations.daemons import orphan_line, orphans
@@ -137,7 +137,7 @@ def ops() -> None:
         header = ("op", "when", "action", "target", "files", "left", "undone by", "session")
         click.echo(columns(header, rows, terminal_width(), squeeze=7), nl=False)
         for op in listed:  # what each did to the repository
-            for _, text in operation_lines(op.git):
+            for _, text in operation_lines(op.git, way_back(op.action, op.new_head == op.id)):
                 click.echo(f"{op.id[:8]}  git: {printable(text, quote=False)}")
 
     emit([operation_json(op) for op in listed], human)
