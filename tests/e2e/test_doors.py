@@ -54,9 +54,21 @@ class Built(NamedTuple):
 class Request(NamedTuple):
     """The move every door is asked for."""
 
-    action: str  # rewind or undo
+    action: str  # rewind, undo, switch, redo or finish (`rewind --finish`)
     turn: str | None = None  # a number from `snapstore log`
     mode: str = "both"
+    on_conflict: str = "skip"
+    #: the turn named by its id instead: the store's N-th recorded (1 the first), as
+    #: `snapstore log --all` shows it, for a switch to a turn taken back earlier
+    recorded: int | None = None
+
+
+def _target(b: Built, request: Request) -> str | None:
+    """The turn the request names, as a door's user gives it: its number, or its id."""
+    if request.recorded is None:
+        return request.turn
+    with Store.open(b.ws) as store, store.repo.read() as v:
+        return sorted(v.turns(), key=lambda t: t.seq)[request.recorded - 1].id
 
 
 class Reply(NamedTuple):
@@ -131,6 +143,22 @@ def _no_transcript(b: Built, store: Store) -> None:
         store.end_turn(b.session)
 
 
+def _rewound(b: Built, store: Store) -> None:
+    _plain(b, store)
+    store.rewind(2, b.session)  # the head is the first turn; the two after it taken back
+
+
+def _undone(b: Built, store: Store) -> None:
+    _claude(b, store)
+    store.rewind(2, b.session, homes=b.homes)  # the files and the chat go back
+    store.undo(None, b.session, homes=b.homes)  # and come forward again
+
+
+def _left_in_conflict(b: Built, store: Store) -> None:
+    _conflict(b, store)
+    store.rewind(1, b.session)  # other.txt goes back; app.txt is left, in conflict
+
+
 class Scenario(NamedTuple):
     build: Callable[[Built, Store], None]
     session: str
@@ -197,6 +225,33 @@ def _expect_no_transcript(b: Built, r: Reply) -> None:
     assert r.data["conversation"]["status"] != "rewound"
 
 
+def _expect_switch(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["notes.txt"] and r.data["errors"] == []
+    assert read(b.ws, "notes.txt") == b"version 2\n"  # right after the old head, again
+    assert r.exit in (0, None)
+
+
+def _expect_redo(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["notes.txt"] and r.data["errors"] == []
+    assert r.data["conversation"]["status"] == "rewound"  # the chat goes back again too
+    assert read(b.ws, "notes.txt") == b"version 0\n"
+    assert r.exit in (0, None)
+
+
+def _expect_markers(b: Built, r: Reply) -> None:
+    assert r.data["marked"] == ["app.txt"] and r.data["restored"] == []
+    assert [(e["path"], e["kind"]) for e in r.data["errors"]] == [("app.txt", "conflict")]
+    text = read(b.ws, "app.txt")
+    assert text is not None and text.startswith(b"a\n<<<<<<<") and b"mine\n" in text
+    assert r.exit in (1, None)  # a marked file is still left, to resolve
+
+
+def _expect_theirs(b: Built, r: Reply) -> None:
+    assert r.data["restored"] == ["app.txt"] and r.data["errors"] == []
+    assert read(b.ws, "app.txt") == b"a\nb\nc\n"  # the version from before the turn
+    assert r.exit in (0, None)
+
+
 #: The session of the file scenarios: an agent's, so that the MCP door's agent can own it.
 AGENT = "claude-code/mcp"
 SCENARIOS = {
@@ -220,6 +275,16 @@ SCENARIOS = {
     "no transcript": Scenario(
         _no_transcript, CLAUDE, Request("rewind", "2"), _expect_no_transcript
     ),
+    "switch back to the old head": Scenario(
+        _rewound, AGENT, Request("switch", recorded=3), _expect_switch
+    ),
+    "redo after an undo": Scenario(_undone, CLAUDE, Request("redo"), _expect_redo, True),
+    "finish with markers": Scenario(
+        _left_in_conflict, AGENT, Request("finish", on_conflict="markers"), _expect_markers
+    ),
+    "finish with theirs": Scenario(
+        _left_in_conflict, AGENT, Request("finish", on_conflict="theirs"), _expect_theirs
+    ),
 }
 _LIVE: list[subprocess.Popen[bytes]] = []
 
@@ -237,11 +302,18 @@ def _stop_live_processes() -> Iterator[None]:
 
 
 def _args(b: Built, request: Request) -> list[str]:
-    args = ["--json", "--session", b.session, request.action]
-    if request.turn is not None:
-        args += [request.turn, "--yes"]
+    args = ["--json", "--session", b.session]
+    target = _target(b, request)
+    if request.action == "finish":
+        args += ["rewind", "--finish"]
+    else:
+        args.append(request.action)
+    if target is not None:
+        args += [target, "--yes"]
     if request.mode != "both":
         args += ["--mode", request.mode]
+    if request.on_conflict != "skip":
+        args += ["--on-conflict", request.on_conflict]
     return args
 
 
@@ -259,6 +331,9 @@ def click_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
 
 
 def fast_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
+    """The console script's own parse: ``rewind TURN``, ``undo`` and ``redo`` run without
+    Click; ``switch`` and ``rewind --finish`` it hands to the Click application, by design
+    (cli/doors/fast.py), so through this door they are what a user's shell gets."""
     return _command_line(b, request, click=False)
 
 
@@ -273,15 +348,17 @@ def daemon_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
 
 def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
     """`snapstore rewind` with no TURN on a terminal: the first menu chooses the turn (the
-    oldest at the top, turn 1 just above "Stay at current position"), the second the mode
-    asked for (the picker offers only what it can do; "Do nothing" is last)."""
+    oldest at the top, turn 1 just above "Stay at current position"; a turn taken back
+    earlier, ↻, above them, by its short id), the second the mode asked for (the picker
+    offers only what it can do; "Do nothing" is last), or, for a turn taken back earlier,
+    "Switch to it"."""
     from snapstore_cli.doors import picker
     from snapstore_cli.doors.click.commands import rewind
     from snapstore_cli.output import results
 
-    if request.action != "rewind":
-        return _command_line(b, request, click=True)  # the picker chooses turns, not undos
-    assert request.turn is not None
+    assert request.action in ("rewind", "switch"), "not the picker's: see NOT_OFFERED"
+    target = _target(b, request)
+    assert target is not None
     offered: list[list[Any]] = []  # each mode menu's (mode, label, note) choices
     titles: list[str] = []  # what each menu said above its choices
 
@@ -292,9 +369,15 @@ def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
     def menu(title: Any, items: Any, details: object = None, start: int = 0) -> int | None:
         rows = items(200)
         titles.append("\n".join(title(200)))
-        if not offered:
+        if len(titles) == 1:
             assert rows[start].strip() == picker.STAY  # the default changes nothing
-            return len(rows) - 1 - int(request.turn or 0)
+            if request.action == "switch":
+                [row] = [i for i, row in enumerate(rows) if f"↻  {target[:8]}" in row]
+                return row
+            return len(rows) - 1 - int(target)
+        if request.action == "switch":
+            assert rows == ["Switch to it", picker.DO_NOTHING] and start == 1, rows
+            return 0
         assert rows[start] == picker.DO_NOTHING
         modes = [mode for mode, _label, _note in offered[-1]]
         return modes.index(request.mode) if request.mode in modes else start
@@ -321,9 +404,12 @@ def picker_door(b: Built, request: Request, mp: pytest.MonkeyPatch) -> Reply:
 def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     """The page's WebSocket, through a real `snapstore ui` with the same environment."""
     frame: dict[str, Any] = {"action": request.action, "session_id": b.session}
-    if request.turn is not None:
-        frame["turn"] = int(request.turn)
-    frame["mode"] = request.mode
+    target = _target(b, request)
+    if target is not None:  # a number from the head, or an id
+        frame["turn"] = int(target) if request.recorded is None else target
+    if request.action in ("rewind", "undo"):
+        frame["mode"] = request.mode
+    frame["on_conflict"] = request.on_conflict
     extra = {k: v for k, v in b.env.items() if k not in hermetic_env()}
     with running_ui(b.ws, **extra) as ui, open_socket(ui) as ws:
         answer = ask(ws, frame)
@@ -343,18 +429,34 @@ def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
 
 def python_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     """The library itself (it reads no environment: the homes are passed)."""
+    target = _target(b, request)
+    policy: Any = request.on_conflict
     with Store.open(b.ws) as store:
         try:
             if request.action == "rewind":
-                assert request.turn is not None
+                assert target is not None
                 result = store.rewind(
-                    int(request.turn),
+                    int(target),
                     b.session,
-                    mode=request.mode,
-                    homes=b.homes,  # type: ignore[arg-type]
+                    mode=request.mode,  # type: ignore[arg-type]
+                    on_conflict=policy,
+                    homes=b.homes,
                 )
+            elif request.action == "switch":
+                assert target is not None
+                result = store.switch(target, b.session, on_conflict=policy)
+            elif request.action == "redo":
+                result = store.redo(None, b.session, on_conflict=policy, homes=b.homes)
+            elif request.action == "finish":
+                result = store.finish(b.session, on_conflict=policy)
             else:
-                result = store.undo(None, b.session, homes=b.homes, mode=request.mode)  # type: ignore[arg-type]
+                result = store.undo(
+                    None,
+                    b.session,
+                    on_conflict=policy,
+                    homes=b.homes,
+                    mode=request.mode,  # type: ignore[arg-type]
+                )
         except SnapstoreError as exc:
             return Reply({"error": exc.code})
     return Reply(public(result))
@@ -395,6 +497,7 @@ def mcp_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     the turn ends after it."""
     from .test_mcp import agent as run_agent
 
+    assert request.action in ("rewind", "undo"), "not MCP's: see NOT_OFFERED"
     steps: list[dict[str, Any]] = [{"hook": "UserPromptSubmit", "prompt": "take it back"}]
     if request.action == "rewind":
         assert request.turn is not None
@@ -421,6 +524,20 @@ DOORS: dict[str, Door] = {
     "socket": socket_door,
     "python": python_door,
     "mcp": mcp_door,
+}
+#: The moves a door does not offer, by design, and why: the scenarios that ask for one run
+#: through every other door.
+NOT_OFFERED: dict[str, dict[str, str]] = {
+    "picker": {
+        "undo": "the picker chooses a turn (`rewind` with no TURN): `undo` is its own command",
+        "redo": "the picker chooses a turn (`rewind` with no TURN): `redo` is its own command",
+        "finish": "`rewind --finish` names no turn to choose, so it never opens the picker",
+    },
+    "mcp": {
+        action: "the agent's door offers rewind_files and undo_last alone: from inside its "
+        "open turn the operation layer takes only a files-only rewind or undo (requests.check)"
+        for action in ("switch", "redo", "finish")
+    },
 }
 #: The doors that give part of a move's fields (the MCP door: files only, from inside a turn).
 PARTIAL = {"mcp": ("restored", "merged", "deleted", "conflicts", "errors", "user_text")}
@@ -514,6 +631,8 @@ def test_every_door_gives_the_same_answer(
     scenario = SCENARIOS[name]
     seen: dict[str, tuple[Any, Any, int | None]] = {}
     for door, make in DOORS.items():
+        if scenario.request.action in NOT_OFFERED.get(door, {}):
+            continue  # declared, with its reason, above
         built = _build(tmp_path / door.replace(" ", "-"), scenario)
         before = built.transcript.read_bytes() if built.transcript else None
         reply = make(built, scenario.request, monkeypatch)
@@ -541,6 +660,28 @@ def test_every_door_gives_the_same_answer(
         assert other_state == state, f"{door} leaves otherwise than {first}"
     codes = {door: code for door, (_d, _s, code) in seen.items() if code is not None}
     assert len(set(codes.values())) == 1, codes
+
+
+def test_a_door_that_does_not_offer_a_move_says_why() -> None:
+    """Each move a door leaves out is declared with its reason, and still runs through at
+    least three doors; MCP's reason holds: the operation layer refuses those moves from
+    inside a turn, and the server registers no tool for them."""
+    from snapstore_cli.operations.requests import Move, check
+
+    from snapstore import BadInput
+
+    for door, moves in NOT_OFFERED.items():
+        assert door in DOORS and all(moves.values()), door
+    for name, scenario in SCENARIOS.items():
+        doors = [d for d in DOORS if scenario.request.action not in NOT_OFFERED.get(d, {})]
+        assert len(doors) >= 3, name
+    for action in NOT_OFFERED["mcp"]:
+        target = "1" if action == "switch" else None
+        with pytest.raises(BadInput):
+            check(Move(action, target, AGENT, mode="code", inside=True))  # type: ignore[arg-type]
+    server = (Path(__file__).parents[2] / "cli" / "doors" / "mcp" / "server.py").read_text()
+    assert "def undo_last(" in server
+    assert not any(f"def {action}" in server for action in NOT_OFFERED["mcp"])
 
 
 def _fields(value: Any) -> Any:

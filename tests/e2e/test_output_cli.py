@@ -1,6 +1,7 @@
 """What the command prints, end to end: one JSON document wherever --json stands, diff as
-JSON, --path naming a file no turn touched, prompts that are not UTF-8, and names and prompts
-that would drive a terminal, escaped for people and raw in JSON."""
+JSON, --path naming a file no turn touched, prompts that are not UTF-8, names and prompts
+that would drive a terminal, escaped for people and raw in JSON, and a rewind's prompt block
+for a session with no transcript."""
 
 from __future__ import annotations
 
@@ -368,3 +369,44 @@ def test_a_dry_run_prints_the_plan_and_the_diffs_only_when_asked(cli, root: Path
         assert shown.stdout.count("diff --git") == 5 and shown.stderr == ""
     misplaced = cli("rewind", "1", "--diff")
     assert misplaced.code == 2 and "--diff goes with --dry-run" in misplaced.stderr
+
+
+@pytest.mark.parametrize("made_by", ["python api", "capture commands"])
+def test_a_rewind_prints_the_prompt_of_a_session_with_no_transcript(
+    cli, root: Path, made_by: str
+) -> None:
+    """A session made through the Python API, or through the capture commands a generic
+    hook runs (a prompt, no agent and no transcript): a plain ``rewind N --yes`` prints the
+    prompt of the first turn taken back, each of its lines, to edit and send again, and
+    says nothing of a conversation it never had."""
+    from snapstore import Store
+
+    from ..support import Clock
+
+    turns = [("make the file", "1\n"), ("grow it\nand say why", "2\n"), ("x", "3\n")]
+    if made_by == "python api":
+        with Store.init(root, clock=Clock()) as store:
+            for prompt, text in turns:
+                store.begin_turn("default", prompt)
+                store.pre_write(["notes.txt"], "Write", "default")
+                write(root, "notes.txt", text)
+                store.post_write(["notes.txt"], "default")
+                store.end_turn("default")
+    else:
+        assert cli("init").code == 0
+        for prompt, text in turns:
+            _turn(cli, root, prompt, "notes.txt", None, text)
+    done = cli("rewind", "2", "--yes")
+    assert done.code == 0, done.stderr
+    with Store.open(root) as store:
+        head = store.rewind_points()[0].turn.id
+        [op] = store.operations()
+    assert done.stdout == (
+        "  restored  notes.txt\n"
+        f"rewound: 1 file(s) changed; head is now {head[:8]}\n"
+        f"undo it with: snapstore undo {op.id}\n"
+        "your prompt from turn 2, to edit and send again:\n"
+        "  > grow it\n"
+        "  > and say why\n"
+    )
+    assert read(root, "notes.txt") == b"1\n"

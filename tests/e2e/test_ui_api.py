@@ -376,3 +376,59 @@ def test_a_stalled_client_never_delays_another_and_is_dropped_with_a_close_frame
     stalled.close()
     close = bytes([0x88, 2 + len(b"fell too far behind; reconnect")]) + struct.pack("!H", 1008)
     assert close in received[-64:]
+
+
+def test_redo_does_the_undone_rewind_again(store: Store, root: Path, ui: Ui) -> None:
+    """``redo``, as ``snapstore redo``: the newest undo not redone is taken back by doing its
+    rewind again; with nothing left to redo, ``not_found``."""
+    turns = agent_turns(store)
+    with open_socket(ui) as ws:
+        rewound = ask(ws, {"action": "rewind", "session_id": "default", "turn": 2})["data"]
+        undone = ask(ws, {"action": "undo", "session_id": "default"})["data"]
+        assert read(root, "app.py") == SHOUT.encode()
+        frame = {"action": "redo", "session_id": "default", "operation_id": ""}
+        assert ask(ws, frame)["data"]["code"] == "bad_frame"
+        plan = ask(ws, {"action": "redo", "session_id": "default", "dry_run": True})
+        assert plan["type"] == "redo_result" and plan["data"]["dry_run"] is True
+        assert read(root, "app.py") == SHOUT.encode()  # a dry run changes nothing
+        redone = ask(ws, {"action": "redo", "session_id": "default"})
+        assert redone["type"] == "redo_result", redone
+        data = redone["data"]
+        assert data["session_id"] == "default" and data["new_head_id"] == turns[0]
+        assert data["turns_reverted"] == [turns[2], turns[1]]
+        assert data["restored_paths"] == ["app.py", "notes.txt"] and data["errors"] == []
+        assert read(root, "app.py") == GREET.encode() and read(root, "notes.txt") is None
+        ops = ask(ws, {"action": "ops", "session_id": "default"})["data"]["ops"]
+        assert [o["id"] for o in ops] == [
+            data["operation_id"],
+            undone["operation_id"],
+            rewound["operation_id"],
+        ]
+        again = ask(ws, {"action": "redo", "session_id": "default"})
+        assert again["type"] == "error" and again["data"]["code"] == "not_found"
+
+
+def test_finish_writes_what_a_rewind_left_in_conflict(store: Store, root: Path, ui: Ui) -> None:
+    """``finish``, as ``snapstore rewind --finish``: the paths the session's last move left
+    are tried again with ``on_conflict`` (markers keep the user's line, and leave the path to
+    resolve; theirs writes the turn's version); the head stays; then nothing is left."""
+    turns = agent_turns(store)
+    mine = SHOUT.replace("'HI'", "'Hey'")
+    write(root, "app.py", mine)  # the user changed the agent's line
+    with open_socket(ui) as ws:
+        left = ask(ws, {"action": "rewind", "session_id": "default", "turn": 1})["data"]
+        assert [e["path"] for e in left["errors"]] == ["app.py"]
+        frame = {"action": "finish", "session_id": "default", "on_conflict": "ours"}
+        assert ask(ws, frame)["data"]["code"] == "bad_frame"
+        finished = ask(ws, {**frame, "on_conflict": "markers"})
+        assert finished["type"] == "finish_result", finished
+        data = finished["data"]
+        assert data["marked"] == ["app.py"] and data["new_head_id"] == turns[1]
+        text = read(root, "app.py")
+        assert text is not None and b"<<<<<<<" in text and b"'Hey'" in text
+        assert store.rewind_points()[0].turn.id == turns[1]  # the head stayed
+        forced = ask(ws, {**frame, "on_conflict": "theirs"})["data"]  # the markers are left too
+        assert forced["restored"] == ["app.py"] and forced["errors"] == []
+        assert read(root, "app.py") == FAREWELL.encode()
+        nothing = ask(ws, {"action": "finish", "session_id": "default"})
+        assert nothing["type"] == "error" and nothing["data"]["code"] == "not_found"

@@ -4,9 +4,9 @@ A request is a JSON object ``{"action": A, "session_id": S, ...}``; its reply is
 ``{"type": T, "data": {"session_id": S, ...}}``. Every reply carries the session it is
 about, errors included, so that a client with several sessions in flight matches
 replies on it; a ``request_id`` the client sent comes back in ``data`` as well. This
-module only turns frames into requests and results into JSON: a move (rewind, switch, undo)
-goes through the operation layer (``snapstore_cli.operations``), as from every other door,
-with the context the server resolved when it started (each agent's home, for the
+module only turns frames into requests and results into JSON: a move (rewind, switch, undo,
+redo, finish) goes through the operation layer (``snapstore_cli.operations``), as from
+every other door, with the context the server resolved when it started (each agent's home, for the
 conversation and its running check); the server (``server``) owns the sockets. Nothing a
 frame says names a file: turns, sessions and operations are named, and the library decides
 which files they touched.
@@ -394,6 +394,39 @@ def undo(
     return "undo_result", _move(store, ctx, move)
 
 
+def redo(
+    store: Store, ctx: Context, session: str | None, frame: dict[str, Any]
+) -> tuple[str, dict]:
+    """Take back the session's newest undo not redone yet, or the undo named: do its
+    rewind, switch or finish again (``snapstore redo``)."""
+    operation = frame.get("operation_id")
+    if operation is not None and (not isinstance(operation, str) or not operation.strip()):
+        raise FrameError("bad_frame", "operation_id must be an undo's id")
+    move = Move(
+        "redo",
+        operation,
+        session,
+        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
+    )
+    return "redo_result", _move(store, ctx, move)
+
+
+def finish(
+    store: Store, ctx: Context, session: str | None, frame: dict[str, Any]
+) -> tuple[str, dict]:
+    """Retry, with ``on_conflict``, the paths the session's last move left in conflict or
+    failed to write (``snapstore rewind --finish``); the head stays."""
+    move = Move(
+        "finish",
+        None,
+        session,
+        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
+    )
+    return "finish_result", _move(store, ctx, move)
+
+
 Handler = Callable[[Store, Context, "str | None", dict[str, Any]], "tuple[str, dict]"]
 
 #: Each action and its handler; the read-only ones may be subscribed to (``LIVE``).
@@ -406,6 +439,8 @@ ACTIONS: dict[str, Handler] = {
     "rewind": rewind,
     "switch": switch,
     "undo": undo,
+    "redo": redo,
+    "finish": finish,
 }
 #: Requests the server answers again, and pushes when the answer changes.
 LIVE = ("sessions", "load_session", "rewind_list", "ops")
