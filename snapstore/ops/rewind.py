@@ -49,6 +49,7 @@ from ..core.records import (
     REWIND,
     SKIP,
     SWITCH,
+    THEIRS,
     UNDO,
     Change,
     Mode,
@@ -345,7 +346,17 @@ def _plan_finish(repo: Repo, v: View, left: Turn, on_conflict: Policy) -> Operat
     """Retry the paths ``left`` left in conflict or failed to write, folded from now."""
     assert left.op is not None
     session = left.session
+    marked = set(left.op.result.get("marked", ()))
     paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
+    if on_conflict != THEIRS and marked:  # merging again would nest markers in markers
+        paths = [p for p in paths if p not in marked]
+        if not paths:
+            names = ", ".join(sorted(marked))
+            raise BadInput(
+                f"the conflict markers are in {names}: edit them (`--on-conflict theirs` "
+                "takes the other side instead)",
+                session=session,
+            )
     root = left
     while root.op is not None and root.op.finishes is not None:
         root = v.turn(root.op.finishes)

@@ -54,6 +54,16 @@ def test_a_rewind_with_conflicts_is_finished_with_the_printed_command(cli, root:
     [finish, _] = cli("--json", "ops").json
     assert finish["action"] == "finish" and finish["files"] == ["f.txt"]  # as it said: 1 file
     assert cli("ops").stdout.splitlines()[1].split()[5] == "1"
+    # a second finish would merge the markers again, and nest them: it names them instead
+    with_markers = read(root, "f.txt")
+    for again in ((), ("--on-conflict", "markers")):
+        refused = cli("rewind", "--finish", *again)
+        assert refused.code == 2 and refused.stdout == "", refused.stdout
+        assert refused.stderr == (
+            "snapstore: the conflict markers are in f.txt: edit them "
+            "(`--on-conflict theirs` takes the other side instead)\n"
+        )
+        assert read(root, "f.txt") == with_markers
     dry = cli("rewind", "--finish", "--on-conflict", "theirs", "--dry-run")
     assert dry.code == 0 and "would be restored  f.txt" in dry.stdout
 
