@@ -338,17 +338,21 @@ def finish(
             left = leftover(v, session)
             if left is None:
                 raise NotFound(f"session {session!r} has nothing left to finish", session=session)
-            operation = _plan_finish(repo, v, left, on_conflict)
+            operation = _plan_finish(repo, v, left, on_conflict, on_conflict == THEIRS)
         return _run(w, operation, dry_run)
 
 
-def _plan_finish(repo: Repo, v: View, left: Turn, on_conflict: Policy) -> Operation:
-    """Retry the paths ``left`` left in conflict or failed to write, folded from now."""
+def _plan_finish(
+    repo: Repo, v: View, left: Turn, on_conflict: Policy, marked_too: bool = True
+) -> Operation:
+    """Retry the paths ``left`` left in conflict or failed to write, folded from now; those
+    it wrote conflict markers into only if ``marked_too`` (a user's finish: only to take
+    theirs, as merging them again would nest markers in markers; a redo: as it was)."""
     assert left.op is not None
     session = left.session
     marked = set(left.op.result.get("marked", ()))
     paths = [e["path"] for e in left.op.result["conflicts"] + left.op.result["errors"]]
-    if on_conflict != THEIRS and marked:  # merging again would nest markers in markers
+    if not marked_too and marked:
         paths = [p for p in paths if p not in marked]
         if not paths:
             names = ", ".join(sorted(marked))

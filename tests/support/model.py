@@ -249,6 +249,7 @@ class Operation:
     id: str = ""  # the store's, once it ran
     writes: dict[str, list[Change]] = field(default_factory=dict)  # once it ran
     left: set[str] = field(default_factory=set)  # conflicts and errors, once it ran
+    marked: set[str] = field(default_factory=set)  # of those, the ones given markers
     undoes: Operation | None = None
     finishes: Operation | None = None
     on_branch: bool = False  # an undo that became a turn of its own
@@ -491,7 +492,7 @@ class Model:
         writes it took back brought and that are empty now, then the folders of the turns it
         put back (``make``, shallowest first) and took back (``remove``, deepest first)."""
         op.writes = self.writes(outcome)
-        op.left = outcome.left
+        op.left, op.marked = outcome.left, set(outcome.marked)
         for path, (change,) in op.writes.items():
             self.set(path, change.after)
         for path in sorted(outcome.rmdirs, key=lambda p: (-depth(p), p)):
@@ -618,10 +619,14 @@ class Model:
             return None
         return None if op.undoes is None and not op.undoable else op
 
-    def plan_finish(self, left: Operation, policy: str) -> tuple[Operation, Outcome]:
-        """Fold again, with ``policy``, the steps of the paths ``left`` left, from now; the
-        steps are those of the operation at the root of the ``finishes`` chain."""
-        steps = {p: s for p, s in left.steps.items() if p in left.left}
+    def plan_finish(
+        self, left: Operation, policy: str, paths: set[str] | None = None
+    ) -> tuple[Operation, Outcome]:
+        """Fold again, with ``policy``, the steps of the paths ``left`` left (or of
+        ``paths`` of them), from now; the steps are those of the operation at the root of
+        the ``finishes`` chain."""
+        retry = left.left if paths is None else paths
+        steps = {p: s for p, s in left.steps.items() if p in retry}
         head = self.heads.get(left.session)
         op = Operation(left.session, "finish", "code", head, head, left.steps, finishes=left)
         return op, self.fold(steps, policy)

@@ -514,7 +514,13 @@ class Workspace(RuleBasedStateMachine):
                 self.store.finish(session, on_conflict=policy)
             event("finish refused: undone, or the head moved since")
             return
-        op, outcome = self.model.plan_finish(left, policy)
+        retry = left.left if policy == "theirs" else left.left - left.marked
+        if not retry:  # the markers are the user's to resolve, or to take theirs over
+            with pytest.raises(BadInput, match="the conflict markers are in"):
+                self.store.finish(session, on_conflict=policy)
+            event("finish refused: the paths left hold conflict markers")
+            return
+        op, outcome = self.model.plan_finish(left, policy, retry)
         result = self.store.finish(session, on_conflict=policy)
         assert result.target == left.id, (result.target, left.id)
         op.id = result.undo_id
