@@ -181,6 +181,20 @@ class Outcome:
             return None
         return result.user_text or None
 
+    def git_lines(self) -> list[tuple[str, str]]:
+        """What the move did (dry: would do) to the repository, as ``(kind, text)`` lines in
+        the command line's words (``snapstore.ops.gitshow.operation_lines``): HEAD, each ref
+        and the ref that keeps where it was, the index, what was left alone and why, and the
+        command that moves the refs back."""
+        result = self.result
+        if result is None or result.git is None:
+            return []
+        from snapstore.ops.gitshow import operation_lines, way_back
+
+        on_branch = result.new_head is not None and result.new_head == result.undo_id
+        undone = self.move.action == "undo"
+        return operation_lines(result.git, way_back("undo" if undone else "rewind", on_branch))
+
     def to_json(self) -> Any:
         """The JSON every door gives: a move's document, or a list for ``resume``."""
         if self.result is None:

@@ -174,7 +174,33 @@ def operation_lines(git: dict[str, Any] | None, way: str = "undo") -> list[tuple
                 f"{keeps[0]}`); `snapstore {way} {op}` moves them back",
             )
         )
+    elif planned := _planned_keeps(git):  # a dry run: the operation has no id yet
+        lines.append(
+            (
+                "note",
+                "what the refs point at now will be kept under refs/snapstore/<operation>/ "
+                f"({', '.join(planned)}); `snapstore {way} <operation>` moves them back",
+            )
+        )
     return lines
+
+
+def _planned_keeps(git: dict[str, Any]) -> list[str]:
+    """What a planned (dry) move will keep under refs/snapstore/<operation>/, as
+    ``gitplan.result`` names what a made one kept: HEAD when it is detached, and each ref that
+    moves from a commit."""
+    found = []
+    head = git.get("head_before")
+    if git.get("head") == "move" and head is not None and not head.startswith("refs/"):
+        found.append(files.HEAD)
+    found += [
+        ref["name"].removeprefix("refs/")
+        for ref in git.get("refs", ())
+        if ref["status"] == "move"
+        and ref["before"] is not None
+        and not ref["before"].startswith("ref: ")
+    ]
+    return found
 
 
 def _shown(value: str | None) -> str:

@@ -421,6 +421,8 @@ def socket_door(b: Built, request: Request, _mp: pytest.MonkeyPatch) -> Reply:
     data["undo_id"] = data.pop("operation_id")
     data["new_head"] = data.pop("new_head_id")
     assert data.pop("restored_paths") == sorted(data["restored"] + data["merged"] + data["deleted"])
+    said = data.pop("git_lines")  # the page's words for `git` (tests/e2e/test_ui_api.py)
+    assert said == [] or data["git"] is not None, said
     for item in data["errors"]:  # the page's sentence for each path left (the facts compare)
         said = item.pop("message")
         assert said.startswith(item["path"] + " ") and said.endswith("."), said

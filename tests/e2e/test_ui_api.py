@@ -20,18 +20,24 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
 from snapstore import Store
+from snapstore.ops.gitplan import PUSHED
 
 from ..support import hermetic_env, read, write
+from ..support.gitrepo import git
 from ..support.ui import (
     FAREWELL,
+    GIT_SESSION,
     GREET,
     SHOUT,
     WAIT,
     Ui,
     agent_turns,
     ask,
+    git_repo,
+    git_turn,
     open_socket,
     running_ui,
+    shell_turn,
 )
 
 
@@ -209,6 +215,111 @@ def test_a_dry_run_rewind_says_what_it_would_do_and_changes_nothing(
         assert refused["data"]["code"] == "bad_frame"
         assert ask(ws, {"action": "ops"})["data"]["ops"] == []
     assert (read(root, "app.py"), read(root, "notes.txt"), store.rewind_points()) == before
+
+
+def test_a_turn_that_moved_git_says_what_it_did_and_each_move_what_moves_in_git(
+    cli, root: Path
+) -> None:
+    """The turn (load_session, rewind_list) says what it did to the repository as `show`
+    does; a dry rewind, the rewind, the operation log and the undo say, in the command line's
+    lines (`git_lines`), what moves in it and where what moved is kept."""
+    x = git_turn(cli, root)
+    rewind = {"action": "rewind", "session_id": GIT_SESSION, "turn": 1}
+    with running_ui(root) as ui, open_socket(ui) as ws:
+        loaded = ask(ws, {"action": "load_session", "session_id": GIT_SESSION})["data"]
+        [turn] = loaded["turns"]
+        shown = cli("--json", "show", "1", "--session", GIT_SESSION).json["git"]
+        assert (
+            turn["git"]
+            == shown
+            == [
+                "checked out x",
+                f"created branch x at {x[:7]}",
+                "updated the index",
+            ]
+        )
+        assert turn["git_note"] is None
+        points = ask(ws, {"action": "rewind_list", "session_id": GIT_SESSION})["data"]["points"]
+        assert [p["git"] for p in points] == [turn["git"]]
+
+        plan = ask(ws, {**rewind, "dry_run": True})["data"]
+        assert plan["git_lines"] == [
+            {"kind": "git", "text": "HEAD: x -> main"},
+            {"kind": "git", "text": f"refs/heads/x: {x[:7]} -> (none)"},
+            {"kind": "git", "text": "the index put back"},
+            {
+                "kind": "note",
+                "text": "what the refs point at now will be kept under "
+                "refs/snapstore/<operation>/ (heads/x); `snapstore undo <operation>` moves "
+                "them back",
+            },
+        ]
+        assert git(root, "symbolic-ref", "HEAD") == "refs/heads/x"  # the dry run moved nothing
+
+        done = ask(ws, rewind)["data"]
+        op = done["operation_id"]
+        kept = f"refs/snapstore/{op}/heads/x"
+        assert done["git_lines"] == [
+            {"kind": "git", "text": "HEAD: x -> main"},
+            {"kind": "git", "text": f"refs/heads/x: {x[:7]} -> (none) (kept as {kept})"},
+            {"kind": "git", "text": "the index put back"},
+            {
+                "kind": "note",
+                "text": f"what the refs pointed at is kept under refs/snapstore/{op}/ (`git log "
+                f"{kept}`); `snapstore undo {op}` moves them back",
+            },
+        ]
+        assert done["git"]["kept"] == [kept] and done["git"]["ok"]
+        assert git(root, "symbolic-ref", "HEAD") == "refs/heads/main"
+        assert git(root, "rev-parse", kept) == x  # the agent's commit, kept where it says
+        ops = ask(ws, {"action": "ops", "session_id": GIT_SESSION})["data"]["ops"]
+        assert [o["git_lines"] for o in ops] == [done["git_lines"]]
+
+        undone = ask(ws, {"action": "undo", "session_id": GIT_SESSION})["data"]
+        assert (
+            undone["git_lines"]
+            == [  # x comes back: nothing it moved had a commit to keep
+                {"kind": "git", "text": "HEAD: main -> x"},
+                {"kind": "git", "text": f"refs/heads/x: (none) -> {x[:7]}"},
+                {"kind": "git", "text": "the index put back"},
+            ]
+        )
+        assert git(root, "symbolic-ref", "HEAD") == "refs/heads/x"
+        ops = ask(ws, {"action": "ops", "session_id": GIT_SESSION})["data"]["ops"]
+        assert [o["git_lines"] for o in ops] == [undone["git_lines"], done["git_lines"]]
+
+
+def test_a_ref_the_agent_pushed_is_said_as_one_no_rewind_takes_back(
+    cli, root: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
+    git_repo(cli, root)
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "push", "-q", "origin", "main")
+    shell_turn(
+        cli, root, "echo agent >> a.txt && git commit -qm agent a.txt && git push -q origin main"
+    )
+    pushed = {"kind": "note", "text": f"refs/remotes/origin/main: {PUSHED}"}
+    rewind = {"action": "rewind", "session_id": GIT_SESSION, "turn": 1}
+    with running_ui(root) as ui, open_socket(ui) as ws:
+        plan = ask(ws, {**rewind, "dry_run": True})["data"]
+        assert pushed in plan["git_lines"]
+        done = ask(ws, rewind)["data"]
+        assert pushed in done["git_lines"]
+        assert done["git_lines"][0]["text"].startswith("refs/heads/main: ")  # main went back
+    assert git(root, "rev-parse", "origin/main") == git(bare, "rev-parse", "main")  # it stays
+
+
+def test_a_turn_outside_git_and_its_moves_say_nothing_of_it(store: Store, ui: Ui) -> None:
+    agent_turns(store)
+    with open_socket(ui) as ws:
+        loaded = ask(ws, {"action": "load_session", "session_id": "default"})["data"]
+        assert [(t["git"], t["git_note"]) for t in loaded["turns"]] == [([], None)] * 3
+        rewind = {"action": "rewind", "session_id": "default", "turn": 1}
+        assert ask(ws, {**rewind, "dry_run": True})["data"]["git_lines"] == []
+        assert ask(ws, rewind)["data"]["git_lines"] == []
+        assert [o["git_lines"] for o in ask(ws, {"action": "ops"})["data"]["ops"]] == [[]]
 
 
 def test_new_head_id_comes_back_after_a_partial_failure(store: Store, root: Path, ui: Ui) -> None:

@@ -16,14 +16,17 @@ from snapstore_cli.operations.impact import NOT_COVERED, SHELL_UNRECORDED
 from snapstore import Store
 
 from ..support import Clock, agent_write, read, write
+from ..support.gitrepo import git, sh
 from ..support.ui import (
     CHROMIUM,
     CHROMIUM_ARGS,
     FAREWELL,
+    GIT_SESSION,
     GREET,
     SHOUT,
     Ui,
     agent_turns,
+    git_turn,
     running_ui,
 )
 
@@ -212,6 +215,92 @@ def test_switch_back_to_a_rewound_turn_from_the_page(
     assert read(root, "app.py") == SHOUT.encode() and read(root, "notes.txt") == b"bye\n"
     expect(page.locator("#turns li.turn")).to_have_count(3, timeout=SHOWN)
     expect(page.locator("#rewound-box")).to_be_hidden()
+
+
+# -- turns that touch git ---------------------------------------------------------------------
+
+
+def test_a_git_turn_says_what_it_did_and_its_rewind_what_moves_and_where_it_is_kept(
+    cli, root: Path, page: Page
+) -> None:
+    """A Claude Code turn whose Bash call made branch x and committed on it, through the real
+    hooks: its card and its diff say what it did to the repository, as `show` does; its
+    rewind is confirmed, even of its files alone, and the confirmation says what will move in
+    git; the result, and the operation log, that x went back and where its commit is kept."""
+    x = git_turn(cli, root)
+    did = ["gitchecked out x", f"gitcreated branch x at {x[:7]}", "gitupdated the index"]
+    with running_ui(root) as ui:
+        page.goto(ui.page(session=GIT_SESSION))
+        card = page.locator("#turns li.turn[data-n='1']")
+        expect(card.locator(".git li")).to_have_text(did, timeout=SHOWN)
+        card.locator("button", has_text="diff").click()
+        expect(page.locator("#diff .git li")).to_have_text(did, timeout=SHOWN)
+
+        page.select_option("#mode", "code")  # one turn's files alone, but it moved git: asked
+        card.locator("button.rewind").click()
+        expect(page.locator("#confirm")).to_be_visible(timeout=SHOWN)
+        expect(page.locator("#confirm-go")).to_have_text("Rewind files only")
+        expect(page.locator("#confirm-plan li")).to_have_text(
+            [
+                "restorea.txt",
+                "gitHEAD: x -> main",
+                f"gitrefs/heads/x: {x[:7]} -> (none)",
+                "gitthe index put back",
+                "notewhat the refs point at now will be kept under refs/snapstore/<operation>/ "
+                "(heads/x); `snapstore undo <operation>` moves them back",
+            ]
+        )
+        assert git(root, "symbolic-ref", "HEAD") == "refs/heads/x"  # asking moved nothing
+        page.locator("#confirm-go").click()
+
+        expect(page.locator("#result-title")).to_contain_text("Rewound: 1 turn", timeout=SHOWN)
+        [op] = [o.id for o in _operations(root)]
+        kept = f"refs/snapstore/{op}/heads/x"
+        moved = [
+            "gitHEAD: x -> main",
+            f"gitrefs/heads/x: {x[:7]} -> (none) (kept as {kept})",
+            "gitthe index put back",
+            f"notewhat the refs pointed at is kept under refs/snapstore/{op}/ (`git log {kept}`); "
+            f"`snapstore undo {op}` moves them back",
+        ]
+        expect(page.locator("#result-git li")).to_have_text(moved)
+        expect(page.locator("#result")).to_have_attribute("data-kind", "ok")
+        expect(page.locator("#ops li .git li")).to_have_text(moved, timeout=SHOWN)
+    assert git(root, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(root, "rev-parse", kept) == x  # the agent's commit, where the page says
+
+
+def test_a_branch_the_user_moved_since_is_a_conflict_on_the_page(
+    cli, root: Path, page: Page
+) -> None:
+    """The user committed on x after the agent: the confirmation says HEAD, x and the index
+    stay, and why; the files still rewind, and the result says what was left in git."""
+    git_turn(cli, root)
+    sh(root, "echo user >> b.txt && git commit -qm 'the user commits' b.txt")
+    user = git(root, "rev-parse", "x")
+    left = [
+        "conflictHEAD stays at x",
+        "conflictrefs/heads/x: moved since the agent: it is "
+        f"{user[:8]}, where the agent left {git(root, 'rev-parse', 'x~1')[:8]}; left alone",
+        "conflictthe index stays as it is",
+    ]
+    with running_ui(root) as ui:
+        page.goto(ui.page(session=GIT_SESSION))
+        page.locator("#turns li.turn[data-n='1'] button.rewind").click()
+        expect(page.locator("#confirm")).to_be_visible(timeout=SHOWN)
+        expect(page.locator("#confirm-plan li.plan-conflict")).to_have_text(left)
+        page.locator("#confirm-go").click()
+        expect(page.locator("#result-git li")).to_have_text(left, timeout=SHOWN)
+        expect(page.locator("#result")).to_have_attribute("data-kind", "partial")
+    assert (
+        git(root, "symbolic-ref", "HEAD") == "refs/heads/x" and git(root, "rev-parse", "x") == user
+    )
+    assert (root / "a.txt").read_text() == "a1\na2\n"  # the file went back all the same
+
+
+def _operations(root: Path) -> list:
+    with Store.open(root) as store:
+        return store.operations()
 
 
 # -- the composer, the confirmation, the running turn, the errors, the log, the layout -------

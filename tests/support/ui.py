@@ -119,6 +119,42 @@ def agent_turns(store: Store, session: str = "default") -> list[str]:
     return ids
 
 
+#: The session and shell call of :func:`git_turn`: Claude Code's, making branch x and
+#: committing on it.
+GIT_SESSION = "claude-code/s"
+GIT_SCRIPT = (
+    "git checkout -q -b x && echo agent >> a.txt && git commit -qm 'the agent commits' a.txt"
+)
+
+
+def git_repo(cli: Any, root: Path) -> None:
+    """A repository on main (tests/support/gitrepo.py) with the user's uncommitted edit, and
+    a store in scan mode (the hooks read the repository around each shell call)."""
+    from .gitrepo import init
+
+    init(root)
+    assert cli("init", "--track-shell").code == 0
+    (root / "notes.txt").write_text("notes\nuser edit\n")  # the user's uncommitted work
+
+
+def shell_turn(cli: Any, root: Path, script: str) -> None:
+    """One Claude Code turn of :data:`GIT_SESSION` whose Bash call runs ``script``, through
+    the real hook command."""
+    from ..e2e.test_git_layouts_cli import _turn
+
+    _turn(cli, root, script, {})
+
+
+def git_turn(cli: Any, root: Path) -> str:
+    """:func:`git_repo`, then a turn whose Bash call runs :data:`GIT_SCRIPT`; x's commit."""
+    from .gitrepo import git
+
+    git_repo(cli, root)
+    shell_turn(cli, root, GIT_SCRIPT)
+    assert git(root, "symbolic-ref", "HEAD") == "refs/heads/x"
+    return git(root, "rev-parse", "x")
+
+
 _ids = itertools.count(1)
 
 

@@ -17,7 +17,7 @@ let socket = null;
 let current = params.get("session");
 let nextId = 1;
 const pending = new Map(); // request_id -> {timer, onReply}
-const state = { running: null, moving: false, ops: [] };
+const state = { running: null, moving: false, ops: [], turns: new Map() };
 
 function el(tag, cls, text) {
   const node = document.createElement(tag);
@@ -222,6 +222,25 @@ function showSessions(sessions) {
 
 const SHOWN_FILES = 5; // of a turn's files, on its card
 
+// What a turn, or a move, did to the repository: the server's lines (the command line's
+// words), each labelled with its kind: git (moved), conflict (left alone), note.
+function gitList(lines, cls) {
+  const list = el("ul", `plan git ${cls || ""}`.trim());
+  for (const line of lines) {
+    const row = el("li", `plan-${line.kind}`);
+    row.append(el("span", "what", line.kind), el("span", "", line.text));
+    list.append(row);
+  }
+  return list;
+}
+
+// A turn's git lines, as `snapstore show` says them, and why git was not recorded.
+function turnGit(t) {
+  const lines = (t.git || []).map((text) => ({ kind: "git", text: text }));
+  if (t.git_note) lines.push({ kind: "note", text: `git not recorded: ${t.git_note}` });
+  return lines;
+}
+
 function turnItem(t, rewound) {
   const item = el("li", "turn");
   item.dataset.turn = t.id;
@@ -252,6 +271,7 @@ function turnItem(t, rewound) {
     files.append(el("li", "more", `and ${count(t.files.length - SHOWN_FILES, "more file")} ` +
       "(the diff shows them)"));
   }
+  const git = turnGit(t);
   const actions = el("div", "actions");
   actions.append(button("diff", "", () => send("diff", { turn: t.id })));
   if (rewound) {
@@ -264,11 +284,14 @@ function turnItem(t, rewound) {
     actions.append(go);
   }
   if (t.branches) actions.append(el("span", "branches", `↻ ${t.branches} rewound after it`));
-  item.append(head, prompt, files, actions);
+  item.append(head, prompt, files);
+  if (git.length) item.append(gitList(git, "turn-git"));
+  item.append(actions);
   return item;
 }
 
 function showSession(data) {
+  state.turns = new Map([...data.turns, ...data.rewound].map((t) => [t.id, t]));
   $("title").textContent = data.session_id;
   $("title").title = data.session_id;
   const turns = $("turns");
@@ -288,12 +311,13 @@ const MODES = {
   conversation: "Rewind the chat only",
 };
 
-// A rewind of one turn's files goes at once (undo takes it back); one of several turns, or of
-// the conversation, is confirmed first, with what a dry run says it would do.
+// A rewind of one turn's files goes at once (undo takes it back); one of several turns, of
+// the conversation, or of a turn that moved the repository (HEAD, a branch), is confirmed
+// first, with what a dry run says it would do.
 function rewindHere(t) {
   const args = { turn: t.id, mode: $("mode").value, on_conflict: $("policy").value };
   const go = () => send("rewind", args, { progress: `Rewinding to before turn #${t.n}…` });
-  if (t.n === 1 && args.mode === "code") return go();
+  if (t.n === 1 && args.mode === "code" && !(t.git || []).length) return go();
   send("rewind", Object.assign({ dry_run: true }, args), {
     progress: `Working out what rewinding to before turn #${t.n} would do…`,
     onReply: (frame) => {
@@ -319,6 +343,7 @@ function planItems(data) {
   for (const p of data.merged) items.push(["merge", `${p} (keeps your edits)`]);
   for (const p of data.deleted) items.push(["delete", p]);
   for (const e of data.errors) items.push([e.kind === "conflict" ? "conflict" : "error", e.message]);
+  for (const g of data.git_lines || []) items.push([g.kind, g.text]);
   return items;
 }
 
@@ -377,8 +402,12 @@ function showResult(type, data) {
   say($("resume"), resume ? ["Then resume the agent with:", chat.resume_command] : ["", ""]);
   const problems = $("problems");
   problems.replaceChildren(...data.errors.map((e) => el("li", e.kind, e.message)));
+  const git = data.git_lines || [];
+  $("result-git").replaceChildren(...gitList(git).children);
+  $("result-git").hidden = !git.length;
+  const left = data.errors.length || git.some((g) => g.kind === "conflict");
   $("result").hidden = false;
-  $("result").dataset.kind = data.errors.length ? "partial" : "ok";
+  $("result").dataset.kind = left ? "partial" : "ok";
   notice("");
 }
 
@@ -388,6 +417,9 @@ function showDiff(data) {
   $("diff-title").textContent = `Diff of ${short(data.turn)}`;
   const box = $("diff");
   box.replaceChildren();
+  const turn = state.turns.get(data.turn); // what it did to the repository, as its card says
+  const git = turn ? turnGit(turn) : [];
+  if (git.length) box.append(el("h3", "", "Git"), gitList(git, "diff-git"));
   for (const f of data.files) {
     box.append(el("h3", "", `${f.path} (${f.status})`));
     const pre = el("pre", "patch");
@@ -426,6 +458,7 @@ function showOps(ops) {
       item.append(el("span", "problem", ` · ${count(op.conflicts + op.errors, "path")} left`));
     }
     if (op.undone_by) item.append(" · undone");
+    if ((op.git_lines || []).length) item.append(gitList(op.git_lines, "op-git"));
     if (all) {
       const who = el("span", "who", op.session_id);
       who.title = op.session_id;

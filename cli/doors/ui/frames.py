@@ -22,6 +22,7 @@ from snapstore import SnapstoreError, Store
 from snapstore.adapters import agent_of
 from snapstore.core.errors import UnknownOperation, UnknownSession, UnknownTurn
 from snapstore.core.records import BOTH, CODE, MODES, POLICIES
+from snapstore.ops.gitshow import operation_lines, way_back
 from snapstore.ops.history import RewindPoint
 
 from ...operations.context import Context
@@ -196,6 +197,9 @@ def point_json(point: RewindPoint, branches: int = 0) -> dict[str, Any]:
         "added": point.added,
         "removed": point.removed,
         "branches": branches,
+        # what the turn did to the repository, in the words of `show` and `log`
+        "git": point.git,
+        "git_note": turn.git_note or None,
     }
 
 
@@ -298,6 +302,7 @@ def ops(
             "time": iso(op.time),
             "status": op.status,
             "undone_by": op.undone_by,
+            "git_lines": _lines(operation_lines(op.git, way_back(op.action, op.new_head == op.id))),
         }
         for op in store.operations(session)
     ]
@@ -316,6 +321,7 @@ def result_json(outcome: Outcome) -> dict[str, Any]:
         restored_paths=sorted(result.restored + result.merged + result.deleted),
         new_head_id=result.new_head,
         user_text=outcome.prompt or result.user_text,
+        git_lines=_lines(outcome.git_lines()),
     )
     for item in data["errors"]:
         marked = item["path"] in result.marked
@@ -323,6 +329,12 @@ def result_json(outcome: Outcome) -> dict[str, Any]:
     for key in ("session", "undo_id", "new_head"):
         data.pop(key)
     return data
+
+
+def _lines(lines: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """What an operation did (or would do) to the repository, as the page shows it: the
+    command line's lines, each with its kind (``git``, ``conflict``, ``note``)."""
+    return [{"kind": kind, "text": text} for kind, text in lines]
 
 
 def _move(store: Store, ctx: Context, move: Move) -> dict[str, Any]:
