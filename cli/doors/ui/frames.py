@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from snapstore import SnapstoreError, Store
 from snapstore.adapters import agent_of
@@ -341,6 +341,33 @@ def _move(store: Store, ctx: Context, move: Move) -> dict[str, Any]:
     return result_json(run(store, ctx, move))
 
 
+def _policed(
+    store: Store,
+    ctx: Context,
+    action: Literal["switch", "redo", "finish"],
+    ref: str | None,
+    session: str | None,
+    frame: dict[str, Any],
+) -> dict[str, Any]:
+    """A move whose frame gives only a conflict policy and ``dry_run`` beside its target."""
+    move = Move(
+        action,
+        ref,
+        session,
+        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
+        dry_run=_flag(frame, "dry_run"),
+    )
+    return _move(store, ctx, move)
+
+
+def _operation_ref(frame: dict[str, Any], what: str) -> str | None:
+    """The frame's ``operation_id``: absent (the newest), or a non-empty string."""
+    operation = frame.get("operation_id")
+    if operation is not None and (not isinstance(operation, str) or not operation.strip()):
+        raise FrameError("bad_frame", f"operation_id must be {what}")
+    return operation
+
+
 def rewind(
     store: Store, ctx: Context, session: str | None, frame: dict[str, Any]
 ) -> tuple[str, dict]:
@@ -378,26 +405,16 @@ def switch(
     store: Store, ctx: Context, session: str | None, frame: dict[str, Any]
 ) -> tuple[str, dict]:
     """Make the workspace what it was right after a turn of the session (any branch)."""
-    move = Move(
-        "switch",
-        _turn_ref(frame),
-        session,
-        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
-        dry_run=_flag(frame, "dry_run"),
-    )
-    return "switch_result", _move(store, ctx, move)
+    return "switch_result", _policed(store, ctx, "switch", _turn_ref(frame), session, frame)
 
 
 def undo(
     store: Store, ctx: Context, session: str | None, frame: dict[str, Any]
 ) -> tuple[str, dict]:
     """Take back the session's newest rewind or switch, or the operation named."""
-    operation = frame.get("operation_id")
-    if operation is not None and (not isinstance(operation, str) or not operation.strip()):
-        raise FrameError("bad_frame", "operation_id must be an operation's id")
     move = Move(
         "undo",
-        operation,
+        _operation_ref(frame, "an operation's id"),
         session,
         mode=_choice(frame, "mode", (BOTH, CODE), BOTH),
         on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
@@ -411,17 +428,9 @@ def redo(
 ) -> tuple[str, dict]:
     """Take back the session's newest undo not redone yet, or the undo named: do its
     rewind, switch or finish again (``snapstore redo``)."""
-    operation = frame.get("operation_id")
-    if operation is not None and (not isinstance(operation, str) or not operation.strip()):
-        raise FrameError("bad_frame", "operation_id must be an undo's id")
-    move = Move(
-        "redo",
-        operation,
-        session,
-        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
-        dry_run=_flag(frame, "dry_run"),
+    return "redo_result", _policed(
+        store, ctx, "redo", _operation_ref(frame, "an undo's id"), session, frame
     )
-    return "redo_result", _move(store, ctx, move)
 
 
 def finish(
@@ -429,14 +438,7 @@ def finish(
 ) -> tuple[str, dict]:
     """Retry, with ``on_conflict``, the paths the session's last move left in conflict or
     failed to write (``snapstore rewind --finish``); the head stays."""
-    move = Move(
-        "finish",
-        None,
-        session,
-        on_conflict=_choice(frame, "on_conflict", POLICIES, "skip"),
-        dry_run=_flag(frame, "dry_run"),
-    )
-    return "finish_result", _move(store, ctx, move)
+    return "finish_result", _policed(store, ctx, "finish", None, session, frame)
 
 
 Handler = Callable[[Store, Context, "str | None", dict[str, Any]], "tuple[str, dict]"]
