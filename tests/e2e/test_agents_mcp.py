@@ -39,13 +39,14 @@ TURN_2 = "3"
 
 def fourth(agent: str) -> Turn:
     """The fourth turn: list_turns, then rewind_files for turn 2, once the agent offers the
-    server's tools (it may start the server while the turn has begun: Codex then names the
-    tools in a later request)."""
+    server's tools (it may start the server while the turn has begun: Codex then announces
+    them in the conversation, after the prompt; an announcement of an earlier run, before it,
+    counts only after five polls, which give this run's server time to come up)."""
     call = DRIVERS[agent]().tool_call(Mcp("list_turns"), "")
     return Turn(
         PROMPT,
         (
-            Wait(call.namespace or call.name),
+            Wait(call.namespace, settle=5) if call.namespace else Wait(call.name),
             Mcp("list_turns"),
             Mcp("rewind_files", {"turn": TURN_2}),
         ),

@@ -76,10 +76,15 @@ class Mcp:
 @dataclass(frozen=True)
 class Wait:
     """Wait until the agent's request names ``marker`` (an MCP server's tools, which an agent
-    may offer the model only once the server has started), running ``poll`` meanwhile."""
+    may offer the model only once the server has started), running ``poll`` meanwhile.
+    ``settle``: where the marker comes before the turn's prompt, it counts only after that
+    many polls (Codex announces a server's tools in the conversation, and a resumed
+    conversation carries an earlier run's announcement, which may come before this run's
+    server is up; an announcement after the prompt is this run's)."""
 
     marker: str
     poll: Shell = Shell("sleep 1")
+    settle: int = 0
 
 
 Step = Write | Edit | Read | Patch | Shell | Mcp | Wait
@@ -191,7 +196,8 @@ class FakeModel:
             )
         for step in turn.steps:
             if isinstance(step, Wait):
-                if step.marker in raw:
+                settled = self.polls.get(turn.prompt, 0) >= step.settle
+                if step.marker in (raw if settled else raw[max(raw.rfind(turn.prompt), 0) :]):
                     continue
                 with self._lock:
                     self.polls[turn.prompt] = self.polls.get(turn.prompt, 0) + 1
