@@ -377,19 +377,36 @@ class View:
         """A path's scan-index value: stat fingerprint, then digest (docs/format.md)."""
         return self._get("index", rel)
 
-    def index_entries(self, scopes: list[str] | None = None) -> dict[bytes, bytes]:
-        """Index entries: all of them, or those at or below each scope."""
-        if scopes is None:
-            return dict(self._items("index"))
-        found: dict[bytes, bytes] = {}
+    def index_entries(self) -> dict[bytes, bytes]:
+        """Every index entry (a scan reads a folder at a time: :meth:`index_folder`)."""
+        return dict(self._items("index"))
+
+    def index_folder(self, prefix: bytes) -> tuple[dict[bytes, bytes], list[bytes]]:
+        """One folder's index entries, for a walk that holds a folder at a time: the files
+        directly in it (key -> value) and the names of its subfolders that hold entries.
+        ``prefix`` is the folder's path and a slash (b"" for the root). A subfolder's
+        entries are skipped in one seek each: b"0" is the byte after b"/"."""
+        files: dict[bytes, bytes] = {}
+        folders: list[bytes] = []
         cursor = self._txn.cursor(db=self._dbs["index"])
-        for scope in scopes:
-            key = os.fsencode(scope)
-            value = self.index_entry(key)
-            if value is not None:
-                found[key] = value
-            found.update(_prefixed(cursor, key + b"/"))
-        return found
+        size = len(prefix)
+        found = cursor.set_range(prefix)
+        while found:
+            key = cursor.key()
+            if not key.startswith(prefix):
+                break
+            slash = key.find(b"/", size)
+            if slash < 0:
+                files[key] = cursor.value()
+                found = cursor.next()
+            else:
+                folders.append(key[size:slash])
+                found = cursor.set_range(key[:slash] + b"0")
+        return files, folders
+
+    def index_below(self, rel: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """The index entries below folder ``rel``, in key order."""
+        return _prefixed(self._txn.cursor(db=self._dbs["index"]), rel + b"/")
 
     def index_values(self) -> Iterator[bytes]:
         for _, value in self._items("index"):

@@ -29,7 +29,7 @@ from .index import StatEntry, stat_entries
 from .layout import Layout
 
 _REGULAR = (0o100644, 0o100755)
-_ATTRS = ("filter", "ident", "working-tree-encoding", "eol", "crlf", "text")
+_ATTRS = frozenset((b"filter", b"ident", b"working-tree-encoding", b"eol", b"crlf", b"text"))
 _TRUE = ("true", "yes", "on", "1")
 
 
@@ -72,22 +72,24 @@ def clean_files(layout: Layout, max_size: int) -> dict[bytes, StatEntry]:
         candidates.pop(path, None)
     if not candidates:
         return {}
-    attrs = git(layout, "check-attr", "-z", "--stdin", *_ATTRS, data=b"\0".join(candidates) + b"\0")
+    # --all lists only the attributes a path has, not the unspecified: a repository with
+    # few attributes gives a few lines for a million paths, not six million fields
+    attrs = git(layout, "check-attr", "-z", "--stdin", "--all", data=b"\0".join(candidates) + b"\0")
     if attrs.returncode != 0:
         return {}
+    text_unset: set[bytes] = set()
     fields = attrs.stdout.split(b"\0")
     for at in range(0, len(fields) - 2, 3):
         path, attr, value = fields[at], fields[at + 1], fields[at + 2]
-        if _converts(attr, value, autocrlf in _TRUE or autocrlf == "input"):
-            candidates.pop(path, None)
+        if attr not in _ATTRS:
+            continue
+        if value != b"unset":
+            candidates.pop(path, None)  # the attribute is set, or has a value
+        elif attr == b"text":
+            text_unset.add(path)
+    if autocrlf in _TRUE or autocrlf == "input":  # converts each file whose text is unspecified
+        candidates = {path: e for path, e in candidates.items() if path in text_unset}
     return candidates
-
-
-def _converts(attr: bytes, value: bytes, autocrlf: bool) -> bool:
-    """Whether one attribute's value may make the file's bytes differ from its blob's."""
-    if value == b"unspecified":
-        return attr == b"text" and autocrlf
-    return value != b"unset"
 
 
 def matches(entry: StatEntry, st: os.stat_result) -> bool:

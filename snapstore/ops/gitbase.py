@@ -43,14 +43,14 @@ class Baseline:
         self.entries = entries  # path (bytes) -> its index entry
         self.oid_size = oid_size
 
-    def find(self, rel: bytes, st: os.stat_result) -> tuple[bytes, str, int] | None:
-        """The reference key, object id and size for ``rel`` when its ``lstat`` is what
-        git's index cached for the clean file; None: it is read and stored."""
-        entry = self.entries.get(rel)
+    def find(self, rel: bytes, st: os.stat_result) -> bytes | None:
+        """The git object id of ``rel`` (raw) when its ``lstat`` is what git's index cached
+        for the clean file; None: it is read and stored. A walk asks once for each path,
+        so the entry is let go: the references it notes take its place in memory."""
+        entry = self.entries.pop(rel, None)
         if entry is None or not matches(entry, st):
             return None
-        oid = entry.oid.hex()
-        return blobs.reference_key(oid), oid, st.st_size
+        return entry.oid
 
 
 def baseline(repo: Repo) -> Baseline | None:

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
+from ..core import blobs
 from ..core.errors import SnapstoreError
 from ..core.fsio import DEFAULT_MAX_FILE_SIZE
 from ..core.records import (
@@ -48,6 +49,7 @@ from ..core.records import (
     fingerprint,
 )
 from ..core.repo import Repo
+from ..core.view import View
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
 from .scanrecord import Committer, Item, ScanResult, copied, encode
 from .shell import WindowAction
@@ -67,11 +69,20 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 Progress = Callable[[str, int, int], None]
 
 
-def _stored(st: os.stat_result, now_ns: int) -> bytes:
+def _racy(st: os.stat_result, now_ns: int) -> bool:
+    return now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS
+
+
+def _kept(check: bytes, racy: bool) -> bytes:
     """The fingerprint to keep: a racily clean file gets one that never matches."""
-    if now_ns - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
-        return FINGERPRINT.pack(st.st_size, 0, 0, st.st_ino, st.st_mode)
-    return fingerprint(st)
+    if not racy:
+        return check
+    size, _, _, ino, mode = FINGERPRINT.unpack(check)
+    return FINGERPRINT.pack(size, 0, 0, ino, mode)
+
+
+def _stored(st: os.stat_result, now_ns: int) -> bytes:
+    return _kept(fingerprint(st), _racy(st, now_ns))
 
 
 def _decode(rel: bytes) -> str:
@@ -83,6 +94,10 @@ class _Walker:
 
     The hot loop works on ``bytes`` paths, as the index stores them, so a file
     whose fingerprint is unchanged costs one ``lstat`` and a dictionary lookup.
+    The index is read a folder at a time from ``view`` (open for the walk), so a walk
+    holds one folder's entries, not the workspace's: a daemon's first scan of a
+    million files would otherwise hold a million. What the walk does not meet stays
+    in the store until :meth:`unvisited` lists it, for :meth:`gone` to check.
     """
 
     def __init__(
@@ -100,12 +115,15 @@ class _Walker:
         self.result = result
         self.progress = progress
         self.dirs = dirs
-        self.index: dict[bytes, bytes] = {}
+        self.view: View | None = None
+        self.unseen: list[tuple[bytes, bytes]] = []  # index entries the walk did not meet
+        self._below: list[bytes] = []  # folders whose entries it did not meet (unvisited)
         self.candidates: list[tuple[str, bytes | None]] = []
         self.forget: list[str] = []
         self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
         self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
-        self.referenced: list[Item] = []
+        #: files recorded by reference: path, fingerprint, object id, racily clean
+        self.referenced: list[tuple[bytes, bytes, bytes, bool]] = []
 
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
@@ -130,6 +148,7 @@ class _Walker:
                     fd = os.open(rel_dir, _DIR_FLAGS, dir_fd=root_fd) if rel_dir else root_fd
                 except OSError as exc:
                     skip(_decode(rel_dir), f"cannot list the folder: {exc.strerror}")
+                    self._below.append(rel_dir)
                     continue
                 try:
                     files = self._folder(fd, rel_dir, prefix, stack, clean, files, pending)
@@ -153,7 +172,10 @@ class _Walker:
         pending: list[tuple[bytes, Stack, bool]],
     ) -> int:
         """Visit one folder's entries; returns the running count of files looked at."""
-        index, pop = self.index, self.index.pop
+        assert self.view is not None
+        index, indexed = self.view.index_folder(prefix)
+        walked: set[bytes] = set()  # the subfolders to walk
+        pop = index.pop
         candidates, forget, skip = self.candidates, self.forget, self.skip
         rules, store_rel, dirs = self.rules, self.store_rel, self.dirs
         limit = self.max_file_size
@@ -163,10 +185,10 @@ class _Walker:
                 entries = list(it)
         except OSError as exc:
             skip(_decode(rel_dir) or ".", f"cannot list the folder: {exc.strerror}")
-            return files
+            entries = []
         present = {e.name: e for e in entries if e.name in _IGNORE_SET}
         if present or clean:
-            clean = clean and self._rules_unchanged(prefix, present)
+            clean = clean and self._rules_unchanged(prefix, present, index)
             stack = rules.push(stack, _decode(rel_dir)) if present else stack
         for entry in entries:
             name = entry.name
@@ -183,6 +205,7 @@ class _Walker:
                     continue
                 if dirs is not None:
                     dirs[_decode(rel)] = entry.inode()
+                walked.add(rel)
                 pending.append((rel, stack, clean))
                 continue
             old = pop(rel, None)
@@ -213,27 +236,26 @@ class _Walker:
                 self.refuse(_decode(rel), f"larger than the size cap ({limit} bytes)", st)
             elif old is not None or self.baseline is None or not self._referenced(rel, st):
                 candidates.append((_decode(rel), old))
+        self.unseen.extend(index.items())
+        self._below.extend(prefix + name for name in indexed if prefix + name not in walked)
         return files
 
     def _referenced(self, rel: bytes, st: os.stat_result) -> bool:
-        """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase)."""
+        """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase):
+        noted as a tuple, not an :class:`Item`, as a million of them are held at once."""
         assert self.baseline is not None
-        found = self.baseline.find(rel, st)
-        if found is None:
+        oid = self.baseline.find(rel, st)
+        if oid is None:
             return False
-        key, oid, size = found
-        item = Item(
-            _decode(rel), None, fingerprint=_stored(st, time.time_ns()), check=fingerprint(st)
-        )
-        item.key, item.ref = key, (oid, size)
-        item.version = Version(key.hex(), stat.S_IMODE(st.st_mode), FILE)
-        self.referenced.append(item)
+        self.referenced.append((rel, fingerprint(st), oid, _racy(st, time.time_ns())))
         return True
 
-    def _rules_unchanged(self, prefix: bytes, present: dict[str, os.DirEntry[str]]) -> bool:
+    def _rules_unchanged(
+        self, prefix: bytes, present: dict[str, os.DirEntry[str]], index: dict[bytes, bytes]
+    ) -> bool:
         """Whether this folder's ignore files are as the index last saw them."""
         for name in IGNORE_FILES:
-            old = self.index.get(prefix + os.fsencode(name))
+            old = index.get(prefix + os.fsencode(name))
             entry = present.get(name)
             if (old is None) != (entry is None):
                 return False
@@ -246,23 +268,32 @@ class _Walker:
         return True
 
     def scope(self, rel: str) -> None:
-        """Visit one path: a file, a link, a folder (its whole subtree) or a gone path."""
+        """Visit one path: a file, a link, a folder (its whole subtree) or a gone path.
+        What it holds in the index and the walk does not meet is checked as gone: the
+        file a folder replaced, the entries below a folder a file replaced."""
+        assert self.view is not None
+        key = os.fsencode(rel)
+        old = self.view.index_entry(key)
         if self.rules.always_skipped(rel):
+            self._unmet(key, old)  # never walked: what the index holds there is checked
             return
         try:
             st = os.lstat(self.repo.ws.abspath(rel))
         except OSError:
-            return  # gone: its index entries stay in ``index`` and are checked as gone
+            self._unmet(key, old)  # gone
+            return
         is_dir = stat.S_ISDIR(st.st_mode)
         if self.rules.path_ignored(rel, is_dir):
-            self._forget_below(os.fsencode(rel))
+            self.forget.extend(_decode(k) for k, _ in self._entries_at(key, old))
             return
         if is_dir:
             if self.dirs is not None:
                 self.dirs[rel] = st.st_ino
-            self.walk(os.fsencode(rel), self.rules.stack(rel), clean=False)
+            if old is not None:
+                self.unseen.append((key, old))
+            self.walk(key, self.rules.stack(rel), clean=False)
             return
-        old = self.index.pop(os.fsencode(rel), None)
+        self._below.append(key)
         self.result.files += 1
         if old is not None and old.startswith(fingerprint(st)):
             return
@@ -273,16 +304,29 @@ class _Walker:
         else:
             self.candidates.append((rel, old))
 
-    def _forget_below(self, rel: bytes) -> None:
-        prefix = rel + b"/"
-        for key in [k for k in self.index if k == rel or k.startswith(prefix)]:
-            del self.index[key]
-            self.forget.append(_decode(key))
+    def _entries_at(self, key: bytes, old: bytes | None) -> list[tuple[bytes, bytes]]:
+        """The index entries of path ``key`` (``old``: its own) and below it."""
+        assert self.view is not None
+        below = [(bytes(k), bytes(v)) for k, v in self.view.index_below(key)]
+        return below if old is None else [(key, old), *below]
+
+    def _unmet(self, key: bytes, old: bytes | None) -> None:
+        self._below.append(key)
+        if old is not None:
+            self.unseen.append((key, old))
+
+    def unvisited(self) -> None:
+        """Add to ``unseen`` the entries below the folders the walk did not enter (gone,
+        ignored now, a file now, unreadable), while ``view`` is still open."""
+        assert self.view is not None
+        for folder in self._below:
+            self.unseen.extend(self._entries_at(folder, None))
+        self._below = []
 
     def gone(self) -> list[tuple[str, bytes]]:
         """Index entries not seen: deleted, or (if still there) ignored now."""
         deleted = []
-        for key, old in self.index.items():
+        for key, old in self.unseen:
             rel = _decode(key)
             try:
                 st = os.lstat(self.root + b"/" + key)
@@ -366,16 +410,18 @@ def scan(
     collecting = gc.isenabled()
     gc.disable()  # a scan makes many small objects and frees none until it ends
     try:
-        with repo.read() as v:
-            walker.index = v.index_entries(scopes)
+        with repo.read() as walker.view:
+            if scopes is None:
+                clean = state is not None and state.get("exclude") == exclude
+                walker.walk(b"", rules.base, clean)
+            else:
+                for scope in scopes:
+                    walker.scope(scope)
+            walker.unvisited()
+        walker.view = None
         if scopes is None:
-            clean = state is not None and state.get("exclude") == exclude
-            walker.walk(b"", rules.base, clean)
             assert dirs is not None
             new_state, created = _folders(state, new_state, sorted(dirs), result.baseline)
-        else:
-            for scope in scopes:
-                walker.scope(scope)
         new_state = _uncaptured(state, new_state, walker, scopes)
         known = frozenset((state or {}).get("folders") or ())  # there before: never brought
         _record(repo, session, walker, result, progress, new_state, list(window), created, known)
@@ -455,8 +501,11 @@ def _record(
     ``folders`` that came (given to the agent's open turn, if the changes are its);
     ``known``: the folders the last full scan saw."""
     commit = Committer(repo, session, result, actions)
-    for at in range(0, len(walker.referenced), BATCH_FILES):
-        commit(walker.referenced[at : at + BATCH_FILES], [])
+    referenced = walker.referenced
+    referenced.sort()  # in key order: the B-trees' pages fill as they would by appends
+    for at in range(0, len(referenced), BATCH_FILES):
+        commit([_reference(*noted) for noted in referenced[at : at + BATCH_FILES]], [])
+    walker.referenced = referenced = []
     batch: list[Item] = []
     size = 0
     total = len(walker.candidates)
@@ -487,6 +536,17 @@ def _record(
         )
 
 
+def _reference(rel: bytes, check: bytes, oid: bytes, racy: bool) -> Item:
+    """One file of the baseline recorded by reference, as :meth:`_Walker._referenced` noted
+    it: its version is named by the reference key of its git object id."""
+    size, _, _, _, mode = FINGERPRINT.unpack(check)
+    item = Item(_decode(rel), None, fingerprint=_kept(check, racy), check=check)
+    hex_oid = oid.hex()
+    item.key, item.ref = blobs.reference_key(hex_oid), (hex_oid, size)
+    item.version = Version(item.key.hex(), stat.S_IMODE(mode), FILE)
+    return item
+
+
 def _item(
     rel: str, entry: Entry | SnapstoreError | None, old: bytes | None, walker: _Walker
 ) -> Item | None:
@@ -497,7 +557,7 @@ def _item(
     walker.result.read += 1
     if entry is None:
         if old is not None:
-            walker.index[os.fsencode(rel)] = old  # vanished since the walk: now a gone path
+            walker.unseen.append((os.fsencode(rel), old))  # vanished since the walk: gone?
         return None
     st = entry.stat
     assert st is not None

@@ -173,8 +173,13 @@ def test_autocrlf_lfs_pointers_and_a_smudge_filter_are_stored_not_referenced(
             "model.bin": pointer,
             "notes.up": "shouting\n",
             "crlf.txt": "a\nb\n",
+            "data.raw": "raw\n",
+            "unix.lf": "lf\n",
         },
-        attributes="*.bin filter=lfs diff=lfs merge=lfs -text\n*.up filter=upper\n",
+        attributes=(
+            "*.bin filter=lfs diff=lfs merge=lfs -text\n*.up filter=upper\n"
+            "*.raw -text\n*.lf eol=lf\n"
+        ),
     )
     git(root, "config", "filter.upper.smudge", "tr a-z A-Z")
     git(root, "config", "filter.upper.clean", "tr A-Z a-z")
@@ -188,8 +193,9 @@ def test_autocrlf_lfs_pointers_and_a_smudge_filter_are_stored_not_referenced(
     with Store.init(root, clock=clock, git=False) as store:
         store.scan()
         referenced = _referenced(store)
-        assert not referenced & {"notes.up", "crlf.txt", "model.bin"}
+        assert not referenced & {"notes.up", "crlf.txt", "model.bin", "unix.lf"}
         assert "plain.txt" not in referenced  # autocrlf: any text file may be converted
+        assert "data.raw" in referenced  # but not one whose text attribute is unset
         git(root, "config", "--unset", "core.autocrlf")
         with store.repo.read() as v:
             for rel in ("notes.up", "crlf.txt", "model.bin"):
