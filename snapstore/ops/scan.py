@@ -394,6 +394,8 @@ def scan(
     scopes = None
     if paths is not None and state is not None and state.get("exclude") == exclude:
         scopes = _widen(_relpaths(repo, paths, result))
+        if "" in scopes:  # the root's ignore file changed: anything may be hidden or revealed
+            scopes = None
     result.baseline = state is None
     result.full = scopes is None
     if scopes is None and dirs is None:

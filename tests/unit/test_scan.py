@@ -284,3 +284,43 @@ def test_a_path_gone_before_the_baseline_is_new_when_it_comes_back(
     assert changes_of(store, store.rewind_points()[0].turn.id) == {"t.txt": "scan"}
     store.rewind(1)
     assert read(root, "t.txt") is None
+
+
+@pytest.mark.parametrize("scoped", [False, True], ids=["full", "scoped"])
+def test_what_the_walk_does_not_meet_is_checked_as_gone(
+    store: Store, root: Path, scoped: bool
+) -> None:
+    """The walk reads the index a folder at a time, so what it does not meet is found
+    apart: a file a folder replaced, the entries below a folder a file replaced, a folder
+    deleted deep down, a folder ignored now, a folder that cannot be listed. Each ends as
+    a reading of the whole index would leave it, in a full scan and a scoped one."""
+    for rel in ("f", "d/one.txt", "d/deep/two.txt", "gone/a/b/c.txt", "gone/top.txt"):
+        write(root, rel, f"{rel}\n")
+    write(root, "hid/h.txt", "hidden soon\n")
+    write(root, "keep/k.txt", "kept\n")
+    write(root, "locked/l.txt", "unreadable soon\n")
+    store.scan()
+    shell(root, "rm -r f d gone && mkdir f && echo in > f/y.txt && echo now > d")
+    result = store.scan(paths=["f", "d", "gone"] if scoped else None)
+    assert sorted(result.deleted) == [
+        "d/deep/two.txt",
+        "d/one.txt",
+        "f",
+        "gone/a/b/c.txt",
+        "gone/top.txt",
+    ]
+    assert sorted(result.added) == ["d", "f/y.txt"]
+    write(root, ".gitignore", "hid/\n")
+    (root / "locked").chmod(0o300)  # can be entered, not listed
+    try:
+        result = store.scan(paths=[".gitignore", "hid", "locked"] if scoped else None)
+        assert result.added == [".gitignore"] and result.deleted == []
+        assert index_keys(store) == {
+            ".gitignore",
+            "d",
+            "f/y.txt",
+            "keep/k.txt",
+            "locked/l.txt",  # unlisted: not gone
+        }
+    finally:
+        (root / "locked").chmod(0o700)

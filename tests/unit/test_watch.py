@@ -85,6 +85,21 @@ def test_changes_between_turns_are_recorded_as_the_users(
     assert changes_of(store, turns[0].id) == {"mine.txt": "watch"}
 
 
+def test_a_change_to_the_roots_ignore_file_is_recorded_and_hides_what_it_names(
+    running: Running, store: Store, root: Path
+) -> None:
+    """The root's ``.gitignore`` widens the watcher's scope to the whole workspace: its
+    flush is a full scan (a scope of the root once failed on the store's empty key)."""
+    write(root, "scratch.tmp", "scratch\n")
+    wait_until(lambda: running.watcher.recorded >= 1)
+    write(root, ".gitignore", "*.tmp\n")
+    wait_until(lambda: running.watcher.recorded >= 2)
+    assert "error" not in running.kinds()
+    with store.repo.read() as v:
+        assert v.index_entry(b".gitignore") is not None
+        assert v.index_entry(b"scratch.tmp") is None  # ignored now: forgotten, not deleted
+
+
 def test_a_queue_overflow_falls_back_to_a_full_scan(
     running: Running, store: Store, root: Path, monkeypatch
 ) -> None:
