@@ -23,6 +23,7 @@ bench/results/shell-hooks.json. No figure here is asserted anywhere.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +113,15 @@ def git_status(root: str, env: dict[str, str], rounds: int) -> list[float]:
     return samples
 
 
-def daemon_up(root: str, env: dict[str, str], timeout: float = 600.0) -> int:
+def daemon_up(
+    root: str,
+    env: dict[str, str],
+    timeout: float = 600.0,
+    watching: Callable[[int], None] | None = None,
+) -> int:
     """Start the daemon as a session's start does, and wait for its watcher: its lock
-    taken, then its first scan done (the log's ``started ... watching`` line)."""
+    taken, then its first scan done (the log's ``started ... watching`` line).
+    ``watching`` is called with the watcher's pid at each look (every 50 ms) meanwhile."""
     from snapstore_cli.doors.daemon import info
 
     from snapstore.ops.watchlink import watcher_info
@@ -123,6 +131,9 @@ def daemon_up(root: str, env: dict[str, str], timeout: float = 600.0) -> int:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         running, watcher = info(store), watcher_info(store)
+        if watching is not None and watcher and watcher.get("pid"):
+            with contextlib.suppress(OSError):  # not up yet, or gone
+                watching(int(watcher["pid"]))
         if (
             running
             and running.get("port")
