@@ -260,25 +260,31 @@ def _init(result: dict[str, Any], rounds: int) -> Callable[..., Store]:
 
 def rewinds(run: SessionRun, depths: list[int], reps: int, env: dict[str, str]) -> dict[str, Any]:
     """``rewind N --yes`` and ``undo`` as processes, each checked, against ``git reset --hard``
-    to the same turn and back; repetitions alternate the two."""
+    to the same turn and back; repetitions alternate the two. Each timed step starts after
+    an untimed ``sync``: the rewind's flush (``syncfs``) would otherwise wait for the pages
+    the step before it left dirty, the peer's rewrite of a million-entry index among them."""
     out: dict[str, Any] = {}
     for depth in (d for d in depths if d <= len(run.plans)):
         first = len(run.plans) - depth
         samples: dict[str, list[float]] = {"rewind": [], "undo": [], "git": [], "git_back": []}
 
         def snap(depth: int = depth, first: int = first, into: dict = samples) -> None:
+            os.sync()
             ran = measured(
                 _snapstore("--session", SESSION, "rewind", str(depth), "--yes"), run.root, env
             )
             run.tree.check(run.rewound_state(first), f"snapstore rewind {depth} --yes")
             into["rewind"].append(ran.seconds)
+            os.sync()
             into["undo"].append(
                 measured(_snapstore("--session", SESSION, "undo"), run.root, env).seconds
             )
             run.tree.check(run.final, f"snapstore undo of rewind {depth}")
 
         def git(first: int = first, into: dict = samples) -> None:
+            os.sync()
             into["git"].append(timed(lambda: run.git.reset_hard(run.commits[first]))[0])
+            os.sync()
             into["git_back"].append(timed(lambda: run.git.reset_hard(run.head_commit))[0])
 
         for r in range(reps):
