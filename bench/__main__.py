@@ -11,6 +11,7 @@
     python -m bench big-files --quick    # peak memory and bytes stored for a 100 MB file
     python -m bench big-merge            # rewinds that merge 10-500 MB text files, against git
     python -m bench scale                # 1k to 1M files: init, hooks, daemon, rewinds (45-75 min)
+    python -m bench scale-replay --replay GIT_DIR   # the same on a repository's last 52 commits
 
 See docs/benchmarks.md for what each figure means.
 """
@@ -34,6 +35,7 @@ SUITES["processes"] = processes.suite
 SUITES["big-files"] = big_files.suite
 SUITES["big-merge"] = big_merge.suite
 SUITES["scale"] = scale.suite
+SUITES["scale-replay"] = scale.replay_suite
 QUICK = dict(
     files=[1_000],
     turns=12,
@@ -107,6 +109,9 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         help="run git gc --aggressive for the after-gc size (default: on trees up to 20k files)",
     )
     parser.add_argument("--tmp", help="where the temporary trees go (default: the system's)")
+    parser.add_argument(
+        "--replay", metavar="GIT_DIR", help="scale-replay: the repository whose history is replayed"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = parser.parse_args(argv)
     cfg = Config(
@@ -128,6 +133,7 @@ def parse(argv: list[str]) -> tuple[list[str], Config, bool]:
         ("rewind_reps", args.reps),
         ("hook_reps", args.hook_reps),
         ("package", args.package),
+        ("replay", args.replay),
     ):
         if value is not None:
             setattr(cfg, key, value)

@@ -407,17 +407,22 @@ def commands(run: SessionRun, rounds: int, gcs: int, env: dict[str, str]) -> dic
     return out
 
 
+def session_turns(cfg: Config) -> int:
+    """As many turns as the deepest rewind needs, and two more (at most ``cfg.turns``)."""
+    return min(cfg.turns, max(cfg.depths) + 2)
+
+
 def one_size(
-    files: int, cfg: Config, sizes: dict[str, int], tmp: str, step: Step
+    workload: Workload, cfg: Config, sizes: dict[str, int], tmp: str, step: Step, large: bool
 ) -> dict[str, Any]:
-    """Every figure on one tree, then the tree is deleted. The session has as many turns as
-    the deepest rewind needs, and two more (at most ``cfg.turns``)."""
-    tick = step(f"scale: {files:,} files", 6)
+    """Every figure on one tree, then the tree is deleted: a generated tree, or a real
+    repository's history (bench/replay.py); a ``large`` one gets fewer rounds."""
+    tick = step(f"scale: {workload.name}", 6)
     init: dict[str, Any] = {}
-    rounds = min(sizes["rounds"], 3) if files >= LARGE else sizes["rounds"]
+    rounds = min(sizes["rounds"], 3) if large else sizes["rounds"]
     run = SessionRun(
-        scale_workload(files, min(cfg.turns, max(cfg.depths) + 2), cfg.seed),
-        os.path.join(tmp, f"scale-{files}"),
+        workload,
+        os.path.join(tmp, workload.name),
         init=_init(init, rounds),
         skip=frozenset({STORE_DIR, ".git"}),
     )
@@ -437,20 +442,21 @@ def one_size(
         run.play()
         run.close()
         done("session")
-        reps = 1 if files >= LARGE else sizes["rewind_reps"]
+        reps = 1 if large else sizes["rewind_reps"]
         rewound = rewinds(run, cfg.depths, reps, env)
         done("rewinds")
         written = pre_write(run, rounds, env)
         done("pre_write")
         shelled = shell(run, rounds, env)
         done("shell")
-        ran = commands(run, rounds, 1 if files >= LARGE else min(rounds, 3), env)
+        ran = commands(run, rounds, 1 if large else min(rounds, 3), env)
         done("commands")
     finally:
         shutil.rmtree(run.workdir, ignore_errors=True)
     return {
+        "workload": workload.params,
         "files": run.info["files"],
-        "folders": max(1, files // PER_FOLDER),
+        "folders": len({os.path.dirname(rel) for rel in run.tree.base}),
         "tree_bytes": run.info["tree_bytes"],
         "materialise_s": run.info["materialise_s"],
         "init": init,
@@ -626,6 +632,15 @@ def _label(files: int) -> str:
     )
 
 
+def _name(row: dict[str, Any], files: bool = False) -> str:
+    """A tree's column (its size, or the replayed repository and its size); with
+    ``files``, as a figure's name ends ("1M files")."""
+    repository = row.get("workload", {}).get("repository")
+    if repository:
+        return f"{repository} ({row['files']:,} files)"
+    return _label(row["files"]) + (" files" if files else "")
+
+
 def _figure(what: str, value: str, peer: str, times_: float, *target: Any) -> Figure:
     return Figure("i29", what, value, peer, times_, *target)
 
@@ -634,12 +649,12 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
     """Each size's figures beside their peers, then the targets."""
     out = []
     for r in rows:
-        n, init = _label(r["files"]), r["init"]
+        n, init = _name(r, files=True), r["init"]
         git_status = init["git_status"]["median"]
         snap, stored = init["snapstore"], init["stored"]
         out += [
             _figure(
-                f"`init`, {n} files",
+                f"`init`, {n}",
                 seconds(snap["seconds"]),
                 f"git status {seconds(git_status)}",
                 ratio(snap["seconds"], git_status),
@@ -647,7 +662,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 snap["seconds"] <= git_status * TARGETS["init_vs_git_status"],
             ),
             _figure(
-                f"  the store after `init`, {n} files",
+                f"  the store after `init`, {n}",
                 size(snap["store_bytes"]),
                 f"the tree {size(r['tree_bytes'])}",
                 ratio(snap["store_bytes"], r["tree_bytes"]),
@@ -655,19 +670,19 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 snap["store_bytes"] <= r["tree_bytes"] * TARGETS["init_store_share"],
             ),
             _figure(
-                f"  `init` peak RSS, {n} files",
+                f"  `init` peak RSS, {n}",
                 size(snap["peak_rss"]),
                 f"shadow git's first commit {size(init['shadow_git']['peak_rss'])}",
                 ratio(snap["peak_rss"], init["shadow_git"]["peak_rss"]),
             ),
             _figure(
-                f"  `init` storing every file (`.git` moved aside), {n} files",
+                f"  `init` storing every file (`.git` moved aside), {n}",
                 f"{seconds(stored['seconds'])}; store {size(stored['store_bytes'])}",
                 f"git status {seconds(git_status)}",
                 ratio(stored["seconds"], git_status),
             ),
             _figure(
-                f"per-turn checkpoint (in-process), {n} files",
+                f"per-turn checkpoint (in-process), {n}",
                 seconds(r["turn"]["snapstore_in_process"]["median"]),
                 f"shadow git {seconds(r['turn']['shadow_git']['median'])}",
                 ratio(
@@ -675,19 +690,19 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 ),
             ),
             _figure(
-                f"`pre-write` process, {n} files",
+                f"`pre-write` process, {n}",
                 seconds(r["pre_write"]["hook"]["median"]),
                 f"bare import {seconds(r['pre_write']['floor']['median'])}",
                 ratio(r["pre_write"]["hook"]["median"], r["pre_write"]["floor"]["median"]),
             ),
             _figure(
-                f"shell call's two hooks, daemon up, {n} files",
+                f"shell call's two hooks, daemon up, {n}",
                 seconds(r["shell"]["daemon"]["median"]),
                 f"snapstore's ignored-event hooks {seconds(r['shell']['ignored']['median'])}",
                 ratio(r["shell"]["daemon"]["median"], r["shell"]["ignored"]["median"]),
             ),
             _figure(
-                f"shell call's two hooks, no daemon, {n} files",
+                f"shell call's two hooks, no daemon, {n}",
                 seconds(r["shell"]["no_daemon"]["median"]),
                 f"git status {seconds(r['shell']['git_status']['median'])}",
                 ratio(r["shell"]["no_daemon"]["median"], r["shell"]["git_status"]["median"]),
@@ -697,7 +712,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
             if isinstance(row, dict) and "rewind" in row:
                 out.append(
                     _figure(
-                        f"`rewind {depth} --yes` process, {n} files",
+                        f"`rewind {depth} --yes` process, {n}",
                         seconds(row["rewind"]["median"]),
                         f"git reset --hard {seconds(row['git']['median'])}",
                         ratio(row["rewind"]["median"], row["git"]["median"]),
@@ -707,13 +722,13 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         big = r["files"] >= 1_000_000
         out += [
             _figure(
-                f"daemon start, {n} files",
+                f"daemon start, {n}",
                 seconds(d["start_s"]),
                 f"git status {seconds(git_status)}",
                 ratio(d["start_s"], git_status),
             ),
             _figure(
-                f"daemon RSS (peak), {n} files",
+                f"daemon RSS (peak), {n}",
                 size(d["peak_rss_bytes"]),
                 "limit 256 MiB",
                 ratio(d["peak_rss_bytes"], DAEMON_LIMIT),
@@ -721,13 +736,13 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
                 d["peak_rss_bytes"] <= DAEMON_LIMIT if big else None,
             ),
             _figure(
-                f"  the daemon's own memory (RssAnon), {n} files",
+                f"  the daemon's own memory (RssAnon), {n}",
                 _show(METRICS_BY_KEY["daemon_own"], _own_memory(d)),
                 "limit 256 MiB",
                 ratio(_own_memory(d) or math.nan, DAEMON_LIMIT),
             ),
             _figure(
-                f"daemon inotify watches, {n} files",
+                f"daemon inotify watches, {n}",
                 f"{d['inotify_watches']:,}",
                 f"max_user_watches {d['max_user_watches']:,}",
                 ratio(d["inotify_watches"], d["max_user_watches"]),
@@ -736,7 +751,7 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
         for name in ("log", "status", "gc"):
             out.append(
                 _figure(
-                    f"`{name}` process, {n} files",
+                    f"`{name}` process, {n}",
                     seconds(r["commands"][name]["median"]),
                     "",
                     math.nan,
@@ -763,7 +778,11 @@ def figures(rows: list[dict[str, Any]]) -> list[Figure]:
 
 def matrix(rows: list[dict[str, Any]]) -> str:
     """The Markdown table: each figure at every size, and the largest over the smallest."""
-    names = [_label(r["files"]) for r in rows]
+    names = [_name(r) for r in rows]
+    if len(rows) == 1:  # one tree: nothing to grow from
+        lines = [f"| figure | {names[0]} |", "|---|---:|"]
+        lines += [f"| {m.what} | {_show(m, m.value(rows[0]))} |" for m in METRICS]
+        return "\n".join(lines) + "\n"
     last = f"{names[-1]} / {names[0]}"
     lines = [
         f"| figure | {' | '.join(names)} | {last} | target |",
@@ -828,7 +847,8 @@ def suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="snapstore-bench-scale-", dir=cfg.tmp) as tmp:
         for files in sorted(cfg.files):
             begun = time.time()
-            rows.append(one_size(files, cfg, sizes, tmp, step))
+            workload = scale_workload(files, session_turns(cfg), cfg.seed)
+            rows.append(one_size(workload, cfg, sizes, tmp, step, large=files >= LARGE))
             rows[-1]["suite_s"] = time.time() - begun
     table = matrix(rows)
     with open(os.path.join(cfg.out, "scale.md"), "w", encoding="utf-8") as handle:
@@ -845,3 +865,22 @@ def suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
     }
     results = {"sizes": rows, "targets": TARGETS, "daemon_limit_bytes": DAEMON_LIMIT}
     return Outcome("scale", params, results, figures(rows))
+
+
+def replay_suite(cfg: Config, step: Step, charts: Charts) -> Outcome:
+    """``python -m bench scale-replay --replay GIT_DIR``: the same figures on a real
+    repository's last commits, replayed as the session's turns (bench/replay.py)."""
+    from .replay import replay_workload
+
+    if not cfg.replay:
+        raise ValueError("the scale-replay suite needs --replay GIT_DIR")
+    sizes = QUICK if cfg.quick else FULL
+    workload = replay_workload(cfg.replay, session_turns(cfg))
+    with tempfile.TemporaryDirectory(prefix="snapstore-bench-replay-", dir=cfg.tmp) as tmp:
+        begun = time.time()
+        row = one_size(workload, cfg, sizes, tmp, step, large=False)
+        row["suite_s"] = time.time() - begun
+    with open(os.path.join(cfg.out, "scale-replay.md"), "w", encoding="utf-8") as handle:
+        handle.write(matrix([row]))
+    params = {**workload.params, "turns": session_turns(cfg), "depths": cfg.depths, **sizes}
+    return Outcome("scale-replay", params, {"sizes": [row]}, figures([row]))

@@ -49,6 +49,7 @@ class Config:
     restic: bool = True
     gc: bool | None = None
     tmp: str | None = None
+    replay: str | None = None  # a git repository whose history bench/replay.py replays
 
 
 @dataclass
