@@ -12,8 +12,9 @@ unchanged, without reading it. A file is *clean against HEAD* here when all of t
 - no conversion stands between the blob and the file: no ``filter`` (Git LFS, a smudge
   filter), ``ident`` or ``working-tree-encoding`` attribute, no ``eol``, ``crlf`` or
   ``text`` (set or ``auto``) attribute, and no ``core.autocrlf`` for a file whose
-  ``text`` is unspecified. With any of them the file's bytes may differ from the blob's,
-  and the file is read and stored as any other.
+  ``text`` is unspecified. With any of them the file's bytes may differ from the blob's:
+  such a file is *converted*, and is the blob only if its bytes hash to the blob's id
+  (the caller reads it to know; ``* text=auto`` is common, and mostly converts nothing).
 
 A partial clone may lack blobs and fetch them over the network: none of its files is
 referenced. The caller still compares each entry's stat data with the file's
@@ -33,14 +34,16 @@ _ATTRS = frozenset((b"filter", b"ident", b"working-tree-encoding", b"eol", b"crl
 _TRUE = ("true", "yes", "on", "1")
 
 
-def clean_files(layout: Layout, max_size: int) -> dict[bytes, StatEntry]:
-    """The index entries of the files clean against HEAD, by path (bytes)."""
+def clean_files(layout: Layout, max_size: int) -> tuple[dict[bytes, StatEntry], set[bytes]]:
+    """The index entries of the files clean against HEAD, by path (bytes), and the paths
+    among them whose bytes may differ from the blob's (a conversion attribute): those
+    are the blob only if they hash to it, which the caller checks by reading them."""
     from .moves import git
 
     try:
         fd = os.open(os.path.join(layout.git_dir, "index"), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return {}
+        return {}, set()
     try:
         index_mtime = os.fstat(fd).st_mtime_ns
         with os.fdopen(os.dup(fd), "rb") as handle:
@@ -49,7 +52,7 @@ def clean_files(layout: Layout, max_size: int) -> dict[bytes, StatEntry]:
         os.close(fd)
     found = stat_entries(data, layout.oid_size // 2)
     if not found:
-        return {}
+        return {}, set()
     candidates = {
         e.path: e
         for e in found
@@ -63,20 +66,21 @@ def clean_files(layout: Layout, max_size: int) -> dict[bytes, StatEntry]:
         name, _, value = item.partition(b"\n")
         settings[name] = value if _ else b"true"
     if b"extensions.partialclone" in settings:
-        return {}
+        return {}, set()
     autocrlf = settings.get(b"core.autocrlf", b"false").decode(errors="replace").lower()
     staged = git(layout, "diff-index", "--cached", "-z", "--name-only", "--no-renames", "HEAD")
     if staged.returncode != 0:
-        return {}  # no HEAD yet (an unborn branch), or git cannot read the repository
+        return {}, set()  # no HEAD yet (an unborn branch), or git cannot read the repository
     for path in staged.stdout.split(b"\0"):
         candidates.pop(path, None)
     if not candidates:
-        return {}
+        return {}, set()
     # --all lists only the attributes a path has, not the unspecified: a repository with
     # few attributes gives a few lines for a million paths, not six million fields
     attrs = git(layout, "check-attr", "-z", "--stdin", "--all", data=b"\0".join(candidates) + b"\0")
     if attrs.returncode != 0:
-        return {}
+        return {}, set()
+    converted: set[bytes] = set()
     text_unset: set[bytes] = set()
     fields = attrs.stdout.split(b"\0")
     for at in range(0, len(fields) - 2, 3):
@@ -84,12 +88,12 @@ def clean_files(layout: Layout, max_size: int) -> dict[bytes, StatEntry]:
         if attr not in _ATTRS:
             continue
         if value != b"unset":
-            candidates.pop(path, None)  # the attribute is set, or has a value
+            converted.add(path)  # the attribute is set, or has a value
         elif attr == b"text":
             text_unset.add(path)
     if autocrlf in _TRUE or autocrlf == "input":  # converts each file whose text is unspecified
-        candidates = {path: e for path, e in candidates.items() if path in text_unset}
-    return candidates
+        converted.update(path for path in candidates if path not in text_unset)
+    return candidates, converted & candidates.keys()
 
 
 def matches(entry: StatEntry, st: os.stat_result) -> bool:

@@ -37,20 +37,26 @@ from ..git.objects import blob_id, iter_blobs, read_blobs
 class Baseline:
     """The clean files of the workspace's repository, for the first scan to reference."""
 
-    __slots__ = ("entries", "oid_size")
+    __slots__ = ("converted", "entries", "oid_size")
 
-    def __init__(self, entries: dict[bytes, StatEntry], oid_size: int):
+    def __init__(self, entries: dict[bytes, StatEntry], converted: set[bytes], oid_size: int):
         self.entries = entries  # path (bytes) -> its index entry
+        self.converted = converted  # paths whose bytes are the blob only if they hash to it
         self.oid_size = oid_size
 
-    def find(self, rel: bytes, st: os.stat_result) -> bytes | None:
+    def find(self, rel: bytes, st: os.stat_result) -> tuple[bytes, bool] | None:
         """The git object id of ``rel`` (raw) when its ``lstat`` is what git's index cached
-        for the clean file; None: it is read and stored. A walk asks once for each path,
-        so the entry is let go: the references it notes take its place in memory."""
+        for the clean file, and whether its bytes must be read to hash to it (a converted
+        file); None: it is read and stored. A walk asks once for each path, so the entry
+        is let go: the references it notes take its place in memory."""
         entry = self.entries.pop(rel, None)
         if entry is None or not matches(entry, st):
             return None
-        return entry.oid
+        return entry.oid, rel in self.converted
+
+    def holds_blob(self, data: bytes, oid: bytes) -> bool:
+        """Whether a converted file's bytes, as read, are its blob's."""
+        return blob_id(data, self.oid_size) == oid.hex()
 
 
 def baseline(repo: Repo) -> Baseline | None:
@@ -63,10 +69,10 @@ def baseline(repo: Repo) -> Baseline | None:
     if found is None:
         return None
     try:
-        entries = clean_files(found, blobs.BIG)
+        entries, converted = clean_files(found, blobs.BIG)
     except OSError:
         return None  # git cannot be run: every file is read, as outside a repository
-    return Baseline(entries, found.oid_size) if entries else None
+    return Baseline(entries, converted, found.oid_size) if entries else None
 
 
 class Copied:

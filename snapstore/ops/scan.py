@@ -124,6 +124,7 @@ class _Walker:
         self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
         #: files recorded by reference: path, fingerprint, object id, racily clean
         self.referenced: list[tuple[bytes, bytes, bytes, bool]] = []
+        self.converted: dict[bytes, bytes] = {}  # read, then referenced if the blob: its id
 
     def skip(self, rel: str, reason: str) -> None:
         self.result.skipped.append({"path": rel, "reason": reason})
@@ -244,8 +245,12 @@ class _Walker:
         """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase):
         noted as a tuple, not an :class:`Item`, as a million of them are held at once."""
         assert self.baseline is not None
-        oid = self.baseline.find(rel, st)
-        if oid is None:
+        found = self.baseline.find(rel, st)
+        if found is None:
+            return False
+        oid, converted = found
+        if converted:  # read as any candidate: referenced if its bytes are the blob's
+            self.converted[rel] = oid
             return False
         self.referenced.append((rel, fingerprint(st), oid, _racy(st, time.time_ns())))
         return True
@@ -509,27 +514,31 @@ def _record(
         commit([_reference(*noted) for noted in referenced[at : at + BATCH_FILES]], [])
     walker.referenced = referenced = []
     batch: list[Item] = []
+    blobs_too: list[Item] = []  # converted files that hold their blob: referenced, not stored
     size = 0
     total = len(walker.candidates)
     old = dict(walker.candidates)
     reads = repo.ws.read_many(rel for rel, _ in walker.candidates)
     for done, (rel, entry) in enumerate(reads, start=1):
         item = _item(rel, entry, old[rel], walker)
-        if item is not None:
+        if item is not None and _holds_blob(walker, item):
+            blobs_too.append(item)
+        elif item is not None:
             batch.append(item)
             size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
-        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
-            commit(copied(repo, encode(repo, batch, result.baseline, known), result), [])
-            batch, size = [], 0
+        if len(batch) + len(blobs_too) >= BATCH_FILES or size >= BATCH_BYTES:
+            encoded = encode(repo, batch, result.baseline, known) + blobs_too
+            commit(copied(repo, encoded, result), [])
+            batch, blobs_too, size = [], [], 0
         if progress is not None:
             progress("read", done, total)
     gone_items = [Item(rel, old) for rel, old in walker.gone()]
     while len(gone_items) > BATCH_FILES:  # each batch's earlier versions are held at once
         commit([], copied(repo, gone_items[:BATCH_FILES], result))
         gone_items = gone_items[BATCH_FILES:]
-    if batch or gone_items or walker.forget or new_state is not None or actions:
+    if batch or blobs_too or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            copied(repo, encode(repo, batch, result.baseline, known), result),
+            copied(repo, encode(repo, batch, result.baseline, known) + blobs_too, result),
             copied(repo, gone_items, result),
             walker.forget,
             new_state,
@@ -543,10 +552,28 @@ def _reference(rel: bytes, check: bytes, oid: bytes, racy: bool) -> Item:
     it: its version is named by the reference key of its git object id."""
     size, _, _, _, mode = FINGERPRINT.unpack(check)
     item = Item(_decode(rel), None, fingerprint=_kept(check, racy), check=check)
+    return _as_reference(item, oid, size, stat.S_IMODE(mode))
+
+
+def _as_reference(item: Item, oid: bytes, size: int, mode: int) -> Item:
     hex_oid = oid.hex()
     item.key, item.ref = blobs.reference_key(hex_oid), (hex_oid, size)
-    item.version = Version(item.key.hex(), stat.S_IMODE(mode), FILE)
+    item.version = Version(item.key.hex(), mode, FILE)
+    item.data = b""
     return item
+
+
+def _holds_blob(walker: _Walker, item: Item) -> bool:
+    """Whether a converted file of the baseline (gitbase.Baseline.find) holds its blob's
+    bytes after all, as read: then it is recorded by reference (made one here)."""
+    oid = walker.converted.pop(os.fsencode(item.rel), None)
+    if oid is None or walker.baseline is None or not isinstance(item.data, bytes):
+        return False
+    assert item.version is not None
+    if item.version.kind != FILE or not walker.baseline.holds_blob(item.data, oid):
+        return False
+    _as_reference(item, oid, len(item.data), item.version.mode)
+    return True
 
 
 def _item(

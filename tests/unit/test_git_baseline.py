@@ -156,11 +156,13 @@ def test_a_version_git_lost_before_any_capture_is_refused_not_guessed(
         assert store.fsck().ok  # nothing of the store names the lost version
 
 
-def test_autocrlf_lfs_pointers_and_a_smudge_filter_are_stored_not_referenced(
+def test_a_file_git_converts_is_referenced_only_if_its_bytes_are_the_blobs(
     root: Path, clock: Clock
 ) -> None:
-    """Where git converts between the blob and the file, the file's bytes are not the
-    blob's: they are read and stored, and a rewind brings back the file's bytes."""
+    """Where git may convert between the blob and the file (autocrlf, a smudge filter, an
+    eol or text attribute, Git LFS), the file is read: bytes that hash to its blob are
+    referenced (an LF file under autocrlf, an LFS pointer never smudged), other bytes are
+    stored (a CRLF checkout, a smudged file), and a rewind brings back the file's bytes."""
     pointer = (
         "version https://git-lfs.github.com/spec/v1\n"
         "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
@@ -193,15 +195,15 @@ def test_autocrlf_lfs_pointers_and_a_smudge_filter_are_stored_not_referenced(
     with Store.init(root, clock=clock, git=False) as store:
         store.scan()
         referenced = _referenced(store)
-        assert not referenced & {"notes.up", "crlf.txt", "model.bin", "unix.lf"}
-        assert "plain.txt" not in referenced  # autocrlf: any text file may be converted
-        assert "data.raw" in referenced  # but not one whose text attribute is unset
+        assert not referenced & {"notes.up", "crlf.txt"}  # their bytes are not the blob's
+        assert {"model.bin", "unix.lf", "plain.txt", "data.raw"} <= referenced  # they are
         git(root, "config", "--unset", "core.autocrlf")
         with store.repo.read() as v:
-            for rel in ("notes.up", "crlf.txt", "model.bin"):
+            for rel in ("notes.up", "crlf.txt"):
                 assert v.blob(v.path_digest(rel)) == (root / rel).read_bytes()
-        before = {rel: (root / rel).read_bytes() for rel in ("notes.up", "crlf.txt", "model.bin")}
-        _turn(store, "rm notes.up crlf.txt model.bin")
+        kinds = ("notes.up", "crlf.txt", "model.bin", "unix.lf", "plain.txt")
+        before = {rel: (root / rel).read_bytes() for rel in kinds}
+        _turn(store, "rm " + " ".join(kinds))
         assert store.rewind(1, "s").ok
         assert {rel: (root / rel).read_bytes() for rel in before} == before
 
