@@ -419,7 +419,7 @@ def one_size(
     repository's history (bench/replay.py); a ``large`` one gets fewer rounds."""
     tick = step(f"scale: {workload.name}", 6)
     init: dict[str, Any] = {}
-    rounds = min(sizes["rounds"], 3) if large else sizes["rounds"]
+    rounds = min(sizes["rounds"], 5) if large else sizes["rounds"]
     run = SessionRun(
         workload,
         os.path.join(tmp, workload.name),
@@ -442,7 +442,7 @@ def one_size(
         run.play()
         run.close()
         done("session")
-        reps = 1 if large else sizes["rewind_reps"]
+        reps = sizes["rewind_reps"]  # at 1M too: one repetition moved by tens of percent
         rewound = rewinds(run, cfg.depths, reps, env)
         done("rewinds")
         written = pre_write(run, rounds, env)
