@@ -10,7 +10,7 @@
     python -m bench log                  # `snapstore log` on 1,000 turns with huge rewrites
     python -m bench big-files --quick    # peak memory and bytes stored for a 100 MB file
     python -m bench big-merge            # rewinds that merge 10-500 MB text files, against git
-    python -m bench scale                # 1k to 1M files: init, hooks, daemon, rewinds (45-75 min)
+    python -m bench scale                # 1k to 1M files: init, hooks, daemon, rewinds (30-70 min)
     python -m bench scale-replay --replay GIT_DIR   # the same on a repository's last 52 commits
 
 See docs/benchmarks.md for what each figure means.

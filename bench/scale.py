@@ -1,6 +1,6 @@
 """``python -m bench scale``: the same figures at 1,000, 10,000, 100,000 and 1,000,000 files.
 
-    python -m bench scale                  # 1k, 10k, 100k and 1M files (45-75 minutes, ~25 GB)
+    python -m bench scale                  # 1k, 10k, 100k and 1M files (30-70 minutes, ~25 GB)
     python -m bench scale --quick          # 100k files, fewer rounds
     python -m bench scale --files 1000 20000
 
