@@ -93,7 +93,7 @@ def clean_files(layout: Layout, max_size: int) -> tuple[dict[bytes, StatEntry], 
             text_unset.add(path)
     if autocrlf in _TRUE or autocrlf == "input":  # converts each file whose text is unspecified
         converted.update(path for path in candidates if path not in text_unset)
-    return candidates, converted & candidates.keys()
+    return candidates, converted  # check-attr named only candidates
 
 
 def matches(entry: StatEntry, st: os.stat_result) -> bool:

@@ -312,7 +312,7 @@ class _Walker:
     def _entries_at(self, key: bytes, old: bytes | None) -> list[tuple[bytes, bytes]]:
         """The index entries of path ``key`` (``old``: its own) and below it."""
         assert self.view is not None
-        below = [(bytes(k), bytes(v)) for k, v in self.view.index_below(key)]
+        below = list(self.view.index_below(key))
         return below if old is None else [(key, old), *below]
 
     def _unmet(self, key: bytes, old: bytes | None) -> None:
@@ -566,6 +566,8 @@ def _as_reference(item: Item, oid: bytes, size: int, mode: int) -> Item:
 def _holds_blob(walker: _Walker, item: Item) -> bool:
     """Whether a converted file of the baseline (gitbase.Baseline.find) holds its blob's
     bytes after all, as read: then it is recorded by reference (made one here)."""
+    if not walker.converted:  # every scan but a repository's baseline with attributes
+        return False
     oid = walker.converted.pop(os.fsencode(item.rel), None)
     if oid is None or walker.baseline is None or not isinstance(item.data, bytes):
         return False
