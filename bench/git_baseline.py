@@ -60,7 +60,7 @@ def _first_scan(root: str, referenced: bool) -> dict[str, Any]:
         with Store.init(root) as store:
             result = scan(store.repo, git_baseline=referenced)
             with store.repo.read() as v:
-                refs = sum(1 for _ in v.git_refs())
+                refs = sum(1 for _ in v.git_refs()) + sum(1 for _ in v.grouped_files())
             return result, refs, store_size(store.store_dir), store.repo.live_bytes()
 
     took, (result, refs, stored, live) = timed(run)

@@ -57,9 +57,9 @@ from .locks import DENIED, OPEN_LOCK, WRITE_LOCK, flock, flock_existing, upgrade
 #: 0600 ``.env`` too). Its folders are made 0700 and its files 0600 (a umask only takes
 #: bits away), and a store opened for writing has any wider mode taken back.
 DIR_MODE, FILE_MODE = 0o700, 0o600
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: Older schemas this snapstore upgrades in place when it opens a store (docs/format.md).
-UPGRADABLE = (1, 2, 3, 4, 5)
+UPGRADABLE = (1, 2, 3, 4, 5, 6)
 DATABASES = (
     "meta",
     "blobs",
@@ -73,10 +73,11 @@ DATABASES = (
     "counts",
     "git",
     "gitrefs",
+    "baseline",
 )
 #: Databases a schema added, by the version that added them: a store of an older schema
 #: lacks them, and opening it for the upgrade creates them empty.
-ADDED = {"counts": 2, "git": 5, "gitrefs": 6}
+ADDED = {"counts": 2, "git": 5, "gitrefs": 6, "baseline": 7}
 INITIAL_MAP_SIZE = 64 * 1024 * 1024
 DB_DIR = "db"
 #: In the store's folder: ``*``, so that git never adds the store, whatever the layout.

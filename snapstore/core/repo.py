@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from . import blobs
+from . import baseline, blobs
 from .db import INITIAL_MAP_SIZE, SCHEMA_VERSION, Database, Writer, keep_out_of_git
 from .errors import BadInput, StoreCorrupt, StoreLocked
 from .fsio import Workspace
@@ -56,7 +56,11 @@ def _move_key(turn_id: str, seq: int) -> bytes:
 class Tx(View):
     """A view that also writes, inside one durable commit."""
 
-    __slots__ = ()
+    __slots__ = ("_changed",)
+
+    def __init__(self, txn: Any, dbs: dict[str, Any], clock: Callable[[], float]):
+        super().__init__(txn, dbs, clock)
+        self._changed: set[bytes] = set()  # groups a file left: written back by finish()
 
     def _put(self, db: str, key: bytes, value: bytes) -> None:
         self._txn.put(key, value, db=self._dbs[db])
@@ -229,7 +233,7 @@ class Tx(View):
 
     def set_path_digest(self, rel: str, version: Version | None) -> None:
         """Record the latest version of ``rel``; a scan re-reads a path recorded otherwise."""
-        key = os.fsencode(rel)
+        key = self._own(rel)
         if version is None:
             self._delete("paths", key)
             return
@@ -238,13 +242,77 @@ class Tx(View):
             self._put("index", key, unscanned_fingerprint(version) + version.key)
 
     def forget_path(self, rel: str) -> None:
-        self._delete("paths", os.fsencode(rel))
+        self._delete("paths", self._own(rel))
 
     def put_index(self, rel: str, value: bytes) -> None:
-        self._put("index", os.fsencode(rel), value)
+        self._put("index", self._own(rel), value)
 
     def delete_index(self, rel: str) -> None:
-        self._delete("index", os.fsencode(rel))
+        self._delete("index", self._own(rel))
+
+    # -- the baseline's groups (core.baseline) -------------------------------------
+
+    def put_groups(self, paths: list[bytes], fingerprints: list[bytes], oids: list[bytes]) -> None:
+        """Record sorted files of the baseline by reference, in groups; none of them may
+        have a record of its own. Groups already there that their range meets (an earlier
+        first scan's, or one running at once) are merged in: the new entries win."""
+        if not paths:
+            return
+        merged = dict(zip(paths, zip(fingerprints, oids, strict=True), strict=True))
+        group = self._group_of(paths[0])
+        while group is not None and group.key <= paths[-1]:
+            if group.paths and group.paths[-1] >= paths[0]:
+                for at, path in enumerate(group.paths):
+                    merged.setdefault(path, (group.fingerprints[at], group.oids[at]))
+                self._delete("baseline", group.key)
+                self._groups.pop(group.key, None)
+                self._changed.discard(group.key)
+            group = self._group_after(group.key)
+        order = sorted(merged) if len(merged) > len(paths) else paths
+        for key, value in baseline.split(
+            order, [merged[p][0] for p in order], [merged[p][1] for p in order]
+        ):
+            self._put("baseline", key, value)
+
+    def drop_group(self, key: bytes) -> None:
+        """Drop a baseline group that fsck found corrupt: its files are new to the store."""
+        self._delete("baseline", key)
+        self._groups.pop(key, None)
+        self._changed.discard(key)
+
+    def _own(self, rel: str) -> bytes:
+        """``rel``'s key, with the file moved out of its group, if it is in one, into
+        records of its own (``paths``, ``index``, ``gitrefs``): the ones a write changes."""
+        key = os.fsencode(rel)
+        group = self._group_of(key) if self.has_groups() else None
+        at = -1 if group is None else group.find(key)
+        if group is None or at < 0:
+            return key
+        fp, oid = group.fingerprints[at], group.oids[at]
+        ref = blobs.reference_key(oid.hex())
+        self._groups[group.key] = group.without(at)
+        self._changed.add(group.key)
+        if self._get("paths", key) is None:
+            self._put("paths", key, ref)
+        if self._get("index", key) is None:
+            self._put("index", key, fp + ref)
+        if self._get("gitrefs", ref) is None:
+            self.put_git_ref(ref, oid.hex(), baseline.size_of(fp))
+        return key
+
+    def _forget_groups(self) -> None:
+        for key in [key for key in self._groups if key not in self._changed]:
+            del self._groups[key]
+
+    def finish(self) -> None:
+        """Write back the groups files left (:meth:`Locked.write` calls it last)."""
+        for key in sorted(self._changed):
+            group = self._groups[key]
+            self._delete("baseline", key)
+            if group.paths:
+                value = baseline.encode(group.paths, group.fingerprints, group.oids)
+                self._put("baseline", group.paths[0], value)
+        self._changed.clear()
 
     def put_line_counts(self, key: bytes, added: int, removed: int, binary: bool) -> None:
         self._put("counts", key, json.dumps([added, removed, binary]).encode())
@@ -282,7 +350,14 @@ class Locked:
         ``fn`` may run more than once (when the map grows), so it must only
         touch the transaction.
         """
-        return self._writer.write(lambda txn: fn(self.repo._tx(txn)))
+
+        def commit(txn: Any) -> T:
+            tx = self.repo._tx(txn)
+            result = fn(tx)
+            tx.finish()
+            return result
+
+        return self._writer.write(commit)
 
     def compact(self, timeout: float) -> bool:
         """Rewrite the data file without its free pages, if no one else has it open within
@@ -412,12 +487,13 @@ class Repo:
         self._db.close()
 
     def _upgrade(self) -> None:
-        """Bring a store of schema 1 to 5 to the current schema in one commit
+        """Bring a store of schema 1 to 6 to the current schema in one commit
         (docs/format.md, Versions): schema 3 only added optional fields, schema 4 a blob
         encoding, schema 5 optional fields (a conversation edit's, an inside rewind's)
-        and the ``git`` database, schema 6 the ``gitrefs`` database (both created empty
-        when the store was opened), so a store of schema 2 or later needs nothing but its
-        version. A store of schema 4 or older also gets its ``.gitignore``."""
+        and the ``git`` database, schema 6 the ``gitrefs`` database, schema 7 the
+        ``baseline`` database (each created empty when the store was opened), so a store
+        of schema 2 or later needs nothing but its version. A store of schema 4 or older
+        also gets its ``.gitignore``."""
 
         def commit(tx: Tx) -> None:
             meta = tx._dbs["meta"]

@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import os
 import struct
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import blobs
+from . import baseline, blobs
 from .errors import BadInput, StoreCorrupt, UnknownSession, UnknownTurn
 from .records import (
     OPEN,
@@ -65,6 +66,15 @@ def _parse_ref(key: bytes, value: bytes) -> tuple[str, int]:
     return oid, REF_SIZE.unpack_from(value)[0]
 
 
+#: Decoded groups a view holds at once (a walk meets each a few times, in order).
+_GROUPS_HELD = 64
+
+
+def _entry(group: baseline.Group, at: int) -> bytes:
+    """A grouped file's scan-index value: its fingerprint and reference key."""
+    return group.fingerprints[at] + blobs.reference_key(group.oids[at].hex())
+
+
 def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
     """The entries of a cursor's database whose key starts with ``prefix``, in key order."""
     if cursor.set_range(prefix):
@@ -77,10 +87,11 @@ def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
 class View:
     """Typed reads over one consistent snapshot of the store."""
 
-    __slots__ = ("_dbs", "_txn", "clock")
+    __slots__ = ("_dbs", "_groups", "_txn", "clock")
 
     def __init__(self, txn: Any, dbs: dict[str, Any], clock: Callable[[], float]):
         self._txn, self._dbs, self.clock = txn, dbs, clock
+        self._groups: dict[bytes, baseline.Group] = {}  # decoded, by key (a Tx's changed ones)
 
     def _get(self, db: str, key: bytes) -> bytes | None:
         return self._txn.get(key, db=self._dbs[db])
@@ -230,15 +241,21 @@ class View:
         value = self._get("blobs", key)
         return 0 if value is None else blobs.parse_header(value, key).size
 
-    def git_ref(self, key: bytes) -> tuple[str, int] | None:
-        """The git object id and size a reference key stands for (None: ``key`` names no
-        reference: a blob's digest, or nothing)."""
+    def git_ref(self, key: bytes, rel: str) -> tuple[str, int] | None:
+        """The git object id and size the reference key ``key`` of path ``rel`` stands for
+        (None: ``key`` names no reference: a blob's digest, or nothing). A grouped file's
+        reference is found by its path (core.baseline)."""
         value = self._get("gitrefs", key)
-        return None if value is None else _parse_ref(key, bytes(value))
+        if value is not None:
+            return _parse_ref(key, bytes(value))
+        found = self._grouped(os.fsencode(rel))
+        if found is None or found[1] != key:
+            return None
+        return found[2].hex(), baseline.size_of(found[0])
 
     def has_git_refs(self) -> bool:
-        """Whether any version is known by reference (one cursor step: a scan asks it)."""
-        return bool(self._txn.cursor(db=self._dbs["gitrefs"]).first())
+        """Whether any version is known by reference (cursor steps: a scan asks it)."""
+        return bool(self._txn.cursor(db=self._dbs["gitrefs"]).first()) or self.has_groups()
 
     def git_refs(self) -> Iterator[tuple[bytes, tuple[str, int] | StoreCorrupt]]:
         """Every reference, or why its value cannot be read."""
@@ -351,7 +368,12 @@ class View:
 
     def path_digest(self, rel: str) -> bytes | None:
         """The latest digest recorded for ``rel`` (the delta base for its next version)."""
-        return self._get("paths", os.fsencode(rel))
+        key = os.fsencode(rel)
+        found = self._get("paths", key)
+        if found is not None:
+            return found
+        grouped = self._grouped(key)
+        return None if grouped is None else grouped[1]
 
     def path_version(self, rel: str, like: Version | None = None) -> Version | None:
         """The latest version recorded for ``rel``; None when there is none.
@@ -375,17 +397,26 @@ class View:
 
     def index_entry(self, rel: bytes) -> bytes | None:
         """A path's scan-index value: stat fingerprint, then digest (docs/format.md)."""
-        return self._get("index", rel)
+        found = self._get("index", rel)
+        if found is not None:
+            return found
+        grouped = self._grouped(rel)
+        return None if grouped is None else grouped[0] + grouped[1]
 
     def index_entries(self) -> dict[bytes, bytes]:
         """Every index entry (a scan reads a folder at a time: :meth:`index_folder`)."""
-        return dict(self._items("index"))
+        found = dict(self._grouped_below(b""))
+        found.update(self._items("index"))
+        return found
 
     def index_folder(self, prefix: bytes) -> tuple[dict[bytes, bytes], list[bytes]]:
         """One folder's index entries, for a walk that holds a folder at a time: the files
         directly in it (key -> value) and the names of its subfolders that hold entries.
         ``prefix`` is the folder's path and a slash (b"" for the root). A subfolder's
-        entries are skipped in one seek each: b"0" is the byte after b"/"."""
+        entries are skipped in one seek each: b"0" is the byte after b"/".
+
+        A grouped file's value is only its fingerprint (FINGERPRINT.size bytes): a walk
+        compares fingerprints, and asks :meth:`index_entry` for the few it records."""
         files: dict[bytes, bytes] = {}
         folders: list[bytes] = []
         cursor = self._txn.cursor(db=self._dbs["index"])
@@ -402,11 +433,17 @@ class View:
             else:
                 folders.append(key[size:slash])
                 found = cursor.set_range(key[:slash] + b"0")
+        if self.has_groups():
+            self._grouped_folder(prefix, files, folders)
+            folders = list(dict.fromkeys(folders))
         return files, folders
 
     def index_below(self, rel: bytes) -> Iterator[tuple[bytes, bytes]]:
         """The index entries below folder ``rel``, in key order."""
-        return _prefixed(self._txn.cursor(db=self._dbs["index"]), rel + b"/")
+        own = _prefixed(self._txn.cursor(db=self._dbs["index"]), rel + b"/")
+        if not self.has_groups():
+            return own
+        return iter(sorted([*own, *self._grouped_below(rel + b"/")]))  # two sorted runs
 
     def index_values(self) -> Iterator[bytes]:
         for _, value in self._items("index"):
@@ -414,8 +451,113 @@ class View:
 
     def indexed_below(self, folder: str) -> bool:
         """Whether any index entry lies below ``folder``."""
-        cursor = self._txn.cursor(db=self._dbs["index"])
-        return next(_prefixed(cursor, os.fsencode(folder) + b"/"), None) is not None
+        return next(self.index_below(os.fsencode(folder)), None) is not None
+
+    # -- the baseline's groups (core.baseline) -------------------------------------
+
+    def has_own(self, rel: bytes | None = None) -> bool:
+        """Whether ``rel`` has a ``paths`` or ``index`` record of its own (None: whether
+        any path has)."""
+        if rel is None:
+            return any(self._txn.cursor(db=self._dbs[db]).first() for db in ("paths", "index"))
+        return self._get("paths", rel) is not None or self._get("index", rel) is not None
+
+    def has_groups(self) -> bool:
+        return bool(self._txn.cursor(db=self._dbs["baseline"]).first())
+
+    def groups(self) -> Iterator[tuple[bytes, baseline.Group | StoreCorrupt]]:
+        """Every group in key order, or why its record does not decode (fsck)."""
+        for key, _ in self._items("baseline"):
+            try:
+                yield bytes(key), self._group(bytes(key))
+            except StoreCorrupt as exc:
+                yield bytes(key), exc
+
+    def grouped_files(self) -> Iterator[tuple[bytes, bytes, bytes]]:
+        """Every grouped file: its path, fingerprint and raw object id, in path order."""
+        for _, group in self.groups():
+            if isinstance(group, StoreCorrupt):
+                raise group
+            yield from zip(group.paths, group.fingerprints, group.oids, strict=True)
+
+    def _group(self, key: bytes) -> baseline.Group:
+        group = self._groups.get(key)
+        if group is None:
+            value = self._get("baseline", key)
+            if value is None:
+                raise StoreCorrupt(f"baseline group {key[:60]!r} vanished")
+            group = baseline.decode(key, bytes(value))
+            if len(self._groups) >= _GROUPS_HELD:
+                self._forget_groups()
+            self._groups[key] = group
+        return group
+
+    def _forget_groups(self) -> None:
+        self._groups.clear()
+
+    def _group_of(self, path: bytes) -> baseline.Group | None:
+        """The group whose range holds ``path`` if any does, else the first after it."""
+        cursor = self._txn.cursor(db=self._dbs["baseline"])
+        if cursor.set_range(path):
+            if cursor.key() != path and not cursor.prev():
+                cursor.first()
+        elif not cursor.last():
+            return None
+        return self._group(bytes(cursor.key()))
+
+    def _group_after(self, key: bytes) -> baseline.Group | None:
+        cursor = self._txn.cursor(db=self._dbs["baseline"])
+        if not cursor.set_range(key + b"\0"):
+            return None
+        return self._group(bytes(cursor.key()))
+
+    def _grouped(self, path: bytes) -> tuple[bytes, bytes, bytes] | None:
+        """A grouped file's fingerprint, reference key and raw object id."""
+        group = self._group_of(path)
+        at = -1 if group is None else group.find(path)
+        if group is None or at < 0:
+            return None
+        oid = group.oids[at]
+        return group.fingerprints[at], blobs.reference_key(oid.hex()), oid
+
+    def _grouped_below(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+        """The grouped files whose path starts with ``prefix``, as index entries, in order."""
+        group = self._group_of(prefix)
+        while group is not None:
+            paths = group.paths
+            for at in range(bisect_left(paths, prefix), len(paths)):
+                if not paths[at].startswith(prefix):
+                    return
+                yield paths[at], _entry(group, at)
+            group = self._group_after(group.key)
+
+    def _grouped_folder(
+        self, prefix: bytes, files: dict[bytes, bytes], folders: list[bytes]
+    ) -> None:
+        """:meth:`index_folder` for the grouped files: each subfolder skipped in a seek."""
+        size, pos = len(prefix), prefix
+        group = self._group_of(pos)
+        while group is not None:
+            paths = group.paths
+            at = bisect_left(paths, pos)
+            while at < len(paths):
+                path = paths[at]
+                if not path.startswith(prefix):
+                    return
+                slash = path.find(b"/", size)
+                if slash < 0:
+                    files.setdefault(path, group.fingerprints[at])
+                    at += 1
+                else:
+                    folders.append(path[size:slash])
+                    pos = path[:slash] + b"0"
+                    at = bisect_left(paths, pos, at)
+            if paths and pos > paths[-1]:
+                found = self._group_of(pos)
+                if found is not None and found.key > group.key:
+                    group = found
+                    continue
+            group = self._group_after(group.key)
 
     def line_counts(self, key: bytes) -> tuple[int, int, bool] | None:
         """Lines added and removed between two versions, if counted before (``counts``)."""

@@ -572,7 +572,7 @@ def _commit_post(
                 )
             )
             continue
-        if before is not None and tx.git_ref(before.key) is not None:
+        if before is not None and tx.git_ref(before.key, rel) is not None:
             found = copied.get(rel)
             if (found is None or found.base != before.key) and check:
                 return None  # ``paths`` moved since it was read: read again
@@ -619,7 +619,7 @@ def _referenced(v: View, rels: list[str]) -> dict[str, bytes]:
     if not rels or not v.has_git_refs():
         return {}
     found = {rel: v.path_digest(rel) for rel in rels}
-    return {rel: key for rel, key in found.items() if key is not None and v.git_ref(key)}
+    return {rel: key for rel, key in found.items() if key is not None and v.git_ref(key, rel)}
 
 
 def _in_flight(turn: Turn | None, rel: str) -> int:

@@ -11,8 +11,8 @@
 - every turn's parent and previous rewind exist; every head, every session's
   open turn and last rewind, every pending operation and every ``paths`` entry
   points at something that exists; a ``paths`` entry known by reference to git
-  (snapstore.ops.gitbase) names an object git still gives back, whole and matching
-  its id.
+  (snapstore.ops.gitbase), and each file of a baseline group (snapstore.core.baseline),
+  names an object git still gives back, whole and matching its id.
 
 An interrupted rewind (``meta/unfinished``) is not a problem: it is reported so
 that it can be resumed. With ``repair``, what cannot be recovered is dropped in
@@ -22,10 +22,12 @@ needed it, an orphan change, a dangling head or link (cleared).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core.blobs import DIGEST_SIZE
+from ..core.baseline import size_of
+from ..core.blobs import DIGEST_SIZE, reference_key
 from ..core.errors import StoreCorrupt
 from ..core.records import Change, GitMove, Session, Turn
 from ..core.repo import Repo, Tx
@@ -67,6 +69,7 @@ class _Findings:
     bad_records: list[tuple[str, bytes]] = field(default_factory=list)  # (kind, key) to drop
     bad_changes: dict[bytes, str] = field(default_factory=dict)  # change key -> what was lost
     bad_paths: list[str] = field(default_factory=list)
+    bad_groups: list[bytes] = field(default_factory=list)  # baseline groups to drop
     #: a move of the repository to drop: "turn/seq" -> (the move, what is lost)
     bad_moves: dict[str, tuple[GitMove, str]] = field(default_factory=dict)
     turns: dict[str, Turn] = field(default_factory=dict)
@@ -189,7 +192,7 @@ def _check_links(v: View, found: _Findings) -> None:
         if op_id not in turns:
             found.dangling("pending", op_id, op_id, "the interrupted operation has no record")
     for rel, digest in v.path_digests():
-        if v.git_ref(digest) is not None:
+        if v.git_ref(digest, rel) is not None:
             continue  # known by reference to git: _check_references
         if not v.has_blob(digest) or digest in found.bad_blobs:
             found.bad_paths.append(rel)
@@ -198,26 +201,35 @@ def _check_links(v: View, found: _Findings) -> None:
 
 def _check_references(repo: Repo, v: View, found: _Findings) -> None:
     """Each version known by reference must come back from git whole: a malformed
-    reference is corrupt, and a ``paths`` entry whose object git lacks (or gives back
-    otherwise than its id says) cannot be read."""
+    reference or group of the baseline is corrupt, and a path whose object git lacks (or
+    gives back otherwise than its id says) cannot be read."""
     refs: dict[bytes, tuple[str, int]] = {}
     for key, ref in v.git_refs():
         if isinstance(ref, StoreCorrupt):
             found.corrupt("git reference", key.hex(), str(ref))
         else:
             refs[key] = ref
-    named = {rel: digest for rel, digest in v.path_digests() if digest in refs}
+    named = {rel: (digest, refs[digest]) for rel, digest in v.path_digests() if digest in refs}
+    last = b""
+    for key, group in v.groups():
+        if isinstance(group, StoreCorrupt) or key <= last:
+            why = str(group) if isinstance(group, StoreCorrupt) else "overlaps the one before"
+            found.corrupt("baseline group", os.fsdecode(key), why)
+            found.bad_groups.append(key)
+            continue
+        last = group.paths[-1]
+        for path, fp, oid in zip(group.paths, group.fingerprints, group.oids, strict=True):
+            ref = (oid.hex(), size_of(fp))
+            named[os.fsdecode(path)] = (reference_key(ref[0]), ref)
     if not named:
         return
     from .gitbase import check  # only a store that holds references starts git
 
-    bad = check(repo, {digest: refs[digest] for digest in named.values()})
-    for rel, digest in named.items():
+    bad = check(repo, dict(named.values()))
+    for rel, (digest, ref) in named.items():
         if digest in bad:
             found.bad_paths.append(rel)
-            found.dangling(
-                "path", rel, refs[digest][0], f"its baseline version is in git: {bad[digest]}"
-            )
+            found.dangling("path", rel, ref[0], f"its baseline version is in git: {bad[digest]}")
 
 
 def _repair(tx: Tx, found: _Findings) -> None:
@@ -227,6 +239,9 @@ def _repair(tx: Tx, found: _Findings) -> None:
     for key in sorted(found.bad_blobs):
         tx.delete_blob(key)
         lost.append(f"dropped blob {key.hex()[:12]}: its bytes do not match its digest")
+    for key in found.bad_groups:
+        tx.drop_group(key)
+        lost.append(f"dropped the baseline group at {os.fsdecode(key)}: its files are new")
     for kind, key in found.bad_records:
         tx.delete_record(kind, key)
         lost.append(f"dropped a malformed {kind[:-1]} record {key.decode(errors='replace')}")

@@ -102,7 +102,7 @@ def copy_in(repo: Repo, wanted: dict[str, tuple[bytes, bytes | Big | None]]) -> 
     checked against the id. Read outside the write lock; the caller's commit checks that
     ``paths`` still names ``base``."""
     with repo.read() as v:
-        refs = {rel: (base, v.git_ref(base)) for rel, (base, _) in wanted.items()}
+        refs = {rel: (base, v.git_ref(base, rel)) for rel, (base, _) in wanted.items()}
     found: dict[str, Copied] = {}
     fetch: dict[str, tuple[bytes, str, int]] = {}
     for rel, (base, ref) in refs.items():
@@ -147,7 +147,7 @@ def copy_items(repo: Repo, items: Sequence[Scanned]) -> list[tuple[str, str]]:
         wanted = {}
         for item in items:
             base = v.path_digest(item.rel)
-            if base is not None and v.git_ref(base) is not None:
+            if base is not None and v.git_ref(base, item.rel) is not None:
                 wanted[item.rel] = (base, item.data if item.version is not None else None)
     copied = copy_in(repo, wanted) if wanted else {}
     lost = []

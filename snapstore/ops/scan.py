@@ -51,7 +51,7 @@ from ..core.records import (
 from ..core.repo import Repo
 from ..core.view import View
 from .ignore import IGNORE_FILES, IgnoreRules, Stack, ignored
-from .scanrecord import Committer, Item, ScanResult, copied, encode
+from .scanrecord import Committer, Item, Noted, ScanResult, copied, encode
 from .shell import WindowAction
 
 if TYPE_CHECKING:
@@ -62,6 +62,8 @@ if TYPE_CHECKING:
 RACY_NS = 2_000_000_000
 BATCH_FILES = 2000
 BATCH_BYTES = 32 * 1024 * 1024
+#: Files of the baseline by reference per commit: a few records each (core.baseline)
+GROUPED_FILES = 20_000
 _IGNORE_SET = frozenset(IGNORE_FILES)
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -123,7 +125,7 @@ class _Walker:
         self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
         self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
         #: files recorded by reference: path, fingerprint, object id, racily clean
-        self.referenced: list[tuple[bytes, bytes, bytes, bool]] = []
+        self.referenced: list[Noted] = []
         self.converted: dict[bytes, bytes] = {}  # read, then referenced if the blob: its id
 
     def skip(self, rel: str, reason: str) -> None:
@@ -236,10 +238,18 @@ class _Walker:
             elif st.st_size > limit and is_reg(mode):
                 self.refuse(_decode(rel), f"larger than the size cap ({limit} bytes)", st)
             elif old is not None or self.baseline is None or not self._referenced(rel, st):
-                candidates.append((_decode(rel), old))
-        self.unseen.extend(index.items())
+                candidates.append((_decode(rel), old and self._whole(rel, old)))
+        self.unseen.extend((key, self._whole(key, old)) for key, old in index.items())
         self._below.extend(prefix + name for name in indexed if prefix + name not in walked)
         return files
+
+    def _whole(self, rel: bytes, old: bytes) -> bytes:
+        """A path's whole index entry, where :meth:`View.index_folder` gave a grouped
+        file's fingerprint alone."""
+        if len(old) > FINGERPRINT.size:
+            return old
+        assert self.view is not None
+        return self.view.index_entry(rel) or old
 
     def _referenced(self, rel: bytes, st: os.stat_result) -> bool:
         """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase):
@@ -252,7 +262,8 @@ class _Walker:
         if converted:  # read as any candidate: referenced if its bytes are the blob's
             self.converted[rel] = oid
             return False
-        self.referenced.append((rel, fingerprint(st), oid, _racy(st, time.time_ns())))
+        check = fingerprint(st)
+        self.referenced.append((rel, _kept(check, _racy(st, time.time_ns())), check, oid))
         return True
 
     def _rules_unchanged(
@@ -509,9 +520,11 @@ def _record(
     ``known``: the folders the last full scan saw."""
     commit = Committer(repo, session, result, actions)
     referenced = walker.referenced
-    referenced.sort()  # in key order: the B-trees' pages fill as they would by appends
-    for at in range(0, len(referenced), BATCH_FILES):
-        commit([_reference(*noted) for noted in referenced[at : at + BATCH_FILES]], [])
+    referenced.sort()  # in key order: each commit's groups follow the last one's
+    for at in range(0, len(referenced), GROUPED_FILES):
+        singles = commit.references(referenced[at : at + GROUPED_FILES])
+        if singles:
+            commit([_reference(*noted) for noted in singles], [])
     walker.referenced = referenced = []
     batch: list[Item] = []
     blobs_too: list[Item] = []  # converted files that hold their blob: referenced, not stored
@@ -547,11 +560,11 @@ def _record(
         )
 
 
-def _reference(rel: bytes, check: bytes, oid: bytes, racy: bool) -> Item:
+def _reference(rel: bytes, kept: bytes, check: bytes, oid: bytes) -> Item:
     """One file of the baseline recorded by reference, as :meth:`_Walker._referenced` noted
     it: its version is named by the reference key of its git object id."""
     size, _, _, _, mode = FINGERPRINT.unpack(check)
-    item = Item(_decode(rel), None, fingerprint=_kept(check, racy), check=check)
+    item = Item(_decode(rel), None, fingerprint=kept, check=check)
     return _as_reference(item, oid, size, stat.S_IMODE(mode))
 
 

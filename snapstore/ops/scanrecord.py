@@ -39,6 +39,9 @@ if TYPE_CHECKING:
     from .gitbase import Copied
 
 FP_SIZE = FINGERPRINT.size
+#: A file of the baseline by reference, as a walk notes it: its path, the fingerprint to
+#: keep (racily clean: one that never matches), the one its ``lstat`` gave, its object id.
+Noted = tuple[bytes, bytes, bytes, bytes]
 
 
 class ScanResult:
@@ -242,6 +245,29 @@ class Committer:
             if turn.kind == USER:
                 self.user_turns[turn.unattributed] = turn.id
 
+    def references(self, noted: list[Noted]) -> list[Noted]:
+        """Commit files of the baseline by reference, in groups (core.baseline), each as
+        the walk noted it, if it still has the ``lstat`` the walk saw. Returns those that
+        have records of their own (a hook wrote them meanwhile, or an earlier capture):
+        they are recorded as items, as any other path."""
+        with self.repo.lock() as w:
+            rels = [entry[0].decode("utf-8", "surrogateescape") for entry in noted]
+            checks = zip(rels, [entry[2] for entry in noted], strict=True)
+            still = list(self.repo.ws.hold_many(checks))
+            return w.write(lambda tx: self._group(tx, noted, rels, still))
+
+    def _group(self, tx: Tx, noted: list[Noted], rels: list[str], still: list[bool]) -> list[Noted]:
+        held = writing(tx)
+        own = tx.has_own()
+        grouped: list[Noted] = []
+        singles: list[Noted] = []
+        for entry, rel, kept in zip(noted, rels, still, strict=True):
+            if rel in held or not kept:
+                continue  # the next scan sees it
+            (singles if own and tx.has_own(entry[0]) else grouped).append(entry)
+        tx.put_groups([e[0] for e in grouped], [e[1] for e in grouped], [e[3] for e in grouped])
+        return singles
+
     def _store_big(self, w: Locked, item: Item) -> bool:
         """Store a big file's chunks in this hold of the lock, before the commit that
         records it; False (skipped, for the next scan) when it changed meanwhile."""
@@ -315,7 +341,7 @@ class Committer:
                 present.append(item.rel)
             base = tx.path_digest(item.rel)
             before = _before(base, item, latest.get(item.rel))
-            if base is not None and before is not None and tx.git_ref(base) is not None:
+            if base is not None and before is not None and tx.git_ref(base, item.rel) is not None:
                 from .gitbase import settle
 
                 before = settle(tx, item, base, before)

@@ -29,6 +29,7 @@ HOOK_MODULES = {
     "snapstore.adapters",
     "snapstore.core",
     "snapstore.ops",
+    "snapstore.core.baseline",
     "snapstore.core.blobs",
     "snapstore.ops.capture",
     "snapstore.core.db",
@@ -70,7 +71,8 @@ GIT_MODULES = {
 CAPTURE_OPS = {"snapstore.ops", "snapstore.ops.capture"}
 #: What else a hook may load beyond the floor (which already holds json, os, re, typing, ...);
 #: the console script turns the collector off, and ``gc`` is built into the interpreter.
-ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid", "gc"}
+#: ``bisect`` (a C module) finds a path in a group of the baseline (core.baseline).
+ALLOWED_BEYOND_FLOOR = {"struct", "_struct", "fcntl", "lmdb._envid", "gc", "bisect", "_bisect"}
 
 
 _LAUNCH = """

@@ -38,10 +38,12 @@ def _repo(root: Path, files: dict[str, str | bytes], attributes: str = "") -> No
 
 
 def _referenced(store: Store) -> set[str]:
-    """The paths whose baseline is a reference to git, not a blob of the store."""
+    """The paths whose baseline is a reference to git, not a blob of the store: in a
+    group of the baseline (core.baseline), or by a ``paths`` record of their own."""
     refs = raw_values(store, "gitrefs")
     with store.repo.read() as v:
-        return {rel for rel, digest in v.path_digests() if digest in refs}
+        own = {rel for rel, digest in v.path_digests() if digest in refs}
+        return own | {os.fsdecode(path) for path, _, _ in v.grouped_files()}
 
 
 def _turn(store: Store, script: str, session: str = "s") -> str:
@@ -259,11 +261,14 @@ def test_gc_drops_references_no_path_names_and_outside_git_nothing_changes(
     _repo(root, {"a.txt": "a\n", "b.txt": "b\n"})
     with Store.init(root, clock=clock, git=False) as store:
         store.scan()
-        assert len(raw_values(store, "gitrefs")) == 2
+        assert _referenced(store) == {"a.txt", "b.txt"}
+        assert raw_values(store, "gitrefs") == {}  # both in a group of the baseline
         _turn(store, "echo changed > a.txt")
+        a_key = blobs.reference_key(git(root, "rev-parse", "HEAD:a.txt"))
+        assert set(raw_values(store, "gitrefs")) == {a_key}  # a.txt's left its group
         store.gc()
-        b_key = blobs.reference_key(git(root, "rev-parse", "HEAD:b.txt"))
-        assert set(raw_values(store, "gitrefs")) == {b_key}  # a.txt's went when it changed
+        assert raw_values(store, "gitrefs") == {}  # no path names it since a.txt changed
+        assert _referenced(store) == {"b.txt"}
         assert store.rewind(1, "s").ok and (root / "a.txt").read_text() == "a\n"
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -29,7 +29,8 @@ def _as_schema_1(store: Store) -> None:
     raw_put(store, b"schema", b"1", "meta")
     drop_table(store, "counts")  # schema 2 added it
     drop_table(store, "git")  # schema 5 this one
-    drop_table(store, "gitrefs")  # and schema 6 this one
+    drop_table(store, "gitrefs")  # schema 6 this one
+    drop_table(store, "baseline")  # and schema 7 this one
 
 
 def test_a_schema_1_store_is_upgraded_and_keeps_its_history(root: Path, clock: Clock) -> None:
