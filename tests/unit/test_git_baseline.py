@@ -7,6 +7,8 @@ smudge filter, autocrlf, a Git LFS pointer's filter) are stored as ever."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -14,11 +16,14 @@ import pytest
 
 from snapstore import Store
 from snapstore.core import blobs
+from snapstore.core.db import SCHEMA_VERSION
+from snapstore.core.repo import Tx
 from snapstore.ops import scan
+from snapstore.ops.scanrecord import Committer
 
 from ..support import Clock, changes_of, write
 from ..support.gitrepo import git, sh
-from ..support.rawdb import raw_values
+from ..support.rawdb import drop_table, raw_put, raw_values
 from ..support.retried import commits_run_twice
 
 
@@ -294,3 +299,136 @@ def test_a_scan_whose_commit_runs_again_leaves_a_touched_file_a_reference(
         assert list(changes_of(store, turn)) == ["b.txt"]
         assert store.rewind(1, "s").restored == ["b.txt"]
         assert (root / "b.txt").read_text() == "other\n" and store.fsck().ok
+
+
+def _own_references(store: Store) -> None:
+    """Move every grouped file into records of its own, as schema 6 kept them: the
+    record layer does so at a file's first write."""
+    with store.repo.read() as v:
+        grouped = [os.fsdecode(path) for path, _, _ in v.grouped_files()]
+
+    def commit(tx: Tx) -> None:
+        for rel in grouped:
+            tx.put_index(rel, tx.index_entry(os.fsencode(rel)) or b"")
+
+    store.repo.write(commit)
+
+
+def test_a_schema_6_stores_references_read_as_ever_after_the_upgrade(
+    root: Path, clock: Clock
+) -> None:
+    """Schema 7 added the ``baseline`` table. A schema-6 store keeps its references as three
+    records a file; upgraded, they read and rewind as before, and fsck checks them."""
+    _repo(root, {"a.txt": "a\n", "sub/b.txt": "b\n"})
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        _own_references(store)
+        assert raw_values(store, "baseline") == {} and len(raw_values(store, "gitrefs")) == 2
+        raw_put(store, b"schema", b"6", "meta")
+        drop_table(store, "baseline")
+    with Store.open(root, clock=clock, git=False) as store:
+        assert raw_values(store, "meta")[b"schema"] == str(SCHEMA_VERSION).encode()
+        assert raw_values(store, "baseline") == {}
+        assert _referenced(store) == {"a.txt", "sub/b.txt"}
+        _turn(store, "rm a.txt sub/b.txt")
+        assert store.rewind(1, "s").ok
+        assert (root / "a.txt").read_text() == "a\n" and (root / "sub/b.txt").read_text() == "b\n"
+        assert store.fsck().ok
+
+
+def _groups_in_order(store: Store) -> int:
+    """The number of groups, each checked to begin after the one before ends."""
+    last, count = b"", 0
+    with store.repo.read() as v:
+        for key, group in v.groups():
+            assert not isinstance(group, Exception) and key == group.paths[0] > last
+            last, count = group.paths[-1], count + 1
+    return count
+
+
+def test_a_first_scan_that_starts_again_keeps_the_groups_the_last_one_wrote(
+    root: Path, clock: Clock
+) -> None:
+    """A first scan killed after its references were committed (its scan state was never
+    written) runs again: the files it grouped read as they are, changed or gone ones too."""
+    files = {f"d{i % 7}/f{i:03}.txt": f"file {i}\n" for i in range(400)}
+    _repo(root, files)
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        assert _groups_in_order(store) > 1
+        raw_put(store, b"scan", None, "meta")  # as if killed before its last commit
+        write(root, "d3/f003.txt", "changed since\n")
+        os.remove(root / "d1/f001.txt")
+        assert store.scan().baseline
+        assert _referenced(store) == set(files) - {"d3/f003.txt", "d1/f001.txt"}
+        assert _groups_in_order(store) > 1
+        _turn(store, "rm -r d2 && echo new > d3/f003.txt")
+        assert store.rewind(1, "s").ok
+        for rel, data in files.items():
+            if rel != "d1/f001.txt":
+                assert (root / rel).read_text() == (
+                    "changed since\n" if rel == "d3/f003.txt" else data
+                )
+        assert store.fsck().ok
+
+
+def test_two_first_scans_at_once_merge_their_groups(
+    root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two first scans whose walks both ran before either committed (a hook's and init's;
+    the other one runs as a process of its own): the second to commit merges its groups
+    with the first's, so that no two ranges meet, and each file reads through the one
+    group that holds it."""
+    files = {f"d{i % 5}/f{i:03}.txt": f"file {i}\n" for i in range(300)}
+    more = {f"d{i % 5}/g{i:03}.txt": f"more {i}\n" for i in range(100)}
+    _repo(root, files)
+    real = Committer.references
+    other: list[int] = []
+
+    def late(self: Committer, noted: list) -> list:
+        if not other:  # the other scan walks and commits in between, with more files
+            other.append(1)
+            for rel, data in more.items():
+                write(root, rel, data)
+            git(root, "add", "-A")
+            git(root, "commit", "-qm", "more")
+            code = "import sys; from snapstore import Store; s = Store.open(sys.argv[1], git=False)"
+            code += "; assert s.scan().baseline; s.close()"
+            subprocess.run([sys.executable, "-c", code, str(root)], check=True)
+        return real(self, noted)
+
+    monkeypatch.setattr(Committer, "references", late)
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        assert other and _groups_in_order(store) > 1
+        assert _referenced(store) == set(files) | set(more)  # the other's files kept
+        _turn(store, "rm -r d1 d3")
+        assert store.rewind(1, "s").ok
+        assert all((root / rel).read_text() == data for rel, data in {**files, **more}.items())
+        assert store.fsck().ok
+
+
+def test_a_walk_across_many_groups_sees_each_file_once(root: Path, clock: Clock) -> None:
+    """Folders that span groups, and groups that span folders: a shell call that deletes
+    one folder, adds to another and edits a file is recorded as exactly that, and rewound."""
+    files = {
+        f"{top}/{sub}/f{i}.txt": f"{top}{sub}{i}\n"
+        for top in "ab"
+        for sub in range(30)
+        for i in range(12)
+    }
+    _repo(root, files)
+    with Store.init(root, clock=clock, git=False) as store:
+        store.scan()
+        assert len(raw_values(store, "baseline")) > 3
+        turn = _turn(store, "rm -r a/7 && echo n > b/29/new.txt && echo e > a/0/f0.txt")
+        recorded = {(c.path, c.after is None) for c in store.changes(turn)}
+        assert recorded == {
+            *((f"a/7/f{i}.txt", True) for i in range(12)),
+            ("b/29/new.txt", False),
+            ("a/0/f0.txt", False),
+        }
+        assert store.rewind(1, "s").ok
+        assert not (root / "b/29/new.txt").exists()
+        assert all((root / rel).read_text() == data for rel, data in files.items())
+        assert store.scan().count == 0
