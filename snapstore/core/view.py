@@ -450,8 +450,11 @@ class View:
             yield bytes(value)
 
     def indexed_below(self, folder: str) -> bool:
-        """Whether any index entry lies below ``folder``."""
-        return next(self.index_below(os.fsencode(folder)), None) is not None
+        """Whether any index entry lies below ``folder`` (its first one suffices)."""
+        prefix = os.fsencode(folder) + b"/"
+        if next(_prefixed(self._txn.cursor(db=self._dbs["index"]), prefix), None) is not None:
+            return True
+        return self.has_groups() and next(self._grouped_below(prefix), None) is not None
 
     # -- the baseline's groups (core.baseline) -------------------------------------
 
