@@ -284,7 +284,9 @@ class Tx(View):
         """``rel``'s key, with the file moved out of its group, if it is in one, into
         records of its own (``paths``, ``index``, ``gitrefs``): the ones a write changes."""
         key = os.fsencode(rel)
-        group = self._group_of(key) if self.has_groups() else None
+        if self.has_own(key) or not self.has_groups():
+            return key  # a grouped file has no record of its own
+        group = self._group_of(key)
         at = -1 if group is None else group.find(key)
         if group is None or at < 0:
             return key

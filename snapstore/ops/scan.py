@@ -124,8 +124,7 @@ class _Walker:
         self.forget: list[str] = []
         self.refused: dict[str, str] = {}  # a file that cannot be captured -> its fingerprint
         self.baseline: Baseline | None = None  # the first scan in a repository: git's clean files
-        #: files recorded by reference: path, fingerprint, object id, racily clean
-        self.referenced: list[Noted] = []
+        self.referenced: list[Noted] = []  # files of the baseline by reference
         self.converted: dict[bytes, bytes] = {}  # read, then referenced if the blob: its id
 
     def skip(self, rel: str, reason: str) -> None:
@@ -515,43 +514,45 @@ def _record(
     folders: list[str],
     known: frozenset[str],
 ) -> None:
-    """Read, encode and commit the candidates in batches, then the gone paths and the
-    ``folders`` that came (given to the agent's open turn, if the changes are its);
-    ``known``: the folders the last full scan saw."""
+    """Read, encode and commit the candidates in batches, then the files of a first scan's
+    baseline by reference (in groups, in path order: those the walk found clean and the
+    converted ones whose bytes hold their blob), then the gone paths and the ``folders``
+    that came (given to the agent's open turn, if the changes are its); ``known``: the
+    folders the last full scan saw."""
     commit = Committer(repo, session, result, actions)
-    referenced = walker.referenced
-    referenced.sort()  # in key order: each commit's groups follow the last one's
-    for at in range(0, len(referenced), GROUPED_FILES):
-        singles = commit.references(referenced[at : at + GROUPED_FILES])
-        if singles:
-            commit([_reference(*noted) for noted in singles], [])
-    walker.referenced = referenced = []
     batch: list[Item] = []
-    blobs_too: list[Item] = []  # converted files that hold their blob: referenced, not stored
     size = 0
     total = len(walker.candidates)
     old = dict(walker.candidates)
     reads = repo.ws.read_many(rel for rel, _ in walker.candidates)
     for done, (rel, entry) in enumerate(reads, start=1):
         item = _item(rel, entry, old[rel], walker)
-        if item is not None and _holds_blob(walker, item):
-            blobs_too.append(item)
+        oid = None if item is None else _holds_blob(walker, item)
+        if item is not None and oid is not None:  # converted, and the blob after all
+            assert item.check is not None
+            walker.referenced.append((os.fsencode(rel), item.fingerprint, item.check, oid))
         elif item is not None:
             batch.append(item)
             size += 0 if isinstance(item.data, Big) else len(item.data)  # a big one is not held
-        if len(batch) + len(blobs_too) >= BATCH_FILES or size >= BATCH_BYTES:
-            encoded = encode(repo, batch, result.baseline, known) + blobs_too
-            commit(copied(repo, encoded, result), [])
-            batch, blobs_too, size = [], [], 0
+        if len(batch) >= BATCH_FILES or size >= BATCH_BYTES:
+            commit(copied(repo, encode(repo, batch, result.baseline, known), result), [])
+            batch, size = [], 0
         if progress is not None:
             progress("read", done, total)
+    referenced, walker.referenced = walker.referenced, []
+    referenced.sort()  # in key order: each commit's groups follow the last one's
+    for at in range(0, len(referenced), GROUPED_FILES):
+        singles = commit.references(referenced[at : at + GROUPED_FILES])
+        if singles:
+            commit([_reference(*noted) for noted in singles], [])
+    del referenced
     gone_items = [Item(rel, old) for rel, old in walker.gone()]
     while len(gone_items) > BATCH_FILES:  # each batch's earlier versions are held at once
         commit([], copied(repo, gone_items[:BATCH_FILES], result))
         gone_items = gone_items[BATCH_FILES:]
-    if batch or blobs_too or gone_items or walker.forget or new_state is not None or actions:
+    if batch or gone_items or walker.forget or new_state is not None or actions:
         commit(
-            copied(repo, encode(repo, batch, result.baseline, known) + blobs_too, result),
+            copied(repo, encode(repo, batch, result.baseline, known), result),
             copied(repo, gone_items, result),
             walker.forget,
             new_state,
@@ -562,33 +563,28 @@ def _record(
 
 def _reference(rel: bytes, kept: bytes, check: bytes, oid: bytes) -> Item:
     """One file of the baseline recorded by reference, as :meth:`_Walker._referenced` noted
-    it: its version is named by the reference key of its git object id."""
+    it, that has a record of its own by now: an item whose version is named by the
+    reference key of its git object id."""
     size, _, _, _, mode = FINGERPRINT.unpack(check)
     item = Item(_decode(rel), None, fingerprint=kept, check=check)
-    return _as_reference(item, oid, size, stat.S_IMODE(mode))
-
-
-def _as_reference(item: Item, oid: bytes, size: int, mode: int) -> Item:
     hex_oid = oid.hex()
     item.key, item.ref = blobs.reference_key(hex_oid), (hex_oid, size)
-    item.version = Version(item.key.hex(), mode, FILE)
-    item.data = b""
+    item.version = Version(item.key.hex(), stat.S_IMODE(mode), FILE)
     return item
 
 
-def _holds_blob(walker: _Walker, item: Item) -> bool:
-    """Whether a converted file of the baseline (gitbase.Baseline.find) holds its blob's
-    bytes after all, as read: then it is recorded by reference (made one here)."""
+def _holds_blob(walker: _Walker, item: Item) -> bytes | None:
+    """The git object id of a converted file of the baseline (gitbase.Baseline.find)
+    whose bytes, as read, are its blob's after all: it is recorded by reference."""
     if not walker.converted:  # every scan but a repository's baseline with attributes
-        return False
+        return None
     oid = walker.converted.pop(os.fsencode(item.rel), None)
     if oid is None or walker.baseline is None or not isinstance(item.data, bytes):
-        return False
+        return None
     assert item.version is not None
     if item.version.kind != FILE or not walker.baseline.holds_blob(item.data, oid):
-        return False
-    _as_reference(item, oid, len(item.data), item.version.mode)
-    return True
+        return None
+    return oid
 
 
 def _item(

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from .gitbase import Copied
 
 FP_SIZE = FINGERPRINT.size
-#: A file of the baseline by reference, as a walk notes it: its path, the fingerprint to
-#: keep (racily clean: one that never matches), the one its ``lstat`` gave, its object id.
+#: A file of the baseline by reference, as a first scan notes it: its path, the fingerprint
+#: to keep (racily clean: one that never matches), the one its ``lstat`` gave, its object id.
 Noted = tuple[bytes, bytes, bytes, bytes]
 
 

@@ -204,6 +204,7 @@ def test_a_file_git_converts_is_referenced_only_if_its_bytes_are_the_blobs(
         referenced = _referenced(store)
         assert not referenced & {"notes.up", "crlf.txt"}  # their bytes are not the blob's
         assert {"model.bin", "unix.lf", "plain.txt", "data.raw"} <= referenced  # they are
+        assert raw_values(store, "gitrefs") == {}  # read or not, in the baseline's groups
         git(root, "config", "--unset", "core.autocrlf")
         with store.repo.read() as v:
             for rel in ("notes.up", "crlf.txt"):
