@@ -4,7 +4,7 @@ The first scan of a repository records each file git's index shows clean by refe
 (snapstore.ops.gitbase). Three records per file (``paths``, ``index``, ``gitrefs``) cost
 about 370 bytes each on disk: 6% of a tree of small files. Here a sorted run of such files
 is one ``baseline`` record instead, keyed by its first path, and holding each file's path,
-stat fingerprint and git object id, compressed together: about 45 bytes a file.
+stat fingerprint and git object id, compressed together: under 50 bytes a file.
 
 A grouped file has no per-file record. The record layer reads it as if it had all three
 (snapstore.core.view), and the first write to any of them moves the file out of its
