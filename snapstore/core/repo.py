@@ -264,9 +264,7 @@ class Tx(View):
             if group.paths and group.paths[-1] >= paths[0]:
                 for at, path in enumerate(group.paths):
                     merged.setdefault(path, (group.fingerprints[at], group.oids[at]))
-                self._delete("baseline", group.key)
-                self._groups.pop(group.key, None)
-                self._changed.discard(group.key)
+                self.drop_group(group.key)
             group = self._group_after(group.key)
         order = sorted(merged) if len(merged) > len(paths) else paths
         for key, value in baseline.split(
@@ -275,7 +273,8 @@ class Tx(View):
             self._put("baseline", key, value)
 
     def drop_group(self, key: bytes) -> None:
-        """Drop a baseline group that fsck found corrupt: its files are new to the store."""
+        """Drop a baseline group: merged into new ones, or found corrupt by fsck (then its
+        files are new to the store)."""
         self._delete("baseline", key)
         self._groups.pop(key, None)
         self._changed.discard(key)
@@ -284,21 +283,19 @@ class Tx(View):
         """``rel``'s key, with the file moved out of its group, if it is in one, into
         records of its own (``paths``, ``index``, ``gitrefs``): the ones a write changes."""
         key = os.fsencode(rel)
-        if self.has_own(key) or not self.has_groups():
+        if self.has_own(key):
             return key  # a grouped file has no record of its own
-        group = self._group_of(key)
-        at = -1 if group is None else group.find(key)
-        if group is None or at < 0:
+        found = self._grouped(key)
+        if found is None:
             return key
+        group, at = found
         fp, oid = group.fingerprints[at], group.oids[at]
         ref = blobs.reference_key(oid.hex())
         self._groups[group.key] = group.without(at)
         self._changed.add(group.key)
-        if self._get("paths", key) is None:
-            self._put("paths", key, ref)
-        if self._get("index", key) is None:
-            self._put("index", key, fp + ref)
-        if self._get("gitrefs", ref) is None:
+        self._put("paths", key, ref)
+        self._put("index", key, fp + ref)
+        if self._get("gitrefs", ref) is None:  # another file of the same blob may have it
             self.put_git_ref(ref, oid.hex(), baseline.size_of(fp))
         return key
 

@@ -70,9 +70,14 @@ def _parse_ref(key: bytes, value: bytes) -> tuple[str, int]:
 _GROUPS_HELD = 64
 
 
+def _ref(group: baseline.Group, at: int) -> bytes:
+    """A grouped file's reference key: its ``paths`` value (docs/format.md §2.4)."""
+    return blobs.reference_key(group.oids[at].hex())
+
+
 def _entry(group: baseline.Group, at: int) -> bytes:
     """A grouped file's scan-index value: its fingerprint and reference key."""
-    return group.fingerprints[at] + blobs.reference_key(group.oids[at].hex())
+    return group.fingerprints[at] + _ref(group, at)
 
 
 def _prefixed(cursor: Any, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
@@ -249,9 +254,10 @@ class View:
         if value is not None:
             return _parse_ref(key, bytes(value))
         found = self._grouped(os.fsencode(rel))
-        if found is None or found[1] != key:
+        if found is None or _ref(*found) != key:
             return None
-        return found[2].hex(), baseline.size_of(found[0])
+        group, at = found
+        return group.oids[at].hex(), baseline.size_of(group.fingerprints[at])
 
     def has_git_refs(self) -> bool:
         """Whether any version is known by reference (cursor steps: a scan asks it)."""
@@ -373,7 +379,7 @@ class View:
         if found is not None:
             return found
         grouped = self._grouped(key)
-        return None if grouped is None else grouped[1]
+        return None if grouped is None else _ref(*grouped)
 
     def path_version(self, rel: str, like: Version | None = None) -> Version | None:
         """The latest version recorded for ``rel``; None when there is none.
@@ -401,7 +407,7 @@ class View:
         if found is not None:
             return found
         grouped = self._grouped(rel)
-        return None if grouped is None else grouped[0] + grouped[1]
+        return None if grouped is None else _entry(*grouped)
 
     def index_entries(self) -> dict[bytes, bytes]:
         """Every index entry (a scan reads a folder at a time: :meth:`index_folder`)."""
@@ -514,14 +520,11 @@ class View:
             return None
         return self._group(bytes(cursor.key()))
 
-    def _grouped(self, path: bytes) -> tuple[bytes, bytes, bytes] | None:
-        """A grouped file's fingerprint, reference key and raw object id."""
+    def _grouped(self, path: bytes) -> tuple[baseline.Group, int] | None:
+        """The group that holds ``path``, and its place in it (None: no group does)."""
         group = self._group_of(path)
         at = -1 if group is None else group.find(path)
-        if group is None or at < 0:
-            return None
-        oid = group.oids[at]
-        return group.fingerprints[at], blobs.reference_key(oid.hex()), oid
+        return None if group is None or at < 0 else (group, at)
 
     def _grouped_below(self, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
         """The grouped files whose path starts with ``prefix``, as index entries, in order."""
