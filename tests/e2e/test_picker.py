@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -26,12 +27,19 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 
 
 class Terminal:
-    """A detached tmux session running one command."""
+    """A detached tmux session running one command, on a tmux server of its own.
+
+    Its own socket because parallel workers sharing the default server race:
+    one closing the server's last session stops the server as another starts its
+    session on it ("server exited unexpectedly").
+    """
 
     def __init__(
         self, command: list[str], cwd: Path, columns: int = 140, rows: int = 40, **extra: str
     ):
         self.name = f"snapstore-test-{uuid.uuid4().hex[:8]}"
+        self._socket = Path(tempfile.gettempdir()) / f"{self.name}.sock"
+        self._tmux = ["tmux", "-S", str(self._socket)]
         env = hermetic_env(TERM="xterm-256color", **extra)
         env.pop("NO_COLOR", None)
         exports = " ".join(
@@ -45,14 +53,14 @@ class Terminal:
         )
         size = ["-x", str(columns), "-y", str(rows)]
         subprocess.run(
-            ["tmux", "new-session", "-d", "-s", self.name, *size, script],
+            [*self._tmux, "new-session", "-d", "-s", self.name, *size, script],
             check=True,
             env={**os.environ, "TERM": "xterm-256color"},
         )
 
     def screen(self) -> str:
         return subprocess.run(
-            ["tmux", "capture-pane", "-p", "-t", self.name],
+            [*self._tmux, "capture-pane", "-p", "-t", self.name],
             capture_output=True,
             text=True,
             check=True,
@@ -69,11 +77,12 @@ class Terminal:
 
     def keys(self, *keys: str) -> None:
         for key in keys:
-            subprocess.run(["tmux", "send-keys", "-t", self.name, key], check=True)
+            subprocess.run([*self._tmux, "send-keys", "-t", self.name, key], check=True)
             time.sleep(0.15)
 
     def close(self) -> None:
-        subprocess.run(["tmux", "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*self._tmux, "kill-server"], capture_output=True)
+        self._socket.unlink(missing_ok=True)
 
 
 @pytest.fixture
