@@ -36,6 +36,19 @@ def pytest_configure(config: pytest.Config) -> None:
     support.SLOW = bool(config.getoption("--slow"))
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``long`` first, the longest first, so that no worker starts a long
+    one near the end while the others idle: ``./dev test`` hands the tests out with
+    pytest-xdist's ``worksteal`` (an idle worker takes half of another's queue), and a test
+    already begun cannot be taken. The rest keep their order."""
+
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("long")
+        return marker.args[0] if marker is not None else 0
+
+    items.sort(key=seconds, reverse=True)
+
+
 @pytest.fixture
 def slow(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--slow"))

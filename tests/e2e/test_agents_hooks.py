@@ -102,6 +102,7 @@ def significant(seen: list[Seen]) -> list[Seen]:
     ]
 
 
+@pytest.mark.long(15)
 @pytest.mark.parametrize("session", AGENTS, indirect=True)
 def test_a_real_cli_sends_its_hooks_every_write_edit_and_shell_call(session: Session) -> None:
     s, agent = session, session.agent
@@ -251,6 +252,7 @@ def on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+@pytest.mark.long(30)
 @pytest.mark.parametrize("session", AGENTS, indirect=True)
 def test_a_real_cli_session_is_recorded_then_rewound_merged_and_undone(
     session: Session, on_path: None

@@ -85,6 +85,7 @@ def version(s: Session) -> str:
     return (done.stdout.strip().splitlines() or [PINS[s.driver.pin or s.agent].version])[0]
 
 
+@pytest.mark.long(30)
 @pytest.mark.usefixtures("on_path")
 @pytest.mark.parametrize("agent", AGENTS)
 def test_the_agent_takes_back_its_own_turns_through_mcp(

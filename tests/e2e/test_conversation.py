@@ -439,6 +439,7 @@ def opencode_messages(s, session_id: str) -> list[str] | None:
     return [m["info"]["id"] for m in json.loads(done.stdout)["messages"]]
 
 
+@pytest.mark.long(160)
 @pytest.mark.usefixtures("on_path")
 def test_a_real_opencode_session_rewinds_its_conversation_by_export_and_import(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

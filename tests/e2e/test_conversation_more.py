@@ -57,6 +57,7 @@ def transcript(s) -> Path:
     return holding[0]
 
 
+@pytest.mark.long(40)
 @pytest.mark.usefixtures("on_path")
 @pytest.mark.parametrize("agent", ["gemini-cli", "qwen-code"])
 def test_a_real_session_rewinds_its_conversation_with_its_files(agent: str, tmp_path: Path) -> None:

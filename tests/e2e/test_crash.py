@@ -26,6 +26,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from snapstore import Store
 from snapstore.core.fsio import TEMP_NAME
 
@@ -173,6 +175,7 @@ def _files(tree: Tree) -> Tree:
     }
 
 
+@pytest.mark.long(75)
 def test_sigkill_at_random_moments_loses_nothing(tmp_path: Path, slow: bool) -> None:
     budget = 1500 if slow else 300
     tortures: list[Torture] = []

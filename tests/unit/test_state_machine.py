@@ -596,10 +596,12 @@ def run(machine: type[RuleBasedStateMachine], examples: int, slow: bool, steps: 
     machine.TestCase().runTest()
 
 
+@pytest.mark.long(400)
 def test_state_machine(slow: bool) -> None:
     run(Workspace, 50_000 if slow else 2_000, slow)
 
 
+@pytest.mark.long(60)
 def test_state_machine_with_the_binary_file_in_chunks(
     slow: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
