@@ -14,7 +14,7 @@ scan that finds a referenced file changed or gone after git lost its object cann
 capture the change: it says so, naming the file, and the file's new state is its
 baseline (no rewind touches it). fsck passes, except that it reports exactly the
 references whose object is gone, each with its file. Runs 25 examples of 12 steps;
-``--slow`` 400 of 25.
+``--slow`` 400 of 25; once more over a baseline cut into several groups.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
 from snapstore import Store
+from snapstore.core import baseline
 
 from ..support.gitrepo import env, git, sh
 from ..support.model import Model, State, identical, same
@@ -234,6 +235,24 @@ def _missing(root: Path, oids: list[str]) -> set[str]:
 
 def test_state_machine_over_a_git_baseline(slow: bool) -> None:
     run(RefWorkspace, 400 if slow else 25, slow, steps=25 if slow else 12)
+
+
+class SmallGroupsWorkspace(RefWorkspace):
+    """The same over a baseline of several groups (core.baseline), a file or two each, so
+    that the record layer moves files out of groups that hold others, in folders that span
+    two groups."""
+
+    def _start(self) -> Store:
+        store = super()._start()
+        with store.repo.read() as v:
+            assert len(list(v.groups())) > 1, "the baseline fits one group"
+        return store
+
+
+def test_the_same_over_several_groups(slow: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(baseline, "TARGET", 120)
+    monkeypatch.setattr(baseline, "FIRST", 2)
+    run(SmallGroupsWorkspace, 400 if slow else 25, slow, steps=25 if slow else 12)
 
 
 def test_the_same_with_every_commit_run_twice(slow: bool, monkeypatch: pytest.MonkeyPatch) -> None:
