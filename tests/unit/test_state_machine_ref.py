@@ -14,7 +14,9 @@ scan that finds a referenced file changed or gone after git lost its object cann
 capture the change: it says so, naming the file, and the file's new state is its
 baseline (no rewind touches it). fsck passes, except that it reports exactly the
 references whose object is gone, each with its file. Runs 25 examples of 12 steps;
-``--slow`` 400 of 25; once more over a baseline cut into several groups.
+``--slow`` 400 of 25; once more over a baseline cut into several groups, and once under an
+end-of-line conversion (``.gitattributes``), where the first scan reads the files git would
+convert and stores the one whose bytes are not its blob's.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import event
@@ -65,8 +68,9 @@ GIT = {
 class RefModel(Model):
     """The model, with the committed files the store knows only by reference to git."""
 
-    def __init__(self) -> None:
+    def __init__(self, committed: dict[str, State]) -> None:
         super().__init__()
+        self.committed = committed  # the first commit's files, as the model wrote them
         self.refs: dict[str, str] = {}  # path -> its git blob id, while only referenced
         self.pruned: set[str] = set()  # the committed blob ids git no longer has
         self.lost: set[str] = set()  # paths a scan could not capture: git lost their base
@@ -74,7 +78,9 @@ class RefModel(Model):
     def _settle(self, path: str) -> None:
         """A scan recorded ``path``, changed or gone: its referenced version is brought in
         from git, unless git lost it and the file no longer holds those bytes."""
-        if self.refs.pop(path) in self.pruned and not same(self.files.get(path), COMMITTED[path]):
+        if self.refs.pop(path) in self.pruned and not same(
+            self.files.get(path), self.committed[path]
+        ):
             self.lost.add(path)
 
     def record(
@@ -90,32 +96,41 @@ class RefModel(Model):
         super().record(session, path, before, after, mkdirs)
 
     def scan(self) -> list[str]:
-        for path in [p for p in self.refs if not identical(self.files.get(p), COMMITTED[p])]:
+        for path in [p for p in self.refs if not identical(self.files.get(p), self.committed[p])]:
             self._settle(path)
         return super().scan()
 
 
 class RefWorkspace(Workspace):
     model: RefModel
+    #: The first commit's files; those the first scan reads, and those it stores (all the
+    #: rest it references).
+    COMMITTED: ClassVar[dict[str, State]] = COMMITTED
+    READ: ClassVar[frozenset[str]] = frozenset()
+    STORED: ClassVar[frozenset[str]] = frozenset()
 
     def _start(self) -> Store:
         """A repository whose first commit holds ``COMMITTED``, and the store's first scan,
-        which references every file of it."""
-        self.model = RefModel()
+        which references every file of it but ``STORED``."""
+        self.model = RefModel(self.COMMITTED)
         self.warnings: list[str] = []
         git(self.root, "init", "-q", "-b", "main")
-        for path, state in COMMITTED.items():
+        for path, state in self.COMMITTED.items():
             self._put(path, state)
             os.utime(self.root / path, ns=(SETTLED_NS, SETTLED_NS))
             self.model.set(path, state)
         git(self.root, "add", "-A")
         git(self.root, "commit", "-q", "-m", "first")
-        self.oids = {path: git(self.root, "rev-parse", f"HEAD:{path}") for path in COMMITTED}
-        self.model.refs = dict(self.oids)
+        self.oids = {path: git(self.root, "rev-parse", f"HEAD:{path}") for path in self.COMMITTED}
+        self.model.refs = {p: oid for p, oid in self.oids.items() if p not in self.STORED}
         store = Store.init(self.root, clock=self.clock, durable=False, warn=self.warnings.append)
         store.exclude_from_git()
         result = store.scan()
-        assert result.baseline and result.read == 0, result  # nothing read: all referenced
+        assert result.baseline and result.read == len(self.READ), result
+        with store.repo.read() as v:
+            keys = {p: v.path_digest(p) for p in self.COMMITTED}
+            stored = {p for p, key in keys.items() if key is None or v.git_ref(key, p) is None}
+        assert stored == self.STORED, stored
         self.model.scan()
         return store
 
@@ -182,13 +197,13 @@ class RefWorkspace(Workspace):
             for turn in self.model.turns.values()
             if turn.kind == "agent"
             for path, runs in turn.changes.items()
-            if path in COMMITTED and identical(runs[0].before, COMMITTED[path])
+            if path in self.COMMITTED and identical(runs[0].before, self.COMMITTED[path])
         ]
         if not found:
             return
         turn, path = data.draw(st.sampled_from(found))
         entry = self.store.cat(turn.id, path, turn.session, before=True)
-        assert (entry.kind, entry.data, entry.mode) == COMMITTED[path].render(), path
+        assert (entry.kind, entry.data, entry.mode) == self.COMMITTED[path].render(), path
         if self.oids[path] in self.model.pruned:
             event("cat of a committed version git pruned since")
 
@@ -253,6 +268,31 @@ def test_the_same_over_several_groups(slow: bool, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(baseline, "TARGET", 120)
     monkeypatch.setattr(baseline, "FIRST", 2)
     run(SmallGroupsWorkspace, 400 if slow else 25, slow, steps=25 if slow else 12)
+
+
+#: The same first commit under an end-of-line conversion: git's blobs hold LF, and the tree
+#: what its files were written with (``nest/u.txt``: CRLF, which no blob holds).
+CONVERTING = b"*.txt text eol=crlf\n"
+CONVERTED = {
+    **COMMITTED,
+    "nest/u.txt": State("raw", b"one\r\ntwo\r\n"),
+    ".gitattributes": State("raw", CONVERTING),
+}
+
+
+class ConvertedWorkspace(RefWorkspace):
+    """The same under ``*.txt text eol=crlf``: the first scan reads each ``.txt`` file, as
+    git would convert it, and references those whose bytes are their blob's; the CRLF file is
+    stored. A rewind that brought a referenced file back through git's conversion, or a
+    reference to the CRLF file, would leave a tree the model does not have."""
+
+    COMMITTED = CONVERTED
+    READ = frozenset(p for p in CONVERTED if p.endswith(".txt"))
+    STORED = frozenset({"nest/u.txt"})
+
+
+def test_the_same_under_an_end_of_line_conversion(slow: bool) -> None:
+    run(ConvertedWorkspace, 400 if slow else 25, slow, steps=25 if slow else 12)
 
 
 def test_the_same_with_every_commit_run_twice(slow: bool, monkeypatch: pytest.MonkeyPatch) -> None:
