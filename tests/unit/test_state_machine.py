@@ -33,6 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from snapstore import BadInput, NotFound, RunActive, Store
 from snapstore.core import blobs, chunked
+from snapstore.core.records import Big
 from snapstore.ops.gc import GcPolicy
 
 from ..support import Clock, snapshot
@@ -528,7 +529,8 @@ class Workspace(RuleBasedStateMachine):
 
     @rule(session=st.sampled_from(SESSIONS), n=st.integers(1, 6))
     def every_point_rewinds_as_the_model_says(self, session: str, n: int) -> None:
-        """A dry run of rewinding to point n plans exactly the model's tree before it."""
+        """A dry run of rewinding to point n plans exactly the model's tree before it (a
+        big file's content by its digest and size: it is streamed, not held)."""
         branch = self.model.branch(session)
         if session in self.model.open or n > len(branch):
             return
@@ -548,7 +550,11 @@ class Workspace(RuleBasedStateMachine):
                         else ("file", content.data, content.mode)
                     )
                 )
-                assert got == (None if state is None else state.render()), path
+                want = None if state is None else state.render()
+                if want is not None and content is not None and isinstance(content.data, Big):
+                    kind, data, mode = want
+                    want = (kind, Big(blobs.digest(data), len(data)), mode)
+                assert got == want, path
             else:  # no write: it already holds the result
                 assert self.model.files.get(path) == state, path
 
