@@ -129,7 +129,9 @@ class RefWorkspace(Workspace):
         assert result.baseline and result.read == len(self.READ), result
         with store.repo.read() as v:
             keys = {p: v.path_digest(p) for p in self.COMMITTED}
-            stored = {p for p, key in keys.items() if key is None or v.git_ref(key, p) is None}
+            refs = {p: v.git_ref(key, p) for p, key in keys.items() if key is not None}
+        assert refs.keys() == self.COMMITTED.keys(), keys  # every file recorded
+        stored = {p for p, ref in refs.items() if ref is None}
         assert stored == self.STORED, stored
         self.model.scan()
         return store
