@@ -197,27 +197,6 @@ class Workspace:
             return now is None or stat.S_ISDIR(now.st_mode)
         return now is not None and fingerprint(now) == seen
 
-    def hold_many(self, entries: Iterable[tuple[str, bytes]]) -> Iterator[bool]:
-        """:meth:`holds` for many files (path, fingerprint), in order: a run of files in
-        one folder costs one ``fstatat`` each, their folder opened once."""
-        with self.folders.holding(), contextlib.ExitStack() as opened:
-            folder: str | None = None
-            fd: int | None = None
-            for rel, seen in entries:
-                parent, _, leaf = rel.rpartition("/")
-                if parent != folder:
-                    opened.close()  # the last run's folder
-                    folder = parent
-                    try:
-                        fd, _ = opened.enter_context(self.folders.parent(rel))
-                    except SnapstoreError:
-                        fd = None
-                try:
-                    now = None if fd is None else os.stat(leaf, dir_fd=fd, follow_symlinks=False)
-                except OSError:
-                    now = None
-                yield now is not None and fingerprint(now) == seen
-
     def read(self, rel: str) -> Entry | None:
         """The current content of ``rel``, or None when it does not exist."""
         with self.folders.parent(rel) as (fd, _):

@@ -12,6 +12,7 @@ path's version, and no change.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -247,23 +248,22 @@ class Committer:
 
     def references(self, noted: list[Noted]) -> list[Noted]:
         """Commit files of the baseline by reference, in groups (core.baseline), each as
-        the walk noted it, if it still has the ``lstat`` the walk saw. Returns those that
-        have records of their own (a hook wrote them meanwhile, or an earlier capture):
-        they are recorded as items, as any other path."""
+        the walk noted it. A file that changed since is still recorded as the walk saw
+        it: git holds that version, and the next scan finds the change, as after any
+        scan. Returns those that have records of their own (a hook wrote them meanwhile,
+        or an earlier capture): they are recorded as items, as any other path, whose
+        ``lstat`` is checked again."""
         with self.repo.lock() as w:
-            rels = [entry[0].decode("utf-8", "surrogateescape") for entry in noted]
-            checks = zip(rels, [entry[2] for entry in noted], strict=True)
-            still = list(self.repo.ws.hold_many(checks))
-            return w.write(lambda tx: self._group(tx, noted, rels, still))
+            return w.write(lambda tx: self._group(tx, noted))
 
-    def _group(self, tx: Tx, noted: list[Noted], rels: list[str], still: list[bool]) -> list[Noted]:
-        held = writing(tx)
+    def _group(self, tx: Tx, noted: list[Noted]) -> list[Noted]:
+        held = {os.fsencode(rel) for rel in writing(tx)}
         own = tx.has_own()
         grouped: list[Noted] = []
         singles: list[Noted] = []
-        for entry, rel, kept in zip(noted, rels, still, strict=True):
-            if rel in held or not kept:
-                continue  # the next scan sees it
+        for entry in noted:
+            if entry[0] in held:
+                continue  # a hook's write in progress: the next scan sees it
             (singles if own and tx.has_own(entry[0]) else grouped).append(entry)
         tx.put_groups([e[0] for e in grouped], [e[1] for e in grouped], [e[3] for e in grouped])
         return singles

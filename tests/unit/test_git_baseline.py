@@ -433,3 +433,33 @@ def test_a_walk_across_many_groups_sees_each_file_once(root: Path, clock: Clock)
         assert not (root / "b/29/new.txt").exists()
         assert all((root / rel).read_text() == data for rel, data in files.items())
         assert store.scan().count == 0
+
+
+def test_a_file_changed_after_the_walk_keeps_the_version_the_walk_saw(
+    root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user edits one file and deletes another after the first scan's walk, before its
+    commit: both are still referenced as the walk found them (git holds those versions),
+    and the next scan records the two changes from there. A baseline without them would
+    count the edited file as new, and forget the deleted one."""
+    files = {f"f{i}.txt": f"file {i}\n" * 10 for i in range(6)}
+    _repo(root, files)
+    real = Committer.references
+
+    def late(self: Committer, noted: list) -> list:
+        monkeypatch.setattr(Committer, "references", real)
+        write(root, "f1.txt", "edited during init\n")
+        os.remove(root / "f4.txt")
+        return real(self, noted)
+
+    monkeypatch.setattr(Committer, "references", late)
+    with Store.init(root, clock=clock, git=False) as store:
+        assert store.scan().baseline
+        assert _referenced(store) == set(files)
+        result = store.scan()
+        assert (result.changed, result.deleted, result.added) == (["f1.txt"], ["f4.txt"], [])
+        with store.repo.read() as v:
+            for change in store.changes(result.turn):
+                assert change.before is not None
+                assert v.blob(bytes.fromhex(change.before.digest)) == files[change.path].encode()
+        assert store.fsck().ok
