@@ -16,10 +16,8 @@ import struct
 from typing import NamedTuple
 
 _HEADER = struct.Struct(">4sII")
-#: ctime, mtime (seconds and nanoseconds each), dev, ino, mode, uid, gid, size
-_STAT = struct.Struct(">10I")
 _FLAGS = struct.Struct(">H")
-_EXTENDED, _ASSUME_VALID = 0x4000, 0x8000
+_EXTENDED, _ASSUME_VALID, _NAME_LENGTH = 0x4000, 0x8000, 0xFFF
 #: Extended flags that change what git stages or checks out: intent-to-add, skip-worktree.
 _MEANINGFUL = 0x6000
 
@@ -62,19 +60,18 @@ def _entries(data: bytes, oid_bytes: int) -> list[StatEntry] | None:
     signature, version, count = _HEADER.unpack_from(data)
     if signature != b"DIRC" or version not in (2, 3, 4):
         return None
+    fixed = struct.Struct(f">10I{oid_bytes}sH")  # the stat data, the object id, the flags
+    unpack, fixed_size = fixed.unpack_from, fixed.size
     found: list[StatEntry] = []
+    append, make = found.append, StatEntry._make  # a million entries: no call in Python each
     at = _HEADER.size
     path = b""
     for _ in range(count):
         start = at
-        ctime_s, ctime_n, mtime_s, mtime_n, _dev, ino, mode, _uid, _gid, size = _STAT.unpack_from(
+        ctime_s, ctime_n, mtime_s, mtime_n, _dev, ino, mode, _uid, _gid, size, oid, flags = unpack(
             data, at
         )
-        at += _STAT.size
-        oid = data[at : at + oid_bytes]
-        at += oid_bytes
-        (flags,) = _FLAGS.unpack_from(data, at)
-        at += 2
+        at += fixed_size
         extended = 0
         if flags & _EXTENDED:
             if version < 3:
@@ -90,20 +87,25 @@ def _entries(data: bytes, oid_bytes: int) -> list[StatEntry] | None:
             at = end + 1
         else:
             end = data.index(b"\0", at)
+            length = flags & _NAME_LENGTH  # the path's length, unless it is that long or more
+            if length != end - at and length < _NAME_LENGTH:
+                return None
             path = data[at:end]
             at = start + ((end - start) // 8 + 1) * 8  # NUL-padded to a multiple of 8
         stage = (flags >> 12) & 3
         meaning = (stage << 16) | (flags & _ASSUME_VALID) | (extended & _MEANINGFUL)
-        found.append(
-            StatEntry(
-                path,
-                mode,
-                oid,
-                meaning,
-                ctime_s * 1_000_000_000 + ctime_n,
-                mtime_s * 1_000_000_000 + mtime_n,
-                ino,
-                size,
+        append(
+            make(
+                (
+                    path,
+                    mode,
+                    oid,
+                    meaning,
+                    ctime_s * 1_000_000_000 + ctime_n,
+                    mtime_s * 1_000_000_000 + mtime_n,
+                    ino,
+                    size,
+                )
             )
         )
     if data[at : at + 4] == b"link":  # a split index: its entries live in another file

@@ -416,10 +416,6 @@ def scan(
     if scopes is None and dirs is None:
         dirs = {}  # a full scan notes the folders, to find the ones that came
     walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
-    if result.baseline and result.full and git_baseline:
-        from .gitbase import baseline
-
-        walker.baseline = baseline(repo)
     new_state = None
     if scopes is None and (state is None or state.get("exclude") != exclude):
         new_state = {"baseline": (state or {}).get("baseline", repo.clock()), "exclude": exclude}
@@ -427,6 +423,10 @@ def scan(
     collecting = gc.isenabled()
     gc.disable()  # a scan makes many small objects and frees none until it ends
     try:
+        if result.baseline and result.full and git_baseline:
+            from .gitbase import baseline
+
+            walker.baseline = baseline(repo)  # an entry for each file git's index holds
         with repo.read() as walker.view:
             if scopes is None:
                 clean = state is not None and state.get("exclude") == exclude

@@ -15,7 +15,7 @@ from snapstore import Store
 from snapstore.core.db import SCHEMA_VERSION
 from snapstore.core.errors import GitRefused
 from snapstore.git import files
-from snapstore.git.index import entries, same_index
+from snapstore.git.index import entries, same_index, stat_entries
 from snapstore.git.layout import find, parse_config
 
 from ..support import Clock, agent_turn, write
@@ -126,6 +126,52 @@ def test_two_indexes_that_stage_the_same_are_the_same(root: Path) -> None:
     assert found is not None and [e[0].decode() for e in found] == [
         s.split("\t")[1] for s in staged
     ]
+
+
+def _debugged(root: Path) -> list[tuple[str, int, int, int, int, int]]:
+    """Each index entry as ``git ls-files --debug`` prints it: path, ctime and mtime in
+    nanoseconds, inode, size and the intent-to-add flag."""
+    fields = []
+    out = git(root, "ls-files", "--debug").splitlines()
+    for at in range(0, len(out), 6):
+        path, ctime, mtime, dev_ino, _, size_flags = out[at : at + 6]
+        ns = [int(s) * 10**9 + int(n) for s, n in (t.split()[1].split(":") for t in (ctime, mtime))]
+        size, flags = size_flags.split()[1], size_flags.split()[3]
+        ita = int(flags, 16) & 0x20000000
+        fields.append((path, *ns, int(dev_ino.split()[3]), int(size), ita))
+    return fields
+
+
+def test_the_stat_data_of_every_index_version_is_what_git_cached(root: Path) -> None:
+    """What the baseline by reference trusts of git's index (snapstore.git.clean): each
+    entry's path, stat data and flags, as git prints them, in index versions 3 (with an
+    intent-to-add entry's extended flags) and 4 (paths compressed), with long paths; an
+    index cut short, or whose path length does not meet its NUL, is not read at all."""
+    init(root)
+    long = "deep/" + "x" * 200 + "/" + "y" * 250 + ".txt"
+    for rel in (long, "deep/a.txt", "z.txt"):
+        write(root, rel, f"{rel}\n")
+    git(root, "add", "-A")
+    write(root, "new.txt", "not staged yet\n")
+    git(root, "add", "-N", "new.txt")
+    index = root / ".git" / "index"
+    for version in ("3", "4"):
+        git(root, "update-index", "--index-version", version)
+        data = index.read_bytes()
+        parsed = stat_entries(data)
+        assert parsed is not None
+        got = [
+            (e.path.decode(), e.ctime_ns, e.mtime_ns, e.ino, e.size, e.meaning & 0x2000)
+            for e in parsed
+        ]
+        assert [g[:5] for g in got] == [d[:5] for d in _debugged(root)]
+        assert [p for p, *_, ita in got if ita] == ["new.txt"]
+        assert stat_entries(data[: len(data) // 2]) is None
+    git(root, "update-index", "--index-version", "3")
+    data = bytearray(index.read_bytes())
+    first_flags = 12 + 40 + 20  # the header, the first entry's stat data and object id
+    data[first_flags + 1] += 1  # its path one byte longer than its NUL says
+    assert stat_entries(bytes(data)) is None
 
 
 def test_a_schema_4_store_is_upgraded_with_the_git_table_and_its_gitignore(
