@@ -17,14 +17,17 @@ unchanged, without reading it. A file is *clean against HEAD* here when all of t
   (the caller reads it to know; ``* text=auto`` is common, and mostly converts nothing).
 
 A partial clone may lack blobs and fetch them over the network: none of its files is
-referenced. The caller still compares each entry's stat data with the file's
-(:func:`matches`).
+referenced. The caller compares each entry's stat data with the file's (:func:`matches`)
+while git is asked, in the background, about HEAD and the attributes (:class:`Candidates`):
+at a million files git takes most of a second to answer, as long as the caller's walk
+takes to meet a few hundred thousand files.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from typing import NamedTuple
 
 from .index import StatEntry, stat_entries
 from .layout import Layout
@@ -34,16 +37,67 @@ _ATTRS = frozenset((b"filter", b"ident", b"working-tree-encoding", b"eol", b"crl
 _TRUE = ("true", "yes", "on", "1")
 
 
-def clean_files(layout: Layout, max_size: int) -> tuple[dict[bytes, StatEntry], set[bytes]]:
-    """The index entries of the files clean against HEAD, by path (bytes), and the paths
-    among them whose bytes may differ from the blob's (a conversion attribute): those
-    are the blob only if they hash to it, which the caller checks by reading them."""
+class Candidates:
+    """The index entries of the files that may be clean against HEAD, by path (bytes), and
+    git, asked in the background while the caller walks the tree, which of them are not:
+    those HEAD stages another blob for, and those with a conversion attribute."""
+
+    __slots__ = ("_asked", "_autocrlf", "entries")
+
+    def __init__(self, layout: Layout, entries: dict[bytes, StatEntry], autocrlf: str):
+        from concurrent.futures import ThreadPoolExecutor  # only a repository's first scan
+
+        self.entries = entries
+        self._autocrlf = autocrlf
+        pool = ThreadPoolExecutor(1, thread_name_prefix="snapstore-git")
+        self._asked = pool.submit(_ask, layout, b"\0".join(entries) + b"\0")
+        pool.shutdown(wait=False)  # its one call runs on; :meth:`unclean` waits for it
+
+    def unclean(self) -> Unclean | None:
+        """What git says of the candidates; None when it could not tell (no HEAD yet: an
+        unborn branch; a repository git cannot read): then no file is clean. Git that
+        cannot be run is an ``OSError``."""
+        asked = self._asked.result()
+        if asked is None:
+            return None
+        staged, attrs = asked
+        attributed: set[bytes] = set()
+        text_unset: set[bytes] = set()
+        fields = attrs.split(b"\0")
+        for at in range(0, len(fields) - 2, 3):
+            path, attr, value = fields[at], fields[at + 1], fields[at + 2]
+            if attr not in _ATTRS:
+                continue
+            if value != b"unset":
+                attributed.add(path)  # the attribute is set, or has a value
+            elif attr == b"text":
+                text_unset.add(path)
+        autocrlf = self._autocrlf in _TRUE or self._autocrlf == "input"
+        return Unclean(set(staged.split(b"\0")) - {b""}, attributed, text_unset, autocrlf)
+
+
+class Unclean(NamedTuple):
+    """Which candidates git says are not clean, or may not be."""
+
+    staged: set[bytes]  # HEAD stages another blob for them
+    attributed: set[bytes]  # a conversion attribute is set for them
+    text_unset: set[bytes]  # ``-text``: never converted
+    autocrlf: bool  # ``core.autocrlf`` converts each file whose ``text`` is unspecified
+
+    def converts(self, path: bytes) -> bool:
+        """Whether git may convert the file: its bytes are the blob's only if they hash to it."""
+        return path in self.attributed or (self.autocrlf and path not in self.text_unset)
+
+
+def clean_files(layout: Layout, max_size: int) -> Candidates | None:
+    """The files that may be clean against HEAD, found from git's index; None when none
+    can be (no index, one this reader does not know, a partial clone)."""
     from .moves import git
 
     try:
         fd = os.open(os.path.join(layout.git_dir, "index"), os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
-        return {}, set()
+        return None
     try:
         index_mtime = os.fstat(fd).st_mtime_ns
         with os.fdopen(os.dup(fd), "rb") as handle:
@@ -52,12 +106,15 @@ def clean_files(layout: Layout, max_size: int) -> tuple[dict[bytes, StatEntry], 
         os.close(fd)
     found = stat_entries(data, layout.oid_size // 2)
     if not found:
-        return {}, set()
+        return None
     candidates = {
         e.path: e
         for e in found
         if e.meaning == 0 and e.mode in _REGULAR and e.size <= max_size and e.mtime_ns < index_mtime
     }
+    del found
+    if not candidates:
+        return None
     config = git(
         layout, "config", "-z", "--get-regexp", r"^(core\.autocrlf|extensions\.partialclone)$"
     )
@@ -66,34 +123,25 @@ def clean_files(layout: Layout, max_size: int) -> tuple[dict[bytes, StatEntry], 
         name, _, value = item.partition(b"\n")
         settings[name] = value if _ else b"true"
     if b"extensions.partialclone" in settings:
-        return {}, set()
+        return None
     autocrlf = settings.get(b"core.autocrlf", b"false").decode(errors="replace").lower()
+    return Candidates(layout, candidates, autocrlf)
+
+
+def _ask(layout: Layout, paths: bytes) -> tuple[bytes, bytes] | None:
+    """What git says of the candidates (NUL-terminated): the paths that HEAD stages
+    otherwise, and the conversion attributes they have; None when git cannot tell."""
+    from .moves import git
+
     staged = git(layout, "diff-index", "--cached", "-z", "--name-only", "--no-renames", "HEAD")
     if staged.returncode != 0:
-        return {}, set()  # no HEAD yet (an unborn branch), or git cannot read the repository
-    for path in staged.stdout.split(b"\0"):
-        candidates.pop(path, None)
-    if not candidates:
-        return {}, set()
+        return None
     # --all lists only the attributes a path has, not the unspecified: a repository with
     # few attributes gives a few lines for a million paths, not six million fields
-    attrs = git(layout, "check-attr", "-z", "--stdin", "--all", data=b"\0".join(candidates) + b"\0")
+    attrs = git(layout, "check-attr", "-z", "--stdin", "--all", data=paths)
     if attrs.returncode != 0:
-        return {}, set()
-    converted: set[bytes] = set()
-    text_unset: set[bytes] = set()
-    fields = attrs.stdout.split(b"\0")
-    for at in range(0, len(fields) - 2, 3):
-        path, attr, value = fields[at], fields[at + 1], fields[at + 2]
-        if attr not in _ATTRS:
-            continue
-        if value != b"unset":
-            converted.add(path)  # the attribute is set, or has a value
-        elif attr == b"text":
-            text_unset.add(path)
-    if autocrlf in _TRUE or autocrlf == "input":  # converts each file whose text is unspecified
-        converted.update(path for path in candidates if path not in text_unset)
-    return candidates, converted  # check-attr named only candidates
+        return None
+    return staged.stdout, attrs.stdout
 
 
 def matches(entry: StatEntry, st: os.stat_result) -> bool:

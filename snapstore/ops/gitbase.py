@@ -29,30 +29,36 @@ from ..core.errors import GitRefused
 from ..core.records import Big, Version
 from ..core.repo import Repo, Tx
 from ..git import layout as git_layout
-from ..git.clean import clean_files, matches
-from ..git.index import StatEntry
+from ..git.clean import Candidates, Unclean, clean_files, matches
 from ..git.objects import blob_id, iter_blobs, read_blobs
 
 
 class Baseline:
     """The clean files of the workspace's repository, for the first scan to reference."""
 
-    __slots__ = ("converted", "entries", "oid_size")
+    __slots__ = ("candidates", "oid_size")
 
-    def __init__(self, entries: dict[bytes, StatEntry], converted: set[bytes], oid_size: int):
-        self.entries = entries  # path (bytes) -> its index entry
-        self.converted = converted  # paths whose bytes are the blob only if they hash to it
+    def __init__(self, candidates: Candidates, oid_size: int):
+        self.candidates = candidates
         self.oid_size = oid_size
 
-    def find(self, rel: bytes, st: os.stat_result) -> tuple[bytes, bool] | None:
+    def find(self, rel: bytes, st: os.stat_result) -> bytes | None:
         """The git object id of ``rel`` (raw) when its ``lstat`` is what git's index cached
-        for the clean file, and whether its bytes must be read to hash to it (a converted
-        file); None: it is read and stored. A walk asks once for each path, so the entry
-        is let go: the references it notes take its place in memory."""
-        entry = self.entries.pop(rel, None)
+        for the file; None: it is read and stored. :meth:`unclean` says, after the walk,
+        which of those found are not clean after all. A walk asks once for each path, so
+        the entry is let go: the reference it notes takes its place in memory."""
+        entry = self.candidates.entries.pop(rel, None)
         if entry is None or not matches(entry, st):
             return None
-        return entry.oid, rel in self.converted
+        return entry.oid
+
+    def unclean(self) -> Unclean | None:
+        """Which of the files found are not clean, or may be converted; None: git could not
+        tell, and none of them is clean."""
+        try:
+            return self.candidates.unclean()
+        except OSError:
+            return None  # git cannot be run: every file is read, as outside a repository
 
     def holds_blob(self, data: bytes, oid: bytes) -> bool:
         """Whether a converted file's bytes, as read, are its blob's."""
@@ -60,8 +66,8 @@ class Baseline:
 
 
 def baseline(repo: Repo) -> Baseline | None:
-    """The workspace's clean files, when its own ``.git`` is a repository git can read;
-    None otherwise (no repository, or one snapstore refuses to read)."""
+    """The workspace's files that may be clean, when its own ``.git`` is a repository git
+    can read; None otherwise (no repository, or one snapstore refuses to read)."""
     try:
         found = git_layout.find(repo.root)
     except GitRefused:
@@ -69,10 +75,10 @@ def baseline(repo: Repo) -> Baseline | None:
     if found is None:
         return None
     try:
-        entries, converted = clean_files(found, blobs.BIG)
+        candidates = clean_files(found, blobs.BIG)
     except OSError:
         return None  # git cannot be run: every file is read, as outside a repository
-    return Baseline(entries, converted, found.oid_size) if entries else None
+    return None if candidates is None else Baseline(candidates, found.oid_size)
 
 
 class Copied:

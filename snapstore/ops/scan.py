@@ -254,16 +254,32 @@ class _Walker:
         """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase):
         noted as a tuple, not an :class:`Item`, as a million of them are held at once."""
         assert self.baseline is not None
-        found = self.baseline.find(rel, st)
-        if found is None:
-            return False
-        oid, converted = found
-        if converted:  # read as any candidate: referenced if its bytes are the blob's
-            self.converted[rel] = oid
+        oid = self.baseline.find(rel, st)
+        if oid is None:
             return False
         check = fingerprint(st)
         self.referenced.append((rel, _kept(check, _racy(st, time.time_ns())), check, oid))
         return True
+
+    def unclean(self) -> None:
+        """After the walk of a first scan: each file it noted by reference that git says
+        is not clean after all (HEAD stages another blob) is read as any other, and so
+        is each that git may convert, which is referenced only if its bytes are its
+        blob's. Git that could not tell sends every noted file to be read."""
+        assert self.baseline is not None
+        unclean = self.baseline.unclean()
+        if unclean is not None and not (unclean.staged or unclean.attributed or unclean.autocrlf):
+            return  # the common case: a million files, none of them to read
+        kept: list[Noted] = []
+        for noted in self.referenced:
+            rel = noted[0]
+            if unclean is not None and rel not in unclean.staged:
+                if not unclean.converts(rel):
+                    kept.append(noted)
+                    continue
+                self.converted[rel] = noted[3]
+            self.candidates.append((_decode(rel), None))
+        self.referenced = kept
 
     def _rules_unchanged(
         self, prefix: bytes, present: dict[str, os.DirEntry[str]], index: dict[bytes, bytes]
@@ -431,6 +447,8 @@ def scan(
             if scopes is None:
                 clean = state is not None and state.get("exclude") == exclude
                 walker.walk(b"", rules.base, clean)
+                if walker.baseline is not None:
+                    walker.unclean()
             else:
                 for scope in scopes:
                     walker.scope(scope)

@@ -463,3 +463,23 @@ def test_a_file_changed_after_the_walk_keeps_the_version_the_walk_saw(
                 assert change.before is not None
                 assert v.blob(bytes.fromhex(change.before.digest)) == files[change.path].encode()
         assert store.fsck().ok
+
+
+def test_with_no_commit_yet_every_file_is_read_and_stored(root: Path, clock: Clock) -> None:
+    """git's index stages the files, but there is no HEAD to be clean against (an unborn
+    branch): git cannot tell which files are clean, so the walk's references are all
+    read and stored, and a shell ``rm`` is rewound from the store's own bytes."""
+    git(root, "init", "-q", "-b", "main")
+    files = {f"f{i}.txt": f"file {i}\n" for i in range(5)}
+    for rel, data in files.items():
+        write(root, rel, data)
+    git(root, "add", "-A")
+    with Store.init(root, clock=clock, git=False) as store:
+        result = store.scan()
+        assert result.baseline and result.read == len(files)
+        assert _referenced(store) == set()
+        assert len(raw_values(store, "blobs")) == len(files)
+        _turn(store, "rm f1.txt f3.txt")
+        assert store.rewind(1, "s").ok
+        assert all((root / rel).read_text() == data for rel, data in files.items())
+        assert store.fsck().ok
