@@ -251,8 +251,9 @@ class _Walker:
         return self.view.index_entry(rel) or old
 
     def _referenced(self, rel: bytes, st: os.stat_result) -> bool:
-        """Record a file git's index shows clean by reference, unread (snapstore.ops.gitbase):
-        noted as a tuple, not an :class:`Item`, as a million of them are held at once."""
+        """Note a file whose ``lstat`` is the one git's index cached, to be recorded by
+        reference, unread (snapstore.ops.gitbase), unless :meth:`unclean` sends it back to
+        be read: noted as a tuple, not an :class:`Item`, as a million of them are held."""
         assert self.baseline is not None
         oid = self.baseline.find(rel, st)
         if oid is None:
