@@ -128,7 +128,7 @@ def test_two_indexes_that_stage_the_same_are_the_same(root: Path) -> None:
     ]
 
 
-def _debugged(root: Path) -> list[tuple[str, int, int, int, int, int]]:
+def _debugged(root: Path) -> list[tuple[str, int, int, int, int, bool]]:
     """Each index entry as ``git ls-files --debug`` prints it: path, ctime and mtime in
     nanoseconds, inode, size and the intent-to-add flag."""
     fields = []
@@ -137,7 +137,7 @@ def _debugged(root: Path) -> list[tuple[str, int, int, int, int, int]]:
         path, ctime, mtime, dev_ino, _, size_flags = out[at : at + 6]
         ns = [int(s) * 10**9 + int(n) for s, n in (t.split()[1].split(":") for t in (ctime, mtime))]
         size, flags = size_flags.split()[1], size_flags.split()[3]
-        ita = int(flags, 16) & 0x20000000
+        ita = bool(int(flags, 16) & 0x20000000)
         fields.append((path, *ns, int(dev_ino.split()[3]), int(size), ita))
     return fields
 
@@ -161,10 +161,10 @@ def test_the_stat_data_of_every_index_version_is_what_git_cached(root: Path) -> 
         parsed = stat_entries(data)
         assert parsed is not None
         got = [
-            (e.path.decode(), e.ctime_ns, e.mtime_ns, e.ino, e.size, e.meaning & 0x2000)
+            (e.path.decode(), e.ctime_ns, e.mtime_ns, e.ino, e.size, bool(e.meaning & 0x2000))
             for e in parsed
         ]
-        assert [g[:5] for g in got] == [d[:5] for d in _debugged(root)]
+        assert got == _debugged(root)
         assert [p for p, *_, ita in got if ita] == ["new.txt"]
         assert stat_entries(data[: len(data) // 2]) is None
     git(root, "update-index", "--index-version", "3")
