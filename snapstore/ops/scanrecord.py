@@ -16,6 +16,7 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from ..core import blobs
 from ..core.errors import FileChanged
 from ..core.records import (
     CLOSED,
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
     from .gitbase import Copied
 
 FP_SIZE = FINGERPRINT.size
+#: A batch of this many files or more has its new content compressed by ``ENCODERS``
+#: threads (zstd lets go of the GIL), as a first scan's is. Fewer are not worth threads.
+PARALLEL_FRAMES, ENCODERS = 64, 2
 #: A file of the baseline by reference, as a first scan notes it: its path, the fingerprint
 #: to keep (racily clean: one that never matches), the one its ``lstat`` gave, its object id.
 Noted = tuple[bytes, bytes, bytes, bytes]
@@ -166,17 +170,33 @@ def encode(repo: Repo, items: list[Item], baseline: bool, known: frozenset[str])
     ``mkdirs`` counts the parent folders it brought (none of ``known``)."""
     if not items:
         return items
+    frames: list[Item] = []  # new content with no base: a full frame each, made in threads
     with repo.read() as v:
         for item in items:
             base = v.path_digest(item.rel)
             if isinstance(item.data, Big):  # stored in chunks by the commit: Committer
                 item.key, item.value = item.data.key, None
+            elif base is None and len(items) >= PARALLEL_FRAMES:
+                item.key, item.value = blobs.digest(item.data), None
+                if not v.has_blob(item.key):
+                    frames.append(item)
             else:
                 item.key, item.value = v.encode(item.data, base)
             assert item.version is not None
             item.version = Version(item.key.hex(), item.version.mode, item.version.kind)
             if not baseline and item.old is None and base is None:
                 item.mkdirs = _new_parents(v, item.rel, known)
+    if frames:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def compress(share: list[Item]) -> None:
+            for item in share:
+                assert isinstance(item.data, bytes)  # a big one has no frame: not here
+                item.value = blobs.encode(item.data)
+
+        # A share per thread: a task per file costs as much as compressing a small one.
+        with ThreadPoolExecutor(ENCODERS) as pool:
+            list(pool.map(compress, [frames[i::ENCODERS] for i in range(ENCODERS)]))
     return items
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import random
+import shutil
 from pathlib import Path
 
 import pytest
 
 from snapstore import Store, UnsafePath
 from snapstore.core.records import FILE, USER, Entry, unscanned_fingerprint, version_of
-from snapstore.ops import scan
+from snapstore.ops import scan, scanrecord
 
 from ..support import SHELL_TOOL, agent_write, changes_of, make_tree, read, shell, snapshot, write
 
@@ -29,6 +31,34 @@ def test_the_first_scan_records_a_baseline_with_every_blob(store: Store, root: P
         for rel in index_keys(store):  # every file can come back
             entry = store.ws.read(rel)
             assert v.blob(v.path_digest(rel)) == entry.data
+
+
+def test_a_first_scan_of_many_files_compresses_in_threads_and_keeps_every_byte(
+    store: Store, root: Path
+) -> None:
+    """Past ``PARALLEL_FRAMES`` files a batch is compressed by threads, each its share: every
+    file still gets its own frame (an empty one, duplicates, incompressible bytes among them),
+    and a rewind of a shell ``rm -r`` of all of them brings back every byte."""
+    rng = random.Random(7)
+    files = {f"many/{i:03}.txt": f"line {i}\n".encode() * rng.randrange(1, 400) for i in range(150)}
+    files.update(
+        {"many/empty": b"", "many/same-1": b"twice\n" * 50, "many/same-2": b"twice\n" * 50}
+    )
+    files["many/noise.bin"] = rng.randbytes(5000)
+    for rel, data in files.items():
+        write(root, rel, data)
+    assert len(files) >= 2 * scanrecord.PARALLEL_FRAMES
+    result = store.scan()
+    assert result.baseline and result.read == len(files)
+    with store.repo.read() as v:
+        assert all(v.blob(v.path_digest(rel)) == data for rel, data in files.items())
+    store.begin_turn("s", "clean up", scan=True)
+    store.shell_begin("s", "call-1")
+    shutil.rmtree(root / "many")
+    store.shell_end("s", "call-1")
+    store.end_turn("s", scan=True)
+    assert store.rewind(1, "s").ok
+    assert {rel: read(root, rel) for rel in files} == files
 
 
 def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
