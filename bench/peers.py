@@ -66,6 +66,23 @@ class ShadowGit:
         self.git("add", "-A")
         self.git("commit", "-q", "--allow-empty", "--no-verify", "-m", message)
 
+    def commit_paths(self, message: str, paths: set[str]) -> None:
+        """The commit :meth:`checkpoint` would make when only ``paths`` changed since the last
+        one, without its walk of the whole tree: an untimed checkpoint of a long session."""
+        proc = subprocess.run(
+            ["git", "update-index", "--add", "--remove", "-z", "--stdin"],
+            input=b"".join(os.fsencode(rel) + b"\0" for rel in sorted(paths)),
+            env=self.env,
+            cwd=self.worktree,
+            capture_output=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"git update-index failed: {proc.stderr.decode().strip()}")
+        tree = self.git("write-tree").strip()
+        commit = self.git("commit-tree", tree, "-p", "HEAD", "-m", message).strip()
+        self.git("update-ref", "HEAD", commit)
+
     def head(self) -> str:
         return self.git("rev-parse", "HEAD").strip()
 

@@ -10,12 +10,16 @@ of the paths the session touched. The check walks the whole tree and:
 - reads and hashes every path in the overlay;
 - reads and hashes any other path whose inode, size or times differ from the
   base (so a tool that rewrote an untouched file is caught too).
+
+A check of the touched paths only (``whole=False``) stats and hashes the overlay
+and nothing else: for a repetition of a step whose whole-tree check already passed.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import blake3
@@ -83,27 +87,26 @@ class Tree:
         self.stats = {rel: _fingerprint(st) for rel, st in walk(root, skip).items()}
         self.checks = 0
 
-    def check(self, overlay: State, label: str) -> None:
-        """Raise CorrectnessError unless the tree is the base with ``overlay`` applied."""
+    def check(self, overlay: State, label: str, whole: bool = True) -> None:
+        """Raise CorrectnessError unless the tree is the base with ``overlay`` applied; with
+        ``whole`` false, unless the overlay's paths hold what it says."""
         problems: list[str] = []
-        found = walk(self.root, self.skip)
-        for rel, st in found.items():
-            expected = overlay[rel] if rel in overlay else self.base.get(rel)
-            if expected is None:
-                problems.append(f"{rel}: present but should not exist")
-                continue
-            kind = LINK if stat.S_ISLNK(st.st_mode) else FILE
-            if kind != expected.kind:
-                problems.append(f"{rel}: is a {kind}, expected a {expected.kind}")
-                continue
-            if kind == FILE and st.st_mode & 0o777 != expected.mode:
-                problems.append(f"{rel}: mode {st.st_mode & 0o777:o}, expected {expected.mode:o}")
-            suspect = rel in overlay or self.stats.get(rel) != _fingerprint(st)
-            if suspect and read_version(os.path.join(self.root, rel), st).digest != expected.digest:
-                problems.append(f"{rel}: wrong bytes")
-        missing = [rel for rel, v in overlay.items() if v is not None and rel not in found]
-        missing += [rel for rel in self.base if rel not in overlay and rel not in found]
-        problems += [f"{rel}: missing" for rel in missing]
+        if whole:
+            found = walk(self.root, self.skip)
+            for rel, st in found.items():
+                expected = overlay[rel] if rel in overlay else self.base.get(rel)
+                problems += self._problems(rel, st, expected, rel in overlay)
+            missing = [rel for rel, v in overlay.items() if v is not None and rel not in found]
+            missing += [rel for rel in self.base if rel not in overlay and rel not in found]
+            problems += [f"{rel}: missing" for rel in missing]
+        else:
+            for rel, expected in overlay.items():
+                try:
+                    st = os.lstat(os.path.join(self.root, rel))
+                except FileNotFoundError:
+                    problems += [f"{rel}: missing"] if expected is not None else []
+                    continue
+                problems += self._problems(rel, st, expected, True)
         self.checks += 1
         if problems:
             shown = "\n  ".join(problems[:20])
@@ -112,6 +115,24 @@ class Tree:
                 f"{label}: the tree does not hold the expected state "
                 f"({len(problems)} problem(s)):\n  {shown}{more}"
             )
+
+    def _problems(
+        self, rel: str, st: os.stat_result, expected: Version | None, touched: bool
+    ) -> list[str]:
+        """What is wrong with one path found on disk (its bytes are read only if ``touched``
+        or its fingerprint moved)."""
+        if expected is None:
+            return [f"{rel}: present but should not exist"]
+        kind = LINK if stat.S_ISLNK(st.st_mode) else FILE
+        if kind != expected.kind:
+            return [f"{rel}: is a {kind}, expected a {expected.kind}"]
+        problems = []
+        if kind == FILE and st.st_mode & 0o777 != expected.mode:
+            problems.append(f"{rel}: mode {st.st_mode & 0o777:o}, expected {expected.mode:o}")
+        suspect = touched or self.stats.get(rel) != _fingerprint(st)
+        if suspect and read_version(os.path.join(self.root, rel), st).digest != expected.digest:
+            problems.append(f"{rel}: wrong bytes")
+        return problems
 
 
 def scan_base(root: str, skip: frozenset[str]) -> dict[str, Version]:
@@ -130,3 +151,31 @@ def disk_usage(path: str) -> int:
         for name in files:
             total += os.lstat(os.path.join(dirpath, name)).st_blocks * 512
     return total
+
+
+def remove(root: str, workers: int = 8) -> None:
+    """Delete the tree at ``root``, its folders' files in ``workers`` threads. On a disk
+    mounted with ``discard`` each unlink waits on the device: 200,000 files took 21 s one at
+    a time (``rm -rf``: 20 s) and 9.5 s eight at a time."""
+    if not os.path.isdir(root) or os.path.islink(root):
+        if os.path.lexists(root):
+            os.unlink(root)
+        return
+
+    def clear(path: str) -> list[str]:
+        """Unlink the files in one folder; its folders, to be cleared in turn."""
+        folders = []
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                else:
+                    os.unlink(entry.path)
+        return folders
+
+    levels = [[root]]
+    with ThreadPoolExecutor(workers) as pool:
+        while levels[-1]:
+            levels.append([sub for subs in pool.map(clear, levels[-1]) for sub in subs])
+        for level in reversed(levels):  # a folder goes once every folder in it has
+            list(pool.map(os.rmdir, level))

@@ -10,6 +10,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -237,3 +240,74 @@ def test_a_repositorys_history_replays_as_turns_and_the_scale_figures_run_on_it(
     assert row["rewind"]["checks"] == 2 * 2 * row["rewind"]["reps"]
     table = (out / "scale-replay.md").read_text()
     assert "| figure | repo (12 files) |" in table and "`rewind 1 --yes`, a process" in table
+
+
+def _bench_modules() -> tuple[Any, Any]:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bench import peers, tree
+    finally:
+        sys.path.remove(str(ROOT))
+    return peers, tree
+
+
+def test_the_shadows_commit_from_changed_paths_is_the_commit_of_add_all(tmp_path: Path) -> None:
+    """The scale suite's untimed checkpoints (``commit_paths``) commit the tree that
+    ``git add -A && git commit`` commits: deletions, a mode change, a new link, a file that
+    became a folder, and a path made and deleted between the two."""
+    peers, _ = _bench_modules()
+    ws = tmp_path / "ws"
+    (ws / "d").mkdir(parents=True)
+    for rel in ("a", "d/b", "d/c"):
+        (ws / rel).write_text(rel)
+    shadows = [peers.ShadowGit(str(ws), str(tmp_path / name), (".snapstore",)) for name in "AB"]
+    for shadow in shadows:
+        shadow.checkpoint("base")
+    (ws / "a").unlink()
+    (ws / "d" / "b").chmod(0o755)
+    (ws / "d" / "l").symlink_to("b")
+    (ws / "d" / "c").unlink()
+    (ws / "d" / "c").mkdir()
+    (ws / "d" / "c" / "x").write_text("x")
+    (ws / "new").write_text("new")
+    shadows[0].checkpoint("turn")
+    shadows[1].commit_paths("turn", {"a", "d/b", "d/l", "d/c", "d/c/x", "new", "gone"})
+    trees = [shadow.git("rev-parse", "HEAD^{tree}") for shadow in shadows]
+    assert trees[0] == trees[1]
+    assert shadows[1].git("rev-list", "--count", "HEAD").strip() == "2"
+    assert shadows[1].git("status", "--porcelain") == ""
+
+
+def test_the_tree_checks_catch_a_wrong_path_and_removal_stays_inside(tmp_path: Path) -> None:
+    """A check of the touched paths only still finds wrong bytes, a missing file and one that
+    must not exist; ``remove`` deletes a tree without following its links out of it."""
+    _, tree = _bench_modules()
+    root = tmp_path / "ws"
+    (root / "d" / "e").mkdir(parents=True)
+    for rel in ("a", "d/b", "d/e/c"):
+        (root / rel).write_text(rel)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    (root / "d" / "out").symlink_to(outside)
+    checked = tree.Tree(str(root), tree.scan_base(str(root), frozenset()), frozenset())
+    good = {"a": tree.Version.of(tree.FILE, b"a", 0o644), "gone": None}
+    checked.check(good, "as made", whole=False)
+    (root / "a").write_text("A")
+    (root / "gone").write_text("here")
+    (root / "d" / "b").unlink()
+    overlay = {**good, "d/b": checked.base["d/b"]}
+    with pytest.raises(tree.CorrectnessError) as raised:
+        checked.check(overlay, "broken", whole=False)
+    found = str(raised.value)
+    assert "(3 problem(s))" in found
+    assert all(
+        f"{rel}: {what}" in found
+        for rel, what in (
+            ("a", "wrong bytes"),
+            ("gone", "present but should not exist"),
+            ("d/b", "missing"),
+        )
+    )
+    tree.remove(str(root))
+    assert not root.exists() and (outside / "keep").read_text() == "keep"
