@@ -32,7 +32,7 @@ a frame is decoded into at most the stated size, refused unless it is exactly th
 # AST module: about 3 ms of every hook's start-up (docs/benchmarks.md).
 
 import struct
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import StoreCorrupt
 
@@ -188,25 +188,6 @@ def _raw_dict(base: bytes) -> "zstandard.ZstdCompressionDict":
     return zstandard.ZstdCompressionDict(base, dict_type=zstandard.DICT_TYPE_RAWCONTENT)
 
 
-_local: Any = None
-
-
-def _compressor() -> "zstandard.ZstdCompressor":
-    """This thread's compressor, kept: making one costs more than compressing a small
-    file with it (11 of 16 us for 2 KiB). A compressor is not to be shared by threads."""
-    global _local
-    if _local is None:
-        import threading
-
-        _local = threading.local()
-    compressor = getattr(_local, "compressor", None)
-    if compressor is None:
-        import zstandard
-
-        compressor = _local.compressor = zstandard.ZstdCompressor(level=LEVEL)
-    return compressor
-
-
 def encode(
     data: bytes, base: bytes | None = None, base_key: bytes | None = None, base_depth: int = 0
 ) -> bytes:
@@ -217,7 +198,6 @@ def encode(
     import zstandard
 
     size = _SIZE.pack(len(data))
-    payload: bytes | None = None
     if base is not None and base_key is not None and data:
         dictionary = _raw_dict(base)
         compressor = zstandard.ZstdCompressor(
@@ -226,8 +206,24 @@ def encode(
         payload = compressor.compress(data)
         if len(payload) < len(data):
             return bytes([DELTA]) + size + base_key + bytes([base_depth + 1]) + payload
-    if data:
-        payload = _compressor().compress(data)
+    return _frame(data, zstandard.ZstdCompressor(level=LEVEL) if data else None)
+
+
+def frames(datas: list[bytes]) -> list[bytes]:
+    """:func:`encode` of each of ``datas`` as a full frame, with one compressor for all:
+    making one costs more than compressing a small file with it (11 of 16 us for 2 KiB).
+    A compressor must not be shared by threads: each thread calls this with its share."""
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor(level=LEVEL)
+    return [_frame(data, compressor) for data in datas]
+
+
+def _frame(data: bytes, compressor: "zstandard.ZstdCompressor | None") -> bytes:
+    """A zstd frame of ``data``, or its raw bytes when the frame is no smaller."""
+    size = _SIZE.pack(len(data))
+    if compressor is not None and data:
+        payload = compressor.compress(data)
         if len(payload) < len(data):
             return bytes([ZSTD]) + size + payload
     return bytes([RAW]) + size + data

@@ -190,9 +190,10 @@ def encode(repo: Repo, items: list[Item], baseline: bool, known: frozenset[str])
         from concurrent.futures import ThreadPoolExecutor
 
         def compress(share: list[Item]) -> None:
-            for item in share:
-                assert isinstance(item.data, bytes)  # a big one has no frame: not here
-                item.value = blobs.encode(item.data)
+            datas = [item.data for item in share if isinstance(item.data, bytes)]
+            assert len(datas) == len(share)  # a big one has no frame: not here
+            for item, value in zip(share, blobs.frames(datas), strict=True):
+                item.value = value
 
         # A share per thread: a task per file costs as much as compressing a small one.
         with ThreadPoolExecutor(ENCODERS) as pool:
