@@ -578,9 +578,10 @@ class View:
         for key, _ in self._items("counts"):
             yield bytes(key)
 
-    def scan_state(self) -> dict[str, Any] | None:
-        """What the last full scan recorded (baseline time, ignore-rule stamp)."""
-        return self._meta_json(b"scan")
+    def scan_state(self) -> bytes | None:
+        """What the last full scan recorded (baseline time, ignore-rule stamp, folders), as
+        stored: JSON, which the scan decodes (snapstore.ops.scan.ScanMemo)."""
+        return self._get("meta", b"scan")
 
     def shell_windows(self) -> dict[str, list[tuple[str, float]]]:
         """Scan mode: each session's shell tool calls in progress: (call id, opened at)."""

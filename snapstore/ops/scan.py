@@ -28,6 +28,7 @@ again and records the changes (snapstore.ops.scanrecord).
 from __future__ import annotations
 
 import gc
+import json
 import os
 import stat
 import time
@@ -374,6 +375,30 @@ class _Walker:
         return deleted
 
 
+class ScanMemo:
+    """The scan state as a scan last decoded it, for a caller that scans again and again
+    (the watcher), kept while its stored bytes stay the same. Its list of folders is 2.2 MB
+    of JSON at a million files: decoding it and making a set of it took 20 ms of a 24 ms
+    scan of one file. Neither is changed by a scan: a new state is a new dict."""
+
+    def __init__(self) -> None:
+        #: The stored bytes, the state they decode to, and its folders: one tuple, replaced
+        #: whole, so that no reader pairs one state's bytes with another's folders.
+        self._kept: tuple[bytes, dict, frozenset[str]] | None = None
+
+    def read(self, v: View) -> tuple[dict | None, frozenset[str]]:
+        """The state (None before the baseline) and its folders, the ones the last full
+        scan saw (there before: a new file never brought them)."""
+        raw = v.scan_state()
+        if raw is None:
+            return None, frozenset()
+        kept = self._kept
+        if kept is None or kept[0] != raw:
+            state = json.loads(raw)
+            kept = self._kept = (raw, state, frozenset(state.get("folders") or ()))
+        return kept[1], kept[2]
+
+
 def normalize_scopes(rels: Iterable[str]) -> list[str]:
     """Sorted scopes with duplicates and paths inside another scope removed."""
     kept: list[str] = []
@@ -405,6 +430,7 @@ def scan(
     rules: IgnoreRules | None = None,
     window: Iterable[WindowAction] = (),
     git_baseline: bool = True,
+    memo: ScanMemo | None = None,
 ) -> ScanResult:
     """Record what changed since the last scan, in the whole workspace or below ``paths``.
 
@@ -413,7 +439,8 @@ def scan(
     named after ``session`` (the one that asked). ``window`` opens or closes
     windows in the scan's last commit, after what it found is recorded.
     ``dirs``, when given, collects the folders visited (path -> inode).
-    ``rules`` may be kept from an earlier scan while no ignore file changed.
+    ``rules`` may be kept from an earlier scan while no ignore file changed, and ``memo``
+    for as long as the caller scans again and again.
     ``git_baseline``: the first scan may record git's clean files by reference.
     """
     started = time.perf_counter()
@@ -421,8 +448,9 @@ def scan(
     if rules is None or not rules.current():
         rules = IgnoreRules(repo.root, repo.ws.store_rel)
     exclude = rules.exclude_stamp
+    memo = memo or ScanMemo()
     with repo.read() as v:
-        state = v.scan_state()
+        state, known = memo.read(v)
     scopes = None
     if paths is not None and state is not None and state.get("exclude") == exclude:
         scopes = _widen(_relpaths(repo, paths, result))
@@ -459,7 +487,6 @@ def scan(
             assert dirs is not None
             new_state, created = _folders(state, new_state, sorted(dirs), result.baseline)
         new_state = _uncaptured(state, new_state, walker, scopes)
-        known = frozenset((state or {}).get("folders") or ())  # there before: never brought
         _record(repo, session, walker, result, progress, new_state, list(window), created, known)
     finally:
         if collecting:

@@ -40,7 +40,7 @@ from ..core.errors import SnapstoreError, WatcherRunning
 from ..core.records import WATCH
 from ..core.repo import Repo
 from .ignore import IGNORE_FILES, IgnoreRules
-from .scan import DEFAULT_MAX_FILE_SIZE, Progress, normalize_scopes, scan
+from .scan import DEFAULT_MAX_FILE_SIZE, Progress, ScanMemo, normalize_scopes, scan
 from .scanrecord import ScanResult
 from .shell import WindowAction, open_windows
 from .watchlink import LOCK_NAME, REQUEST_DIR, watcher_info, write_json
@@ -142,6 +142,7 @@ class Watcher:
         self._lost: str | None = None
         self._dirs: dict[str, int] = {}
         self._rules: IgnoreRules | None = None  # kept between flushes until one changes
+        self._memo = ScanMemo()  # the scan state, decoded again only once it changed
         self.unwatched: set[str] = set()
         #: Whether the kernel's watches could not be counted (said once).
         self.uncounted = False
@@ -343,6 +344,7 @@ class Watcher:
             dirs=dirs,
             rules=self._rules,
             window=actions,
+            memo=self._memo,
         )
         if dirs:
             self._dirs.update(dirs)
@@ -365,6 +367,7 @@ class Watcher:
             dirs=dirs,
             progress=progress,
             window=actions,
+            memo=self._memo,
         )
         self._dirs = dirs
         self.unwatched.clear()

@@ -61,6 +61,28 @@ def test_a_first_scan_of_many_files_compresses_in_threads_and_keeps_every_byte(
     assert {rel: read(root, rel) for rel in files} == files
 
 
+def test_a_kept_scan_state_is_decoded_again_once_a_scan_changed_it(
+    store: Store, root: Path
+) -> None:
+    """The watcher keeps the decoded scan state between its scans (``ScanMemo``). A full
+    scan that saw a new folder changes the state: a later scan with the same memo must know
+    the folder was there, so that rewinding a file the agent made in it keeps the folder."""
+    make_tree(root)
+    memo = scan.ScanMemo()
+    scan.scan(store.repo, memo=memo)
+    (root / "kept").mkdir()  # the user's, empty
+    scan.scan(store.repo, None, ["src/a.txt"], memo=memo)  # the memo holds a state without it
+    scan.scan(store.repo, memo=memo)  # a full scan: the folder joins the state
+    store.begin_turn("s", "add a file", scan=True)
+    store.shell_begin("s", "call-1")
+    write(root, "kept/new.txt", "new\n")
+    assert scan.scan(store.repo, "s", ["kept/new.txt"], memo=memo).count == 1
+    store.shell_end("s", "call-1")
+    store.end_turn("s", scan=True)
+    assert store.rewind(1, "s").ok
+    assert (root / "kept").is_dir() and not (root / "kept" / "new.txt").exists()
+
+
 def test_shell_changes_in_a_turn_are_rewound_byte_for_byte(store: Store, root: Path) -> None:
     make_tree(root)
     store.scan()
