@@ -458,8 +458,8 @@ def scan(
             scopes = None
     result.baseline = state is None
     result.full = scopes is None
-    if scopes is None and dirs is None:
-        dirs = {}  # a full scan notes the folders, to find the ones that came
+    if dirs is None:
+        dirs = {}  # the folders visited: the ones that came, or (scoped) the ones now known
     walker = _Walker(repo, rules, max_file_size, result, progress, dirs)
     new_state = None
     if scopes is None and (state is None or state.get("exclude") != exclude):
@@ -484,8 +484,9 @@ def scan(
             walker.unvisited()
         walker.view = None
         if scopes is None:
-            assert dirs is not None
             new_state, created = _folders(state, new_state, sorted(dirs), result.baseline)
+        else:
+            new_state = _known_folders(state, new_state, dirs, known)
         new_state = _uncaptured(state, new_state, walker, scopes)
         _record(repo, session, walker, result, progress, new_state, list(window), created, known)
     finally:
@@ -508,6 +509,18 @@ def _folders(
     if seen != before:
         new_state = {**(new_state or state or {}), "folders": seen}
     return new_state, created
+
+
+def _known_folders(
+    state: dict | None, new_state: dict | None, seen: dict[str, int], known: frozenset[str]
+) -> dict | None:
+    """The folders a scoped scan met join the state's (the watcher's scans are scoped, but
+    for its first and one after a lost queue): a file made in one later did not bring it,
+    so a rewind of that file keeps the folder. A state that lists no folders keeps none."""
+    added = [folder for folder in seen if folder not in known]
+    if not added or state is None or state.get("folders") is None:
+        return new_state
+    return {**(new_state or state), "folders": sorted(known.union(added))}
 
 
 def _uncaptured(

@@ -210,3 +210,20 @@ def test_the_watcher_says_sync_only_once_its_watches_are_in_place(
     finally:
         run.watcher.stop()
     assert watcher_info(store.store_dir) is None
+
+
+def test_a_folder_the_user_made_while_watched_stays_when_the_agents_file_in_it_is_rewound(
+    store: Store, root: Path, running: Running
+) -> None:
+    """The watcher's scans are scoped: the folder it met joins the scan state, so the
+    agent's shell call that made the folder's first file did not bring the folder, and
+    the rewind of that file keeps it (it removed the user's folder before)."""
+    (root / "kept").mkdir()
+    assert not store.scan(session="s").full  # the watcher's answer: a scoped scan met it
+    store.begin_turn("s", "add a file", scan=True)
+    store.shell_begin("s", "call-1")
+    write(root, "kept/new.txt", "new\n")
+    store.shell_end("s", "call-1")
+    store.end_turn("s", scan=True)
+    assert store.rewind(1, "s").ok
+    assert (root / "kept").is_dir() and not (root / "kept" / "new.txt").exists()
