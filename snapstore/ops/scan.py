@@ -387,8 +387,8 @@ class ScanMemo:
         self._kept: tuple[bytes, dict, frozenset[str]] | None = None
 
     def read(self, v: View) -> tuple[dict | None, frozenset[str]]:
-        """The state (None before the baseline) and its folders, the ones the last full
-        scan saw (there before: a new file never brought them)."""
+        """The state (None before the baseline) and the folders it lists, the ones scans
+        met (there before: a new file never brought them)."""
         raw = v.scan_state()
         if raw is None:
             return None, frozenset()
